@@ -1,0 +1,149 @@
+/* tg — the reverse-mode tape: grad mode, backward, custom functions, gradcheck. */
+#ifndef TG_AUTOGRAD_H
+#define TG_AUTOGRAD_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- per-tensor state ---- */
+bool tg_requires_grad(const tg_tensor *t);
+/* Only leaves (tensors without grad_fn) of a floating dtype can change this. */
+tg_status tg_set_requires_grad(tg_tensor *t, bool requires_grad);
+bool tg_is_leaf(const tg_tensor *t);
+/* The accumulated gradient (borrowed; NULL if none). */
+tg_tensor *tg_grad(const tg_tensor *t);
+/* Sets the accumulated gradient (NULL clears it); checks shape, dtype and device. */
+tg_status tg_set_grad(tg_tensor *t, const tg_tensor *grad);
+/* Zeroes t's gradient in place (keeps the buffer); a no-op when it has none. */
+tg_status tg_zero_grad(tg_tensor *t);
+/* Name of the op that made t ("addmm", ...) or NULL for leaves. */
+const char *tg_grad_fn_name(const tg_tensor *t);
+/* A new tensor sharing t's storage, cut from the graph. */
+tg_tensor *tg_detach(const tg_tensor *t);
+
+/* ---- grad mode (thread-local) ---- */
+bool tg_is_grad_enabled(void);
+/* Returns the previous mode. */
+bool tg_set_grad_enabled(bool enabled);
+/* Nestable no-grad regions: every begin needs its end. */
+void tg_no_grad_begin(void);
+void tg_no_grad_end(void);
+
+/* ---- backward ---- */
+typedef struct tg_backward_options {
+  bool retain_graph; /* keep saved tensors so backward can run again */
+  bool create_graph; /* record the backward itself, for double backward (implies retain) */
+} tg_backward_options;
+
+/* Accumulates d root / d leaf into every leaf's grad. grad may be NULL for a one-element
+ * root; otherwise it must have root's sizes (any strides). */
+tg_status tg_backward(const tg_tensor *root, const tg_tensor *grad);
+tg_status tg_backward_ex(const tg_tensor *root, const tg_tensor *grad, tg_backward_options opts);
+/* d outputs / d inputs without touching .grad: grads_out[i] (scope-owned) is the gradient
+ * of sum(outputs[j] * grad_outputs[j]) w.r.t. inputs[i], or NULL if it does not depend on it
+ * (allow_unused) — an error otherwise. */
+tg_status tg_autograd_grad(int n_outputs, const tg_tensor *const *outputs,
+                           const tg_tensor *const *grad_outputs, int n_inputs,
+                           const tg_tensor *const *inputs, tg_tensor **grads_out,
+                           tg_backward_options opts, bool allow_unused);
+
+/* ---- custom functions and the op registry ----
+ * An op is a descriptor: a forward kernel per device type, one backward, flags. Built-in
+ * ops and user functions share it; tg_apply runs the forward on the inputs' device and,
+ * when grad mode is on and an input requires grad, records a tape node. */
+typedef struct tg_ctx tg_ctx;
+
+/* Fills outputs[0..n_outputs) with new tensors (tg_empty etc.; any scope handling is done
+ * by tg_apply). Runs with grad mode off. */
+typedef tg_status (*tg_forward_fn)(tg_ctx *ctx, const tg_tensor *const *inputs,
+                                   tg_tensor **outputs);
+/* Fills grad_inputs[i] for the inputs that need it (NULL = no gradient). grad_outputs[j]
+ * is NULL for an output that got no gradient when materialize_grads is off. Runs with grad
+ * mode on only under create_graph, so write it with tg ops to get double backward. */
+typedef tg_status (*tg_backward_fn)(tg_ctx *ctx, const tg_tensor *const *grad_outputs,
+                                    tg_tensor **grad_inputs);
+
+enum {
+  TG_OP_ONCE_DIFFERENTIABLE = 1u << 0, /* double backward through it is an error */
+  TG_OP_NO_MATERIALIZE_GRADS = 1u << 1,/* missing grad_outputs reach backward as NULL */
+  TG_OP_VIEW = 1u << 2,                /* outputs alias input 0 (shape/view ops) */
+};
+
+typedef struct tg_op_desc {
+  const char *name;
+  int n_inputs;  /* -1: any number (cat, stack) */
+  int n_outputs; /* -1: any number (chunk, split) */
+  tg_forward_fn forward[TG_NUM_DEVICE_TYPES];
+  tg_backward_fn backward; /* NULL: not differentiable */
+  unsigned flags;
+} tg_op_desc;
+
+/* Runs op. scalars are kept in the context for forward and backward (tg_ctx_scalar). */
+tg_status tg_apply(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
+                   int n_scalars, const double *scalars, int n_outputs, tg_tensor **outputs);
+/* One-output form; NULL on error. */
+tg_tensor *tg_apply1(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
+                     int n_scalars, const double *scalars);
+
+/* Registry: built-in ops are always there; user ops are added at run time (the desc is
+ * copied; its name must be new). */
+tg_status tg_op_register(const tg_op_desc *desc);
+const tg_op_desc *tg_op_lookup(const char *name); /* NULL + TG_ERR_ARGUMENT if unknown */
+int tg_op_count(void);
+const tg_op_desc *tg_op_at(int index);
+
+/* ---- the context of one op call ---- */
+#define TG_CTX_MAX_SCALARS 8
+int tg_ctx_num_inputs(const tg_ctx *ctx);
+int tg_ctx_num_outputs(const tg_ctx *ctx);
+/* Saves tensors (inputs, outputs or intermediates) for backward; version-checked. */
+tg_status tg_ctx_save_for_backward(tg_ctx *ctx, int n, const tg_tensor *const *tensors);
+int tg_ctx_num_saved(const tg_ctx *ctx);
+/* A saved tensor, scope-owned; NULL with TG_ERR_STATE if it was modified in place since it
+ * was saved or the graph was freed. */
+tg_tensor *tg_ctx_saved(tg_ctx *ctx, int index);
+double tg_ctx_scalar(const tg_ctx *ctx, int index);
+int tg_ctx_num_scalars(const tg_ctx *ctx);
+/* Keeps a scalar attribute for backward (index < TG_CTX_MAX_SCALARS). */
+tg_status tg_ctx_set_scalar(tg_ctx *ctx, int index, double value);
+/* Arbitrary data for backward; free_fn (may be NULL) runs when the node dies. */
+void tg_ctx_set_data(tg_ctx *ctx, void *data, void (*free_fn)(void *));
+void *tg_ctx_data(const tg_ctx *ctx);
+bool tg_ctx_needs_input_grad(const tg_ctx *ctx, int index);
+/* Geometry of input i as it was at forward time. */
+int tg_ctx_input_ndim(const tg_ctx *ctx, int index);
+const int64_t *tg_ctx_input_sizes(const tg_ctx *ctx, int index);
+tg_dtype tg_ctx_input_dtype(const tg_ctx *ctx, int index);
+tg_device tg_ctx_input_device(const tg_ctx *ctx, int index);
+/* Call from forward with one of its outputs. */
+tg_status tg_ctx_mark_non_differentiable(tg_ctx *ctx, const tg_tensor *output);
+void tg_ctx_set_materialize_grads(tg_ctx *ctx, bool materialize);
+
+/* ---- gradient checking (in F64) ---- */
+typedef struct tg_gradcheck_options {
+  double eps;  /* 0 = 1e-6 */
+  double atol; /* 0 = 1e-5 */
+  double rtol; /* 0 = 1e-3 */
+  bool quiet;  /* do not print the failure report to stderr (it is in the error message) */
+} tg_gradcheck_options;
+
+/* A function of tensors: fills outputs[0..n_outputs) (scope-owned results are fine). */
+typedef tg_status (*tg_gradcheck_fn)(void *user, const tg_tensor *const *inputs,
+                                     tg_tensor **outputs);
+
+/* Compares backward against central differences for every input that requires grad.
+ * TG_OK when they agree; TG_ERR_GRADCHECK with a report naming input, output, element and
+ * both values otherwise. Inputs must be F64 without overlapping elements. */
+tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_inputs, tg_tensor *const *inputs,
+                       int n_outputs, tg_gradcheck_options opts);
+/* Checks the gradient of the gradient, with random upstream gradients. */
+tg_status tg_gradgradcheck(tg_gradcheck_fn fn, void *user, int n_inputs, tg_tensor *const *inputs,
+                           int n_outputs, tg_gradcheck_options opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,32 @@
+/* tg — the CUDA device. Every call works in a build without CUDA: it reports zero devices
+ * or TG_ERR_DEVICE. CUDA is initialised lazily on first use. */
+#ifndef TG_CUDA_H
+#define TG_CUDA_H
+
+#include "types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+bool tg_cuda_is_built(void);
+/* Devices present (0 when not built, no driver, or no GPU). */
+int tg_cuda_device_count(void);
+bool tg_cuda_is_available(void);
+tg_status tg_cuda_synchronize(void);
+
+typedef struct tg_cuda_memory_stats {
+  size_t bytes_in_use;    /* held by live storages */
+  size_t bytes_cached;    /* freed by tg, kept for reuse */
+  size_t peak_bytes_in_use;
+  uint64_t driver_allocs; /* cudaMalloc calls so far */
+  uint64_t driver_frees;
+} tg_cuda_memory_stats;
+tg_status tg_cuda_memory_stats_get(tg_cuda_memory_stats *out);
+/* Returns cached blocks to the driver. */
+tg_status tg_cuda_empty_cache(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

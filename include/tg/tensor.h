@@ -1,0 +1,187 @@
+/* tg — tensors: creation, views, copies, element access, printing, RNG, lifetimes.
+ *
+ * Lifetimes: arguments are borrowed. Every tensor a function returns is a new
+ * reference owned by the innermost open scope of the calling thread
+ * (tg_scope_begin/tg_scope_end); with no scope open the caller owns it and
+ * calls tg_release. tg_keep(t) takes an extra reference the caller owns, so t
+ * outlives its scope. */
+#ifndef TG_TENSOR_H
+#define TG_TENSOR_H
+
+#include <stdio.h>
+
+#include "types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a new tensor is made; the zero value is F32 on the CPU without grad. */
+typedef struct tg_options {
+  tg_dtype dtype;
+  tg_device device;
+  bool requires_grad;
+} tg_options;
+
+#define TG_OPTS(...) ((tg_options){__VA_ARGS__})
+#define TG_OPTS_DEFAULT ((tg_options){0})
+
+/* TG_SHAPE(2, 3) expands to the (ndim, sizes) pair the functions below take. */
+#define TG_SHAPE(...)                                                                       \
+  (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (const int64_t[]) {     \
+    __VA_ARGS__                                                                             \
+  }
+
+/* ---- lifetimes ---- */
+void tg_scope_begin(void);
+/* Releases every tensor returned since the matching tg_scope_begin. */
+void tg_scope_end(void);
+int tg_scope_depth(void);
+/* Takes a reference the caller owns (release it with tg_release). Returns t. */
+tg_tensor *tg_keep(const tg_tensor *t);
+tg_tensor *tg_retain(const tg_tensor *t);
+void tg_release(tg_tensor *t); /* NULL is a no-op */
+/* Tensors, storages and tape nodes alive now (for leak tests). */
+int64_t tg_live_objects(void);
+
+/* ---- allocators ---- */
+/* Per-device allocator. alloc returns NULL on failure; tg turns that into TG_ERR_MEMORY. */
+typedef struct tg_allocator {
+  const char *name;
+  void *(*alloc)(void *ctx, size_t nbytes);
+  void (*free)(void *ctx, void *ptr, size_t nbytes);
+  void *ctx;
+} tg_allocator;
+/* Installs an allocator for a device type (NULL restores the default); returns the previous. */
+const tg_allocator *tg_set_allocator(tg_device_type type, const tg_allocator *allocator);
+const tg_allocator *tg_get_allocator(tg_device_type type);
+
+/* ---- properties ---- */
+int tg_ndim(const tg_tensor *t);
+int64_t tg_size(const tg_tensor *t, int dim);     /* negative dims count from the end */
+int64_t tg_stride(const tg_tensor *t, int dim);
+const int64_t *tg_sizes(const tg_tensor *t);
+const int64_t *tg_strides(const tg_tensor *t);
+int64_t tg_offset(const tg_tensor *t);            /* in elements */
+int64_t tg_numel(const tg_tensor *t);
+tg_dtype tg_tensor_dtype(const tg_tensor *t);
+tg_device tg_tensor_device(const tg_tensor *t);
+bool tg_is_contiguous(const tg_tensor *t);
+bool tg_shares_storage(const tg_tensor *a, const tg_tensor *b);
+/* Address of element 0 (storage data + offset). Device memory for CUDA tensors. */
+void *tg_data_ptr(const tg_tensor *t);
+/* Version counter of t's storage: bumped by every in-place write. */
+uint64_t tg_version(const tg_tensor *t);
+
+/* ---- creation ---- */
+tg_tensor *tg_empty(int ndim, const int64_t *sizes, tg_options opts);
+tg_tensor *tg_zeros(int ndim, const int64_t *sizes, tg_options opts);
+tg_tensor *tg_ones(int ndim, const int64_t *sizes, tg_options opts);
+tg_tensor *tg_full(int ndim, const int64_t *sizes, double value, tg_options opts);
+/* Values start, start+step, ... below end (above end for a negative step). */
+tg_tensor *tg_arange(double start, double end, double step, tg_options opts);
+/* Copies numel elements from a host array whose element type is opts.dtype. */
+tg_tensor *tg_from_data(int ndim, const int64_t *sizes, const void *data, tg_options opts);
+tg_tensor *tg_empty_like(const tg_tensor *t);
+tg_tensor *tg_zeros_like(const tg_tensor *t);
+tg_tensor *tg_ones_like(const tg_tensor *t);
+tg_tensor *tg_full_like(const tg_tensor *t, double value);
+
+/* ---- random numbers ----
+ * Counter-based (Philox 4x32-10): element i of a draw depends only on (seed, offset + i),
+ * so the same seed gives the same numbers on every device and thread count. */
+typedef struct tg_generator tg_generator;
+tg_generator *tg_generator_new(uint64_t seed); /* caller frees with tg_generator_free */
+void tg_generator_free(tg_generator *gen);
+void tg_generator_seed(tg_generator *gen, uint64_t seed);
+/* Seeds this thread's default generator (used where gen is NULL). */
+void tg_manual_seed(uint64_t seed);
+tg_tensor *tg_rand(int ndim, const int64_t *sizes, tg_options opts, tg_generator *gen);
+tg_tensor *tg_randn(int ndim, const int64_t *sizes, tg_options opts, tg_generator *gen);
+tg_tensor *tg_uniform(int ndim, const int64_t *sizes, double low, double high, tg_options opts,
+                      tg_generator *gen);
+tg_status tg_uniform_(tg_tensor *t, double low, double high, tg_generator *gen);
+tg_status tg_normal_(tg_tensor *t, double mean, double std, tg_generator *gen);
+
+/* ---- views: share storage, never copy. Negative dims count from the end. ---- */
+/* view: sizes may hold one -1; fails when the strides forbid a view. */
+tg_tensor *tg_view(const tg_tensor *t, int ndim, const int64_t *sizes);
+/* reshape: a view when the strides allow one, else a contiguous copy. */
+tg_tensor *tg_reshape(const tg_tensor *t, int ndim, const int64_t *sizes);
+tg_tensor *tg_flatten(const tg_tensor *t);
+tg_tensor *tg_transpose(const tg_tensor *t, int dim0, int dim1);
+tg_tensor *tg_t(const tg_tensor *t); /* 2-D transpose */
+tg_tensor *tg_permute(const tg_tensor *t, int ndim, const int *dims);
+tg_tensor *tg_narrow(const tg_tensor *t, int dim, int64_t start, int64_t length);
+/* Python-style slice [start:end:step] on one dim, step > 0; start/end clamp like Python. */
+tg_tensor *tg_slice(const tg_tensor *t, int dim, int64_t start, int64_t end, int64_t step);
+tg_tensor *tg_select(const tg_tensor *t, int dim, int64_t index);
+/* Splits into ceil(size/ceil(size/chunks)) views, like torch.chunk; out holds >= chunks. */
+tg_status tg_chunk(const tg_tensor *t, int chunks, int dim, tg_tensor **out, int *n_out);
+/* Views of split_size along dim (the last may be smaller); out holds max_out. */
+tg_status tg_split(const tg_tensor *t, int64_t split_size, int dim, tg_tensor **out, int max_out,
+                   int *n_out);
+/* expand: sizes of -1 keep the dim; only size-1 dims grow (stride 0); new dims on the left. */
+tg_tensor *tg_expand(const tg_tensor *t, int ndim, const int64_t *sizes);
+tg_tensor *tg_expand_as(const tg_tensor *t, const tg_tensor *other);
+tg_tensor *tg_squeeze(const tg_tensor *t, int dim); /* no-op if that dim is not 1 */
+tg_tensor *tg_squeeze_all(const tg_tensor *t);
+tg_tensor *tg_unsqueeze(const tg_tensor *t, int dim);
+/* Low-level view with explicit geometry; checked against the storage bounds. */
+tg_tensor *tg_as_strided(const tg_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides,
+                         int64_t offset);
+
+/* ---- copies and element access ---- */
+tg_tensor *tg_contiguous(const tg_tensor *t); /* t itself (a new reference) if already contiguous */
+tg_tensor *tg_clone(const tg_tensor *t);
+/* Copies src into dst, broadcasting src and converting its dtype; devices may differ. */
+tg_status tg_copy_(tg_tensor *dst, const tg_tensor *src);
+tg_status tg_fill_(tg_tensor *t, double value);
+tg_status tg_zero_(tg_tensor *t);
+tg_status tg_get(const tg_tensor *t, const int64_t *index, double *out);
+tg_status tg_set(tg_tensor *t, const int64_t *index, double value);
+/* The value of a one-element tensor. */
+tg_status tg_item(const tg_tensor *t, double *out);
+/* Copies all elements, in logical row-major order, into a host array of t's dtype. */
+tg_status tg_to_host_array(const tg_tensor *t, void *out, size_t out_bytes);
+tg_tensor *tg_to_dtype(const tg_tensor *t, tg_dtype dtype);   /* t itself if equal */
+tg_tensor *tg_to_device(const tg_tensor *t, tg_device device); /* t itself if equal */
+
+/* ---- printing (PyTorch style; the middle of large dims is elided) ---- */
+/* Returns a malloc'd string the caller frees with free(); NULL on error. */
+char *tg_to_string(const tg_tensor *t);
+tg_status tg_fprint(FILE *f, const tg_tensor *t);
+tg_status tg_print(const tg_tensor *t);
+
+/* ---- CPU threads (OpenMP loops and BLIS GEMM) ---- */
+/* n <= 0 restores the default (the OpenMP default, usually the core count). */
+void tg_set_num_threads(int n);
+int tg_get_num_threads(void);
+
+/* ---- accessors: the C form of ATen's accessor / packed_accessor ----
+ * Passed by value to CPU loops and CUDA kernels alike; strides in elements; data already
+ * includes the offset. */
+typedef struct tg_accessor {
+  void *data;
+  int ndim;
+  int64_t sizes[TG_MAX_DIMS];
+  int64_t strides[TG_MAX_DIMS];
+} tg_accessor;
+
+/* Fails (zeroed accessor + TG_ERR_SHAPE/TG_ERR_DTYPE) unless t has ndim dims and dtype. */
+tg_status tg_accessor_of(const tg_tensor *t, int ndim, tg_dtype dtype, tg_accessor *out);
+
+#define TG_AT1(acc, T, i) (((T *)(acc).data)[(int64_t)(i) * (acc).strides[0]])
+#define TG_AT2(acc, T, i, j)                                                                \
+  (((T *)(acc).data)[(int64_t)(i) * (acc).strides[0] + (int64_t)(j) * (acc).strides[1]])
+#define TG_AT3(acc, T, i, j, k)                                                             \
+  (((T *)(acc).data)[(int64_t)(i) * (acc).strides[0] + (int64_t)(j) * (acc).strides[1] +   \
+                     (int64_t)(k) * (acc).strides[2]])
+#define TG_AT4(acc, T, i, j, k, l)                                                          \
+  (((T *)(acc).data)[(int64_t)(i) * (acc).strides[0] + (int64_t)(j) * (acc).strides[1] +   \
+                     (int64_t)(k) * (acc).strides[2] + (int64_t)(l) * (acc).strides[3]])
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,81 @@
+/* The per-device primitive kernels every generic op is built from.
+ *
+ * Generic ops (src/ops/*.c) validate arguments, compute output shapes, allocate outputs
+ * and then call these primitives on the device of their inputs. A device backend (CPU in
+ * src/ops/cpu/, CUDA in src/ops/cuda/) implements every entry. Unless stated, primitives:
+ *  - receive tensors that all live on the backend's device, already validated;
+ *  - accept any strides (including stride 0 from expand) and offsets for inputs;
+ *  - write outputs with any strides without internal overlap;
+ *  - allow an output to be the same tensor (same geometry) as an input (in-place);
+ *  - return TG_OK, or record an error with tg_set_error and return its code. */
+#ifndef TG_BACKEND_H
+#define TG_BACKEND_H
+
+#include "tg/tensor.h"
+
+typedef enum tg_unary_kind {
+  TG_UNARY_NEG,        /* -x */
+  TG_UNARY_EXP,        /* exp(x) */
+  TG_UNARY_LOG,        /* log(x) */
+  TG_UNARY_SQRT,       /* sqrt(x) */
+  TG_UNARY_SIGMOID,    /* 1/(1+exp(-x)), stable for any finite x */
+  TG_UNARY_TANH,       /* tanh(x) */
+  TG_UNARY_RELU,       /* max(x, 0) */
+  TG_UNARY_ELU,        /* x > 0 ? x : a*(exp(x)-1)   (a = alpha) */
+  TG_UNARY_POW,        /* pow(x, a) */
+  TG_UNARY_AFFINE,     /* a*x + b  (add/mul/sub/rsub by a scalar) */
+  TG_UNARY_RECIPROCAL, /* 1/x */
+  TG_UNARY_STEP,       /* x > 0 ? 1 : 0 */
+  TG_UNARY_ABS,        /* |x| */
+  TG_NUM_UNARY
+} tg_unary_kind;
+
+typedef enum tg_binary_kind {
+  TG_BINARY_ADD, /* a + alpha*b */
+  TG_BINARY_SUB, /* a - alpha*b */
+  TG_BINARY_MUL, /* a * b */
+  TG_BINARY_DIV, /* a / b */
+  TG_BINARY_EQ,  /* a == b ? 1 : 0 */
+  TG_BINARY_GE,  /* a >= b ? 1 : 0 */
+  TG_NUM_BINARY
+} tg_binary_kind;
+
+typedef struct tg_backend {
+  const char *name;
+  /* out[...] = value. out: any dtype. */
+  tg_status (*fill)(tg_tensor *out, double value);
+  /* out = src elementwise; same sizes (src may be an expanded view); converts dtype. */
+  tg_status (*copy)(tg_tensor *out, const tg_tensor *src);
+  /* out = f(x); out and x have the same sizes and a floating dtype (x's dtype == out's). */
+  tg_status (*unary)(tg_unary_kind kind, double a, double b, tg_tensor *out, const tg_tensor *x);
+  /* out = a (op) b; a and b already expanded to out's sizes; same floating dtype. */
+  tg_status (*binary)(tg_binary_kind kind, double alpha, tg_tensor *out, const tg_tensor *a,
+                      const tg_tensor *b);
+  /* out = sum of x over dim; out has x's ndim with sizes[dim] == 1 (keepdim form).
+   * x is floating; out has x's dtype. */
+  tg_status (*sum_dim)(tg_tensor *out, const tg_tensor *x, int dim);
+  /* values/indices = max of x over dim (keepdim form); first index wins ties; NaN
+   * propagates (a NaN is the max). indices is I64. */
+  tg_status (*max_dim)(tg_tensor *values, tg_tensor *indices, const tg_tensor *x, int dim);
+  /* out = beta*out + alpha*(a @ b) for 2-D a [m,k], b [k,n], out [m,n], any strides.
+   * beta == 0 means out's old contents are ignored (NaN-safe). k == 0 gives beta*out. */
+  tg_status (*gemm)(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, double alpha,
+                    double beta);
+  /* out[i] = x[i, index[i]] for 2-D x [n, c], I64 index [n], out [n]. Indices are checked
+   * by the caller. */
+  tg_status (*gather_rows)(tg_tensor *out, const tg_tensor *x, const tg_tensor *index);
+  /* out[i, index[i]] += src[i] for out [n, c], src [n], I64 index [n]. */
+  tg_status (*scatter_add_rows)(tg_tensor *out, const tg_tensor *src, const tg_tensor *index);
+  /* Fills out (contiguous, floating) from Philox(seed, offset + i): uniform in [a, b) or
+   * normal with mean a, std b. */
+  tg_status (*uniform)(tg_tensor *out, uint64_t seed, uint64_t offset, double a, double b);
+  tg_status (*normal)(tg_tensor *out, uint64_t seed, uint64_t offset, double a, double b);
+} tg_backend;
+
+/* The backend of a device type: NULL with TG_ERR_DEVICE recorded (naming op) when that
+ * device is not built in. */
+const tg_backend *tg__backend(const char *op, tg_device device);
+
+extern const tg_backend tg_cpu_backend;
+
+#endif

@@ -1,0 +1,68 @@
+/* Internal layout of tensors and storages. Not part of the public API. */
+#ifndef TG_TENSOR_IMPL_H
+#define TG_TENSOR_IMPL_H
+
+#include <stdatomic.h>
+
+#include "tg/tensor.h"
+
+typedef struct tg_node tg_node;
+
+typedef struct tg_storage {
+  atomic_long refcount;
+  void *data;
+  size_t nbytes;
+  tg_device device;
+  const tg_allocator *allocator; /* the one that allocated data; frees it */
+  atomic_ullong version;         /* bumped by every in-place write through any view */
+} tg_storage;
+
+struct tg_tensor {
+  atomic_long refcount;
+  tg_storage *storage;
+  int64_t offset; /* in elements */
+  int ndim;
+  tg_dtype dtype;
+  int64_t sizes[TG_MAX_DIMS];
+  int64_t strides[TG_MAX_DIMS];
+  /* autograd */
+  bool requires_grad;
+  tg_tensor *grad;  /* owned reference or NULL */
+  tg_node *grad_fn; /* owned reference or NULL (leaves) */
+  int output_nr;    /* which output of grad_fn this tensor is */
+};
+
+/* Records a live-object birth/death for tg_live_objects. */
+void tg__live_inc(void);
+void tg__live_dec(void);
+
+/* New tensor object (refcount 1, not in any scope) over storage (retained), contiguous
+ * strides for sizes. */
+tg_tensor *tg__tensor_new(tg_storage *storage, int64_t offset, int ndim, const int64_t *sizes,
+                          const int64_t *strides, tg_dtype dtype);
+/* Allocates storage for nbytes on device via that device's allocator (refcount 1). */
+tg_storage *tg__storage_new(size_t nbytes, tg_device device);
+void tg__storage_retain(tg_storage *s);
+void tg__storage_release(tg_storage *s);
+
+/* Uninitialised contiguous tensor, refcount 1, NOT registered in a scope. */
+tg_tensor *tg__empty_raw(int ndim, const int64_t *sizes, tg_dtype dtype, tg_device device);
+/* Same geometry/storage, fresh object, no autograd state, NOT in a scope. */
+tg_tensor *tg__alias_raw(const tg_tensor *t);
+/* Hands a fresh reference (refcount 1) to the innermost scope; returns t. */
+tg_tensor *tg__scoped(tg_tensor *t);
+
+void tg__contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides);
+int64_t tg__numel(int ndim, const int64_t *sizes);
+/* Normalises a possibly negative dim against ndim; -1 and an error on failure. */
+int tg__wrap_dim(const char *op, const char *arg, int dim, int ndim);
+/* Returns false (and records TG_ERR_ARGUMENT unless an error is pending) if t is NULL. */
+bool tg__check_arg(const char *op, const char *arg, const tg_tensor *t);
+/* True if some two distinct index tuples map to the same element (stride 0 on a dim > 1,
+ * or an as_strided overlap). Conservative: may say true for exotic non-overlapping views. */
+bool tg__has_internal_overlap(const tg_tensor *t);
+
+/* Bumps the storage's version counter: call after every in-place write. */
+static inline void tg__bump_version(tg_tensor *t) { atomic_fetch_add(&t->storage->version, 1); }
+
+#endif
