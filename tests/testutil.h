@@ -1,0 +1,43 @@
+/* Shared test helpers: fixtures that prove nothing leaked, error assertions, comparisons. */
+#ifndef TG_TESTUTIL_H
+#define TG_TESTUTIL_H
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "tg/tg.h"
+
+/* Clears the error state and checks, at the end, that no tensor, storage or node is alive,
+ * that no scope was left open and that no error is pending unless the test cleared it. */
+void tg_test_setup(void);
+void tg_test_teardown(void);
+
+#define TG_TEST(suite, name, ...)                                                           \
+  Test(suite, name, .init = tg_test_setup, .fini = tg_test_teardown, ##__VA_ARGS__)
+
+/* Asserts that the pending error has `code` and that its message contains every given
+ * substring (NULL-terminated list), then clears it. */
+void tg_test_expect_error_impl(const char *file, int line, tg_status code, ...);
+#define tg_expect_error(code, ...)                                                          \
+  tg_test_expect_error_impl(__FILE__, __LINE__, (code), ##__VA_ARGS__, (const char *)NULL)
+
+/* Asserts no error is pending. */
+#define tg_expect_ok()                                                                      \
+  cr_assert_eq(tg_last_error(), TG_OK, "unexpected error: %s", tg_last_error_message())
+
+/* Max |a - b| over all elements (tensors of equal sizes, any device/dtype/strides). */
+double tg_test_max_abs_diff(const tg_tensor *a, const tg_tensor *b);
+/* Asserts |a-b| <= atol + rtol*|b| elementwise; reports the first bad element. */
+void tg_test_assert_close_impl(const char *file, int line, const tg_tensor *a,
+                               const tg_tensor *b, double rtol, double atol);
+#define tg_assert_close(a, b, rtol, atol)                                                   \
+  tg_test_assert_close_impl(__FILE__, __LINE__, (a), (b), (rtol), (atol))
+/* Asserts the tensor's sizes equal the given ones. */
+void tg_test_assert_sizes_impl(const char *file, int line, const tg_tensor *t, int ndim,
+                               const int64_t *sizes);
+#define tg_assert_sizes(t, ...) tg_test_assert_sizes_impl(__FILE__, __LINE__, (t), TG_SHAPE(__VA_ARGS__))
+
+/* Element of t at a flat logical (row-major) position, as double. */
+double tg_test_at(const tg_tensor *t, int64_t flat_index);
+
+#endif
