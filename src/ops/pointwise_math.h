@@ -1,0 +1,100 @@
+/* Scalar pointwise math shared by the CPU loops and the CUDA kernels (and the LLTM cell).
+ *
+ * Every function exists for float (`_f`, computed with the float libm functions expf,
+ * tanhf, expm1f) and for double (`_d`, computed with exp, tanh, expm1): F64 is never
+ * rounded through float. All are finite for every finite input (no exp overflow: sigmoid
+ * only ever exponentiates a non-positive number, elu only for x <= 0).
+ *
+ * Type-generic spellings for code written over `scalar_t`: `tg_math_sigmoid(x)` etc.,
+ * _Generic macros in C11 and overloads in C++ (the CUDA emulation build and nvcc).
+ *
+ * Compiles as C11, C++17 and under nvcc (functions are __host__ __device__ there). */
+#ifndef TG_POINTWISE_MATH_H
+#define TG_POINTWISE_MATH_H
+
+#include <math.h>
+
+#include "ops/hostdevice.h"
+
+/* ---- float ---- */
+
+/* 1/(1+exp(-x)), evaluated so that exp never sees a positive argument. */
+static inline TG_HOST_DEVICE float tg_sigmoid_f(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+  float e = expf(x);
+  return e / (1.0f + e);
+}
+static inline TG_HOST_DEVICE float tg_tanh_f(float x) { return tanhf(x); }
+/* x > 0 ? x : alpha*(exp(x)-1); expm1 keeps precision near 0. */
+static inline TG_HOST_DEVICE float tg_elu_f(float x, float alpha) {
+  return x > 0.0f ? x : alpha * expm1f(x);
+}
+/* max(x, 0); NaN propagates (NaN < 0 is false). */
+static inline TG_HOST_DEVICE float tg_relu_f(float x) { return x < 0.0f ? 0.0f : x; }
+/* x > 0 ? 1 : 0 (the derivative of relu; 0 at 0 and for NaN). */
+static inline TG_HOST_DEVICE float tg_step_f(float x) { return x > 0.0f ? 1.0f : 0.0f; }
+/* Derivatives of the LLTM cell, written in terms of what the forward pass saved. */
+static inline TG_HOST_DEVICE float tg_d_sigmoid_f(float s) { return s * (1.0f - s); }
+static inline TG_HOST_DEVICE float tg_d_tanh_f(float t) { return 1.0f - t * t; }
+static inline TG_HOST_DEVICE float tg_d_elu_f(float z, float alpha) {
+  return z > 0.0f ? 1.0f : alpha * expf(z);
+}
+
+/* ---- double ---- */
+
+static inline TG_HOST_DEVICE double tg_sigmoid_d(double x) {
+  if (x >= 0.0) return 1.0 / (1.0 + exp(-x));
+  double e = exp(x);
+  return e / (1.0 + e);
+}
+static inline TG_HOST_DEVICE double tg_tanh_d(double x) { return tanh(x); }
+static inline TG_HOST_DEVICE double tg_elu_d(double x, double alpha) {
+  return x > 0.0 ? x : alpha * expm1(x);
+}
+static inline TG_HOST_DEVICE double tg_relu_d(double x) { return x < 0.0 ? 0.0 : x; }
+static inline TG_HOST_DEVICE double tg_step_d(double x) { return x > 0.0 ? 1.0 : 0.0; }
+static inline TG_HOST_DEVICE double tg_d_sigmoid_d(double s) { return s * (1.0 - s); }
+static inline TG_HOST_DEVICE double tg_d_tanh_d(double t) { return 1.0 - t * t; }
+static inline TG_HOST_DEVICE double tg_d_elu_d(double z, double alpha) {
+  return z > 0.0 ? 1.0 : alpha * exp(z);
+}
+
+/* ---- type-generic spellings: tg_math_<name>(x) ----
+ * (Not tg_sigmoid(x): that is the public tensor op in tg/ops.h.) */
+
+#ifdef __cplusplus
+/* alpha is taken as double in both overloads so that x alone picks the precision. */
+#define TG__PM_OVERLOAD1(name)                                                              \
+  static inline TG_HOST_DEVICE float tg_math_##name(float x) { return tg_##name##_f(x); }   \
+  static inline TG_HOST_DEVICE double tg_math_##name(double x) { return tg_##name##_d(x); }
+#define TG__PM_OVERLOAD2(name)                                                              \
+  static inline TG_HOST_DEVICE float tg_math_##name(float x, double a) {                    \
+    return tg_##name##_f(x, (float)a);                                                      \
+  }                                                                                         \
+  static inline TG_HOST_DEVICE double tg_math_##name(double x, double a) {                  \
+    return tg_##name##_d(x, a);                                                             \
+  }
+TG__PM_OVERLOAD1(sigmoid)
+TG__PM_OVERLOAD1(tanh)
+TG__PM_OVERLOAD2(elu)
+TG__PM_OVERLOAD1(relu)
+TG__PM_OVERLOAD1(step)
+TG__PM_OVERLOAD1(d_sigmoid)
+TG__PM_OVERLOAD1(d_tanh)
+TG__PM_OVERLOAD2(d_elu)
+#undef TG__PM_OVERLOAD1
+#undef TG__PM_OVERLOAD2
+#else
+/* The first argument's type picks the precision; alpha is converted to it. */
+#define TG__PM_GENERIC(name, x) _Generic((x), float: tg_##name##_f, double: tg_##name##_d)
+#define tg_math_sigmoid(x) TG__PM_GENERIC(sigmoid, x)(x)
+#define tg_math_tanh(x) TG__PM_GENERIC(tanh, x)(x)
+#define tg_math_elu(x, alpha) TG__PM_GENERIC(elu, x)((x), (alpha))
+#define tg_math_relu(x) TG__PM_GENERIC(relu, x)(x)
+#define tg_math_step(x) TG__PM_GENERIC(step, x)(x)
+#define tg_math_d_sigmoid(s) TG__PM_GENERIC(d_sigmoid, s)(s)
+#define tg_math_d_tanh(t) TG__PM_GENERIC(d_tanh, t)(t)
+#define tg_math_d_elu(z, alpha) TG__PM_GENERIC(d_elu, z)((z), (alpha))
+#endif
+
+#endif
