@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Builds and tests tg, from any directory:
+#   1. build-test/: Release with TG_WERROR=ON, every Criterion test through ctest;
+#   2. build-asan/: ASan+UBSan (TG_SANITIZE=ON), the same tests. UBSan errors fail their test.
+#      ASan reports, leaks included, go to files that are checked and printed here: Criterion
+#      ignores a worker's exit status once its test has passed, so a leak alone fails nothing;
+#   3. tests/install/check_install.sh: install, then consume with find_package and pkg-config.
+# Options:
+#   --quick             skip the sanitizer pass
+#   --valgrind[=NAMES]  also run test binaries from build-test/ under valgrind memcheck
+#                       (all of them, or the comma-separated NAMES, e.g. test_tensor)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
+quick=0
+valgrind=""
+for arg in "$@"; do
+  case $arg in
+    --quick) quick=1 ;;
+    --valgrind) valgrind=all ;;
+    --valgrind=*) valgrind=${arg#--valgrind=} ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+  esac
+done
+jobs=$(nproc 2>/dev/null || echo 2)
+step() { printf '\n==== test.sh: %s\n' "$*"; }
+
+# Prints and counts the non-empty report files in a directory; fails if there are any.
+check_reports() {
+  local dir=$1 what=$2 n=0 f
+  for f in "$dir"/*; do
+    [ -s "$f" ] || continue
+    n=$((n + 1))
+    echo "---- $f"
+    cat "$f"
+  done
+  if [ "$n" -gt 0 ]; then
+    echo "test.sh: $n process(es) reported $what errors (above)" >&2
+    return 1
+  fi
+}
+
+scripts/deps.sh
+
+step "build-test/ (Release, TG_WERROR=ON)"
+cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Release -DTG_WERROR=ON -DTG_BUILD_TESTS=ON >/dev/null
+cmake --build build-test -j"$jobs"
+(cd build-test && ctest --output-on-failure --no-tests=error -j"$jobs")
+
+if [ "$quick" -eq 0 ]; then
+  step "build-asan/ (ASan + UBSan)"
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTG_SANITIZE=ON \
+    -DTG_WERROR=ON -DTG_BUILD_TESTS=ON -DTG_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build build-asan -j"$jobs"
+  logs=$root/build-asan/sanitizer-logs
+  rm -rf "$logs" && mkdir -p "$logs"
+  status=0
+  (cd build-asan &&
+    ASAN_OPTIONS="detect_leaks=1:log_path=$logs/asan${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
+    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
+    ctest --output-on-failure --no-tests=error -j"$jobs") || status=$?
+  check_reports "$logs" "sanitizer" || status=1
+  [ "$status" -eq 0 ] || exit "$status"
+fi
+
+if [ -n "$valgrind" ]; then
+  step "valgrind memcheck (build-test/: $valgrind)"
+  mapfile -t bins < <(find build-test/tests -maxdepth 2 -type f -name 'test_*' -perm -u+x | sort)
+  logs=$root/build-test/valgrind-logs
+  ran=0
+  for bin in "${bins[@]}"; do
+    name=$(basename "$bin")
+    [ "$valgrind" = all ] || [[ ",$valgrind," == *",$name,"* ]] || continue
+    ran=$((ran + 1))
+    rm -rf "$logs" && mkdir -p "$logs"
+    echo "valgrind: $name"
+    status=0
+    valgrind -q --trace-children=yes --error-exitcode=1 --leak-check=full \
+      --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect \
+      --log-file="$logs/%p.log" "$bin" --jobs 1 || status=$?
+    check_reports "$logs" "valgrind" || status=1
+    [ "$status" -eq 0 ] || exit "$status"
+  done
+  [ "$ran" -gt 0 ] || { echo "test.sh: no test binary matched --valgrind=$valgrind" >&2; exit 1; }
+fi
+
+step "install check"
+tests/install/check_install.sh build-test
+
+step "all passed"

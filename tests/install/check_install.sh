@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Installs tg into a temporary prefix, moves the prefix (the install must be relocatable),
+# and builds and runs tests/install/consumer.c against it three ways: CMake find_package
+# (tg::tg and tg::tg_shared), pkg-config (shared) and pkg-config --static.
+#   tests/install/check_install.sh [BUILD_DIR]
+# With BUILD_DIR (already built) it installs from there; otherwise it builds the library
+# alone in a temporary directory first.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tg-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+say() { echo "check_install: $*"; }
+jobs=$(nproc 2>/dev/null || echo 2)
+
+if [ $# -ge 1 ]; then
+  build=$(cd "$1" && pwd)
+else
+  build=$tmp/build
+  say "building the library in $build"
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTG_BUILD_TESTS=OFF \
+    -DTG_BUILD_EXAMPLES=OFF >"$tmp/configure.log" || { cat "$tmp/configure.log"; exit 1; }
+  cmake --build "$build" -j"$jobs" >"$tmp/build.log" || { cat "$tmp/build.log"; exit 1; }
+fi
+
+cmake --install "$build" --prefix "$tmp/stage" >"$tmp/install.log" ||
+  { cat "$tmp/install.log"; exit 1; }
+mv "$tmp/stage" "$tmp/prefix"
+prefix=$tmp/prefix
+config=$(find "$prefix" -name tgConfig.cmake -print -quit)
+[ -n "$config" ] || { say "no tgConfig.cmake under the prefix"; exit 1; }
+libdir=$(dirname "$(dirname "$(dirname "$config")")")
+say "installed and moved to $prefix (libdir ${libdir#"$prefix"/})"
+for f in include/tg/tg.h "${libdir#"$prefix"/}"/libtg.a "${libdir#"$prefix"/}"/libtg.so \
+  "${libdir#"$prefix"/}"/pkgconfig/tg.pc; do
+  [ -e "$prefix/$f" ] || { say "missing $f"; exit 1; }
+done
+for f in tgConfig.cmake tgConfigVersion.cmake tgTargets.cmake FindBLIS.cmake; do
+  [ -e "$(dirname "$config")/$f" ] || { say "missing $f beside tgConfig.cmake"; exit 1; }
+done
+
+# ---- CMake: find_package(tg) ----
+cmake -S "$root/tests/install" -B "$tmp/consumer" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/consumer.log" || { cat "$tmp/consumer.log"; exit 1; }
+cmake --build "$tmp/consumer" -j"$jobs" >>"$tmp/consumer.log" || { cat "$tmp/consumer.log"; exit 1; }
+for exe in consumer_static consumer_shared; do
+  say "find_package(tg): $exe"
+  "$tmp/consumer/$exe"
+done
+
+# ---- pkg-config ----
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+cc=${CC:-cc}
+cflags=(-std=c11 -Wall -Wextra -Werror)
+say "pkg-config tg $(pkg-config --modversion tg): $(pkg-config --cflags --libs tg)"
+# shellcheck disable=SC2046 # pkg-config output is meant to be word-split
+"$cc" "${cflags[@]}" "$root/tests/install/consumer.c" -o "$tmp/consumer_pc" \
+  $(pkg-config --cflags --libs tg)
+LD_LIBRARY_PATH=$libdir "$tmp/consumer_pc"
+# Static: libtg.a plus exactly what Libs.private lists.
+static_libs=$(pkg-config --static --libs tg | sed 's/-ltg\b/-l:libtg.a/')
+say "pkg-config --static: $static_libs"
+# shellcheck disable=SC2046,SC2086
+"$cc" "${cflags[@]}" "$root/tests/install/consumer.c" -o "$tmp/consumer_pc_static" \
+  $(pkg-config --cflags tg) $static_libs
+if readelf -d "$tmp/consumer_pc_static" | grep -q 'libtg\.so'; then
+  say "the static consumer links libtg.so"; exit 1
+fi
+"$tmp/consumer_pc_static"
+say "OK"
