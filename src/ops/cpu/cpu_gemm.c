@@ -1,0 +1,135 @@
+/* gemm through BLIS's typed API, which takes a row and a column stride for every matrix:
+ * transposed and sliced views are passed in place. An operand is copied to a contiguous
+ * buffer only when BLIS cannot take its strides (a zero or negative stride, or
+ * overlapping rows/columns) or would run its slow general-stride path (no unit stride in
+ * either dim). */
+#include <blis.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/cpu/cpu_internal.h"
+
+typedef struct matrix {
+  char *data;
+  int64_t rows, cols;
+  int64_t rs, cs; /* in elements */
+} matrix;
+
+static matrix matrix_of(const tg_tensor *t) {
+  matrix m = {tg_cpu_data(t), t->sizes[0], t->sizes[1], t->strides[0], t->strides[1]};
+  return m;
+}
+
+/* The stride of a size-1 dim is never used to address anything; pick the value BLIS's
+ * stride checks want (row-major when the other dim is unit-stride, else column-major). */
+static void normalize_unit_dims(matrix *m) {
+  if (m->rows == 1 && m->cols == 1) {
+    m->rs = 1;
+    m->cs = 1;
+  } else if (m->rows == 1) {
+    m->rs = m->cs == 1 ? m->cols : 1;
+  } else if (m->cols == 1) {
+    m->cs = m->rs == 1 ? m->rows : 1;
+  }
+}
+
+/* Whether BLIS can use m's strides directly on its fast (row- or column-major) path:
+ * positive strides, one of them unit, and rows/columns that do not overlap (the rules of
+ * bli_check_matrix_strides, minus general stride). */
+static bool blis_takes(const matrix *m) {
+  if (m->rows == 1 && m->cols == 1) return true;
+  if (m->rs <= 0 || m->cs <= 0) return false;
+  if (m->rs == 1 && m->cs == 1) return m->rows == 1 || m->cols == 1;
+  if (m->cs == 1) return m->rs >= m->cols;
+  if (m->rs == 1) return m->cs >= m->rows;
+  return false;
+}
+
+/* Copies between a strided matrix and a row-major contiguous one of the same sizes. */
+static void copy_matrix(const matrix *dst, const matrix *src, size_t elsize) {
+  for (int64_t i = 0; i < src->rows; i++) {
+    for (int64_t j = 0; j < src->cols; j++) {
+      memcpy(dst->data + (size_t)(i * dst->rs + j * dst->cs) * elsize,
+             src->data + (size_t)(i * src->rs + j * src->cs) * elsize, elsize);
+    }
+  }
+}
+
+/* A row-major buffer shaped like m (64-byte aligned, NULL on failure). */
+static matrix contiguous_like(const matrix *m, size_t elsize) {
+  size_t bytes = (size_t)(m->rows * m->cols) * elsize;
+  bytes = (bytes + 63) / 64 * 64;
+  matrix c = {aligned_alloc(64, bytes ? bytes : 64), m->rows, m->cols, m->cols, 1};
+  normalize_unit_dims(&c);
+  return c;
+}
+
+/* out = beta*out for k == 0, where BLIS has nothing to multiply. beta == 0 writes zeros
+ * whatever out held (NaN included). */
+static tg_status scale_output(tg_tensor *out, double beta) {
+  if (beta == 0) return tg_cpu_fill(out, 0);
+  if (beta == 1) return TG_OK;
+  return tg_cpu_unary(TG_UNARY_AFFINE, beta, 0, out, out);
+}
+
+static void run_blis(tg_dtype dtype, const matrix *c, const matrix *a, const matrix *b,
+                     int64_t k, double alpha, double beta) {
+  if (dtype == TG_F32) {
+    float al = (float)alpha, be = (float)beta;
+    bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c->rows, c->cols, k, &al, (float *)a->data,
+              a->rs, a->cs, (float *)b->data, b->rs, b->cs, &be, (float *)c->data, c->rs, c->cs);
+  } else {
+    double al = alpha, be = beta;
+    bli_dgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c->rows, c->cols, k, &al, (double *)a->data,
+              a->rs, a->cs, (double *)b->data, b->rs, b->cs, &be, (double *)c->data, c->rs,
+              c->cs);
+  }
+}
+
+tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, double alpha,
+                      double beta) {
+  if ((out->dtype != TG_F32 && out->dtype != TG_F64) || a->dtype != out->dtype ||
+      b->dtype != out->dtype) {
+    tg_dtype bad = a->dtype != out->dtype ? a->dtype : b->dtype != out->dtype ? b->dtype : out->dtype;
+    return tg_set_error(TG_ERR_DTYPE, "gemm: dtype %s is not supported (F32, F64, all alike)",
+                        tg_dtype_name(bad));
+  }
+  if (out->ndim != 2 || a->ndim != 2 || b->ndim != 2 || a->sizes[1] != b->sizes[0] ||
+      out->sizes[0] != a->sizes[0] || out->sizes[1] != b->sizes[1]) {
+    char sa[64], sb[64], so[64];
+    return tg_set_error(TG_ERR_SHAPE, "gemm: out %s = a %s @ b %s does not fit",
+                        tg_format_sizes(so, sizeof so, out->ndim, out->sizes),
+                        tg_format_sizes(sa, sizeof sa, a->ndim, a->sizes),
+                        tg_format_sizes(sb, sizeof sb, b->ndim, b->sizes));
+  }
+  const int64_t m = out->sizes[0], n = out->sizes[1], k = a->sizes[1];
+  if (m == 0 || n == 0) return TG_OK;
+  if (k == 0) return scale_output(out, beta);
+
+  const size_t elsize = tg_dtype_size(out->dtype);
+  matrix ma = matrix_of(a), mb = matrix_of(b), mc = matrix_of(out);
+  normalize_unit_dims(&ma);
+  normalize_unit_dims(&mb);
+  normalize_unit_dims(&mc);
+  /* Operands BLIS cannot take as they are go through contiguous copies. */
+  matrix ca = ma, cb = mb, cc = mc;
+  bool copy_a = !blis_takes(&ma), copy_b = !blis_takes(&mb), copy_c = !blis_takes(&mc);
+  if (copy_a) ca = contiguous_like(&ma, elsize);
+  if (copy_b) cb = contiguous_like(&mb, elsize);
+  if (copy_c) cc = contiguous_like(&mc, elsize);
+  tg_status st = TG_OK;
+  if ((copy_a && !ca.data) || (copy_b && !cb.data) || (copy_c && !cc.data)) {
+    st = tg_set_error(TG_ERR_MEMORY, "gemm: out of memory for a contiguous copy of an operand");
+  } else {
+    if (copy_a) copy_matrix(&ca, &ma, elsize);
+    if (copy_b) copy_matrix(&cb, &mb, elsize);
+    if (copy_c && beta != 0) copy_matrix(&cc, &mc, elsize);
+    tg_cpu_blis_threads_init();
+    run_blis(out->dtype, &cc, &ca, &cb, k, alpha, beta);
+    if (copy_c) copy_matrix(&mc, &cc, elsize);
+  }
+  if (copy_a) free(ca.data);
+  if (copy_b) free(cb.data);
+  if (copy_c) free(cc.data);
+  return st;
+}

@@ -1,0 +1,100 @@
+/* Internals of the CPU backend: the strided-loop driver shared by every primitive, the
+ * per-primitive entry points gathered into tg_cpu_backend (backend_cpu.c), and the
+ * precision-generic libm spellings the loops are written with. */
+#ifndef TG_CPU_INTERNAL_H
+#define TG_CPU_INTERNAL_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops/backend.h"
+#include "tensor/tensor_impl.h"
+
+/* Element counts from which loops fork an OpenMP team. Below them the fork/join costs
+ * more than it saves (measured on 2 cores: a team costs a few microseconds). Loops whose
+ * elements each call libm (exp, tanh, ...) pay off sooner. */
+#define TG_CPU_PARALLEL_MIN 32768
+#define TG_CPU_PARALLEL_MIN_TRANSCENDENTAL 4096
+
+/* ---- the strided-loop driver ----
+ * An iteration over the elements of up to TG_CPU_MAX_OPERANDS operands of the same
+ * logical sizes (operand 0 is the one written). Dims of size 1 are dropped, the rest are
+ * ordered by operand 0's strides (largest outermost) and adjacent dims that are
+ * contiguous in every operand are merged, so a contiguous or expanded (stride 0) operand
+ * set becomes one long row. Rows are handed to a row function: the unit of work that
+ * the compiler vectorizes. */
+#define TG_CPU_MAX_OPERANDS 3
+
+typedef struct tg_cpu_operand {
+  char *data;             /* element 0 (offset applied) */
+  size_t elsize;          /* bytes per element */
+  const int64_t *strides; /* in elements, one per dim of the iteration sizes */
+} tg_cpu_operand;
+
+typedef struct tg_cpu_iter {
+  int nops;
+  int ndim; /* >= 1 after init */
+  int64_t numel;
+  int64_t sizes[TG_MAX_DIMS]; /* dim ndim-1 is the innermost */
+  int64_t strides[TG_CPU_MAX_OPERANDS][TG_MAX_DIMS];
+  char *data[TG_CPU_MAX_OPERANDS];
+  size_t elsize[TG_CPU_MAX_OPERANDS];
+} tg_cpu_iter;
+
+/* Processes n elements: operand k's first element is at ptrs[k] and the next ones are
+ * strides[k] elements apart (0 for a broadcast operand). ctx is the caller's. */
+typedef void (*tg_cpu_row_fn)(int64_t n, char *const *ptrs, const int64_t *strides,
+                              const void *ctx);
+
+/* The operand view of a tensor (its own strides). */
+tg_cpu_operand tg_cpu_operand_of(const tg_tensor *t);
+/* Builds the iteration over sizes (ndim may be 0: one element). */
+void tg_cpu_iter_init(tg_cpu_iter *it, int ndim, const int64_t *sizes, int nops,
+                      const tg_cpu_operand *ops);
+/* Runs fn over every row, split into contiguous ranges of elements across the OpenMP
+ * team when parallel is true (each thread gets one range: static schedule). */
+void tg_cpu_iter_run(const tg_cpu_iter *it, tg_cpu_row_fn fn, const void *ctx, bool parallel);
+/* True when a loop over numel elements should fork a team (and we are not in one). */
+bool tg_cpu_should_parallelize(int64_t numel, int64_t min_numel);
+
+/* Scalars handed to row functions. */
+typedef struct tg_cpu_scalars {
+  double a, b;
+} tg_cpu_scalars;
+
+/* ---- precision-generic libm: expf for float, exp for double, never mixed ---- */
+#define TG_CPU_EXP(x) _Generic((x), float: expf, double: exp)(x)
+#define TG_CPU_LOG(x) _Generic((x), float: logf, double: log)(x)
+#define TG_CPU_SQRT(x) _Generic((x), float: sqrtf, double: sqrt)(x)
+#define TG_CPU_FABS(x) _Generic((x), float: fabsf, double: fabs)(x)
+#define TG_CPU_POW(x, y) _Generic((x), float: powf, double: pow)((x), (y))
+
+/* ---- primitives (one file each area) ---- */
+tg_status tg_cpu_fill(tg_tensor *out, double value);
+tg_status tg_cpu_copy(tg_tensor *out, const tg_tensor *src);
+tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out,
+                       const tg_tensor *x);
+tg_status tg_cpu_binary(tg_binary_kind kind, double alpha, tg_tensor *out, const tg_tensor *a,
+                        const tg_tensor *b);
+tg_status tg_cpu_sum_dim(tg_tensor *out, const tg_tensor *x, int dim);
+tg_status tg_cpu_max_dim(tg_tensor *values, tg_tensor *indices, const tg_tensor *x, int dim);
+tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, double alpha,
+                      double beta);
+tg_status tg_cpu_gather_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index);
+tg_status tg_cpu_scatter_add_rows(tg_tensor *out, const tg_tensor *src, const tg_tensor *index);
+tg_status tg_cpu_uniform(tg_tensor *out, uint64_t seed, uint64_t offset, double a, double b);
+tg_status tg_cpu_normal(tg_tensor *out, uint64_t seed, uint64_t offset, double a, double b);
+
+/* Sets BLIS's thread count to tg's default once, unless the user chose one (through
+ * tg_set_num_threads or BLIS's environment variables). Called before every GEMM. */
+void tg_cpu_blis_threads_init(void);
+
+/* ---- small helpers ---- */
+static inline char *tg_cpu_data(const tg_tensor *t) {
+  return (char *)t->storage->data + (size_t)t->offset * tg_dtype_size(t->dtype);
+}
+static inline int64_t tg_cpu_numel(const tg_tensor *t) { return tg__numel(t->ndim, t->sizes); }
+
+#endif
