@@ -70,6 +70,7 @@ enum {
   TG_OP_ONCE_DIFFERENTIABLE = 1u << 0, /* double backward through it is an error */
   TG_OP_NO_MATERIALIZE_GRADS = 1u << 1,/* missing grad_outputs reach backward as NULL */
   TG_OP_VIEW = 1u << 2,                /* outputs alias input 0 (shape/view ops) */
+  TG_OP_INPLACE = 1u << 3,             /* forward writes input 0 and returns it as output 0 */
 };
 
 typedef struct tg_op_desc {
@@ -96,7 +97,7 @@ int tg_op_count(void);
 const tg_op_desc *tg_op_at(int index);
 
 /* ---- the context of one op call ---- */
-#define TG_CTX_MAX_SCALARS 8
+#define TG_CTX_MAX_SCALARS 16
 int tg_ctx_num_inputs(const tg_ctx *ctx);
 int tg_ctx_num_outputs(const tg_ctx *ctx);
 /* Saves tensors (inputs, outputs or intermediates) for backward; version-checked. */

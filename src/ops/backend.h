@@ -1,6 +1,6 @@
 /* The per-device primitive kernels every generic op is built from.
  *
- * Generic ops (src/ops/*.c) validate arguments, compute output shapes, allocate outputs
+ * Generic ops (src/ops/ *.c) validate arguments, compute output shapes, allocate outputs
  * and then call these primitives on the device of their inputs. A device backend (CPU in
  * src/ops/cpu/, CUDA in src/ops/cuda/) implements every entry. Unless stated, primitives:
  *  - receive tensors that all live on the backend's device, already validated;

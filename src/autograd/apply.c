@@ -1,0 +1,264 @@
+/* tg_apply: runs an op's forward on its inputs' device and records a tape node. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "node.h"
+
+static atomic_ullong next_sequence_nr;
+
+/* ---- nodes ---- */
+
+static void free_node(tg_node *node, tg_node ***stack, size_t *count, size_t *capacity) {
+  tg__ctx_release_saved(&node->ctx);
+  for (int i = 0; i < node->ctx.n_inputs; i++) {
+    tg_edge *e = &node->edges[i];
+    tg_release(e->leaf);
+    if (e->node && atomic_fetch_sub(&e->node->refcount, 1) == 1) {
+      if (*count == *capacity) {
+        size_t cap = *capacity ? *capacity * 2 : 64;
+        tg_node **grown = realloc(*stack, sizeof *grown * cap);
+        if (!grown) continue; /* leaks rather than recursing without bound */
+        *stack = grown;
+        *capacity = cap;
+      }
+      (*stack)[(*count)++] = e->node;
+    }
+  }
+  free(node->edges);
+  free(node->ctx.inputs);
+  free(node->ctx.outputs);
+  free(node->ctx.needs_input_grad);
+  free(node->ctx.non_differentiable);
+  free(node);
+  tg__live_dec();
+}
+
+void tg__node_release(tg_node *node) {
+  if (!node || atomic_fetch_sub(&node->refcount, 1) != 1) return;
+  tg_node **stack = NULL;
+  size_t count = 0, capacity = 0;
+  free_node(node, &stack, &count, &capacity);
+  while (count > 0) free_node(stack[--count], &stack, &count, &capacity);
+  free(stack);
+}
+
+static void fill_meta(tg_meta *m, const tg_tensor *t) {
+  m->ndim = t->ndim;
+  memcpy(m->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+  m->dtype = t->dtype;
+  m->device = t->storage->device;
+}
+
+/* Allocates the per-input/output arrays of a context; false on out-of-memory. */
+static bool ctx_alloc(tg_ctx *ctx, int n_inputs, int n_outputs) {
+  size_t ni = (size_t)(n_inputs > 0 ? n_inputs : 1), no = (size_t)(n_outputs > 0 ? n_outputs : 1);
+  ctx->inputs = calloc(ni, sizeof *ctx->inputs);
+  ctx->outputs = calloc(no, sizeof *ctx->outputs);
+  ctx->needs_input_grad = calloc(ni, sizeof *ctx->needs_input_grad);
+  ctx->non_differentiable = calloc(no, sizeof *ctx->non_differentiable);
+  return ctx->inputs && ctx->outputs && ctx->needs_input_grad && ctx->non_differentiable;
+}
+
+static void ctx_free_arrays(tg_ctx *ctx) {
+  free(ctx->inputs);
+  free(ctx->outputs);
+  free(ctx->needs_input_grad);
+  free(ctx->non_differentiable);
+}
+
+static tg_node *node_new(const tg_op_desc *op, int n_inputs, int n_outputs) {
+  tg_node *node = calloc(1, sizeof *node);
+  if (!node) return NULL;
+  atomic_init(&node->refcount, 1);
+  node->sequence_nr = atomic_fetch_add(&next_sequence_nr, 1);
+  node->edges = calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *node->edges);
+  if (!node->edges || !ctx_alloc(&node->ctx, n_inputs, n_outputs)) {
+    ctx_free_arrays(&node->ctx);
+    free(node->edges);
+    free(node);
+    return NULL;
+  }
+  node->ctx.op = op;
+  node->ctx.node = node;
+  tg__live_inc();
+  return node;
+}
+
+/* ---- apply ---- */
+
+static tg_status check_call(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
+                            int n_scalars, const double *scalars, int n_outputs,
+                            tg_tensor **outputs, tg_device *device) {
+  if (!op) return tg_set_error(TG_ERR_ARGUMENT, "tg_apply: op is NULL");
+  const char *name = op->name;
+  if (!outputs || n_outputs <= 0)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: need at least one output slot", name);
+  if ((op->n_inputs >= 0 && n_inputs != op->n_inputs) || n_inputs < 0)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: takes %d inputs, %d given", name, op->n_inputs,
+                        n_inputs);
+  if (op->n_outputs >= 0 && n_outputs != op->n_outputs)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: has %d outputs, %d slots given", name,
+                        op->n_outputs, n_outputs);
+  if (n_scalars < 0 || n_scalars > TG_CTX_MAX_SCALARS || (n_scalars > 0 && !scalars))
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: %d scalars (at most %d)", name, n_scalars,
+                        TG_CTX_MAX_SCALARS);
+  if (n_inputs > 0 && !inputs)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: inputs is NULL", name);
+  for (int i = 0; i < n_inputs; i++) {
+    if (!inputs[i]) {
+      /* NULL in, NULL out: keep the error that produced the NULL. */
+      if (tg_last_error() == TG_OK) tg_set_error(TG_ERR_ARGUMENT, "%s: input %d is NULL", name, i);
+      return tg_last_error();
+    }
+  }
+  *device = n_inputs > 0 ? inputs[0]->storage->device : TG_DEVICE_CPU;
+  for (int i = 1; i < n_inputs; i++) {
+    tg_device d = inputs[i]->storage->device;
+    if (!tg_device_equal(d, *device))
+      return tg_set_error(TG_ERR_DEVICE, "%s: input %d is on %s:%d but input 0 is on %s:%d", name,
+                          i, tg_device_type_name(d.type), d.index,
+                          tg_device_type_name(device->type), device->index);
+  }
+  if ((unsigned)device->type >= TG_NUM_DEVICE_TYPES || !op->forward[device->type])
+    return tg_set_error(TG_ERR_DEVICE, "%s: no kernel for device %s", name,
+                        tg_device_type_name(device->type));
+  return TG_OK;
+}
+
+static tg_edge edge_to(const tg_tensor *input) {
+  tg_edge e = {0};
+  if (!input->requires_grad) return e;
+  if (input->grad_fn) {
+    tg__node_retain(input->grad_fn);
+    e.node = input->grad_fn;
+    e.output_nr = input->output_nr;
+  } else {
+    e.leaf = tg_retain(input);
+  }
+  return e;
+}
+
+tg_status tg_apply(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
+                   int n_scalars, const double *scalars, int n_outputs, tg_tensor **outputs) {
+  if (outputs)
+    for (int j = 0; j < n_outputs; j++) outputs[j] = NULL;
+  tg_device device;
+  tg_status st = check_call(op, n_inputs, inputs, n_scalars, scalars, n_outputs, outputs, &device);
+  if (st != TG_OK) return st;
+
+  bool inplace = (op->flags & TG_OP_INPLACE) != 0;
+  bool any_requires = false;
+  for (int i = 0; i < n_inputs; i++) any_requires |= inputs[i]->requires_grad;
+  bool record = any_requires && op->backward && tg_is_grad_enabled();
+  if (inplace && n_inputs > 0 && inputs[0]->requires_grad && tg_is_grad_enabled()) {
+    if (!inputs[0]->grad_fn)
+      return tg_set_error(TG_ERR_STATE,
+                          "%s: a leaf tensor that requires grad is used in an in-place "
+                          "operation; use tg_no_grad_begin or an out-of-place op",
+                          op->name);
+  }
+
+  tg_ctx local = {0};
+  tg_node *node = NULL;
+  tg_ctx *ctx = &local;
+  if (record) {
+    node = node_new(op, n_inputs, n_outputs);
+    if (!node) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory for a tape node", op->name);
+    ctx = &node->ctx;
+  } else if (!ctx_alloc(ctx, n_inputs, n_outputs)) {
+    ctx_free_arrays(ctx);
+    return tg_set_error(TG_ERR_MEMORY, "%s: out of memory for a call context", op->name);
+  }
+  ctx->op = op;
+  ctx->n_inputs = n_inputs;
+  ctx->n_outputs = n_outputs;
+  ctx->materialize_grads = !(op->flags & TG_OP_NO_MATERIALIZE_GRADS);
+  ctx->n_scalars = n_scalars;
+  if (n_scalars > 0) memcpy(ctx->scalars, scalars, sizeof(double) * (size_t)n_scalars);
+  for (int i = 0; i < n_inputs; i++) {
+    fill_meta(&ctx->inputs[i], inputs[i]);
+    ctx->needs_input_grad[i] = record && inputs[i]->requires_grad;
+  }
+  /* Edges are taken before forward: an in-place op replaces input 0's grad_fn. */
+  if (node)
+    for (int i = 0; i < n_inputs; i++) node->edges[i] = edge_to(inputs[i]);
+
+  ctx->forward_outputs = outputs;
+  bool was_enabled = tg_set_grad_enabled(false);
+  tg_scope_begin();
+  st = op->forward[device.type](ctx, inputs, outputs);
+  for (int j = 0; j < n_outputs; j++) {
+    if (st == TG_OK && !outputs[j])
+      st = tg_last_error() != TG_OK
+               ? tg_last_error()
+               : tg_set_error(TG_ERR_STATE, "%s: forward left output %d unset", op->name, j);
+    tg_retain(outputs[j]);
+  }
+  tg_scope_end();
+  tg_set_grad_enabled(was_enabled);
+  ctx->forward_outputs = NULL;
+
+  if (st == TG_OK) {
+    for (int j = 0; j < n_outputs; j++) {
+      tg_tensor *out = outputs[j];
+      /* An output that is an existing tensor with history (e.g. contiguous returning its
+       * input) becomes a fresh alias, so recording never rewrites someone else's grad_fn. */
+      bool is_input0_inplace = inplace && j == 0 && out == inputs[0];
+      bool is_an_input = false;
+      for (int i = 0; i < n_inputs; i++) is_an_input |= out == inputs[i];
+      if (node && !is_input0_inplace && (is_an_input || out->grad_fn || out->requires_grad)) {
+        tg_tensor *alias = tg__alias_raw(out);
+        tg_release(out);
+        outputs[j] = out = alias;
+        if (!out) {
+          st = tg_last_error();
+          break;
+        }
+      }
+      fill_meta(&ctx->outputs[j], out);
+    }
+  }
+  if (st != TG_OK) {
+    for (int j = 0; j < n_outputs; j++) {
+      tg_release(outputs[j]);
+      outputs[j] = NULL;
+    }
+    if (node)
+      tg__node_release(node);
+    else {
+      tg__ctx_release_saved(ctx);
+      ctx_free_arrays(ctx);
+    }
+    return st;
+  }
+
+  for (int j = 0; j < n_outputs; j++) {
+    tg_tensor *out = outputs[j];
+    if (node && !ctx->non_differentiable[j] && tg_dtype_is_floating(out->dtype)) {
+      tg_node *old = out->grad_fn;
+      tg__node_retain(node);
+      out->grad_fn = node;
+      out->output_nr = j;
+      out->requires_grad = true;
+      tg__node_release(old);
+    }
+    if (inplace && j == 0 && out == inputs[0])
+      tg_release(out); /* the caller keeps its own reference to the target */
+    else
+      tg__scoped(out);
+  }
+  if (node)
+    tg__node_release(node); /* outputs hold it now */
+  else {
+    tg__ctx_release_saved(ctx);
+    ctx_free_arrays(ctx);
+  }
+  return TG_OK;
+}
+
+tg_tensor *tg_apply1(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
+                     int n_scalars, const double *scalars) {
+  tg_tensor *out = NULL;
+  if (tg_apply(op, n_inputs, inputs, n_scalars, scalars, 1, &out) != TG_OK) return NULL;
+  return out;
+}

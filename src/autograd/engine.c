@@ -1,0 +1,394 @@
+/* The backward engine: runs the nodes reachable from the roots from newest to oldest
+ * (sequence numbers give a valid reverse topological order), summing gradients that meet. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "node.h"
+#include "ops/backend.h"
+#include "tg/ops.h"
+
+static atomic_ullong visit_epoch_counter;
+
+typedef struct node_list {
+  tg_node **items;
+  size_t count, capacity;
+} node_list;
+
+static bool list_push(node_list *l, tg_node *n) {
+  if (l->count == l->capacity) {
+    size_t cap = l->capacity ? l->capacity * 2 : 64;
+    tg_node **grown = realloc(l->items, sizeof *grown * cap);
+    if (!grown) return false;
+    l->items = grown;
+    l->capacity = cap;
+  }
+  l->items[l->count++] = n;
+  return true;
+}
+
+static int newest_first(const void *a, const void *b) {
+  uint64_t x = (*(tg_node *const *)a)->sequence_nr, y = (*(tg_node *const *)b)->sequence_nr;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Every node reachable from the roots, newest first, each with a zeroed grads array. */
+static tg_status collect(int n_roots, tg_node *const *roots, node_list *order) {
+  uint64_t epoch = atomic_fetch_add(&visit_epoch_counter, 1) + 1;
+  node_list stack = {0};
+  tg_status st = TG_OK;
+  for (int r = 0; r < n_roots; r++)
+    if (roots[r] && roots[r]->visit_epoch != epoch) {
+      roots[r]->visit_epoch = epoch;
+      if (!list_push(&stack, roots[r])) st = TG_ERR_MEMORY;
+    }
+  while (st == TG_OK && stack.count > 0) {
+    tg_node *n = stack.items[--stack.count];
+    n->grads = calloc((size_t)n->ctx.n_outputs, sizeof *n->grads);
+    if (!n->grads || !list_push(order, n)) {
+      st = TG_ERR_MEMORY;
+      break;
+    }
+    for (int i = 0; i < n->ctx.n_inputs; i++) {
+      tg_node *next = n->edges[i].node;
+      if (next && next->visit_epoch != epoch) {
+        next->visit_epoch = epoch;
+        if (!list_push(&stack, next)) st = TG_ERR_MEMORY;
+      }
+    }
+  }
+  free(stack.items);
+  if (st != TG_OK) return tg_set_error(st, "tg_backward: out of memory walking the graph");
+  qsort(order->items, order->count, sizeof *order->items, newest_first);
+  return TG_OK;
+}
+
+/* *slot += g. Without create_graph the sum is computed outside the tape. */
+static tg_status accumulate(tg_tensor **slot, const tg_tensor *g, bool create_graph) {
+  if (!*slot) {
+    *slot = tg_retain(g);
+    return TG_OK;
+  }
+  tg_tensor *sum;
+  if (create_graph) {
+    sum = tg_retain(tg_add(*slot, g));
+  } else {
+    sum = tg__empty_raw(g->ndim, g->sizes, g->dtype, g->storage->device);
+    const tg_backend *be = sum ? tg__backend("tg_backward", g->storage->device) : NULL;
+    if (!be || be->binary(TG_BINARY_ADD, 1.0, sum, *slot, g) != TG_OK) {
+      tg_release(sum);
+      sum = NULL;
+    }
+  }
+  if (!sum) return tg_last_error();
+  tg_release(*slot);
+  *slot = sum;
+  return TG_OK;
+}
+
+/* leaf.grad += g (a contiguous copy the first time, so .grad never aliases graph memory). */
+static tg_status accumulate_leaf(tg_tensor *leaf, const tg_tensor *g, bool create_graph) {
+  if (create_graph) return accumulate(&leaf->grad, g, true);
+  const tg_backend *be = tg__backend("tg_backward", g->storage->device);
+  if (!be) return tg_last_error();
+  if (!leaf->grad) {
+    tg_tensor *copy = tg__empty_raw(g->ndim, g->sizes, g->dtype, g->storage->device);
+    if (!copy) return tg_last_error();
+    if (be->copy(copy, g) != TG_OK) {
+      tg_release(copy);
+      return tg_last_error();
+    }
+    leaf->grad = copy;
+    return TG_OK;
+  }
+  if (leaf->grad->grad_fn) return accumulate(&leaf->grad, g, false); /* from a create_graph run */
+  tg_status st = be->binary(TG_BINARY_ADD, 1.0, leaf->grad, leaf->grad, g);
+  if (st == TG_OK) tg__bump_version(leaf->grad);
+  return st;
+}
+
+static tg_status check_grad(const tg_node *node, int i, const tg_tensor *g) {
+  const tg_meta *m = &node->ctx.inputs[i];
+  const char *op = node->ctx.op->name;
+  char want[160], got[160];
+  bool same = g->ndim == m->ndim;
+  for (int d = 0; same && d < m->ndim; d++) same = g->sizes[d] == m->sizes[d];
+  if (!same)
+    return tg_set_error(TG_ERR_SHAPE,
+                        "tg_backward: backward of %s returned a gradient of shape %s for input "
+                        "%d, expected %s",
+                        op, tg_format_sizes(got, sizeof got, g->ndim, g->sizes), i,
+                        tg_format_sizes(want, sizeof want, m->ndim, m->sizes));
+  if (g->dtype != m->dtype)
+    return tg_set_error(TG_ERR_DTYPE,
+                        "tg_backward: backward of %s returned a %s gradient for input %d, "
+                        "expected %s",
+                        op, tg_dtype_name(g->dtype), i, tg_dtype_name(m->dtype));
+  if (!tg_device_equal(g->storage->device, m->device))
+    return tg_set_error(TG_ERR_DEVICE,
+                        "tg_backward: backward of %s returned a gradient on %s for input %d, "
+                        "expected %s",
+                        op, tg_device_type_name(g->storage->device.type), i,
+                        tg_device_type_name(m->device.type));
+  return TG_OK;
+}
+
+/* Marks grads flowing out of a once-differentiable backward so double backward fails. */
+static tg_status fwd_once_diff_guard(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  (void)ctx;
+  out[0] = tg_detach(in[0]);
+  return out[0] ? TG_OK : tg_last_error();
+}
+static tg_status bwd_once_diff_guard(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  (void)g, (void)gi;
+  return tg_set_error(TG_ERR_STATE,
+                      "tg_backward: %s is once-differentiable; double backward through it is "
+                      "not supported",
+                      ctx->data ? (const char *)ctx->data : "a function");
+}
+static const tg_op_desc once_diff_guard = {
+    "once_differentiable_guard", 1, 1, {fwd_once_diff_guard, fwd_once_diff_guard},
+    bwd_once_diff_guard, 0};
+
+static tg_tensor *guard_once_differentiable(const tg_tensor *g, const char *op_name) {
+  tg_tensor *out = NULL;
+  if (tg_apply(&once_diff_guard, 1, (const tg_tensor *const[]){g}, 0, NULL, 1, &out) != TG_OK)
+    return NULL;
+  if (out->grad_fn) out->grad_fn->ctx.data = (void *)op_name; /* static string, not freed */
+  return out;
+}
+
+static tg_status run_node(tg_node *node, const tg_backward_options *opts, bool accumulate_leaves,
+                          tg_tensor **grad_inputs) {
+  tg_ctx *ctx = &node->ctx;
+  const tg_op_desc *op = ctx->op;
+  bool once = (op->flags & TG_OP_ONCE_DIFFERENTIABLE) != 0;
+  bool any_grad_requires = false;
+  tg_status st = TG_OK;
+  for (int j = 0; j < ctx->n_outputs; j++) {
+    if (!node->grads[j] && ctx->materialize_grads) {
+      const tg_meta *m = &ctx->outputs[j];
+      node->grads[j] = tg_retain(
+          tg_zeros(m->ndim, m->sizes, (tg_options){.dtype = m->dtype, .device = m->device}));
+      if (!node->grads[j]) return tg_last_error();
+    }
+    if (node->grads[j] && node->grads[j]->requires_grad) any_grad_requires = true;
+  }
+  bool record = opts->create_graph && !once;
+  bool was = tg_set_grad_enabled(record);
+  st = op->backward(ctx, (const tg_tensor *const *)node->grads, grad_inputs);
+  tg_set_grad_enabled(was);
+  if (st != TG_OK) return st;
+  for (int i = 0; i < ctx->n_inputs; i++) {
+    tg_tensor *g = grad_inputs[i];
+    if (!g || !ctx->needs_input_grad[i]) continue;
+    if ((st = check_grad(node, i, g)) != TG_OK) return st;
+    if (opts->create_graph && once && any_grad_requires) {
+      g = grad_inputs[i] = guard_once_differentiable(g, op->name);
+      if (!g) return tg_last_error();
+    }
+    tg_edge *e = &node->edges[i];
+    if (e->node && e->node->grads)
+      st = accumulate(&e->node->grads[e->output_nr], g, opts->create_graph);
+    else if (e->leaf && accumulate_leaves)
+      st = accumulate_leaf(e->leaf, g, opts->create_graph);
+    if (st != TG_OK) return st;
+  }
+  return TG_OK;
+}
+
+typedef struct capture {
+  int n;
+  const tg_tensor *const *inputs; /* tensors whose gradient is wanted (tg_autograd_grad) */
+  tg_tensor **grads;              /* owned references */
+} capture;
+
+/* Gradients reaching a captured input are collected instead of flowing on. */
+static tg_status capture_from_node(tg_node *node, capture *cap, tg_tensor **grad_inputs,
+                                   bool create_graph) {
+  for (int i = 0; i < node->ctx.n_inputs; i++) {
+    if (!grad_inputs[i] || !node->ctx.needs_input_grad[i]) continue;
+    tg_edge *e = &node->edges[i];
+    for (int k = 0; k < cap->n; k++) {
+      const tg_tensor *want = cap->inputs[k];
+      bool hit = want->grad_fn ? (e->node == want->grad_fn && e->output_nr == want->output_nr)
+                               : e->leaf == want;
+      if (!hit || want->grad_fn) continue; /* non-leaf targets are read from node grads */
+      tg_status st = accumulate(&cap->grads[k], grad_inputs[i], create_graph);
+      if (st != TG_OK) return st;
+    }
+  }
+  return TG_OK;
+}
+
+static tg_status run_backward(int n_roots, const tg_tensor *const *roots,
+                              const tg_tensor *const *root_grads, tg_backward_options opts,
+                              capture *cap) {
+  const char *name = cap ? "tg_autograd_grad" : "tg_backward";
+  if (opts.create_graph) opts.retain_graph = true;
+  tg_node **root_nodes = calloc((size_t)n_roots, sizeof *root_nodes);
+  tg_tensor **grads0 = calloc((size_t)n_roots, sizeof *grads0);
+  node_list order = {0};
+  tg_status st = TG_OK;
+  if (!root_nodes || !grads0) {
+    st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
+    goto done;
+  }
+  for (int r = 0; r < n_roots; r++) {
+    const tg_tensor *root = roots[r];
+    char a[160], b[160];
+    if (!root->requires_grad) {
+      st = tg_set_error(TG_ERR_STATE,
+                        "%s: output %d %s does not require grad and has no grad_fn", name, r,
+                        tg_format_sizes(a, sizeof a, root->ndim, root->sizes));
+      goto done;
+    }
+    const tg_tensor *g = root_grads ? root_grads[r] : NULL;
+    if (!g) {
+      if (tg__numel(root->ndim, root->sizes) != 1) {
+        st = tg_set_error(TG_ERR_SHAPE,
+                          "%s: grad can be implicitly created only for one-element outputs, "
+                          "output %d is %s",
+                          name, r, tg_format_sizes(a, sizeof a, root->ndim, root->sizes));
+        goto done;
+      }
+      g = tg_ones_like(root);
+      if (!g) {
+        st = tg_last_error();
+        goto done;
+      }
+    } else {
+      bool same = g->ndim == root->ndim;
+      for (int d = 0; same && d < g->ndim; d++) same = g->sizes[d] == root->sizes[d];
+      if (!same || g->dtype != root->dtype ||
+          !tg_device_equal(g->storage->device, root->storage->device)) {
+        st = tg_set_error(TG_ERR_SHAPE,
+                          "%s: grad %s (%s) does not match output %d %s (%s)", name,
+                          tg_format_sizes(a, sizeof a, g->ndim, g->sizes), tg_dtype_name(g->dtype),
+                          r, tg_format_sizes(b, sizeof b, root->ndim, root->sizes),
+                          tg_dtype_name(root->dtype));
+        goto done;
+      }
+    }
+    grads0[r] = tg_retain(g);
+    root_nodes[r] = root->grad_fn;
+  }
+  if ((st = collect(n_roots, root_nodes, &order)) != TG_OK) goto done;
+
+  /* Seed the roots. */
+  for (int r = 0; r < n_roots && st == TG_OK; r++) {
+    const tg_tensor *root = roots[r];
+    if (root->grad_fn)
+      st = accumulate(&root->grad_fn->grads[root->output_nr], grads0[r], opts.create_graph);
+    else if (cap) {
+      for (int k = 0; k < cap->n && st == TG_OK; k++)
+        if (cap->inputs[k] == root) st = accumulate(&cap->grads[k], grads0[r], opts.create_graph);
+    } else
+      st = accumulate_leaf((tg_tensor *)root, grads0[r], opts.create_graph);
+  }
+
+  for (size_t k = 0; k < order.count && st == TG_OK; k++) {
+    tg_node *node = order.items[k];
+    bool any = false;
+    for (int j = 0; j < node->ctx.n_outputs; j++) any |= node->grads[j] != NULL;
+    /* Non-leaf targets of tg_autograd_grad: their gradient is complete once reached. */
+    if (cap)
+      for (int c = 0; c < cap->n; c++) {
+        const tg_tensor *want = cap->inputs[c];
+        if (want->grad_fn == node && node->grads[want->output_nr])
+          st = accumulate(&cap->grads[c], node->grads[want->output_nr], opts.create_graph);
+      }
+    if (!any || st != TG_OK) continue;
+    if (node->ctx.released) {
+      st = tg_set_error(TG_ERR_STATE,
+                        "%s: trying to backward through the graph a second time (%s's saved "
+                        "tensors were freed); pass retain_graph to the first backward",
+                        name, node->ctx.op->name);
+      break;
+    }
+    tg_tensor **grad_inputs = calloc((size_t)(node->ctx.n_inputs > 0 ? node->ctx.n_inputs : 1),
+                                     sizeof *grad_inputs);
+    if (!grad_inputs) {
+      st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
+      break;
+    }
+    tg_scope_begin();
+    st = run_node(node, &opts, cap == NULL, grad_inputs);
+    if (st == TG_OK && cap) st = capture_from_node(node, cap, grad_inputs, opts.create_graph);
+    tg_scope_end();
+    free(grad_inputs);
+    for (int j = 0; j < node->ctx.n_outputs; j++) {
+      tg_release(node->grads[j]);
+      node->grads[j] = NULL;
+    }
+    if (st == TG_OK && !opts.retain_graph) {
+      tg__ctx_release_saved(&node->ctx);
+      node->ctx.released = true;
+    }
+  }
+
+done:
+  for (size_t k = 0; k < order.count; k++) {
+    tg_node *node = order.items[k];
+    if (node->grads)
+      for (int j = 0; j < node->ctx.n_outputs; j++) tg_release(node->grads[j]);
+    free(node->grads);
+    node->grads = NULL;
+  }
+  free(order.items);
+  if (grads0)
+    for (int r = 0; r < n_roots; r++) tg_release(grads0[r]);
+  free(grads0);
+  free(root_nodes);
+  return st;
+}
+
+tg_status tg_backward_ex(const tg_tensor *root, const tg_tensor *grad, tg_backward_options opts) {
+  if (!tg__check_arg("tg_backward", "root", root)) return tg_last_error();
+  tg_scope_begin();
+  tg_status st = run_backward(1, &root, grad ? (const tg_tensor *const[]){grad} : NULL, opts, NULL);
+  tg_scope_end();
+  return st;
+}
+
+tg_status tg_backward(const tg_tensor *root, const tg_tensor *grad) {
+  return tg_backward_ex(root, grad, (tg_backward_options){0});
+}
+
+tg_status tg_autograd_grad(int n_outputs, const tg_tensor *const *outputs,
+                           const tg_tensor *const *grad_outputs, int n_inputs,
+                           const tg_tensor *const *inputs, tg_tensor **grads_out,
+                           tg_backward_options opts, bool allow_unused) {
+  if (!grads_out || n_outputs <= 0 || n_inputs <= 0 || !outputs || !inputs)
+    return tg_set_error(TG_ERR_ARGUMENT,
+                        "tg_autograd_grad: need outputs, inputs and grads_out (got %d outputs, "
+                        "%d inputs)",
+                        n_outputs, n_inputs);
+  for (int k = 0; k < n_inputs; k++) grads_out[k] = NULL;
+  for (int r = 0; r < n_outputs; r++)
+    if (!tg__check_arg("tg_autograd_grad", "output", outputs[r])) return tg_last_error();
+  for (int k = 0; k < n_inputs; k++) {
+    if (!tg__check_arg("tg_autograd_grad", "input", inputs[k])) return tg_last_error();
+    if (!inputs[k]->requires_grad)
+      return tg_set_error(TG_ERR_STATE, "tg_autograd_grad: input %d does not require grad", k);
+  }
+  tg_tensor **owned = calloc((size_t)n_inputs, sizeof *owned);
+  if (!owned) return tg_set_error(TG_ERR_MEMORY, "tg_autograd_grad: out of memory");
+  capture cap = {n_inputs, inputs, owned};
+  tg_scope_begin();
+  tg_status st = run_backward(n_outputs, outputs, grad_outputs, opts, &cap);
+  tg_scope_end();
+  for (int k = 0; k < n_inputs && st == TG_OK; k++)
+    if (!owned[k] && !allow_unused)
+      st = tg_set_error(TG_ERR_STATE,
+                        "tg_autograd_grad: input %d was not used to compute the outputs "
+                        "(pass allow_unused)",
+                        k);
+  for (int k = 0; k < n_inputs; k++) {
+    if (st == TG_OK)
+      grads_out[k] = tg__scoped(owned[k]);
+    else
+      tg_release(owned[k]);
+  }
+  free(owned);
+  return st;
+}

@@ -1,0 +1,68 @@
+/* Tape nodes and op-call contexts. Internal. */
+#ifndef TG_NODE_H
+#define TG_NODE_H
+
+#include <stdatomic.h>
+
+#include "tensor/tensor_impl.h"
+#include "tg/autograd.h"
+
+/* Where the gradient of one input goes: another node's output, a leaf, or nowhere. */
+typedef struct tg_edge {
+  tg_node *node; /* owned reference */
+  int output_nr; /* which output of node */
+  tg_tensor *leaf; /* owned reference: a leaf that requires grad */
+} tg_edge;
+
+typedef struct tg_saved {
+  tg_tensor *data;   /* owned; a detached alias when it is one of the node's outputs */
+  uint64_t version;  /* storage version when saved */
+  int output_nr;     /* >= 0: output of this node (re-attached to the node on unpack) */
+} tg_saved;
+
+typedef struct tg_meta {
+  int ndim;
+  int64_t sizes[TG_MAX_DIMS];
+  tg_dtype dtype;
+  tg_device device;
+} tg_meta;
+
+struct tg_ctx {
+  const tg_op_desc *op;
+  tg_node *node; /* NULL when the call is not recorded */
+  int n_inputs, n_outputs;
+  tg_meta *inputs;   /* n_inputs */
+  tg_meta *outputs;  /* n_outputs; filled after forward */
+  bool *needs_input_grad;
+  bool *non_differentiable; /* n_outputs */
+  tg_tensor **forward_outputs; /* the outputs array during forward, to recognise saves */
+  tg_saved *saved;
+  int n_saved;
+  double scalars[TG_CTX_MAX_SCALARS];
+  int n_scalars;
+  void *data;
+  void (*free_data)(void *);
+  bool materialize_grads;
+  bool released; /* saved tensors freed by a backward without retain_graph */
+};
+
+struct tg_node {
+  atomic_long refcount;
+  uint64_t sequence_nr;
+  tg_ctx ctx;
+  tg_edge *edges; /* one per input */
+  /* scratch of the backward engine */
+  tg_tensor **grads; /* n_outputs */
+  uint64_t visit_epoch;
+};
+
+/* Releases a node; long chains are released with a work list, not recursion. */
+void tg__node_release(tg_node *node);
+static inline void tg__node_retain(tg_node *node) {
+  if (node) atomic_fetch_add(&node->refcount, 1);
+}
+
+/* Frees the saved tensors and user data of a context (idempotent). */
+void tg__ctx_release_saved(tg_ctx *ctx);
+
+#endif

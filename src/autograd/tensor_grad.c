@@ -1,0 +1,71 @@
+/* Per-tensor autograd state: requires_grad, .grad, grad_fn, detach. */
+#include "node.h"
+#include "ops/backend.h"
+
+bool tg_requires_grad(const tg_tensor *t) { return t && t->requires_grad; }
+
+bool tg_is_leaf(const tg_tensor *t) { return t && !t->grad_fn; }
+
+tg_status tg_set_requires_grad(tg_tensor *t, bool requires_grad) {
+  if (!tg__check_arg("tg_set_requires_grad", "t", t)) return tg_last_error();
+  if (t->grad_fn)
+    return tg_set_error(TG_ERR_STATE,
+                        "tg_set_requires_grad: t is the output of %s, not a leaf; use tg_detach",
+                        t->grad_fn->ctx.op->name);
+  if (requires_grad && !tg_dtype_is_floating(t->dtype))
+    return tg_set_error(TG_ERR_DTYPE,
+                        "tg_set_requires_grad: only floating tensors can require grad, not %s",
+                        tg_dtype_name(t->dtype));
+  t->requires_grad = requires_grad;
+  return TG_OK;
+}
+
+tg_tensor *tg_grad(const tg_tensor *t) { return t ? t->grad : NULL; }
+
+tg_status tg_set_grad(tg_tensor *t, const tg_tensor *grad) {
+  if (!tg__check_arg("tg_set_grad", "t", t)) return tg_last_error();
+  if (grad) {
+    char a[160], b[160];
+    bool same = grad->ndim == t->ndim;
+    for (int d = 0; same && d < t->ndim; d++) same = grad->sizes[d] == t->sizes[d];
+    if (!same)
+      return tg_set_error(TG_ERR_SHAPE, "tg_set_grad: grad is %s but t is %s",
+                          tg_format_sizes(a, sizeof a, grad->ndim, grad->sizes),
+                          tg_format_sizes(b, sizeof b, t->ndim, t->sizes));
+    if (grad->dtype != t->dtype)
+      return tg_set_error(TG_ERR_DTYPE, "tg_set_grad: grad is %s but t is %s",
+                          tg_dtype_name(grad->dtype), tg_dtype_name(t->dtype));
+    if (!tg_device_equal(grad->storage->device, t->storage->device))
+      return tg_set_error(TG_ERR_DEVICE, "tg_set_grad: grad is on %s but t is on %s",
+                          tg_device_type_name(grad->storage->device.type),
+                          tg_device_type_name(t->storage->device.type));
+  }
+  tg_tensor *old = t->grad;
+  t->grad = tg_retain(grad);
+  tg_release(old);
+  return TG_OK;
+}
+
+tg_status tg_zero_grad(tg_tensor *t) {
+  if (!tg__check_arg("tg_zero_grad", "t", t)) return tg_last_error();
+  if (!t->grad) return TG_OK;
+  if (t->grad->grad_fn) { /* a graph-carrying grad from create_graph: drop it */
+    tg_release(t->grad);
+    t->grad = NULL;
+    return TG_OK;
+  }
+  const tg_backend *be = tg__backend("tg_zero_grad", t->grad->storage->device);
+  if (!be) return tg_last_error();
+  tg_status st = be->fill(t->grad, 0.0);
+  if (st == TG_OK) tg__bump_version(t->grad);
+  return st;
+}
+
+const char *tg_grad_fn_name(const tg_tensor *t) {
+  return t && t->grad_fn ? t->grad_fn->ctx.op->name : NULL;
+}
+
+tg_tensor *tg_detach(const tg_tensor *t) {
+  if (!tg__check_arg("tg_detach", "t", t)) return NULL;
+  return tg__scoped(tg__alias_raw(t));
+}

@@ -1,0 +1,42 @@
+/* Internal view of the op registry: ids of the built-in ops and their kernels. */
+#ifndef TG_REGISTRY_H
+#define TG_REGISTRY_H
+
+#include "tg/autograd.h"
+
+#define TG_OP(name, nin, nout, flags) TG_OP_ID_##name,
+#define TG_OP_NOGRAD(name, nin, nout, flags) TG_OP_ID_##name,
+#define TG_OP_DEVICE(name, nin, nout, flags) TG_OP_ID_##name,
+typedef enum tg_op_id {
+#include "ops/ops.def"
+  TG_NUM_BUILTIN_OPS
+} tg_op_id;
+#undef TG_OP
+#undef TG_OP_NOGRAD
+#undef TG_OP_DEVICE
+
+#define TG_OP(name, nin, nout, flags)                                                       \
+  tg_status tg__fwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);               \
+  tg_status tg__bwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);
+#define TG_OP_NOGRAD(name, nin, nout, flags)                                                \
+  tg_status tg__fwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);
+#define TG_OP_DEVICE(name, nin, nout, flags)                                                \
+  tg_status tg__fwd_##name##_cpu(tg_ctx *, const tg_tensor *const *, tg_tensor **);         \
+  tg_status tg__fwd_##name##_cuda(tg_ctx *, const tg_tensor *const *, tg_tensor **);        \
+  tg_status tg__bwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);
+#include "ops/ops.def"
+#undef TG_OP
+#undef TG_OP_NOGRAD
+#undef TG_OP_DEVICE
+
+extern const tg_op_desc tg__builtin_ops[TG_NUM_BUILTIN_OPS];
+#define TG__OP(name) (&tg__builtin_ops[TG_OP_ID_##name])
+
+/* Shorthands for op front ends. */
+#define TG__IN(...) (int)(sizeof((const tg_tensor *[]){__VA_ARGS__}) / sizeof(tg_tensor *)),  \
+                    (const tg_tensor *const[]){__VA_ARGS__}
+#define TG__SC(...) (int)(sizeof((const double[]){__VA_ARGS__}) / sizeof(double)),            \
+                    (const double[]){__VA_ARGS__}
+#define TG__NO_SC 0, NULL
+
+#endif

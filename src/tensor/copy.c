@@ -1,0 +1,322 @@
+/* Copies, fills, element access and dtype/device conversion. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "ops/registry.h"
+#include "tensor_impl.h"
+
+const tg_backend *tg__backend(const char *op, tg_device device) {
+  if (device.type == TG_CPU) return &tg_cpu_backend;
+  const tg_backend *be = device.type == TG_CUDA ? tg__cuda_backend() : NULL;
+  if (!be)
+    tg_set_error(TG_ERR_DEVICE, "%s: device %s is not available in this build", op,
+                 tg_device_type_name(device.type));
+  return be;
+}
+
+/* A contiguous host copy of t (t's dtype), refcount 1, not scoped. */
+static tg_tensor *host_contiguous(const char *op, const tg_tensor *t) {
+  tg_tensor *h = tg__empty_raw(t->ndim, t->sizes, t->dtype, TG_DEVICE_CPU);
+  if (!h) return NULL;
+  tg_status st;
+  if (t->storage->device.type == TG_CPU) {
+    st = tg_cpu_backend.copy(h, t);
+  } else {
+    const tg_backend *be = tg__backend(op, t->storage->device);
+    tg_tensor *dense = be ? tg__empty_raw(t->ndim, t->sizes, t->dtype, t->storage->device) : NULL;
+    st = dense ? be->copy(dense, t) : tg_last_error();
+    if (st == TG_OK)
+      st = tg__cuda_memcpy(op, h->storage->data, TG_DEVICE_CPU, tg_data_ptr(dense),
+                           t->storage->device, h->storage->nbytes);
+    tg_release(dense);
+  }
+  if (st != TG_OK) {
+    tg_release(h);
+    return NULL;
+  }
+  return h;
+}
+
+/* dst = src where both have equal sizes; devices may differ; dtypes may differ. */
+static tg_status copy_same_sizes(const char *op, tg_tensor *dst, const tg_tensor *src) {
+  tg_device dd = dst->storage->device, sd = src->storage->device;
+  if (tg_device_equal(dd, sd)) {
+    const tg_backend *be = tg__backend(op, dd);
+    return be ? be->copy(dst, src) : tg_last_error();
+  }
+  /* Across devices: convert on the source side, move one dense buffer, scatter on arrival. */
+  tg_tensor *staged = NULL, *dense = NULL;
+  tg_status st = TG_OK;
+  const tg_backend *src_be = tg__backend(op, sd), *dst_be = tg__backend(op, dd);
+  if (!src_be || !dst_be) return tg_last_error();
+  staged = tg__empty_raw(src->ndim, src->sizes, dst->dtype, sd);
+  if (!staged || src_be->copy(staged, src) != TG_OK) goto fail;
+  bool direct = tg_is_contiguous(dst) && !tg__has_internal_overlap(dst);
+  dense = direct ? tg_retain(dst) : tg__empty_raw(dst->ndim, dst->sizes, dst->dtype, dd);
+  if (!dense) goto fail;
+  st = tg__cuda_memcpy(op, tg_data_ptr(dense), dd, tg_data_ptr(staged), sd,
+                       (size_t)tg__numel(dst->ndim, dst->sizes) * tg_dtype_size(dst->dtype));
+  if (st == TG_OK && !direct) st = dst_be->copy(dst, dense);
+  tg_release(staged);
+  tg_release(dense);
+  return st;
+fail:
+  tg_release(staged);
+  tg_release(dense);
+  return tg_last_error();
+}
+
+static bool broadcastable_to(const tg_tensor *src, const tg_tensor *dst) {
+  if (src->ndim > dst->ndim) return false;
+  for (int d = 0; d < src->ndim; d++) {
+    int64_t s = src->sizes[src->ndim - 1 - d], t = dst->sizes[dst->ndim - 1 - d];
+    if (s != t && s != 1) return false;
+  }
+  return true;
+}
+
+tg_status tg_copy_(tg_tensor *dst, const tg_tensor *src) {
+  if (!tg__check_arg("tg_copy_", "dst", dst) || !tg__check_arg("tg_copy_", "src", src))
+    return tg_last_error();
+  char a[160], b[160];
+  if (!broadcastable_to(src, dst))
+    return tg_set_error(TG_ERR_SHAPE, "tg_copy_: src %s does not broadcast to dst %s",
+                        tg_format_sizes(a, sizeof a, src->ndim, src->sizes),
+                        tg_format_sizes(b, sizeof b, dst->ndim, dst->sizes));
+  if (tg_is_grad_enabled() && (dst->requires_grad || src->requires_grad))
+    return tg_set_error(TG_ERR_UNSUPPORTED,
+                        "tg_copy_: not differentiable and an argument requires grad; copy "
+                        "inside tg_no_grad_begin/end");
+  if (tg__has_internal_overlap(dst))
+    return tg_set_error(TG_ERR_ARGUMENT,
+                        "tg_copy_: dst %s has overlapping elements (an expanded view)",
+                        tg_format_sizes(a, sizeof a, dst->ndim, dst->sizes));
+  /* Broadcast src to dst's sizes with stride-0 dims, without touching the tape. */
+  tg_tensor *view = tg__tensor_new(src->storage, src->offset, dst->ndim, dst->sizes, NULL,
+                                   src->dtype);
+  if (!view) return tg_last_error();
+  int lead = dst->ndim - src->ndim;
+  for (int d = 0; d < dst->ndim; d++) {
+    int s = d - lead;
+    view->strides[d] = s < 0 || (src->sizes[s] == 1 && dst->sizes[d] != 1) ? 0 : src->strides[s];
+  }
+  tg_status st = copy_same_sizes("tg_copy_", dst, view);
+  tg_release(view);
+  if (st == TG_OK) tg__bump_version(dst);
+  return st;
+}
+
+tg_status tg_fill_(tg_tensor *t, double value) {
+  if (!tg__check_arg("tg_fill_", "t", t)) return tg_last_error();
+  if (tg_is_grad_enabled() && t->requires_grad)
+    return tg_set_error(TG_ERR_UNSUPPORTED,
+                        "tg_fill_: t requires grad; fill it inside tg_no_grad_begin/end");
+  const tg_backend *be = tg__backend("tg_fill_", t->storage->device);
+  if (!be) return tg_last_error();
+  tg_status st = be->fill(t, value);
+  if (st == TG_OK) tg__bump_version(t);
+  return st;
+}
+
+tg_status tg_zero_(tg_tensor *t) { return tg_fill_(t, 0.0); }
+
+/* ---- contiguous / clone ---- */
+
+tg_status tg__fwd_clone(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  (void)ctx;
+  const tg_tensor *t = in[0];
+  tg_tensor *o = tg__empty_raw(t->ndim, t->sizes, t->dtype, t->storage->device);
+  const tg_backend *be = o ? tg__backend("tg_clone", t->storage->device) : NULL;
+  if (!be || be->copy(o, t) != TG_OK) {
+    tg_release(o);
+    return tg_last_error();
+  }
+  out[0] = tg__scoped(o);
+  return TG_OK;
+}
+
+tg_status tg__bwd_clone(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  (void)ctx;
+  gi[0] = (tg_tensor *)g[0];
+  return TG_OK;
+}
+
+tg_tensor *tg_clone(const tg_tensor *t) {
+  return tg_apply1(TG__OP(clone), 1, (const tg_tensor *const[]){t}, 0, NULL);
+}
+
+tg_tensor *tg_contiguous(const tg_tensor *t) {
+  if (!tg__check_arg("tg_contiguous", "t", t)) return NULL;
+  if (tg_is_contiguous(t)) return tg__scoped(tg_retain(t));
+  return tg_clone(t);
+}
+
+/* ---- dtype / device ---- */
+
+tg_status tg__fwd_to_dtype(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const tg_tensor *t = in[0];
+  tg_dtype dtype = (tg_dtype)tg_ctx_scalar(ctx, 0);
+  tg_tensor *o = tg__empty_raw(t->ndim, t->sizes, dtype, t->storage->device);
+  const tg_backend *be = o ? tg__backend("tg_to_dtype", t->storage->device) : NULL;
+  if (!be || be->copy(o, t) != TG_OK) {
+    tg_release(o);
+    return tg_last_error();
+  }
+  out[0] = tg__scoped(o);
+  return TG_OK;
+}
+
+tg_status tg__bwd_to_dtype(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  gi[0] = tg_to_dtype(g[0], tg_ctx_input_dtype(ctx, 0));
+  return gi[0] ? TG_OK : tg_last_error();
+}
+
+tg_tensor *tg_to_dtype(const tg_tensor *t, tg_dtype dtype) {
+  if (!tg__check_arg("tg_to_dtype", "t", t)) return NULL;
+  if ((unsigned)dtype >= TG_NUM_DTYPES) {
+    tg_set_error(TG_ERR_DTYPE, "tg_to_dtype: invalid dtype %d", (int)dtype);
+    return NULL;
+  }
+  if (dtype == t->dtype) return tg__scoped(tg_retain(t));
+  return tg_apply1(TG__OP(to_dtype), 1, (const tg_tensor *const[]){t}, 1,
+                   (const double[]){(double)dtype});
+}
+
+tg_status tg__fwd_to_device(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const tg_tensor *t = in[0];
+  tg_device device = {(tg_device_type)tg_ctx_scalar(ctx, 0), (int)tg_ctx_scalar(ctx, 1)};
+  tg_tensor *o = tg__empty_raw(t->ndim, t->sizes, t->dtype, device);
+  if (!o || copy_same_sizes("tg_to_device", o, t) != TG_OK) {
+    tg_release(o);
+    return tg_last_error();
+  }
+  out[0] = tg__scoped(o);
+  return TG_OK;
+}
+
+tg_status tg__bwd_to_device(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  gi[0] = tg_to_device(g[0], tg_ctx_input_device(ctx, 0));
+  return gi[0] ? TG_OK : tg_last_error();
+}
+
+tg_tensor *tg_to_device(const tg_tensor *t, tg_device device) {
+  if (!tg__check_arg("tg_to_device", "t", t)) return NULL;
+  if ((unsigned)device.type >= TG_NUM_DEVICE_TYPES) {
+    tg_set_error(TG_ERR_DEVICE, "tg_to_device: invalid device type %d", (int)device.type);
+    return NULL;
+  }
+  if (device.type == TG_CUDA && tg__cuda_check_device("tg_to_device", device) != TG_OK)
+    return NULL;
+  if (tg_device_equal(device, t->storage->device)) return tg__scoped(tg_retain(t));
+  /* The forward runs with the tensor's device kernel table; both slots point at it. */
+  tg_tensor *out = NULL;
+  const tg_op_desc *op = TG__OP(to_device);
+  tg_apply(op, 1, (const tg_tensor *const[]){t}, 2,
+           (const double[]){(double)device.type, (double)device.index}, 1, &out);
+  return out;
+}
+
+/* ---- element access ---- */
+
+static bool check_index(const char *op, const tg_tensor *t, const int64_t *index, int64_t *flat) {
+  if (t->ndim > 0 && !index)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: index is NULL for a %d-dim tensor", op, t->ndim),
+           false;
+  int64_t off = t->offset;
+  for (int d = 0; d < t->ndim; d++) {
+    if (index[d] < 0 || index[d] >= t->sizes[d]) {
+      char a[160];
+      return tg_set_error(TG_ERR_INDEX,
+                          "%s: index %lld is out of range for dim %d of size %lld (tensor %s)", op,
+                          (long long)index[d], d, (long long)t->sizes[d],
+                          tg_format_sizes(a, sizeof a, t->ndim, t->sizes)),
+             false;
+    }
+    off += index[d] * t->strides[d];
+  }
+  *flat = off;
+  return true;
+}
+
+static double load(tg_dtype dtype, const void *p) {
+  switch (dtype) {
+  case TG_F32: return *(const float *)p;
+  case TG_F64: return *(const double *)p;
+  default: return (double)*(const int64_t *)p;
+  }
+}
+
+static void store(tg_dtype dtype, void *p, double v) {
+  switch (dtype) {
+  case TG_F32: *(float *)p = (float)v; break;
+  case TG_F64: *(double *)p = v; break;
+  default: *(int64_t *)p = (int64_t)v; break;
+  }
+}
+
+tg_status tg_get(const tg_tensor *t, const int64_t *index, double *out) {
+  if (!tg__check_arg("tg_get", "t", t)) return tg_last_error();
+  if (!out) return tg_set_error(TG_ERR_ARGUMENT, "tg_get: out is NULL");
+  int64_t flat;
+  if (!check_index("tg_get", t, index, &flat)) return tg_last_error();
+  size_t es = tg_dtype_size(t->dtype);
+  char *p = (char *)t->storage->data + flat * (int64_t)es;
+  if (t->storage->device.type == TG_CPU) {
+    *out = load(t->dtype, p);
+    return TG_OK;
+  }
+  char buf[8];
+  tg_status st = tg__cuda_memcpy("tg_get", buf, TG_DEVICE_CPU, p, t->storage->device, es);
+  if (st == TG_OK) *out = load(t->dtype, buf);
+  return st;
+}
+
+tg_status tg_set(tg_tensor *t, const int64_t *index, double value) {
+  if (!tg__check_arg("tg_set", "t", t)) return tg_last_error();
+  if (tg_is_grad_enabled() && t->requires_grad)
+    return tg_set_error(TG_ERR_UNSUPPORTED,
+                        "tg_set: t requires grad; set elements inside tg_no_grad_begin/end");
+  int64_t flat;
+  if (!check_index("tg_set", t, index, &flat)) return tg_last_error();
+  size_t es = tg_dtype_size(t->dtype);
+  char *p = (char *)t->storage->data + flat * (int64_t)es;
+  tg_status st = TG_OK;
+  if (t->storage->device.type == TG_CPU) {
+    store(t->dtype, p, value);
+  } else {
+    char buf[8];
+    store(t->dtype, buf, value);
+    st = tg__cuda_memcpy("tg_set", p, t->storage->device, buf, TG_DEVICE_CPU, es);
+  }
+  if (st == TG_OK) tg__bump_version(t);
+  return st;
+}
+
+tg_status tg_item(const tg_tensor *t, double *out) {
+  if (!tg__check_arg("tg_item", "t", t)) return tg_last_error();
+  if (tg__numel(t->ndim, t->sizes) != 1) {
+    char a[160];
+    return tg_set_error(TG_ERR_SHAPE, "tg_item: t is %s; only a one-element tensor has an item",
+                        tg_format_sizes(a, sizeof a, t->ndim, t->sizes));
+  }
+  int64_t zeros[TG_MAX_DIMS] = {0};
+  return tg_get(t, zeros, out);
+}
+
+tg_status tg_to_host_array(const tg_tensor *t, void *out, size_t out_bytes) {
+  if (!tg__check_arg("tg_to_host_array", "t", t)) return tg_last_error();
+  size_t need = (size_t)tg__numel(t->ndim, t->sizes) * tg_dtype_size(t->dtype);
+  if (!out || out_bytes < need)
+    return tg_set_error(TG_ERR_ARGUMENT, "tg_to_host_array: out holds %zu bytes, need %zu",
+                        out ? out_bytes : 0, need);
+  tg_tensor *h = host_contiguous("tg_to_host_array", t);
+  if (!h) return tg_last_error();
+  if (need) memcpy(out, h->storage->data, need);
+  tg_release(h);
+  return TG_OK;
+}
+
+tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t) {
+  return host_contiguous(op, t);
+}

@@ -1,0 +1,202 @@
+/* PyTorch-style printing: tensor([[...]]) with shared width, summarised beyond 1000 elements. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd/node.h"
+#include "tensor_impl.h"
+
+enum { PRINT_THRESHOLD = 1000, EDGE_ITEMS = 3 };
+
+tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t);
+
+typedef struct strbuf {
+  char *data;
+  size_t len, cap;
+  bool failed;
+} strbuf;
+
+static void sb_printf(strbuf *sb, const char *fmt, ...) {
+  if (sb->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = sb->cap - sb->len;
+    int n = vsnprintf(sb->data ? sb->data + sb->len : NULL, sb->data ? room : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      sb->failed = true;
+      return;
+    }
+    if (sb->data && (size_t)n < room) {
+      sb->len += (size_t)n;
+      return;
+    }
+    size_t cap = (sb->cap ? sb->cap * 2 : 256) + (size_t)n;
+    char *grown = realloc(sb->data, cap);
+    if (!grown) {
+      sb->failed = true;
+      return;
+    }
+    sb->data = grown;
+    sb->cap = cap;
+  }
+}
+
+typedef struct formatter {
+  tg_dtype dtype;
+  bool integral, scientific;
+  int width;
+} formatter;
+
+static int format_value(const formatter *f, double v, char *buf, size_t n) {
+  if (f->dtype == TG_I64) return snprintf(buf, n, "%lld", (long long)v);
+  if (isnan(v)) return snprintf(buf, n, "nan");
+  if (isinf(v)) return snprintf(buf, n, v > 0 ? "inf" : "-inf");
+  if (f->scientific) return snprintf(buf, n, "%.4e", v);
+  if (f->integral) return snprintf(buf, n, "%.0f.", v);
+  return snprintf(buf, n, "%.4f", v);
+}
+
+typedef struct printer {
+  const tg_tensor *t;
+  const double *values; /* contiguous, as double */
+  bool summarize;
+  formatter fmt;
+  strbuf *sb;
+} printer;
+
+/* Visits the printed elements (honouring summarisation) to size the formatter. */
+static void scan(printer *p, int dim, int64_t base, double *lo, double *hi, bool *integral,
+                 bool *any) {
+  const tg_tensor *t = p->t;
+  if (dim == t->ndim) {
+    double v = p->values[base];
+    if (!isfinite(v)) return;
+    double a = fabs(v);
+    if (!*any || a > *hi) *hi = a;
+    if (a != 0 && (!*any || a < *lo || *lo == 0)) *lo = a;
+    if (v != floor(v)) *integral = false;
+    *any = true;
+    return;
+  }
+  int64_t n = t->sizes[dim], stride = 1;
+  for (int d = dim + 1; d < t->ndim; d++) stride *= t->sizes[d];
+  for (int64_t i = 0; i < n; i++) {
+    if (p->summarize && n > 2 * EDGE_ITEMS && i == EDGE_ITEMS) i = n - EDGE_ITEMS;
+    scan(p, dim + 1, base + i * stride, lo, hi, integral, any);
+  }
+}
+
+static void emit(printer *p, int dim, int64_t base, int indent) {
+  const tg_tensor *t = p->t;
+  char buf[64];
+  if (dim == t->ndim) {
+    format_value(&p->fmt, p->values[base], buf, sizeof buf);
+    sb_printf(p->sb, "%*s", p->fmt.width, buf);
+    return;
+  }
+  int64_t n = t->sizes[dim], stride = 1;
+  for (int d = dim + 1; d < t->ndim; d++) stride *= t->sizes[d];
+  sb_printf(p->sb, "[");
+  for (int64_t i = 0; i < n; i++) {
+    if (i > 0) {
+      if (dim == t->ndim - 1) {
+        sb_printf(p->sb, ", ");
+      } else {
+        sb_printf(p->sb, ",");
+        for (int k = 0; k < t->ndim - 1 - dim; k++) sb_printf(p->sb, "\n");
+        sb_printf(p->sb, "%*s", indent + 1, "");
+      }
+    }
+    if (p->summarize && n > 2 * EDGE_ITEMS && i == EDGE_ITEMS) {
+      sb_printf(p->sb, "...");
+      if (dim == t->ndim - 1)
+        sb_printf(p->sb, ", ");
+      else {
+        sb_printf(p->sb, ",");
+        for (int k = 0; k < t->ndim - 1 - dim; k++) sb_printf(p->sb, "\n");
+        sb_printf(p->sb, "%*s", indent + 1, "");
+      }
+      i = n - EDGE_ITEMS;
+    }
+    emit(p, dim + 1, base + i * stride, indent + 1);
+  }
+  sb_printf(p->sb, "]");
+}
+
+char *tg_to_string(const tg_tensor *t) {
+  if (!tg__check_arg("tg_to_string", "t", t)) return NULL;
+  int64_t numel = tg__numel(t->ndim, t->sizes);
+  tg_tensor *h = tg__host_contiguous("tg_to_string", t);
+  if (!h) return NULL;
+  double *values = malloc(sizeof(double) * (size_t)(numel > 0 ? numel : 1));
+  if (!values) {
+    tg_release(h);
+    tg_set_error(TG_ERR_MEMORY, "tg_to_string: out of memory");
+    return NULL;
+  }
+  for (int64_t i = 0; i < numel; i++) {
+    switch (t->dtype) {
+    case TG_F32: values[i] = ((const float *)h->storage->data)[i]; break;
+    case TG_F64: values[i] = ((const double *)h->storage->data)[i]; break;
+    default: values[i] = (double)((const int64_t *)h->storage->data)[i]; break;
+    }
+  }
+  tg_release(h);
+
+  strbuf sb = {0};
+  printer p = {t, values, numel > PRINT_THRESHOLD, {t->dtype, true, false, 1}, &sb};
+  double lo = 0, hi = 0;
+  bool integral = true, any = false;
+  if (numel > 0) scan(&p, 0, 0, &lo, &hi, &integral, &any);
+  p.fmt.integral = integral;
+  p.fmt.scientific = t->dtype != TG_I64 && any && !integral &&
+                     (hi >= 1e8 || (lo > 0 && lo < 1e-4) || (lo > 0 && hi / lo > 1000.0));
+  /* Width: the longest printed value, so columns line up. */
+  int width = 1;
+  if (numel > 0) {
+    for (int64_t i = 0; i < numel; i++) {
+      char buf[64];
+      int w = format_value(&p.fmt, values[i], buf, sizeof buf);
+      if (w > width) width = w;
+    }
+  }
+  p.fmt.width = width;
+
+  sb_printf(&sb, "tensor(");
+  if (numel == 0)
+    sb_printf(&sb, "[]");
+  else
+    emit(&p, 0, 0, (int)strlen("tensor("));
+  char sizes[160];
+  sb_printf(&sb, ", size=%s", tg_format_sizes(sizes, sizeof sizes, t->ndim, t->sizes));
+  if (t->dtype != TG_F32) sb_printf(&sb, ", dtype=%s", tg_dtype_name(t->dtype));
+  if (t->storage->device.type != TG_CPU)
+    sb_printf(&sb, ", device=%s:%d", tg_device_type_name(t->storage->device.type),
+              t->storage->device.index);
+  if (t->grad_fn)
+    sb_printf(&sb, ", grad_fn=<%s>", t->grad_fn->ctx.op->name);
+  else if (t->requires_grad)
+    sb_printf(&sb, ", requires_grad=true");
+  sb_printf(&sb, ")");
+  free(values);
+  if (sb.failed) {
+    free(sb.data);
+    tg_set_error(TG_ERR_MEMORY, "tg_to_string: out of memory");
+    return NULL;
+  }
+  return sb.data;
+}
+
+tg_status tg_fprint(FILE *f, const tg_tensor *t) {
+  if (!f) return tg_set_error(TG_ERR_ARGUMENT, "tg_fprint: f is NULL");
+  char *s = tg_to_string(t);
+  if (!s) return tg_last_error();
+  fprintf(f, "%s\n", s);
+  free(s);
+  return TG_OK;
+}
+
+tg_status tg_print(const tg_tensor *t) { return tg_fprint(stdout, t); }

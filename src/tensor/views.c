@@ -1,0 +1,554 @@
+/* Views: new geometry over the same storage, recorded on the tape like any op. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/backend.h"
+#include "ops/registry.h"
+#include "tensor_impl.h"
+#include "tg/ops.h"
+
+/* ---- geometry ---- */
+
+/* Strides for viewing (sizes, strides) as new_sizes without a copy (PyTorch's rule: a dim
+ * group may be split or merged only where it is contiguous within itself). */
+static bool view_strides(int ndim, const int64_t *sizes, const int64_t *strides, int new_ndim,
+                         const int64_t *new_sizes, int64_t *new_strides) {
+  if (ndim == 0 || tg__numel(ndim, sizes) == 0) {
+    tg__contiguous_strides(new_ndim, new_sizes, new_strides);
+    return true;
+  }
+  int view_d = new_ndim - 1;
+  int64_t chunk_base_stride = strides[ndim - 1], tensor_numel = 1, view_numel = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    tensor_numel *= sizes[d];
+    if (d == 0 || (sizes[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
+        new_strides[view_d] = view_numel * chunk_base_stride;
+        view_numel *= new_sizes[view_d];
+        view_d--;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (d > 0) {
+        chunk_base_stride = strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
+/* Resolves one -1 in sizes against numel; false (with an error naming op) if impossible. */
+static bool infer_sizes(const char *op, const tg_tensor *t, int ndim, const int64_t *sizes,
+                        int64_t *out) {
+  char a[160], b[160];
+  if (ndim < 0 || ndim > TG_MAX_DIMS || (ndim > 0 && !sizes))
+    return tg_set_error(TG_ERR_SHAPE, "%s: ndim %d is outside 0..%d", op, ndim, TG_MAX_DIMS),
+           false;
+  int infer = -1;
+  int64_t known = 1, numel = tg__numel(t->ndim, t->sizes);
+  for (int d = 0; d < ndim; d++) {
+    if (sizes[d] == -1) {
+      if (infer >= 0)
+        return tg_set_error(TG_ERR_SHAPE, "%s: sizes %s: only one dim can be -1", op,
+                            tg_format_sizes(a, sizeof a, ndim, sizes)),
+               false;
+      infer = d;
+    } else if (sizes[d] < 0) {
+      return tg_set_error(TG_ERR_SHAPE, "%s: sizes %s: size of dim %d is negative", op,
+                          tg_format_sizes(a, sizeof a, ndim, sizes), d),
+             false;
+    } else {
+      known *= sizes[d];
+    }
+    out[d] = sizes[d];
+  }
+  if (infer >= 0) {
+    if (known == 0 || numel % known != 0)
+      return tg_set_error(TG_ERR_SHAPE, "%s: shape %s is invalid for input %s", op,
+                          tg_format_sizes(a, sizeof a, ndim, sizes),
+                          tg_format_sizes(b, sizeof b, t->ndim, t->sizes)),
+             false;
+    out[infer] = numel / known;
+    known *= out[infer];
+  }
+  if (known != numel)
+    return tg_set_error(TG_ERR_SHAPE, "%s: shape %s is invalid for input %s (%lld elements)", op,
+                        tg_format_sizes(a, sizeof a, ndim, sizes),
+                        tg_format_sizes(b, sizeof b, t->ndim, t->sizes), (long long)numel),
+           false;
+  return true;
+}
+
+static tg_tensor *make_view(const tg_tensor *t, int ndim, const int64_t *sizes,
+                            const int64_t *strides, int64_t offset) {
+  return tg__scoped(tg__tensor_new(t->storage, offset, ndim, sizes, strides, t->dtype));
+}
+
+static void scalars_to_sizes(const tg_ctx *ctx, int first, int64_t *sizes, int *ndim) {
+  *ndim = tg_ctx_num_scalars(ctx) - first;
+  for (int d = 0; d < *ndim; d++) sizes[d] = (int64_t)tg_ctx_scalar(ctx, first + d);
+}
+
+/* ---- view / reshape ---- */
+
+tg_status tg__fwd_view(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS];
+  int ndim;
+  scalars_to_sizes(ctx, 0, sizes, &ndim);
+  const tg_tensor *t = in[0];
+  if (!view_strides(t->ndim, t->sizes, t->strides, ndim, sizes, strides)) {
+    char a[160], b[160], c[160];
+    return tg_set_error(TG_ERR_SHAPE,
+                        "tg_view: a view of shape %s is not possible for input %s with strides "
+                        "%s; use tg_reshape",
+                        tg_format_sizes(a, sizeof a, ndim, sizes),
+                        tg_format_sizes(b, sizeof b, t->ndim, t->sizes),
+                        tg_format_sizes(c, sizeof c, t->ndim, t->strides));
+  }
+  out[0] = make_view(t, ndim, sizes, strides, t->offset);
+  return out[0] ? TG_OK : tg_last_error();
+}
+
+tg_status tg__bwd_view(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  gi[0] = tg_reshape(g[0], tg_ctx_input_ndim(ctx, 0), tg_ctx_input_sizes(ctx, 0));
+  return gi[0] ? TG_OK : tg_last_error();
+}
+
+static tg_tensor *view_op(const tg_tensor *t, int ndim, const int64_t *sizes) {
+  double sc[TG_MAX_DIMS];
+  for (int d = 0; d < ndim; d++) sc[d] = (double)sizes[d];
+  return tg_apply1(TG__OP(view), 1, (const tg_tensor *const[]){t}, ndim, sc);
+}
+
+tg_tensor *tg_view(const tg_tensor *t, int ndim, const int64_t *sizes) {
+  int64_t resolved[TG_MAX_DIMS];
+  if (!tg__check_arg("tg_view", "t", t) || !infer_sizes("tg_view", t, ndim, sizes, resolved))
+    return NULL;
+  return view_op(t, ndim, resolved);
+}
+
+tg_tensor *tg_reshape(const tg_tensor *t, int ndim, const int64_t *sizes) {
+  int64_t resolved[TG_MAX_DIMS], strides[TG_MAX_DIMS];
+  if (!tg__check_arg("tg_reshape", "t", t) ||
+      !infer_sizes("tg_reshape", t, ndim, sizes, resolved))
+    return NULL;
+  if (view_strides(t->ndim, t->sizes, t->strides, ndim, resolved, strides))
+    return view_op(t, ndim, resolved);
+  return view_op(tg_clone(t), ndim, resolved);
+}
+
+tg_tensor *tg_flatten(const tg_tensor *t) {
+  if (!tg__check_arg("tg_flatten", "t", t)) return NULL;
+  return tg_reshape(t, 1, (const int64_t[]){tg__numel(t->ndim, t->sizes)});
+}
+
+tg_tensor *tg_squeeze(const tg_tensor *t, int dim) {
+  if (!tg__check_arg("tg_squeeze", "t", t)) return NULL;
+  int d = tg__wrap_dim("tg_squeeze", "dim", dim, t->ndim);
+  if (d < 0) return NULL;
+  int64_t sizes[TG_MAX_DIMS];
+  int n = 0;
+  for (int k = 0; k < t->ndim; k++)
+    if (k != d || t->sizes[k] != 1) sizes[n++] = t->sizes[k];
+  return view_op(t, n, sizes);
+}
+
+tg_tensor *tg_squeeze_all(const tg_tensor *t) {
+  if (!tg__check_arg("tg_squeeze_all", "t", t)) return NULL;
+  int64_t sizes[TG_MAX_DIMS];
+  int n = 0;
+  for (int k = 0; k < t->ndim; k++)
+    if (t->sizes[k] != 1) sizes[n++] = t->sizes[k];
+  return view_op(t, n, sizes);
+}
+
+tg_tensor *tg_unsqueeze(const tg_tensor *t, int dim) {
+  if (!tg__check_arg("tg_unsqueeze", "t", t)) return NULL;
+  if (t->ndim >= TG_MAX_DIMS) {
+    tg_set_error(TG_ERR_SHAPE, "tg_unsqueeze: t already has the maximum of %d dims", TG_MAX_DIMS);
+    return NULL;
+  }
+  int d = tg__wrap_dim("tg_unsqueeze", "dim", dim, t->ndim + 1);
+  if (d < 0) return NULL;
+  int64_t sizes[TG_MAX_DIMS];
+  for (int k = 0, n = 0; k <= t->ndim; k++) sizes[k] = k == d ? 1 : t->sizes[n++];
+  return view_op(t, t->ndim + 1, sizes);
+}
+
+/* ---- permute / transpose ---- */
+
+tg_status tg__fwd_permute(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const tg_tensor *t = in[0];
+  int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS];
+  for (int d = 0; d < t->ndim; d++) {
+    int src = (int)tg_ctx_scalar(ctx, d);
+    sizes[d] = t->sizes[src];
+    strides[d] = t->strides[src];
+  }
+  out[0] = make_view(t, t->ndim, sizes, strides, t->offset);
+  return out[0] ? TG_OK : tg_last_error();
+}
+
+tg_status tg__bwd_permute(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  int n = tg_ctx_num_scalars(ctx), inverse[TG_MAX_DIMS];
+  for (int d = 0; d < n; d++) inverse[(int)tg_ctx_scalar(ctx, d)] = d;
+  gi[0] = tg_permute(g[0], n, inverse);
+  return gi[0] ? TG_OK : tg_last_error();
+}
+
+tg_tensor *tg_permute(const tg_tensor *t, int ndim, const int *dims) {
+  if (!tg__check_arg("tg_permute", "t", t)) return NULL;
+  if (ndim != t->ndim || (ndim > 0 && !dims)) {
+    char a[160];
+    tg_set_error(TG_ERR_SHAPE, "tg_permute: %d dims given for a tensor of shape %s", ndim,
+                 tg_format_sizes(a, sizeof a, t->ndim, t->sizes));
+    return NULL;
+  }
+  double sc[TG_MAX_DIMS];
+  bool seen[TG_MAX_DIMS] = {false};
+  for (int d = 0; d < ndim; d++) {
+    int w = tg__wrap_dim("tg_permute", "dims entry", dims[d], ndim);
+    if (w < 0) return NULL;
+    if (seen[w]) {
+      tg_set_error(TG_ERR_INDEX, "tg_permute: dim %d appears twice", w);
+      return NULL;
+    }
+    seen[w] = true;
+    sc[d] = w;
+  }
+  return tg_apply1(TG__OP(permute), 1, (const tg_tensor *const[]){t}, ndim, sc);
+}
+
+tg_tensor *tg_transpose(const tg_tensor *t, int dim0, int dim1) {
+  if (!tg__check_arg("tg_transpose", "t", t)) return NULL;
+  int a = tg__wrap_dim("tg_transpose", "dim0", dim0, t->ndim);
+  int b = a < 0 ? -1 : tg__wrap_dim("tg_transpose", "dim1", dim1, t->ndim);
+  if (b < 0) return NULL;
+  int dims[TG_MAX_DIMS];
+  for (int d = 0; d < t->ndim; d++) dims[d] = d == a ? b : d == b ? a : d;
+  if (t->ndim == 0) return view_op(t, 0, NULL);
+  return tg_permute(t, t->ndim, dims);
+}
+
+tg_tensor *tg_t(const tg_tensor *t) {
+  if (!tg__check_arg("tg_t", "t", t)) return NULL;
+  if (t->ndim > 2) {
+    char a[160];
+    tg_set_error(TG_ERR_SHAPE, "tg_t: expects a tensor with <= 2 dims, got %s",
+                 tg_format_sizes(a, sizeof a, t->ndim, t->sizes));
+    return NULL;
+  }
+  return t->ndim < 2 ? view_op(t, t->ndim, t->sizes) : tg_transpose(t, 0, 1);
+}
+
+/* ---- slice / narrow / select / chunk / split ---- */
+
+static void slice_geometry(const tg_tensor *t, int dim, int64_t start, int64_t end, int64_t step,
+                           int64_t *sizes, int64_t *strides, int64_t *offset) {
+  memcpy(sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+  memcpy(strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+  sizes[dim] = end > start ? (end - start + step - 1) / step : 0;
+  strides[dim] = t->strides[dim] * step;
+  *offset = t->offset + (sizes[dim] > 0 ? start * t->strides[dim] : 0);
+}
+
+tg_status tg__fwd_slice(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS], offset;
+  slice_geometry(in[0], (int)tg_ctx_scalar(ctx, 0), (int64_t)tg_ctx_scalar(ctx, 1),
+                 (int64_t)tg_ctx_scalar(ctx, 2), (int64_t)tg_ctx_scalar(ctx, 3), sizes, strides,
+                 &offset);
+  out[0] = make_view(in[0], in[0]->ndim, sizes, strides, offset);
+  return out[0] ? TG_OK : tg_last_error();
+}
+
+/* backward of slice: zeros of the input's sizes with the slice filled by the gradient. */
+tg_status tg__bwd_slice(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  double sc[4 + TG_MAX_DIMS];
+  int n = tg_ctx_input_ndim(ctx, 0);
+  for (int k = 0; k < 4; k++) sc[k] = tg_ctx_scalar(ctx, k);
+  for (int d = 0; d < n; d++) sc[4 + d] = (double)tg_ctx_input_sizes(ctx, 0)[d];
+  gi[0] = tg_apply1(TG__OP(slice_backward), 1, g, 4 + n, sc);
+  return gi[0] ? TG_OK : tg_last_error();
+}
+
+tg_status tg__fwd_slice_backward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  int64_t base[TG_MAX_DIMS];
+  int ndim;
+  scalars_to_sizes(ctx, 4, base, &ndim);
+  tg_tensor *z = tg_zeros(ndim, base, (tg_options){in[0]->dtype, in[0]->storage->device, false});
+  if (!z) return tg_last_error();
+  int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS], offset;
+  slice_geometry(z, (int)tg_ctx_scalar(ctx, 0), (int64_t)tg_ctx_scalar(ctx, 1),
+                 (int64_t)tg_ctx_scalar(ctx, 2), (int64_t)tg_ctx_scalar(ctx, 3), sizes, strides,
+                 &offset);
+  tg_tensor *window = make_view(z, ndim, sizes, strides, offset);
+  if (!window || tg_copy_(window, in[0]) != TG_OK) return tg_last_error();
+  out[0] = z;
+  return TG_OK;
+}
+
+tg_status tg__bwd_slice_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  gi[0] = tg_apply1(TG__OP(slice), 1, g, 4, (const double[]){
+      tg_ctx_scalar(ctx, 0), tg_ctx_scalar(ctx, 1), tg_ctx_scalar(ctx, 2), tg_ctx_scalar(ctx, 3)});
+  return gi[0] ? TG_OK : tg_last_error();
+}
+
+tg_tensor *tg_slice(const tg_tensor *t, int dim, int64_t start, int64_t end, int64_t step) {
+  if (!tg__check_arg("tg_slice", "t", t)) return NULL;
+  if (t->ndim == 0) {
+    tg_set_error(TG_ERR_INDEX, "tg_slice: cannot slice a 0-dim tensor");
+    return NULL;
+  }
+  int d = tg__wrap_dim("tg_slice", "dim", dim, t->ndim);
+  if (d < 0) return NULL;
+  if (step <= 0) {
+    tg_set_error(TG_ERR_ARGUMENT, "tg_slice: step %lld must be positive", (long long)step);
+    return NULL;
+  }
+  int64_t n = t->sizes[d];
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = start < 0 ? 0 : start > n ? n : start;
+  end = end < start ? start : end > n ? n : end;
+  return tg_apply1(TG__OP(slice), 1, (const tg_tensor *const[]){t}, 4,
+                   (const double[]){d, (double)start, (double)end, (double)step});
+}
+
+tg_tensor *tg_narrow(const tg_tensor *t, int dim, int64_t start, int64_t length) {
+  if (!tg__check_arg("tg_narrow", "t", t)) return NULL;
+  if (t->ndim == 0) {
+    tg_set_error(TG_ERR_INDEX, "tg_narrow: cannot narrow a 0-dim tensor");
+    return NULL;
+  }
+  int d = tg__wrap_dim("tg_narrow", "dim", dim, t->ndim);
+  if (d < 0) return NULL;
+  int64_t n = t->sizes[d];
+  if (start < 0 && start >= -n) start += n;
+  if (start < 0 || length < 0 || start > n || length > n - start) {
+    char a[160];
+    tg_set_error(TG_ERR_INDEX,
+                 "tg_narrow: start %lld, length %lld is out of bounds for dim %d of size %lld "
+                 "(tensor %s)",
+                 (long long)start, (long long)length, d, (long long)n,
+                 tg_format_sizes(a, sizeof a, t->ndim, t->sizes));
+    return NULL;
+  }
+  return tg_apply1(TG__OP(slice), 1, (const tg_tensor *const[]){t}, 4,
+                   (const double[]){d, (double)start, (double)(start + length), 1});
+}
+
+tg_status tg__fwd_select(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const tg_tensor *t = in[0];
+  int dim = (int)tg_ctx_scalar(ctx, 0);
+  int64_t index = (int64_t)tg_ctx_scalar(ctx, 1);
+  int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS];
+  for (int k = 0, n = 0; k < t->ndim; k++)
+    if (k != dim) {
+      sizes[n] = t->sizes[k];
+      strides[n++] = t->strides[k];
+    }
+  out[0] = make_view(t, t->ndim - 1, sizes, strides, t->offset + index * t->strides[dim]);
+  return out[0] ? TG_OK : tg_last_error();
+}
+
+tg_status tg__bwd_select(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  double sc[2 + TG_MAX_DIMS];
+  int n = tg_ctx_input_ndim(ctx, 0);
+  sc[0] = tg_ctx_scalar(ctx, 0);
+  sc[1] = tg_ctx_scalar(ctx, 1);
+  for (int d = 0; d < n; d++) sc[2 + d] = (double)tg_ctx_input_sizes(ctx, 0)[d];
+  gi[0] = tg_apply1(TG__OP(select_backward), 1, g, 2 + n, sc);
+  return gi[0] ? TG_OK : tg_last_error();
+}
+
+tg_status tg__fwd_select_backward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  int64_t base[TG_MAX_DIMS];
+  int ndim;
+  scalars_to_sizes(ctx, 2, base, &ndim);
+  tg_tensor *z = tg_zeros(ndim, base, (tg_options){in[0]->dtype, in[0]->storage->device, false});
+  tg_tensor *window = tg_select(z, (int)tg_ctx_scalar(ctx, 0), (int64_t)tg_ctx_scalar(ctx, 1));
+  if (!window || tg_copy_(window, in[0]) != TG_OK) return tg_last_error();
+  out[0] = z;
+  return TG_OK;
+}
+
+tg_status tg__bwd_select_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  gi[0] = tg_apply1(TG__OP(select), 1, g, 2,
+                    (const double[]){tg_ctx_scalar(ctx, 0), tg_ctx_scalar(ctx, 1)});
+  return gi[0] ? TG_OK : tg_last_error();
+}
+
+tg_tensor *tg_select(const tg_tensor *t, int dim, int64_t index) {
+  if (!tg__check_arg("tg_select", "t", t)) return NULL;
+  if (t->ndim == 0) {
+    tg_set_error(TG_ERR_INDEX, "tg_select: cannot select from a 0-dim tensor");
+    return NULL;
+  }
+  int d = tg__wrap_dim("tg_select", "dim", dim, t->ndim);
+  if (d < 0) return NULL;
+  int64_t n = t->sizes[d];
+  if (index < -n || index >= n) {
+    char a[160];
+    tg_set_error(TG_ERR_INDEX, "tg_select: index %lld is out of range for dim %d of size %lld "
+                 "(tensor %s)", (long long)index, d, (long long)n,
+                 tg_format_sizes(a, sizeof a, t->ndim, t->sizes));
+    return NULL;
+  }
+  if (index < 0) index += n;
+  return tg_apply1(TG__OP(select), 1, (const tg_tensor *const[]){t}, 2,
+                   (const double[]){d, (double)index});
+}
+
+/* Views of split_size along dim; every one or none is returned. */
+static tg_status split_views(const char *op, const tg_tensor *t, int64_t split_size, int dim,
+                             tg_tensor **out, int max_out, int *n_out) {
+  int d = tg__wrap_dim(op, "dim", dim, t->ndim);
+  if (d < 0) return tg_last_error();
+  int64_t n = t->sizes[d];
+  int count = n == 0 ? 1 : (int)((n + split_size - 1) / split_size);
+  if (count > max_out)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: %d pieces need room but out holds %d", op, count,
+                        max_out);
+  for (int k = 0; k < count; k++) {
+    int64_t start = (int64_t)k * split_size;
+    int64_t len = n - start < split_size ? n - start : split_size;
+    out[k] = tg_narrow(t, d, start, len);
+    if (!out[k]) {
+      if (tg_scope_depth() == 0)
+        for (int j = 0; j < k; j++) tg_release(out[j]);
+      for (int j = 0; j < k; j++) out[j] = NULL;
+      return tg_last_error();
+    }
+  }
+  *n_out = count;
+  return TG_OK;
+}
+
+tg_status tg_chunk(const tg_tensor *t, int chunks, int dim, tg_tensor **out, int *n_out) {
+  if (n_out) *n_out = 0;
+  if (!tg__check_arg("tg_chunk", "t", t)) return tg_last_error();
+  if (!out || !n_out) return tg_set_error(TG_ERR_ARGUMENT, "tg_chunk: out or n_out is NULL");
+  if (chunks <= 0)
+    return tg_set_error(TG_ERR_ARGUMENT, "tg_chunk: chunks %d must be positive", chunks);
+  if (t->ndim == 0) return tg_set_error(TG_ERR_INDEX, "tg_chunk: cannot chunk a 0-dim tensor");
+  int d = tg__wrap_dim("tg_chunk", "dim", dim, t->ndim);
+  if (d < 0) return tg_last_error();
+  int64_t n = t->sizes[d];
+  int64_t split = n == 0 ? 1 : (n + chunks - 1) / chunks;
+  return split_views("tg_chunk", t, split, d, out, chunks, n_out);
+}
+
+tg_status tg_split(const tg_tensor *t, int64_t split_size, int dim, tg_tensor **out, int max_out,
+                   int *n_out) {
+  if (n_out) *n_out = 0;
+  if (!tg__check_arg("tg_split", "t", t)) return tg_last_error();
+  if (!out || !n_out) return tg_set_error(TG_ERR_ARGUMENT, "tg_split: out or n_out is NULL");
+  if (split_size <= 0)
+    return tg_set_error(TG_ERR_ARGUMENT, "tg_split: split_size %lld must be positive",
+                        (long long)split_size);
+  if (t->ndim == 0) return tg_set_error(TG_ERR_INDEX, "tg_split: cannot split a 0-dim tensor");
+  return split_views("tg_split", t, split_size, dim, out, max_out, n_out);
+}
+
+/* ---- expand ---- */
+
+tg_status tg__fwd_expand(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const tg_tensor *t = in[0];
+  int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS];
+  int ndim;
+  scalars_to_sizes(ctx, 0, sizes, &ndim);
+  int lead = ndim - t->ndim;
+  for (int d = 0; d < ndim; d++) {
+    int src = d - lead;
+    strides[d] = src < 0 || (t->sizes[src] == 1 && sizes[d] != 1) ? 0 : t->strides[src];
+  }
+  out[0] = make_view(t, ndim, sizes, strides, t->offset);
+  return out[0] ? TG_OK : tg_last_error();
+}
+
+tg_status tg__bwd_expand(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  gi[0] = tg_sum_to_size(g[0], tg_ctx_input_ndim(ctx, 0), tg_ctx_input_sizes(ctx, 0));
+  return gi[0] ? TG_OK : tg_last_error();
+}
+
+tg_tensor *tg_expand(const tg_tensor *t, int ndim, const int64_t *sizes) {
+  if (!tg__check_arg("tg_expand", "t", t)) return NULL;
+  char a[160], b[160];
+  if (ndim < t->ndim || ndim > TG_MAX_DIMS || (ndim > 0 && !sizes)) {
+    tg_set_error(TG_ERR_SHAPE, "tg_expand: cannot expand %s to %d dims",
+                 tg_format_sizes(a, sizeof a, t->ndim, t->sizes), ndim);
+    return NULL;
+  }
+  double sc[TG_MAX_DIMS];
+  int lead = ndim - t->ndim;
+  for (int d = 0; d < ndim; d++) {
+    int64_t want = sizes[d];
+    int src = d - lead;
+    if (want == -1) {
+      if (src < 0) {
+        tg_set_error(TG_ERR_SHAPE, "tg_expand: -1 is not allowed for new leading dim %d of %s", d,
+                     tg_format_sizes(a, sizeof a, ndim, sizes));
+        return NULL;
+      }
+      want = t->sizes[src];
+    }
+    if (want < 0 || (src >= 0 && t->sizes[src] != 1 && t->sizes[src] != want)) {
+      tg_set_error(TG_ERR_SHAPE,
+                   "tg_expand: cannot expand %s to %s: dim %d has size %lld, not 1",
+                   tg_format_sizes(a, sizeof a, t->ndim, t->sizes),
+                   tg_format_sizes(b, sizeof b, ndim, sizes), d,
+                   (long long)(src >= 0 ? t->sizes[src] : want));
+      return NULL;
+    }
+    sc[d] = (double)want;
+  }
+  return tg_apply1(TG__OP(expand), 1, (const tg_tensor *const[]){t}, ndim, sc);
+}
+
+tg_tensor *tg_expand_as(const tg_tensor *t, const tg_tensor *other) {
+  if (!tg__check_arg("tg_expand_as", "t", t) || !tg__check_arg("tg_expand_as", "other", other))
+    return NULL;
+  return tg_expand(t, other->ndim, other->sizes);
+}
+
+/* ---- as_strided (not differentiable) ---- */
+
+tg_tensor *tg_as_strided(const tg_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides,
+                         int64_t offset) {
+  if (!tg__check_arg("tg_as_strided", "t", t)) return NULL;
+  char a[160], b[160];
+  if (ndim < 0 || ndim > TG_MAX_DIMS || (ndim > 0 && (!sizes || !strides))) {
+    tg_set_error(TG_ERR_SHAPE, "tg_as_strided: ndim %d is outside 0..%d", ndim, TG_MAX_DIMS);
+    return NULL;
+  }
+  if (t->requires_grad && tg_is_grad_enabled()) {
+    tg_set_error(TG_ERR_UNSUPPORTED,
+                 "tg_as_strided: not differentiable; t requires grad (use tg_detach or a "
+                 "no-grad region)");
+    return NULL;
+  }
+  int64_t lo = offset, hi = offset;
+  for (int d = 0; d < ndim; d++) {
+    if (sizes[d] < 0) {
+      tg_set_error(TG_ERR_SHAPE, "tg_as_strided: sizes %s: size of dim %d is negative",
+                   tg_format_sizes(a, sizeof a, ndim, sizes), d);
+      return NULL;
+    }
+    if (sizes[d] == 0) lo = hi = offset;
+    if (sizes[d] == 0) break;
+    int64_t span = (sizes[d] - 1) * strides[d];
+    if (span < 0) lo += span; else hi += span;
+  }
+  int64_t capacity = (int64_t)(t->storage->nbytes / tg_dtype_size(t->dtype));
+  if (offset < 0 || lo < 0 || (tg__numel(ndim, sizes) > 0 && hi >= capacity)) {
+    tg_set_error(TG_ERR_INDEX,
+                 "tg_as_strided: sizes %s, strides %s, offset %lld reach elements %lld..%lld "
+                 "outside the storage of %lld elements",
+                 tg_format_sizes(a, sizeof a, ndim, sizes),
+                 tg_format_sizes(b, sizeof b, ndim, strides), (long long)offset, (long long)lo,
+                 (long long)hi, (long long)capacity);
+    return NULL;
+  }
+  return make_view(t, ndim, sizes, strides, offset);
+}
