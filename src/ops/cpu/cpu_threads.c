@@ -42,7 +42,8 @@ void tg_cpu_blis_threads_init(void) {
 /* omp_set_num_threads sets the calling thread's count: call this from the thread that
  * runs the ops. */
 void tg_set_num_threads(int n) {
-  const int count = n > 0 ? n : tg_cpu_default_threads();
+  const int fallback = tg_cpu_default_threads(); /* looked up before the first change */
+  const int count = n > 0 ? n : fallback;
   omp_set_num_threads(count);
   atomic_store(&blis_configured, true);
   bli_thread_set_num_threads(count);
