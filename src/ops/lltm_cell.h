@@ -29,17 +29,21 @@
 #include "ops/hostdevice.h"
 #include "ops/pointwise_math.h"
 
-#define TG__LLTM_CELL_DEFINE(T, sfx, one)                                                    \
+/* Defines the cell functions tg_lltm_cell_*<sfx> over element type T from a set of scalar
+ * math functions (SIG(x), TANH(x), ELU(x, alpha), D_ELU(z, alpha) as in pointwise_math.h),
+ * so a backend can instantiate the same formulas over its own fast math (the CPU's
+ * vectorizable float math lives in ops/lltm_cpu_math.h). */
+#define TG_LLTM_CELL_DEFINE(T, sfx, one, SIG, TANH, ELU, D_ELU)                             \
   /* Forward of one element from the three pre-activations and old_cell. */                \
   static inline TG_HOST_DEVICE void tg_lltm_cell_forward##sfx(                              \
       T g0, T g1, T g2, T old_cell, T *ig, T *og, T *cand, T *new_cell, T *new_h) {         \
-    T i = tg_sigmoid##sfx(g0), o = tg_sigmoid##sfx(g1), c = tg_elu##sfx(g2, one);           \
+    T i = SIG(g0), o = SIG(g1), c = ELU(g2, one);                                           \
     T nc = old_cell + c * i;                                                                \
     *ig = i;                                                                                \
     *og = o;                                                                                \
     *cand = c;                                                                              \
     *new_cell = nc;                                                                         \
-    *new_h = tg_tanh##sfx(nc) * o;                                                          \
+    *new_h = TANH(nc) * o;                                                                  \
   }                                                                                         \
   /* new_cell recomputed from old_cell and the activations: the same expression as the    \
    * forward, so the same bits. */                                                          \
@@ -55,17 +59,17 @@
   static inline TG_HOST_DEVICE void tg_lltm_cell_backward##sfx(                             \
       T grad_h, T grad_cell, T ig, T og, T cand, T t, T d_elu_g2, T *d_g0, T *d_g1, T *d_g2,  \
       T *d_old_cell) {                                                                      \
-    T d_new_cell = grad_cell + grad_h * og * tg_d_tanh##sfx(t);                             \
+    T d_new_cell = grad_cell + grad_h * og * (one - t * t);                                 \
     *d_old_cell = d_new_cell;                                                               \
-    *d_g0 = d_new_cell * cand * tg_d_sigmoid##sfx(ig);                                      \
-    *d_g1 = grad_h * t * tg_d_sigmoid##sfx(og);                                             \
+    *d_g0 = d_new_cell * cand * (ig * (one - ig));                                          \
+    *d_g1 = grad_h * t * (og * (one - og));                                                 \
     *d_g2 = d_new_cell * ig * d_elu_g2;                                                     \
   }                                                                                         \
   /* Backward from what the CPU forward keeps: the activations and old_cell. */             \
   static inline TG_HOST_DEVICE void tg_lltm_cell_backward_from_act##sfx(                    \
       T grad_h, T grad_cell, T old_cell, T ig, T og, T cand, T *d_g0, T *d_g1, T *d_g2,     \
       T *d_old_cell) {                                                                      \
-    T t = tg_tanh##sfx(tg_lltm_cell_new_cell##sfx(old_cell, ig, cand));                     \
+    T t = TANH(tg_lltm_cell_new_cell##sfx(old_cell, ig, cand));                             \
     tg_lltm_cell_backward##sfx(grad_h, grad_cell, ig, og, cand, t,                          \
                                tg_lltm_cell_d_elu_from_cand##sfx(cand), d_g0, d_g1, d_g2,   \
                                d_old_cell);                                                 \
@@ -74,14 +78,13 @@
   static inline TG_HOST_DEVICE void tg_lltm_cell_backward_from_preact##sfx(                 \
       T grad_h, T grad_cell, T new_cell, T g0, T g1, T g2, T *d_g0, T *d_g1, T *d_g2,       \
       T *d_old_cell) {                                                                      \
-    tg_lltm_cell_backward##sfx(grad_h, grad_cell, tg_sigmoid##sfx(g0), tg_sigmoid##sfx(g1),  \
-                               tg_elu##sfx(g2, one), tg_tanh##sfx(new_cell),                \
-                               tg_d_elu##sfx(g2, one), d_g0, d_g1, d_g2, d_old_cell);       \
+    tg_lltm_cell_backward##sfx(grad_h, grad_cell, SIG(g0), SIG(g1), ELU(g2, one),           \
+                               TANH(new_cell), D_ELU(g2, one), d_g0, d_g1, d_g2,            \
+                               d_old_cell);                                                 \
   }
 
-TG__LLTM_CELL_DEFINE(float, _f, 1.0f)
-TG__LLTM_CELL_DEFINE(double, _d, 1.0)
-#undef TG__LLTM_CELL_DEFINE
+TG_LLTM_CELL_DEFINE(float, _f, 1.0f, tg_sigmoid_f, tg_tanh_f, tg_elu_f, tg_d_elu_f)
+TG_LLTM_CELL_DEFINE(double, _d, 1.0, tg_sigmoid_d, tg_tanh_d, tg_elu_d, tg_d_elu_d)
 
 /* ---- type-generic spellings (the first argument's type picks the precision) ---- */
 #ifdef __cplusplus
