@@ -86,7 +86,7 @@ static tg_status check_inputs(gc_problem *p) {
     /* Integer inputs (indices, labels) are constants; floating ones must be F64 so that
      * finite differences mean something. */
     if (tg_dtype_is_floating(t->dtype) && t->dtype != TG_F64)
-      return tg_set_error(TG_ERR_ARGUMENT, "%s: %s is %s; gradcheck needs F64 inputs", name,
+      return tg_set_error(TG_ERR_ARGUMENT, "%s: %s is %s; gradcheck needs float64 inputs", name,
                           what, tg_dtype_name(t->dtype));
     if (!t->requires_grad) continue;
     if (tg__has_internal_overlap(t))
@@ -133,7 +133,7 @@ static tg_status describe_outputs(gc_problem *p, tg_tensor *const *outs) {
     g->offset = p->n_rows;
     if (!g->checked) continue;
     if (o->dtype != TG_F64)
-      return tg_set_error(TG_ERR_ARGUMENT, "%s: output %d is %s; gradcheck needs F64 outputs",
+      return tg_set_error(TG_ERR_ARGUMENT, "%s: output %d is %s; gradcheck needs float64 outputs",
                           p->name, j, tg_dtype_name(o->dtype));
     p->n_rows += g->numel;
   }
@@ -499,7 +499,7 @@ tg_status tg_gradgradcheck(tg_gradcheck_fn fn, void *user, int n_inputs, tg_tens
     const tg_tensor *o = outs[j];
     if (!o->requires_grad || !tg_dtype_is_floating(o->dtype)) continue;
     if (o->dtype != TG_F64) {
-      st = tg_set_error(TG_ERR_ARGUMENT, "%s: output %d is %s; gradcheck needs F64 outputs",
+      st = tg_set_error(TG_ERR_ARGUMENT, "%s: output %d is %s; gradcheck needs float64 outputs",
                         name, j, tg_dtype_name(o->dtype));
       break;
     }
