@@ -150,8 +150,11 @@ static const tg_op_desc once_diff_guard = {
     bwd_once_diff_guard, 0};
 
 static tg_tensor *guard_once_differentiable(const tg_tensor *g, const char *op_name) {
-  tg_tensor *out = NULL;
-  if (tg_apply(&once_diff_guard, 1, (const tg_tensor *const[]){g}, 0, NULL, 1, &out) != TG_OK)
+  /* g was computed with grad mode off, so it does not require grad: guard a detached alias
+   * that does (as PyTorch's once_differentiable does), or no guard node would be recorded. */
+  tg_tensor *alias = tg_detach(g), *out = NULL;
+  if (!alias || tg_set_requires_grad(alias, true) != TG_OK) return NULL;
+  if (tg_apply(&once_diff_guard, 1, (const tg_tensor *const[]){alias}, 0, NULL, 1, &out) != TG_OK)
     return NULL;
   if (out->grad_fn) out->grad_fn->ctx.data = (void *)op_name; /* static string, not freed */
   return out;
