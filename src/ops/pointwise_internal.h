@@ -1,0 +1,35 @@
+/* Helpers shared by the pointwise op files (and by other ops built on the same kernels). */
+#ifndef TG_POINTWISE_INTERNAL_H
+#define TG_POINTWISE_INTERNAL_H
+
+#include "ops/backend.h"
+#include "tensor/tensor_impl.h"
+
+/* x > 0 ? 1 : 0 in x's dtype; not differentiable (its gradient is zero almost everywhere).
+ * Used by the backward of relu and elu. */
+tg_tensor *tg__step(const tg_tensor *x);
+
+/* False with TG_ERR_DTYPE ("<op>: <arg> is int64; expected float32 or float64") unless t
+ * has a floating dtype. t must not be NULL. */
+bool tg__check_floating(const char *op, const char *arg, const tg_tensor *t);
+
+/* Checks the operands of a binary op: both non-NULL (else keeps the first error), floating,
+ * of one dtype ("<op>: a is float32 but b is float64") and on one device. */
+bool tg__check_binary_operands(const char *op, const char *a_name, const tg_tensor *a,
+                               const char *b_name, const tg_tensor *b);
+
+/* Checks the target of an in-place op: non-NULL, floating, without overlapping elements
+ * (an expanded view cannot be written elementwise). */
+bool tg__check_inplace_target(const char *op, const char *arg, const tg_tensor *t);
+
+/* out = f(x) through out's device backend; out and x have equal sizes. */
+tg_status tg__unary_into(const char *op, tg_unary_kind kind, double a, double b, tg_tensor *out,
+                         const tg_tensor *x);
+/* A new scope-owned tensor holding f(x). */
+tg_tensor *tg__unary_new(const char *op, tg_unary_kind kind, double a, double b,
+                         const tg_tensor *x);
+/* out = a (op) b with a and b broadcast to out's sizes (they must broadcast to them). */
+tg_status tg__binary_into(const char *op, tg_binary_kind kind, double alpha, tg_tensor *out,
+                          const tg_tensor *a, const tg_tensor *b);
+
+#endif
