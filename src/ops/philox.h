@@ -19,6 +19,10 @@
  * both give bit-identical uniforms. Normals go through log/sqrt/cos/sin, whose last bit may
  * differ between glibc and CUDA's libdevice.
  *
+ * Successive draws from one generator should start on a multiple of 4 positions (round the
+ * offset advance up): then no two draws share a block, which matters when a uniform draw
+ * and a normal draw (which read different words of a block) follow each other.
+ *
  * Compiles as C11, C++17 and under nvcc. */
 #ifndef TG_PHILOX_H
 #define TG_PHILOX_H

@@ -72,17 +72,27 @@ static tg_status scale_output(tg_tensor *out, double beta) {
   return tg_cpu_unary(TG_UNARY_AFFINE, beta, 0, out, out);
 }
 
+/* Products below this many multiply-adds run on one thread: on 2 cores a BLIS thread team
+ * costs more than it saves there, and far more when the other core is busy (a 16x384x160
+ * GEMM measured 0.1 ms on one thread, 0.4 to 12 ms on two under load). */
+#define TG_CPU_GEMM_PARALLEL_MIN_MACS ((int64_t)1 << 22)
+
 static void run_blis(tg_dtype dtype, const matrix *c, const matrix *a, const matrix *b,
                      int64_t k, double alpha, double beta) {
+  /* NULL: BLIS's global thread count (tg_set_num_threads); else a one-thread runtime. */
+  rntm_t one_thread = BLIS_RNTM_INITIALIZER;
+  bli_rntm_set_num_threads(1, &one_thread);
+  rntm_t *rntm = c->rows * c->cols * k < TG_CPU_GEMM_PARALLEL_MIN_MACS ? &one_thread : NULL;
   if (dtype == TG_F32) {
     float al = (float)alpha, be = (float)beta;
-    bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c->rows, c->cols, k, &al, (float *)a->data,
-              a->rs, a->cs, (float *)b->data, b->rs, b->cs, &be, (float *)c->data, c->rs, c->cs);
+    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c->rows, c->cols, k, &al, (float *)a->data,
+                 a->rs, a->cs, (float *)b->data, b->rs, b->cs, &be, (float *)c->data, c->rs,
+                 c->cs, NULL, rntm);
   } else {
     double al = alpha, be = beta;
-    bli_dgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c->rows, c->cols, k, &al, (double *)a->data,
-              a->rs, a->cs, (double *)b->data, b->rs, b->cs, &be, (double *)c->data, c->rs,
-              c->cs);
+    bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c->rows, c->cols, k, &al,
+                 (double *)a->data, a->rs, a->cs, (double *)b->data, b->rs, b->cs, &be,
+                 (double *)c->data, c->rs, c->cs, NULL, rntm);
   }
 }
 

@@ -13,10 +13,11 @@
 #include "tensor/tensor_impl.h"
 
 /* Element counts from which loops fork an OpenMP team. Below them the fork/join costs
- * more than it saves (measured on 2 cores: a team costs a few microseconds). Loops whose
- * elements each call libm (exp, tanh, ...) pay off sooner. */
+ * more than it saves on 2 cores (a cheap affine pass over 32768 floats takes ~3 us on one
+ * thread), and far more when another process holds the second core. Loops whose elements
+ * each call libm (exp, tanh, Philox...) cost ~3 ns per element and pay off sooner. */
 #define TG_CPU_PARALLEL_MIN 32768
-#define TG_CPU_PARALLEL_MIN_TRANSCENDENTAL 4096
+#define TG_CPU_PARALLEL_MIN_TRANSCENDENTAL 16384
 
 /* ---- the strided-loop driver ----
  * An iteration over the elements of up to TG_CPU_MAX_OPERANDS operands of the same
