@@ -165,7 +165,6 @@ static tg_status run_node(tg_node *node, const tg_backward_options *opts, bool a
   tg_ctx *ctx = &node->ctx;
   const tg_op_desc *op = ctx->op;
   bool once = (op->flags & TG_OP_ONCE_DIFFERENTIABLE) != 0;
-  bool any_grad_requires = false;
   tg_status st = TG_OK;
   for (int j = 0; j < ctx->n_outputs; j++) {
     if (!node->grads[j] && ctx->materialize_grads) {
@@ -174,7 +173,6 @@ static tg_status run_node(tg_node *node, const tg_backward_options *opts, bool a
           tg_zeros(m->ndim, m->sizes, (tg_options){.dtype = m->dtype, .device = m->device}));
       if (!node->grads[j]) return tg_last_error();
     }
-    if (node->grads[j] && node->grads[j]->requires_grad) any_grad_requires = true;
   }
   bool record = opts->create_graph && !once;
   bool was = tg_set_grad_enabled(record);
@@ -185,7 +183,9 @@ static tg_status run_node(tg_node *node, const tg_backward_options *opts, bool a
     tg_tensor *g = grad_inputs[i];
     if (!g || !ctx->needs_input_grad[i]) continue;
     if ((st = check_grad(node, i, g)) != TG_OK) return st;
-    if (opts->create_graph && once && any_grad_requires) {
+    /* Guarded even when the incoming grads are constants: the gradient still depends on the
+     * inputs, so double backward must fail rather than silently miss those terms. */
+    if (opts->create_graph && once) {
       g = grad_inputs[i] = guard_once_differentiable(g, op->name);
       if (!g) return tg_last_error();
     }
