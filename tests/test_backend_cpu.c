@@ -28,18 +28,27 @@ static int64_t storage_index(const tg_tensor *t, int64_t flat) {
 static double get(const tg_tensor *t, int64_t flat) {
   const int64_t i = storage_index(t, flat);
   switch (t->dtype) {
-  case TG_F32: return ((const float *)t->storage->data)[i];
-  case TG_F64: return ((const double *)t->storage->data)[i];
-  default: return (double)((const int64_t *)t->storage->data)[i];
+  case TG_F32:
+    return ((const float *)t->storage->data)[i];
+  case TG_F64:
+    return ((const double *)t->storage->data)[i];
+  default:
+    return (double)((const int64_t *)t->storage->data)[i];
   }
 }
 
 static void set(tg_tensor *t, int64_t flat, double v) {
   const int64_t i = storage_index(t, flat);
   switch (t->dtype) {
-  case TG_F32: ((float *)t->storage->data)[i] = (float)v; break;
-  case TG_F64: ((double *)t->storage->data)[i] = v; break;
-  default: ((int64_t *)t->storage->data)[i] = (int64_t)v; break;
+  case TG_F32:
+    ((float *)t->storage->data)[i] = (float)v;
+    break;
+  case TG_F64:
+    ((double *)t->storage->data)[i] = v;
+    break;
+  default:
+    ((int64_t *)t->storage->data)[i] = (int64_t)v;
+    break;
   }
 }
 
@@ -79,21 +88,27 @@ typedef enum layout {
   L_NUM
 } layout;
 
-static const char *const layout_names[L_NUM] = {"contiguous", "transposed", "sliced", "stepped",
+static const char *const layout_names[L_NUM] = {"contiguous", "transposed", "sliced",    "stepped",
                                                 "expand_row", "expand_col", "expand_all"};
 
 static tg_tensor *make_view(layout l, int64_t rows, int64_t cols, tg_dtype dtype, int salt,
                             bool positive) {
   tg_tensor *v = NULL;
   switch (l) {
-  case L_CONTIGUOUS: v = filled(TG_SHAPE(rows, cols), dtype, salt, positive); break;
-  case L_TRANSPOSED: v = tg_t(filled(TG_SHAPE(cols, rows), dtype, salt, positive)); break;
+  case L_CONTIGUOUS:
+    v = filled(TG_SHAPE(rows, cols), dtype, salt, positive);
+    break;
+  case L_TRANSPOSED:
+    v = tg_t(filled(TG_SHAPE(cols, rows), dtype, salt, positive));
+    break;
   case L_SLICED:
-    v = tg_narrow(tg_narrow(filled(TG_SHAPE(rows + 3, cols + 4), dtype, salt, positive), 0, 2, rows),
-                  1, 3, cols);
+    v = tg_narrow(
+        tg_narrow(filled(TG_SHAPE(rows + 3, cols + 4), dtype, salt, positive), 0, 2, rows), 1, 3,
+        cols);
     break;
   case L_STEPPED:
-    v = tg_slice(filled(TG_SHAPE(rows, 2 * cols + 1), dtype, salt, positive), 1, 1, 2 * cols + 1, 2);
+    v = tg_slice(filled(TG_SHAPE(rows, 2 * cols + 1), dtype, salt, positive), 1, 1, 2 * cols + 1,
+                 2);
     break;
   case L_EXPAND_ROW:
     v = tg_expand(filled(TG_SHAPE(1, cols), dtype, salt, positive), TG_SHAPE(rows, cols));
@@ -101,7 +116,9 @@ static tg_tensor *make_view(layout l, int64_t rows, int64_t cols, tg_dtype dtype
   case L_EXPAND_COL:
     v = tg_expand(filled(TG_SHAPE(rows, 1), dtype, salt, positive), TG_SHAPE(rows, cols));
     break;
-  default: v = tg_expand(filled(TG_SHAPE(1, 1), dtype, salt, positive), TG_SHAPE(rows, cols)); break;
+  default:
+    v = tg_expand(filled(TG_SHAPE(1, 1), dtype, salt, positive), TG_SHAPE(rows, cols));
+    break;
   }
   cr_assert(v, "make_view(%s): %s", layout_names[l], tg_last_error_message());
   cr_assert_eq(tg_size(v, 0), rows);
@@ -132,8 +149,8 @@ static const tg_dtype floating[] = {TG_F32, TG_F64};
 /* ---- unary ---- */
 
 static const char *const unary_names[TG_NUM_UNARY] = {
-    "neg", "exp", "log", "sqrt", "sigmoid", "tanh", "relu", "elu", "pow", "affine",
-    "reciprocal", "step", "abs"};
+    "neg", "exp", "log",    "sqrt",       "sigmoid", "tanh", "relu",
+    "elu", "pow", "affine", "reciprocal", "step",    "abs"};
 
 static bool unary_needs_positive(tg_unary_kind k) {
   return k == TG_UNARY_LOG || k == TG_UNARY_SQRT || k == TG_UNARY_POW || k == TG_UNARY_RECIPROCAL;
@@ -147,20 +164,34 @@ static void unary_scalars(tg_unary_kind k, double *a, double *b) {
 
 static double ref_unary(tg_unary_kind k, double x, double a, double b) {
   switch (k) {
-  case TG_UNARY_NEG: return -x;
-  case TG_UNARY_EXP: return exp(x);
-  case TG_UNARY_LOG: return log(x);
-  case TG_UNARY_SQRT: return sqrt(x);
-  case TG_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
-  case TG_UNARY_TANH: return tanh(x);
-  case TG_UNARY_RELU: return x > 0 ? x : 0;
-  case TG_UNARY_ELU: return x > 0 ? x : a * (exp(x) - 1);
-  case TG_UNARY_POW: return pow(x, a);
-  case TG_UNARY_AFFINE: return a * x + b;
-  case TG_UNARY_RECIPROCAL: return 1.0 / x;
-  case TG_UNARY_STEP: return x > 0 ? 1 : 0;
-  case TG_UNARY_ABS: return fabs(x);
-  default: return NAN;
+  case TG_UNARY_NEG:
+    return -x;
+  case TG_UNARY_EXP:
+    return exp(x);
+  case TG_UNARY_LOG:
+    return log(x);
+  case TG_UNARY_SQRT:
+    return sqrt(x);
+  case TG_UNARY_SIGMOID:
+    return 1.0 / (1.0 + exp(-x));
+  case TG_UNARY_TANH:
+    return tanh(x);
+  case TG_UNARY_RELU:
+    return x > 0 ? x : 0;
+  case TG_UNARY_ELU:
+    return x > 0 ? x : a * (exp(x) - 1);
+  case TG_UNARY_POW:
+    return pow(x, a);
+  case TG_UNARY_AFFINE:
+    return a * x + b;
+  case TG_UNARY_RECIPROCAL:
+    return 1.0 / x;
+  case TG_UNARY_STEP:
+    return x > 0 ? 1 : 0;
+  case TG_UNARY_ABS:
+    return fabs(x);
+  default:
+    return NAN;
   }
 }
 
@@ -188,7 +219,8 @@ TG_TEST(backend_cpu, unary_every_kind_on_every_layout) {
           tg_tensor *x = make_view((layout)l, 5, 7, floating[di], k, unary_needs_positive(k));
           tg_tensor *out = make_out(ot, 5, 7, floating[di]);
           char what[64];
-          snprintf(what, sizeof what, "%s -> %s out", layout_names[l], ot ? "transposed" : "contiguous");
+          snprintf(what, sizeof what, "%s -> %s out", layout_names[l],
+                   ot ? "transposed" : "contiguous");
           check_unary((tg_unary_kind)k, out, x, what);
           tg_scope_end();
         }
@@ -220,8 +252,8 @@ TG_TEST(backend_cpu, unary_large_and_high_rank) {
     tg_tensor *p = tg_permute(base, 4, perm);
     tg_tensor *out4 = tg_empty(4, p->sizes, TG_OPTS(.dtype = floating[di]));
     check_unary(TG_UNARY_EXP, out4, p, "permuted 4-D");
-    tg_tensor *big = tg_expand(filled(TG_SHAPE(1, 64, 1), floating[di], 5, false),
-                               TG_SHAPE(40, 64, 30));
+    tg_tensor *big =
+        tg_expand(filled(TG_SHAPE(1, 64, 1), floating[di], 5, false), TG_SHAPE(40, 64, 30));
     tg_tensor *out3 = tg_empty(TG_SHAPE(40, 64, 30), TG_OPTS(.dtype = floating[di]));
     check_unary(TG_UNARY_ELU, out3, big, "expanded 3-D");
   }
@@ -287,13 +319,20 @@ static const char *const binary_names[TG_NUM_BINARY] = {"add", "sub", "mul", "di
 
 static double ref_binary(tg_binary_kind k, double a, double b, double alpha) {
   switch (k) {
-  case TG_BINARY_ADD: return a + alpha * b;
-  case TG_BINARY_SUB: return a - alpha * b;
-  case TG_BINARY_MUL: return a * b;
-  case TG_BINARY_DIV: return a / b;
-  case TG_BINARY_EQ: return a == b ? 1 : 0;
-  case TG_BINARY_GE: return a >= b ? 1 : 0;
-  default: return NAN;
+  case TG_BINARY_ADD:
+    return a + alpha * b;
+  case TG_BINARY_SUB:
+    return a - alpha * b;
+  case TG_BINARY_MUL:
+    return a * b;
+  case TG_BINARY_DIV:
+    return a / b;
+  case TG_BINARY_EQ:
+    return a == b ? 1 : 0;
+  case TG_BINARY_GE:
+    return a >= b ? 1 : 0;
+  default:
+    return NAN;
   }
 }
 
@@ -466,7 +505,8 @@ TG_TEST(backend_cpu, sum_dim_every_dim_and_layout) {
     tg_tensor *x = filled(TG_SHAPE(4, 6, 5), floating[di], 1, false);
     const int perm[3] = {2, 0, 1};
     tg_tensor *p = tg_permute(x, 3, perm);
-    tg_tensor *sl = tg_narrow(tg_slice(filled(TG_SHAPE(9, 13, 4), floating[di], 2, false), 1, 1, 13, 2), 0, 2, 5);
+    tg_tensor *sl = tg_narrow(
+        tg_slice(filled(TG_SHAPE(9, 13, 4), floating[di], 2, false), 1, 1, 13, 2), 0, 2, 5);
     tg_tensor *ex = tg_expand(filled(TG_SHAPE(4, 1, 5), floating[di], 3, false), TG_SHAPE(4, 6, 5));
     const tg_tensor *xs[] = {x, p, sl, ex};
     for (int i = 0; i < 4; i++)
@@ -538,8 +578,10 @@ TG_TEST(backend_cpu, max_dim_large_matches_naive) {
   quantize(x); /* ties */
   for (int dim = 0; dim < 2; dim++) {
     const int64_t nout = dim == 0 ? 257 : 300, R = x->sizes[dim];
-    tg_tensor *v = dim == 0 ? constant(TG_SHAPE(1, 257), TG_F64, 0) : constant(TG_SHAPE(300, 1), TG_F64, 0);
-    tg_tensor *ix = dim == 0 ? constant(TG_SHAPE(1, 257), TG_I64, 0) : constant(TG_SHAPE(300, 1), TG_I64, 0);
+    tg_tensor *v =
+        dim == 0 ? constant(TG_SHAPE(1, 257), TG_F64, 0) : constant(TG_SHAPE(300, 1), TG_F64, 0);
+    tg_tensor *ix =
+        dim == 0 ? constant(TG_SHAPE(1, 257), TG_I64, 0) : constant(TG_SHAPE(300, 1), TG_I64, 0);
     cr_assert_eq(be->max_dim(v, ix, x, dim), TG_OK);
     for (int64_t o = 0; o < nout; o++) {
       double best = -INFINITY;
@@ -573,7 +615,8 @@ static void check_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, d
     }
   }
   cr_assert_eq(be->gemm(out, a, b, alpha, beta), TG_OK, "%s: %s", what, tg_last_error_message());
-  const double rtol = out->dtype == TG_F32 ? 1e-5 : 1e-12, atol = out->dtype == TG_F32 ? 1e-4 : 1e-11;
+  const double rtol = out->dtype == TG_F32 ? 1e-5 : 1e-12,
+               atol = out->dtype == TG_F32 ? 1e-4 : 1e-11;
   for (int64_t i = 0; i < m * n; i++)
     cr_assert(close_enough(get(out, i), want[i], rtol, atol),
               "gemm %s [%s] element %lld: got %.17g want %.17g", what, tg_dtype_name(out->dtype),
@@ -583,7 +626,8 @@ static void check_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, d
 
 TG_TEST(backend_cpu, gemm_every_layout) {
   const int64_t m = 7, n = 5, k = 6;
-  const layout layouts[] = {L_CONTIGUOUS, L_TRANSPOSED, L_SLICED, L_STEPPED, L_EXPAND_ROW, L_EXPAND_COL};
+  const layout layouts[] = {L_CONTIGUOUS, L_TRANSPOSED, L_SLICED,
+                            L_STEPPED,    L_EXPAND_ROW, L_EXPAND_COL};
   for (int di = 0; di < 2; di++) {
     for (int la = 0; la < 6; la++) {
       for (int lb = 0; lb < 6; lb++) {
@@ -614,14 +658,18 @@ TG_TEST(backend_cpu, gemm_strided_output_and_vectors) {
     for (int64_t i = 0; i < 14 * 15; i++)
       if ((i / 15) % 2 != 0 || (i % 15) % 3 != 0) cr_assert_eq(get(base, i), 9.0);
     /* matrix-vector shapes and 1x1 */
-    check_gemm(constant(TG_SHAPE(7, 1), floating[di], 1), make_view(L_TRANSPOSED, 7, 3, floating[di], 3, false),
+    check_gemm(constant(TG_SHAPE(7, 1), floating[di], 1),
+               make_view(L_TRANSPOSED, 7, 3, floating[di], 3, false),
                make_view(L_STEPPED, 3, 1, floating[di], 4, false), 1.0, 0.5, "n = 1");
-    check_gemm(constant(TG_SHAPE(1, 6), floating[di], 1), make_view(L_SLICED, 1, 3, floating[di], 5, false),
+    check_gemm(constant(TG_SHAPE(1, 6), floating[di], 1),
+               make_view(L_SLICED, 1, 3, floating[di], 5, false),
                make_view(L_TRANSPOSED, 3, 6, floating[di], 6, false), 2.0, 0.0, "m = 1");
-    check_gemm(constant(TG_SHAPE(1, 1), floating[di], 1), make_view(L_CONTIGUOUS, 1, 9, floating[di], 7, false),
+    check_gemm(constant(TG_SHAPE(1, 1), floating[di], 1),
+               make_view(L_CONTIGUOUS, 1, 9, floating[di], 7, false),
                make_view(L_CONTIGUOUS, 9, 1, floating[di], 8, false), 1.0, 1.0, "1x1");
     /* big enough for BLIS's threads and every micro-kernel edge */
-    check_gemm(constant(TG_SHAPE(67, 83), floating[di], 0), make_view(L_TRANSPOSED, 67, 129, floating[di], 9, false),
+    check_gemm(constant(TG_SHAPE(67, 83), floating[di], 0),
+               make_view(L_TRANSPOSED, 67, 129, floating[di], 9, false),
                make_view(L_SLICED, 129, 83, floating[di], 10, false), 1.0, 0.0, "large");
   }
   tg_scope_end();
@@ -654,7 +702,8 @@ TG_TEST(backend_cpu, gemm_beta_zero_ignores_nan_and_k_zero) {
     cr_assert_eq(be->gemm(om, am, bm, 1.0, 0.0), TG_OK);
     tg_tensor *bn = tg_empty(TG_SHAPE(3, 0), TG_OPTS(.dtype = floating[di]));
     tg_tensor *on = tg_empty(TG_SHAPE(2, 0), TG_OPTS(.dtype = floating[di]));
-    cr_assert_eq(be->gemm(on, make_view(L_CONTIGUOUS, 2, 3, floating[di], 1, false), bn, 1.0, 0.0), TG_OK);
+    cr_assert_eq(be->gemm(on, make_view(L_CONTIGUOUS, 2, 3, floating[di], 1, false), bn, 1.0, 0.0),
+                 TG_OK);
   }
   tg_scope_end();
 }
@@ -703,13 +752,16 @@ TG_TEST(backend_cpu, philox_known_answers) {
   /* Random123's known-answer vectors for Philox4x32-10. */
   tg_philox4 zero = {{0, 0, 0, 0}};
   tg_philox4 r = tg_philox4x32_10(zero, 0, 0);
-  cr_assert(r.v[0] == 0x6627e8d5u && r.v[1] == 0xe169c58du && r.v[2] == 0xbc57ac4cu && r.v[3] == 0x9b00dbd8u);
+  cr_assert(r.v[0] == 0x6627e8d5u && r.v[1] == 0xe169c58du && r.v[2] == 0xbc57ac4cu &&
+            r.v[3] == 0x9b00dbd8u);
   tg_philox4 ones = {{0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}};
   r = tg_philox4x32_10(ones, 0xffffffffu, 0xffffffffu);
-  cr_assert(r.v[0] == 0x408f276du && r.v[1] == 0x41c83b0eu && r.v[2] == 0xa20bc7c6u && r.v[3] == 0x6d5451fdu);
+  cr_assert(r.v[0] == 0x408f276du && r.v[1] == 0x41c83b0eu && r.v[2] == 0xa20bc7c6u &&
+            r.v[3] == 0x6d5451fdu);
   tg_philox4 pi = {{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}};
   r = tg_philox4x32_10(pi, 0xa4093822u, 0x299f31d0u);
-  cr_assert(r.v[0] == 0xd16cfe09u && r.v[1] == 0x94fdccebu && r.v[2] == 0x5001e420u && r.v[3] == 0x24126ea1u);
+  cr_assert(r.v[0] == 0xd16cfe09u && r.v[1] == 0x94fdccebu && r.v[2] == 0x5001e420u &&
+            r.v[3] == 0x24126ea1u);
 }
 
 typedef tg_status (*draw_fn)(tg_tensor *, uint64_t, uint64_t, double, double);
@@ -719,7 +771,8 @@ TG_TEST(backend_cpu, random_is_a_function_of_seed_and_position) {
   tg_scope_begin();
   for (int di = 0; di < 2; di++) {
     for (int k = 0; k < 2; k++) {
-      tg_tensor *a = constant(TG_SHAPE(37), floating[di], 0), *b = constant(TG_SHAPE(37), floating[di], 0);
+      tg_tensor *a = constant(TG_SHAPE(37), floating[di], 0),
+                *b = constant(TG_SHAPE(37), floating[di], 0);
       tg_tensor *shifted = constant(TG_SHAPE(32), floating[di], 0);
       tg_tensor *other = constant(TG_SHAPE(37), floating[di], 0);
       cr_assert_eq(draws[k](a, 1234, 0, 0, 1), TG_OK);
@@ -735,8 +788,9 @@ TG_TEST(backend_cpu, random_is_a_function_of_seed_and_position) {
       cr_assert_gt(differ, 30, "another seed gives other numbers");
       /* the per-element helpers (what a CUDA kernel calls) agree with the CPU blocks */
       for (int i = 0; i < 37; i++) {
-        double want = di == 0 ? (k == 0 ? tg_philox_uniform_f(1234, i) : tg_philox_normal_f(1234, i))
-                              : (k == 0 ? tg_philox_uniform_d(1234, i) : tg_philox_normal_d(1234, i));
+        double want = di == 0
+                          ? (k == 0 ? tg_philox_uniform_f(1234, i) : tg_philox_normal_f(1234, i))
+                          : (k == 0 ? tg_philox_uniform_d(1234, i) : tg_philox_normal_d(1234, i));
         cr_assert_eq(get(a, i), want);
       }
     }
@@ -825,7 +879,8 @@ TG_TEST(backend_cpu, unsupported_dtypes_are_errors) {
   tg_tensor *i = constant(TG_SHAPE(3, 3), TG_I64, 1), *io = constant(TG_SHAPE(3, 3), TG_I64, 0);
   tg_tensor *f = constant(TG_SHAPE(3, 3), TG_F32, 1), *d = constant(TG_SHAPE(3, 3), TG_F64, 1);
   cr_assert_eq(be->unary(TG_UNARY_EXP, 0, 0, io, i), TG_ERR_DTYPE);
-  const char *i64 = tg_dtype_name(TG_I64), *f32 = tg_dtype_name(TG_F32), *f64 = tg_dtype_name(TG_F64);
+  const char *i64 = tg_dtype_name(TG_I64), *f32 = tg_dtype_name(TG_F32),
+             *f64 = tg_dtype_name(TG_F64);
   tg_expect_error(TG_ERR_DTYPE, "unary", i64);
   cr_assert_eq(be->binary(TG_BINARY_ADD, 1, io, i, i), TG_ERR_DTYPE);
   tg_expect_error(TG_ERR_DTYPE, "binary", i64);
@@ -836,7 +891,8 @@ TG_TEST(backend_cpu, unsupported_dtypes_are_errors) {
   tg_tensor *so = constant(TG_SHAPE(3, 1), TG_I64, 0);
   cr_assert_eq(be->sum_dim(so, i, 1), TG_ERR_DTYPE);
   tg_expect_error(TG_ERR_DTYPE, "sum_dim", i64);
-  tg_tensor *vo = constant(TG_SHAPE(3, 1), TG_F32, 0), *bad_idx = constant(TG_SHAPE(3, 1), TG_F32, 0);
+  tg_tensor *vo = constant(TG_SHAPE(3, 1), TG_F32, 0),
+            *bad_idx = constant(TG_SHAPE(3, 1), TG_F32, 0);
   cr_assert_eq(be->max_dim(vo, bad_idx, f, 1), TG_ERR_DTYPE);
   tg_expect_error(TG_ERR_DTYPE, "max_dim", f32);
   tg_tensor *g = constant(TG_SHAPE(3), TG_F32, 0), *fidx = constant(TG_SHAPE(3), TG_F64, 0);

@@ -46,8 +46,7 @@ typedef struct tg_philox4 {
 #define TG__PHILOX_W1 0xBB67AE85u
 
 /* Philox4x32-10 of a 128-bit counter under a 64-bit key. */
-static inline TG_HOST_DEVICE tg_philox4 tg_philox4x32_10(tg_philox4 ctr, uint32_t k0,
-                                                          uint32_t k1) {
+static inline TG_HOST_DEVICE tg_philox4 tg_philox4x32_10(tg_philox4 ctr, uint32_t k0, uint32_t k1) {
   for (int round = 0; round < 10; round++) {
     uint64_t p0 = (uint64_t)TG__PHILOX_M0 * ctr.v[0];
     uint64_t p1 = (uint64_t)TG__PHILOX_M1 * ctr.v[2];
@@ -144,8 +143,7 @@ static inline TG_HOST_DEVICE float tg_philox_scale_uniform_f(float u, float low,
   float v = low + (high - low) * u;
   return v < high ? v : low;
 }
-static inline TG_HOST_DEVICE double tg_philox_scale_uniform_d(double u, double low,
-                                                               double high) {
+static inline TG_HOST_DEVICE double tg_philox_scale_uniform_d(double u, double low, double high) {
   double v = low + (high - low) * u;
   return v < high ? v : low;
 }

@@ -64,15 +64,15 @@ static inline TG_HOST_DEVICE double tg_d_elu_d(double z, double alpha) {
 
 #ifdef __cplusplus
 /* alpha is taken as double in both overloads so that x alone picks the precision. */
-#define TG__PM_OVERLOAD1(name)                                                              \
-  static inline TG_HOST_DEVICE float tg_math_##name(float x) { return tg_##name##_f(x); }   \
+#define TG__PM_OVERLOAD1(name)                                                                     \
+  static inline TG_HOST_DEVICE float tg_math_##name(float x) { return tg_##name##_f(x); }          \
   static inline TG_HOST_DEVICE double tg_math_##name(double x) { return tg_##name##_d(x); }
-#define TG__PM_OVERLOAD2(name)                                                              \
-  static inline TG_HOST_DEVICE float tg_math_##name(float x, double a) {                    \
-    return tg_##name##_f(x, (float)a);                                                      \
-  }                                                                                         \
-  static inline TG_HOST_DEVICE double tg_math_##name(double x, double a) {                  \
-    return tg_##name##_d(x, a);                                                             \
+#define TG__PM_OVERLOAD2(name)                                                                     \
+  static inline TG_HOST_DEVICE float tg_math_##name(float x, double a) {                           \
+    return tg_##name##_f(x, (float)a);                                                             \
+  }                                                                                                \
+  static inline TG_HOST_DEVICE double tg_math_##name(double x, double a) {                         \
+    return tg_##name##_d(x, a);                                                                    \
   }
 TG__PM_OVERLOAD1(sigmoid)
 TG__PM_OVERLOAD1(tanh)
@@ -86,7 +86,7 @@ TG__PM_OVERLOAD2(d_elu)
 #undef TG__PM_OVERLOAD2
 #else
 /* The first argument's type picks the precision; alpha is converted to it. */
-#define TG__PM_GENERIC(name, x) _Generic((x), float: tg_##name##_f, double: tg_##name##_d)
+#define TG__PM_GENERIC(name, x) _Generic((x), float : tg_##name##_f, double : tg_##name##_d)
 #define tg_math_sigmoid(x) TG__PM_GENERIC(sigmoid, x)(x)
 #define tg_math_tanh(x) TG__PM_GENERIC(tanh, x)(x)
 #define tg_math_elu(x, alpha) TG__PM_GENERIC(elu, x)((x), (alpha))

@@ -5,15 +5,15 @@
 
 /* ---- fill ---- */
 
-#define TG_CPU_FILL_ROW(NAME, T)                                                            \
-  static void NAME(int64_t n, char *const *p, const int64_t *s, const void *ctx) {          \
-    const T v = (T)((const tg_cpu_scalars *)ctx)->a;                                        \
-    T *out = (T *)p[0];                                                                     \
-    if (s[0] == 1) {                                                                        \
-      for (int64_t i = 0; i < n; i++) out[i] = v;                                           \
-    } else {                                                                                \
-      for (int64_t i = 0; i < n; i++) out[i * s[0]] = v;                                    \
-    }                                                                                       \
+#define TG_CPU_FILL_ROW(NAME, T)                                                                   \
+  static void NAME(int64_t n, char *const *p, const int64_t *s, const void *ctx) {                 \
+    const T v = (T)((const tg_cpu_scalars *)ctx)->a;                                               \
+    T *out = (T *)p[0];                                                                            \
+    if (s[0] == 1) {                                                                               \
+      for (int64_t i = 0; i < n; i++) out[i] = v;                                                  \
+    } else {                                                                                       \
+      for (int64_t i = 0; i < n; i++) out[i * s[0]] = v;                                           \
+    }                                                                                              \
   }
 TG_CPU_FILL_ROW(fill_row_f32, float)
 TG_CPU_FILL_ROW(fill_row_f64, double)
@@ -21,16 +21,21 @@ TG_CPU_FILL_ROW(fill_row_i64, int64_t)
 
 static tg_cpu_row_fn fill_row(tg_dtype dtype) {
   switch (dtype) {
-  case TG_F32: return fill_row_f32;
-  case TG_F64: return fill_row_f64;
-  case TG_I64: return fill_row_i64;
-  default: return NULL;
+  case TG_F32:
+    return fill_row_f32;
+  case TG_F64:
+    return fill_row_f64;
+  case TG_I64:
+    return fill_row_i64;
+  default:
+    return NULL;
   }
 }
 
 tg_status tg_cpu_fill(tg_tensor *out, double value) {
   tg_cpu_row_fn fn = fill_row(out->dtype);
-  if (!fn) return tg_set_error(TG_ERR_DTYPE, "fill: dtype %s is not supported", tg_dtype_name(out->dtype));
+  if (!fn)
+    return tg_set_error(TG_ERR_DTYPE, "fill: dtype %s is not supported", tg_dtype_name(out->dtype));
   tg_cpu_operand op = tg_cpu_operand_of(out);
   tg_cpu_iter it;
   tg_cpu_iter_init(&it, out->ndim, out->sizes, 1, &op);
@@ -41,35 +46,35 @@ tg_status tg_cpu_fill(tg_tensor *out, double value) {
 
 /* ---- copy: one row function per (destination, source) dtype pair ---- */
 
-#define TG_CPU_COPY_ROW(NAME, TO, FROM)                                                     \
-  static void NAME(int64_t n, char *const *p, const int64_t *s, const void *ctx) {          \
-    (void)ctx;                                                                              \
-    TO *out = (TO *)p[0];                                                                   \
-    const FROM *in = (const FROM *)p[1];                                                    \
-    if (s[0] == 1 && s[1] == 1) {                                                           \
-      for (int64_t i = 0; i < n; i++) out[i] = (TO)in[i];                                   \
-    } else if (s[1] == 0) {                                                                 \
-      const TO v = (TO)in[0];                                                               \
-      for (int64_t i = 0; i < n; i++) out[i * s[0]] = v;                                    \
-    } else {                                                                                \
-      for (int64_t i = 0; i < n; i++) out[i * s[0]] = (TO)in[i * s[1]];                     \
-    }                                                                                       \
+#define TG_CPU_COPY_ROW(NAME, TO, FROM)                                                            \
+  static void NAME(int64_t n, char *const *p, const int64_t *s, const void *ctx) {                 \
+    (void)ctx;                                                                                     \
+    TO *out = (TO *)p[0];                                                                          \
+    const FROM *in = (const FROM *)p[1];                                                           \
+    if (s[0] == 1 && s[1] == 1) {                                                                  \
+      for (int64_t i = 0; i < n; i++) out[i] = (TO)in[i];                                          \
+    } else if (s[1] == 0) {                                                                        \
+      const TO v = (TO)in[0];                                                                      \
+      for (int64_t i = 0; i < n; i++) out[i * s[0]] = v;                                           \
+    } else {                                                                                       \
+      for (int64_t i = 0; i < n; i++) out[i * s[0]] = (TO)in[i * s[1]];                            \
+    }                                                                                              \
   }
 
 /* Same dtype: contiguous rows are a memmove (src may be out itself). */
-#define TG_CPU_COPY_SAME_ROW(NAME, T)                                                       \
-  static void NAME(int64_t n, char *const *p, const int64_t *s, const void *ctx) {          \
-    (void)ctx;                                                                              \
-    T *out = (T *)p[0];                                                                     \
-    const T *in = (const T *)p[1];                                                          \
-    if (s[0] == 1 && s[1] == 1) {                                                           \
-      if ((const void *)out != (const void *)in) memmove(out, in, (size_t)n * sizeof(T));   \
-    } else if (s[1] == 0) {                                                                 \
-      const T v = in[0];                                                                    \
-      for (int64_t i = 0; i < n; i++) out[i * s[0]] = v;                                    \
-    } else {                                                                                \
-      for (int64_t i = 0; i < n; i++) out[i * s[0]] = in[i * s[1]];                         \
-    }                                                                                       \
+#define TG_CPU_COPY_SAME_ROW(NAME, T)                                                              \
+  static void NAME(int64_t n, char *const *p, const int64_t *s, const void *ctx) {                 \
+    (void)ctx;                                                                                     \
+    T *out = (T *)p[0];                                                                            \
+    const T *in = (const T *)p[1];                                                                 \
+    if (s[0] == 1 && s[1] == 1) {                                                                  \
+      if ((const void *)out != (const void *)in) memmove(out, in, (size_t)n * sizeof(T));          \
+    } else if (s[1] == 0) {                                                                        \
+      const T v = in[0];                                                                           \
+      for (int64_t i = 0; i < n; i++) out[i * s[0]] = v;                                           \
+    } else {                                                                                       \
+      for (int64_t i = 0; i < n; i++) out[i * s[0]] = in[i * s[1]];                                \
+    }                                                                                              \
   }
 
 TG_CPU_COPY_SAME_ROW(copy_row_f32_f32, float)
@@ -84,9 +89,12 @@ TG_CPU_COPY_SAME_ROW(copy_row_i64_i64, int64_t)
 
 /* [destination][source] */
 static const tg_cpu_row_fn copy_rows[TG_NUM_DTYPES][TG_NUM_DTYPES] = {
-    [TG_F32] = {[TG_F32] = copy_row_f32_f32, [TG_F64] = copy_row_f32_f64, [TG_I64] = copy_row_f32_i64},
-    [TG_F64] = {[TG_F32] = copy_row_f64_f32, [TG_F64] = copy_row_f64_f64, [TG_I64] = copy_row_f64_i64},
-    [TG_I64] = {[TG_F32] = copy_row_i64_f32, [TG_F64] = copy_row_i64_f64, [TG_I64] = copy_row_i64_i64},
+    [TG_F32] =
+        {[TG_F32] = copy_row_f32_f32, [TG_F64] = copy_row_f32_f64, [TG_I64] = copy_row_f32_i64},
+    [TG_F64] =
+        {[TG_F32] = copy_row_f64_f32, [TG_F64] = copy_row_f64_f64, [TG_I64] = copy_row_f64_i64},
+    [TG_I64] =
+        {[TG_F32] = copy_row_i64_f32, [TG_F64] = copy_row_i64_f64, [TG_I64] = copy_row_i64_i64},
 };
 
 static bool dtype_known(tg_dtype d) { return (unsigned)d < (unsigned)TG_NUM_DTYPES; }

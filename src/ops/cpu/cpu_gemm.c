@@ -77,8 +77,8 @@ static tg_status scale_output(tg_tensor *out, double beta) {
  * GEMM measured 0.1 ms on one thread, 0.4 to 12 ms on two under load). */
 #define TG_CPU_GEMM_PARALLEL_MIN_MACS ((int64_t)1 << 22)
 
-static void run_blis(tg_dtype dtype, const matrix *c, const matrix *a, const matrix *b,
-                     int64_t k, double alpha, double beta) {
+static void run_blis(tg_dtype dtype, const matrix *c, const matrix *a, const matrix *b, int64_t k,
+                     double alpha, double beta) {
   /* NULL: BLIS's global thread count (tg_set_num_threads); else a one-thread runtime. */
   rntm_t one_thread = BLIS_RNTM_INITIALIZER;
   bli_rntm_set_num_threads(1, &one_thread);
@@ -86,13 +86,13 @@ static void run_blis(tg_dtype dtype, const matrix *c, const matrix *a, const mat
   if (dtype == TG_F32) {
     float al = (float)alpha, be = (float)beta;
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c->rows, c->cols, k, &al, (float *)a->data,
-                 a->rs, a->cs, (float *)b->data, b->rs, b->cs, &be, (float *)c->data, c->rs,
-                 c->cs, NULL, rntm);
+                 a->rs, a->cs, (float *)b->data, b->rs, b->cs, &be, (float *)c->data, c->rs, c->cs,
+                 NULL, rntm);
   } else {
     double al = alpha, be = beta;
-    bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c->rows, c->cols, k, &al,
-                 (double *)a->data, a->rs, a->cs, (double *)b->data, b->rs, b->cs, &be,
-                 (double *)c->data, c->rs, c->cs, NULL, rntm);
+    bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c->rows, c->cols, k, &al, (double *)a->data,
+                 a->rs, a->cs, (double *)b->data, b->rs, b->cs, &be, (double *)c->data, c->rs,
+                 c->cs, NULL, rntm);
   }
 }
 
@@ -100,7 +100,9 @@ tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, do
                       double beta) {
   if ((out->dtype != TG_F32 && out->dtype != TG_F64) || a->dtype != out->dtype ||
       b->dtype != out->dtype) {
-    tg_dtype bad = a->dtype != out->dtype ? a->dtype : b->dtype != out->dtype ? b->dtype : out->dtype;
+    tg_dtype bad = a->dtype != out->dtype   ? a->dtype
+                   : b->dtype != out->dtype ? b->dtype
+                                            : out->dtype;
     return tg_set_error(TG_ERR_DTYPE, "gemm: dtype %s is not supported (F32, F64, all alike)",
                         tg_dtype_name(bad));
   }

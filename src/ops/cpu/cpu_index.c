@@ -13,18 +13,19 @@ static tg_status check_index(const char *op, const tg_tensor *index, int64_t row
   return TG_OK;
 }
 
-#define TG_CPU_GATHER(T)                                                                    \
-  do {                                                                                      \
-    T *o = (T *)tg_cpu_data(out);                                                           \
-    const T *xs = (const T *)tg_cpu_data(x);                                                \
-    const int64_t os = out->strides[0], xs0 = x->strides[0], xs1 = x->strides[1];           \
-    _Pragma("omp parallel for schedule(static) if (parallel)")                              \
-    for (int64_t i = 0; i < n; i++) o[i * os] = xs[i * xs0 + idx[i * is] * xs1];            \
+#define TG_CPU_GATHER(T)                                                                           \
+  do {                                                                                             \
+    T *o = (T *)tg_cpu_data(out);                                                                  \
+    const T *xs = (const T *)tg_cpu_data(x);                                                       \
+    const int64_t os = out->strides[0], xs0 = x->strides[0], xs1 = x->strides[1];                  \
+    _Pragma("omp parallel for schedule(static) if (parallel)") for (int64_t i = 0; i < n; i++)     \
+        o[i * os] = xs[i * xs0 + idx[i * is] * xs1];                                               \
   } while (0)
 
 tg_status tg_cpu_gather_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index) {
   if ((x->dtype != TG_F32 && x->dtype != TG_F64) || out->dtype != x->dtype)
-    return tg_set_error(TG_ERR_DTYPE, "gather_rows: dtype %s is not supported (F32, F64 with out's dtype)",
+    return tg_set_error(TG_ERR_DTYPE,
+                        "gather_rows: dtype %s is not supported (F32, F64 with out's dtype)",
                         tg_dtype_name(x->dtype));
   if (x->ndim != 2 || out->ndim != 1 || out->sizes[0] != x->sizes[0])
     return tg_set_error(TG_ERR_SHAPE, "gather_rows: expected x [n, c] and out [n]");
@@ -41,18 +42,19 @@ tg_status tg_cpu_gather_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor
   return TG_OK;
 }
 
-#define TG_CPU_SCATTER_ADD(T)                                                               \
-  do {                                                                                      \
-    T *o = (T *)tg_cpu_data(out);                                                           \
-    const T *ss = (const T *)tg_cpu_data(src);                                              \
-    const int64_t os0 = out->strides[0], os1 = out->strides[1], s0 = src->strides[0];       \
-    _Pragma("omp parallel for schedule(static) if (parallel)")                              \
-    for (int64_t i = 0; i < n; i++) o[i * os0 + idx[i * is] * os1] += ss[i * s0];           \
+#define TG_CPU_SCATTER_ADD(T)                                                                      \
+  do {                                                                                             \
+    T *o = (T *)tg_cpu_data(out);                                                                  \
+    const T *ss = (const T *)tg_cpu_data(src);                                                     \
+    const int64_t os0 = out->strides[0], os1 = out->strides[1], s0 = src->strides[0];              \
+    _Pragma("omp parallel for schedule(static) if (parallel)") for (int64_t i = 0; i < n; i++)     \
+        o[i * os0 + idx[i * is] * os1] += ss[i * s0];                                              \
   } while (0)
 
 tg_status tg_cpu_scatter_add_rows(tg_tensor *out, const tg_tensor *src, const tg_tensor *index) {
   if ((out->dtype != TG_F32 && out->dtype != TG_F64) || src->dtype != out->dtype)
-    return tg_set_error(TG_ERR_DTYPE, "scatter_add_rows: dtype %s is not supported (F32, F64 with out's dtype)",
+    return tg_set_error(TG_ERR_DTYPE,
+                        "scatter_add_rows: dtype %s is not supported (F32, F64 with out's dtype)",
                         tg_dtype_name(src->dtype != out->dtype ? src->dtype : out->dtype));
   if (out->ndim != 2 || src->ndim != 1 || src->sizes[0] != out->sizes[0])
     return tg_set_error(TG_ERR_SHAPE, "scatter_add_rows: expected out [n, c] and src [n]");

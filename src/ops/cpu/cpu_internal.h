@@ -66,17 +66,16 @@ typedef struct tg_cpu_scalars {
 } tg_cpu_scalars;
 
 /* ---- precision-generic libm: expf for float, exp for double, never mixed ---- */
-#define TG_CPU_EXP(x) _Generic((x), float: expf, double: exp)(x)
-#define TG_CPU_LOG(x) _Generic((x), float: logf, double: log)(x)
-#define TG_CPU_SQRT(x) _Generic((x), float: sqrtf, double: sqrt)(x)
-#define TG_CPU_FABS(x) _Generic((x), float: fabsf, double: fabs)(x)
-#define TG_CPU_POW(x, y) _Generic((x), float: powf, double: pow)((x), (y))
+#define TG_CPU_EXP(x) _Generic((x), float : expf, double : exp)(x)
+#define TG_CPU_LOG(x) _Generic((x), float : logf, double : log)(x)
+#define TG_CPU_SQRT(x) _Generic((x), float : sqrtf, double : sqrt)(x)
+#define TG_CPU_FABS(x) _Generic((x), float : fabsf, double : fabs)(x)
+#define TG_CPU_POW(x, y) _Generic((x), float : powf, double : pow)((x), (y))
 
 /* ---- primitives (one file each area) ---- */
 tg_status tg_cpu_fill(tg_tensor *out, double value);
 tg_status tg_cpu_copy(tg_tensor *out, const tg_tensor *src);
-tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out,
-                       const tg_tensor *x);
+tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out, const tg_tensor *x);
 tg_status tg_cpu_binary(tg_binary_kind kind, double alpha, tg_tensor *out, const tg_tensor *a,
                         const tg_tensor *b);
 tg_status tg_cpu_sum_dim(tg_tensor *out, const tg_tensor *x, int dim);

@@ -18,19 +18,19 @@ typedef struct draw {
 /* Writes elements [begin, end) of the draw: element i goes to base[i], or, when
  * elem_offset is given, to base[elem_offset[i - begin]]. The F32 and F64 versions differ
  * only in the type and the per-block lane count. */
-#define TG_CPU_DRAW_RANGE(NAME, T, PER_BLOCK, LANE_UNIFORM, LANE_NORMAL, SCALE_UNIFORM)     \
-  static void NAME(const draw *d, T *base, const int64_t *elem_offset, int64_t begin,       \
-                   int64_t end) {                                                           \
-    const T a = (T)d->a, b = (T)d->b;                                                       \
-    for (int64_t i = begin; i < end;) {                                                     \
-      const uint64_t pos = d->offset + (uint64_t)i;                                         \
-      const tg_philox4 r = tg_philox_block(d->seed, pos / PER_BLOCK);                       \
-      for (int lane = (int)(pos % PER_BLOCK); lane < PER_BLOCK && i < end; lane++, i++) {   \
-        T v = d->kind == DRAW_UNIFORM ? SCALE_UNIFORM(LANE_UNIFORM(r, lane), a, b)          \
-                                      : a + b * LANE_NORMAL(r, lane);                       \
-        base[elem_offset ? elem_offset[i - begin] : i] = v;                                 \
-      }                                                                                     \
-    }                                                                                       \
+#define TG_CPU_DRAW_RANGE(NAME, T, PER_BLOCK, LANE_UNIFORM, LANE_NORMAL, SCALE_UNIFORM)            \
+  static void NAME(const draw *d, T *base, const int64_t *elem_offset, int64_t begin,              \
+                   int64_t end) {                                                                  \
+    const T a = (T)d->a, b = (T)d->b;                                                              \
+    for (int64_t i = begin; i < end;) {                                                            \
+      const uint64_t pos = d->offset + (uint64_t)i;                                                \
+      const tg_philox4 r = tg_philox_block(d->seed, pos / PER_BLOCK);                              \
+      for (int lane = (int)(pos % PER_BLOCK); lane < PER_BLOCK && i < end; lane++, i++) {          \
+        T v = d->kind == DRAW_UNIFORM ? SCALE_UNIFORM(LANE_UNIFORM(r, lane), a, b)                 \
+                                      : a + b * LANE_NORMAL(r, lane);                              \
+        base[elem_offset ? elem_offset[i - begin] : i] = v;                                        \
+      }                                                                                            \
+    }                                                                                              \
   }
 TG_CPU_DRAW_RANGE(draw_range_f32, float, TG_PHILOX_F32_PER_BLOCK, tg_philox_lane_uniform_f,
                   tg_philox_lane_normal_f, tg_philox_scale_uniform_f)

@@ -27,7 +27,7 @@ static int tg_cpu_default_threads(void) {
 
 static bool blis_env_configured(void) {
   static const char *const vars[] = {"BLIS_NUM_THREADS", "BLIS_JC_NT", "BLIS_PC_NT",
-                                     "BLIS_IC_NT", "BLIS_JR_NT", "BLIS_IR_NT"};
+                                     "BLIS_IC_NT",       "BLIS_JR_NT", "BLIS_IR_NT"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
     if (getenv(vars[i])) return true;
   return false;
