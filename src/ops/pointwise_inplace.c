@@ -1,0 +1,287 @@
+/* In-place pointwise ops. The front end validates everything first (a failed call leaves
+ * its target untouched); forward writes input 0, bumps its version and returns it, and
+ * tg_apply moves the target's history onto the new node.
+ *
+ * Backward never reads the overwritten value: each op saves what it needs before writing
+ * (b), uses the output where it suffices (exp, sqrt, sigmoid, tanh, relu, elu), or gets a
+ * copy of the old value as an extra input made on the tape by the front end (mul_ when b
+ * needs its gradient, pow_scalar_, elu_ with alpha < 0), so double backward works too. */
+#include <stdbool.h>
+
+#include "ops/broadcast.h"
+#include "ops/pointwise_internal.h"
+#include "ops/registry.h"
+#include "tg/ops.h"
+
+/* ---- forward ---- */
+
+static bool same_geometry(const tg_tensor *a, const tg_tensor *b) {
+  if (a->ndim != b->ndim || a->offset != b->offset) return false;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->sizes[d] != b->sizes[d] || a->strides[d] != b->strides[d]) return false;
+  return true;
+}
+
+static tg_status finish(tg_tensor *target, tg_tensor **out) {
+  tg__bump_version(target);
+  out[0] = target;
+  return TG_OK;
+}
+
+/* a = a (op) b. A b that overlaps a differently (e.g. a row of a) is copied first, so the
+ * write cannot change the elements still to be read. */
+static tg_status binary_inplace(const char *op, tg_binary_kind kind, double alpha,
+                                const tg_tensor *const *in, tg_tensor **out) {
+  tg_tensor *a = (tg_tensor *)in[0];
+  const tg_tensor *b = in[1];
+  if (tg_shares_storage(a, b) && !same_geometry(a, b) && !(b = tg_clone(b)))
+    return tg_last_error();
+  tg_status st = tg__binary_into(op, kind, alpha, a, a, b);
+  return st != TG_OK ? st : finish(a, out);
+}
+
+/* x = f(x); saves the output when backward needs it. */
+static tg_status unary_inplace(const char *op, tg_unary_kind kind, double p, double q,
+                               tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out,
+                               bool save_output) {
+  tg_tensor *x = (tg_tensor *)in[0];
+  tg_status st = tg__unary_into(op, kind, p, q, x, x);
+  if (st != TG_OK || (st = finish(x, out)) != TG_OK) return st;
+  if (!save_output || !tg_ctx_needs_input_grad(ctx, 0)) return TG_OK;
+  return tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const *)out);
+}
+
+/* Saves inputs[i] for backward when input `needed_by` needs its gradient. */
+static tg_status save_if(tg_ctx *ctx, int needed_by, const tg_tensor *const *in, int i) {
+  if (!tg_ctx_needs_input_grad(ctx, needed_by)) return TG_OK;
+  return tg_ctx_save_for_backward(ctx, 1, &in[i]);
+}
+
+tg_status tg__fwd_add_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  return binary_inplace("tg_add_", TG_BINARY_ADD, tg_ctx_scalar(ctx, 0), in, out);
+}
+
+tg_status tg__fwd_sub_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  return binary_inplace("tg_sub_", TG_BINARY_SUB, tg_ctx_scalar(ctx, 0), in, out);
+}
+
+/* Saved like mul: b when a needs its gradient, then a's old value (input 2). */
+tg_status tg__fwd_mul_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  tg_status st = save_if(ctx, 0, in, 1);
+  if (st == TG_OK && tg_ctx_needs_input_grad(ctx, 1)) {
+    if (tg_ctx_num_inputs(ctx) < 3)
+      return tg_set_error(TG_ERR_STATE, "tg_mul_: b needs its gradient but a's old value was not given");
+    st = tg_ctx_save_for_backward(ctx, 1, &in[2]);
+  }
+  return st != TG_OK ? st : binary_inplace("tg_mul_", TG_BINARY_MUL, 1.0, in, out);
+}
+
+/* Saved like div: b (before the write, so div_(a, a) is caught), then the output. */
+tg_status tg__fwd_div_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  tg_status st = tg_ctx_save_for_backward(ctx, 1, &in[1]);
+  if (st == TG_OK) st = binary_inplace("tg_div_", TG_BINARY_DIV, 1.0, in, out);
+  if (st != TG_OK || !tg_ctx_needs_input_grad(ctx, 1)) return st;
+  return tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const *)out);
+}
+
+tg_status tg__fwd_add_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  return unary_inplace("tg_add_scalar_", TG_UNARY_AFFINE, 1.0, tg_ctx_scalar(ctx, 0), ctx, in,
+                       out, false);
+}
+
+tg_status tg__fwd_mul_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  return unary_inplace("tg_mul_scalar_", TG_UNARY_AFFINE, tg_ctx_scalar(ctx, 0), 0.0, ctx, in,
+                       out, false);
+}
+
+tg_status tg__fwd_neg_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  return unary_inplace("tg_neg_", TG_UNARY_NEG, 0.0, 0.0, ctx, in, out, false);
+}
+
+tg_status tg__fwd_exp_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  return unary_inplace("tg_exp_", TG_UNARY_EXP, 0.0, 0.0, ctx, in, out, true);
+}
+
+/* Saves the output: 1/x = exp(-y). */
+tg_status tg__fwd_log_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  return unary_inplace("tg_log_", TG_UNARY_LOG, 0.0, 0.0, ctx, in, out, true);
+}
+
+tg_status tg__fwd_sqrt_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  return unary_inplace("tg_sqrt_", TG_UNARY_SQRT, 0.0, 0.0, ctx, in, out, true);
+}
+
+/* Saved like pow_scalar: x's old value (input 1). */
+tg_status tg__fwd_pow_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  if (tg_ctx_needs_input_grad(ctx, 0)) {
+    if (tg_ctx_num_inputs(ctx) < 2)
+      return tg_set_error(TG_ERR_STATE, "tg_pow_scalar_: x's old value was not given");
+    if (tg_ctx_save_for_backward(ctx, 1, &in[1]) != TG_OK) return tg_last_error();
+  }
+  return unary_inplace("tg_pow_scalar_", TG_UNARY_POW, tg_ctx_scalar(ctx, 0), 0.0, ctx, in, out,
+                       false);
+}
+
+tg_status tg__fwd_sigmoid_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  return unary_inplace("tg_sigmoid_", TG_UNARY_SIGMOID, 0.0, 0.0, ctx, in, out, true);
+}
+
+tg_status tg__fwd_tanh_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  return unary_inplace("tg_tanh_", TG_UNARY_TANH, 0.0, 0.0, ctx, in, out, true);
+}
+
+tg_status tg__fwd_relu_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  return unary_inplace("tg_relu_", TG_UNARY_RELU, 0.0, 0.0, ctx, in, out, true);
+}
+
+/* Saved like elu: the output, then x's old value (input 1) when alpha < 0. */
+tg_status tg__fwd_elu_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  double alpha = tg_ctx_scalar(ctx, 0);
+  bool needs_old = alpha < 0 && tg_ctx_needs_input_grad(ctx, 0);
+  if (needs_old && tg_ctx_num_inputs(ctx) < 2)
+    return tg_set_error(TG_ERR_STATE, "tg_elu_: x's old value was not given");
+  tg_status st = unary_inplace("tg_elu_", TG_UNARY_ELU, alpha, 0.0, ctx, in, out, true);
+  return st != TG_OK || !needs_old ? st : tg_ctx_save_for_backward(ctx, 1, &in[1]);
+}
+
+/* ---- backward: the out-of-place formulas, over the same saved layout ---- */
+
+tg_status tg__bwd_add_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg__bwd_add(ctx, g, gi);
+}
+tg_status tg__bwd_sub_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg__bwd_sub(ctx, g, gi);
+}
+tg_status tg__bwd_mul_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg__bwd_mul(ctx, g, gi); /* no gradient for the old-value input: it is a or a copy */
+}
+tg_status tg__bwd_div_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg__bwd_div(ctx, g, gi);
+}
+tg_status tg__bwd_add_scalar_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg__bwd_add_scalar(ctx, g, gi);
+}
+tg_status tg__bwd_mul_scalar_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg__bwd_mul_scalar(ctx, g, gi);
+}
+tg_status tg__bwd_neg_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg__bwd_neg(ctx, g, gi);
+}
+tg_status tg__bwd_exp_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg__bwd_exp(ctx, g, gi);
+}
+/* saved: y = log(x); dy/dx = 1/x = exp(-y) */
+tg_status tg__bwd_log_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  gi[0] = tg_div(g[0], tg_exp(tg_ctx_saved(ctx, 0)));
+  return gi[0] ? TG_OK : tg_last_error();
+}
+tg_status tg__bwd_sqrt_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg__bwd_sqrt(ctx, g, gi);
+}
+tg_status tg__bwd_pow_scalar_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg__bwd_pow_scalar(ctx, g, gi);
+}
+tg_status tg__bwd_sigmoid_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg__bwd_sigmoid(ctx, g, gi);
+}
+tg_status tg__bwd_tanh_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg__bwd_tanh(ctx, g, gi);
+}
+tg_status tg__bwd_relu_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg__bwd_relu(ctx, g, gi);
+}
+tg_status tg__bwd_elu_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg__bwd_elu(ctx, g, gi);
+}
+
+/* ---- front ends ---- */
+
+/* Runs desc on (target, others...); callers open a scope around it, so the old-value
+ * copies they make die with the call unless the tape keeps them. */
+static tg_status run_inplace(const tg_op_desc *desc, int n_inputs, const tg_tensor *const *inputs,
+                             int n_scalars, const double *scalars) {
+  tg_tensor *out = NULL;
+  return tg_apply(desc, n_inputs, inputs, n_scalars, scalars, 1, &out);
+}
+
+/* Whether the op will be recorded with a backward that needs t's value before the write:
+ * the front end then passes a copy of it, made on the tape. */
+static bool wants_old_value(bool backward_needs_it) {
+  return backward_needs_it && tg_is_grad_enabled();
+}
+
+/* with_old: b's gradient needs a's value before the write (mul_). */
+static tg_status binary_(const char *op, const tg_op_desc *desc, tg_tensor *a, const tg_tensor *b,
+                         bool with_old, int n_scalars, const double *scalars) {
+  if (!tg__check_inplace_target(op, "a", a) || !tg__check_binary_operands(op, "a", a, "b", b) ||
+      !tg__check_broadcasts_to(op, "b", b->ndim, b->sizes, "a", a->ndim, a->sizes))
+    return tg_last_error();
+  tg_scope_begin();
+  bool need_old = wants_old_value(with_old && b->requires_grad);
+  tg_tensor *old = need_old ? tg_clone(a) : NULL;
+  tg_status st = need_old && !old ? tg_last_error()
+                                  : run_inplace(desc, old ? 3 : 2,
+                                                (const tg_tensor *const[]){a, b, old}, n_scalars,
+                                                scalars);
+  tg_scope_end();
+  return st;
+}
+
+tg_status tg_add_(tg_tensor *a, const tg_tensor *b) {
+  return binary_("tg_add_", TG__OP(add_), a, b, false, TG__SC(1.0));
+}
+tg_status tg_add_scaled_(tg_tensor *a, const tg_tensor *b, double alpha) {
+  return binary_("tg_add_scaled_", TG__OP(add_), a, b, false, TG__SC(alpha));
+}
+tg_status tg_sub_(tg_tensor *a, const tg_tensor *b) {
+  return binary_("tg_sub_", TG__OP(sub_), a, b, false, TG__SC(1.0));
+}
+tg_status tg_mul_(tg_tensor *a, const tg_tensor *b) {
+  return binary_("tg_mul_", TG__OP(mul_), a, b, true, TG__NO_SC);
+}
+tg_status tg_div_(tg_tensor *a, const tg_tensor *b) {
+  return binary_("tg_div_", TG__OP(div_), a, b, false, TG__NO_SC);
+}
+
+/* Unary in-place call; with_old passes a copy of x's current value as input 1. */
+static tg_status unary_(const char *op, const tg_op_desc *desc, tg_tensor *x, bool with_old,
+                        int n_scalars, const double *scalars) {
+  if (!tg__check_inplace_target(op, "x", x)) return tg_last_error();
+  tg_scope_begin();
+  bool need_old = wants_old_value(with_old && x->requires_grad);
+  tg_tensor *old = need_old ? tg_clone(x) : NULL;
+  tg_status st = need_old && !old ? tg_last_error()
+                                  : run_inplace(desc, old ? 2 : 1,
+                                                (const tg_tensor *const[]){x, old}, n_scalars,
+                                                scalars);
+  tg_scope_end();
+  return st;
+}
+
+tg_status tg_add_scalar_(tg_tensor *a, double s) {
+  return unary_("tg_add_scalar_", TG__OP(add_scalar_), a, false, TG__SC(s));
+}
+tg_status tg_mul_scalar_(tg_tensor *a, double s) {
+  return unary_("tg_mul_scalar_", TG__OP(mul_scalar_), a, false, TG__SC(s));
+}
+tg_status tg_neg_(tg_tensor *x) { return unary_("tg_neg_", TG__OP(neg_), x, false, TG__NO_SC); }
+tg_status tg_exp_(tg_tensor *x) { return unary_("tg_exp_", TG__OP(exp_), x, false, TG__NO_SC); }
+tg_status tg_log_(tg_tensor *x) { return unary_("tg_log_", TG__OP(log_), x, false, TG__NO_SC); }
+tg_status tg_sqrt_(tg_tensor *x) {
+  return unary_("tg_sqrt_", TG__OP(sqrt_), x, false, TG__NO_SC);
+}
+tg_status tg_pow_scalar_(tg_tensor *x, double exponent) {
+  return unary_("tg_pow_scalar_", TG__OP(pow_scalar_), x, true, TG__SC(exponent));
+}
+tg_status tg_sigmoid_(tg_tensor *x) {
+  return unary_("tg_sigmoid_", TG__OP(sigmoid_), x, false, TG__NO_SC);
+}
+tg_status tg_tanh_(tg_tensor *x) {
+  return unary_("tg_tanh_", TG__OP(tanh_), x, false, TG__NO_SC);
+}
+tg_status tg_relu_(tg_tensor *x) {
+  return unary_("tg_relu_", TG__OP(relu_), x, false, TG__NO_SC);
+}
+tg_status tg_elu_(tg_tensor *x, double alpha) {
+  return unary_("tg_elu_", TG__OP(elu_), x, alpha < 0, TG__SC(alpha));
+}
