@@ -66,7 +66,10 @@ tg_tensor *tg_ctx_saved(tg_ctx *ctx, int index) {
                  (unsigned long long)now, (unsigned long long)s->version);
     return NULL;
   }
-  if (s->output_nr < 0 || !ctx->node) return tg__scoped(tg_retain(s->data));
+  /* Outputs the node never differentiates (marked, or not floating) come back as constants. */
+  if (s->output_nr < 0 || !ctx->node || ctx->non_differentiable[s->output_nr] ||
+      !tg_dtype_is_floating(s->data->dtype))
+    return tg__scoped(tg_retain(s->data));
   /* An output: hand back an alias that is again that output of this node, so a backward
    * written with tg ops differentiates through it under create_graph. */
   tg_tensor *alias = tg__alias_raw(s->data);
