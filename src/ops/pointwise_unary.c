@@ -50,12 +50,9 @@ tg_status tg__fwd_relu(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out)
 }
 tg_status tg__fwd_elu(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   double alpha = tg_ctx_scalar(ctx, 0);
+  tg_status st = unary_forward(ctx, "tg_elu", TG_UNARY_ELU, alpha, in, out, true);
   /* With alpha < 0 the output's sign no longer tells which branch x took: keep x too. */
-  if (alpha < 0) {
-    tg_status st = save_input(ctx, in);
-    if (st != TG_OK) return st;
-  }
-  return unary_forward(ctx, "tg_elu", TG_UNARY_ELU, alpha, in, out, true);
+  return st != TG_OK || alpha >= 0 ? st : save_input(ctx, in);
 }
 tg_status tg__fwd_step(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   return unary_forward(ctx, "tg_step", TG_UNARY_STEP, 0.0, in, out, false);

@@ -1,0 +1,483 @@
+/* Pointwise ops (src/ops/pointwise_binary.c, pointwise_unary.c): values on hand-checked
+ * cases, NumPy broadcasting, strided inputs, F32 and F64, gradcheck and gradgradcheck in F64
+ * on contiguous, transposed, sliced-with-offset and broadcast inputs, stability at +-1e4,
+ * and every error path. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "testutil.h"
+
+static const tg_gradcheck_options quiet = {.quiet = true};
+
+/* ---- helpers ---- */
+
+/* A tensor of dtype holding the given values (row-major). */
+static tg_tensor *tensor_of(tg_dtype dtype, int ndim, const int64_t *sizes, const double *v) {
+  tg_tensor *t = tg_to_dtype(tg_from_data(ndim, sizes, v, (tg_options){.dtype = TG_F64}), dtype);
+  cr_assert(t, "%s", tg_last_error_message());
+  return t;
+}
+
+static void expect_values(const tg_tensor *t, int64_t n, const double *want, double tol) {
+  cr_assert(t, "%s", tg_last_error_message());
+  cr_assert_eq(tg_numel(t), n);
+  for (int64_t i = 0; i < n; i++)
+    cr_assert(fabs(tg_test_at(t, i) - want[i]) <= tol * (1 + fabs(want[i])),
+              "element %lld: got %.17g, want %.17g", (long long)i, tg_test_at(t, i), want[i]);
+}
+
+/* Values in [lo, hi] from a fixed generator; with mixed_signs every third one is negated, so
+ * they stay at least lo away from 0 (relu, elu and div have a kink or pole there). */
+static tg_tensor *values(int ndim, const int64_t *sizes, uint64_t seed, double lo, double hi,
+                         bool mixed_signs) {
+  tg_generator *gen = tg_generator_new(seed);
+  tg_tensor *u = tg_uniform(ndim, sizes, lo, hi, (tg_options){.dtype = TG_F64}, gen);
+  tg_generator_free(gen);
+  cr_assert(u, "%s", tg_last_error_message());
+  int64_t n = tg_numel(u);
+  double *buf = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+  cr_assert_eq(tg_to_host_array(u, buf, sizeof(double) * (size_t)n), TG_OK);
+  for (int64_t i = 0; mixed_signs && i < n; i++)
+    if (i % 3 == 1) buf[i] = -buf[i];
+  tg_tensor *t = tg_from_data(ndim, sizes, buf, (tg_options){.dtype = TG_F64});
+  free(buf);
+  cr_assert(t);
+  return t;
+}
+
+typedef enum layout { CONTIGUOUS, TRANSPOSED, SLICED, BROADCAST, NUM_LAYOUTS } layout;
+static const char *const layout_names[] = {"contiguous", "transposed", "sliced", "broadcast"};
+
+typedef struct domain {
+  double lo, hi;
+  bool mixed_signs;
+} domain;
+
+/* An F64 input that requires grad, seen by the function as [2, 3]: contiguous, the
+ * transpose of a [3, 2], a stride-2 window at an offset in a [4, 7], or (BROADCAST) a [3]
+ * that the function expands to [2, 3]. */
+static tg_tensor *input(layout l, uint64_t seed, domain d) {
+  tg_tensor *t;
+  switch (l) {
+  case TRANSPOSED: t = tg_t(values(TG_SHAPE(3, 2), seed, d.lo, d.hi, d.mixed_signs)); break;
+  case SLICED:
+    t = tg_slice(tg_narrow(values(TG_SHAPE(4, 7), seed, d.lo, d.hi, d.mixed_signs), 0, 1, 2), 1, 1,
+                 7, 2);
+    cr_assert(t && tg_offset(t) == 8 && tg_stride(t, 1) == 2);
+    break;
+  case BROADCAST: t = values(TG_SHAPE(3), seed, d.lo, d.hi, d.mixed_signs); break;
+  default: t = values(TG_SHAPE(2, 3), seed, d.lo, d.hi, d.mixed_signs); break;
+  }
+  cr_assert(t && tg_set_requires_grad(t, true) == TG_OK, "%s", tg_last_error_message());
+  return t;
+}
+
+/* ---- unary ops (and the scalar-operand binary ops) ---- */
+
+typedef tg_tensor *(*unary_fn)(const tg_tensor *);
+
+typedef struct unary_case {
+  const char *name;
+  unary_fn op;
+  domain dom;
+} unary_case;
+
+static tg_tensor *pow_2_5(const tg_tensor *x) { return tg_pow_scalar(x, 2.5); }
+static tg_tensor *pow_3(const tg_tensor *x) { return tg_pow_scalar(x, 3.0); }
+static tg_tensor *pow_minus_1_5(const tg_tensor *x) { return tg_pow_scalar(x, -1.5); }
+static tg_tensor *pow_0(const tg_tensor *x) { return tg_pow_scalar(x, 0.0); }
+static tg_tensor *elu_1(const tg_tensor *x) { return tg_elu(x, 1.0); }
+static tg_tensor *elu_0_3(const tg_tensor *x) { return tg_elu(x, 0.3); }
+static tg_tensor *elu_minus_0_5(const tg_tensor *x) { return tg_elu(x, -0.5); }
+static tg_tensor *add_scalar_2(const tg_tensor *x) { return tg_add_scalar(x, 2.0); }
+static tg_tensor *sub_scalar_2(const tg_tensor *x) { return tg_sub_scalar(x, 2.0); }
+static tg_tensor *rsub_scalar_2(const tg_tensor *x) { return tg_rsub_scalar(x, 2.0); }
+static tg_tensor *mul_scalar_3(const tg_tensor *x) { return tg_mul_scalar(x, -3.0); }
+static tg_tensor *div_scalar_4(const tg_tensor *x) { return tg_div_scalar(x, 4.0); }
+
+static const domain anywhere = {0.1, 2.0, true};
+static const domain positive = {0.5, 2.0, false};
+
+static const unary_case unary_cases[] = {
+    {"neg", tg_neg, anywhere},
+    {"exp", tg_exp, anywhere},
+    {"log", tg_log, positive},
+    {"sqrt", tg_sqrt, positive},
+    {"pow 2.5", pow_2_5, positive},
+    {"pow 3", pow_3, anywhere},
+    {"pow -1.5", pow_minus_1_5, positive},
+    {"pow 0", pow_0, anywhere},
+    {"sigmoid", tg_sigmoid, {0.1, 3.0, true}},
+    {"tanh", tg_tanh, {0.1, 2.0, true}},
+    {"relu", tg_relu, anywhere},
+    {"elu 1", elu_1, anywhere},
+    {"elu 0.3", elu_0_3, anywhere},
+    {"elu -0.5", elu_minus_0_5, anywhere},
+    {"add_scalar", add_scalar_2, anywhere},
+    {"sub_scalar", sub_scalar_2, anywhere},
+    {"rsub_scalar", rsub_scalar_2, anywhere},
+    {"mul_scalar", mul_scalar_3, anywhere},
+    {"div_scalar", div_scalar_4, anywhere},
+};
+#define N_UNARY (int)(sizeof unary_cases / sizeof unary_cases[0])
+
+/* A 1-D input stands for a broadcast one: expand it to [2, 3] first. */
+static const tg_tensor *as_2x3(const tg_tensor *x) {
+  return tg_ndim(x) == 1 ? tg_expand(x, TG_SHAPE(2, 3)) : x;
+}
+
+static tg_status run_unary(void *user, const tg_tensor *const *in, tg_tensor **out) {
+  const unary_case *c = user;
+  out[0] = c->op(as_2x3(in[0]));
+  return out[0] ? TG_OK : tg_last_error();
+}
+
+TG_TEST(pointwise, unary_gradcheck_and_gradgradcheck_every_layout) {
+  for (int k = 0; k < N_UNARY; k++) {
+    const unary_case *c = &unary_cases[k];
+    for (int l = 0; l < NUM_LAYOUTS; l++) {
+      tg_scope_begin();
+      tg_tensor *x = input((layout)l, 10 + (uint64_t)k, c->dom);
+      cr_assert_eq(tg_gradcheck(run_unary, (void *)c, 1, &x, 1, quiet), TG_OK, "%s %s: %s",
+                   c->name, layout_names[l], tg_last_error_message());
+      cr_assert_eq(tg_gradgradcheck(run_unary, (void *)c, 1, &x, 1, quiet), TG_OK, "%s %s: %s",
+                   c->name, layout_names[l], tg_last_error_message());
+      tg_scope_end();
+    }
+  }
+}
+
+TG_TEST(pointwise, unary_values_by_hand) {
+  tg_scope_begin();
+  for (int dt = TG_F32; dt <= TG_F64; dt++) {
+    double tol = dt == TG_F32 ? 1e-6 : 1e-14;
+    tg_tensor *x = tensor_of((tg_dtype)dt, TG_SHAPE(4), (const double[]){-1, 0, 1, 4});
+    expect_values(tg_neg(x), 4, (const double[]){1, 0, -1, -4}, tol);
+    expect_values(tg_exp(x), 4, (const double[]){exp(-1), 1, exp(1), exp(4)}, tol);
+    expect_values(tg_relu(x), 4, (const double[]){0, 0, 1, 4}, tol);
+    expect_values(tg_elu(x, 1.0), 4, (const double[]){exp(-1) - 1, 0, 1, 4}, tol);
+    expect_values(tg_elu(x, 0.5), 4, (const double[]){0.5 * (exp(-1) - 1), 0, 1, 4}, tol);
+    expect_values(tg_sigmoid(x), 4,
+                  (const double[]){1 / (1 + exp(1)), 0.5, 1 / (1 + exp(-1)), 1 / (1 + exp(-4))},
+                  tol);
+    expect_values(tg_tanh(x), 4, (const double[]){tanh(-1), 0, tanh(1), tanh(4)}, tol);
+    expect_values(tg_pow_scalar(x, 3), 4, (const double[]){-1, 0, 1, 64}, tol);
+    expect_values(tg_pow_scalar(x, 2), 4, (const double[]){1, 0, 1, 16}, tol);
+    tg_tensor *p = tensor_of((tg_dtype)dt, TG_SHAPE(3), (const double[]){1, 4, 9});
+    expect_values(tg_sqrt(p), 3, (const double[]){1, 2, 3}, tol);
+    expect_values(tg_log(p), 3, (const double[]){0, log(4), log(9)}, tol);
+    expect_values(tg_pow_scalar(p, 0.5), 3, (const double[]){1, 2, 3}, tol);
+    expect_values(tg_add_scalar(x, 1.5), 4, (const double[]){0.5, 1.5, 2.5, 5.5}, tol);
+    expect_values(tg_sub_scalar(x, 1.5), 4, (const double[]){-2.5, -1.5, -0.5, 2.5}, tol);
+    expect_values(tg_rsub_scalar(x, 1.5), 4, (const double[]){2.5, 1.5, 0.5, -2.5}, tol);
+    expect_values(tg_mul_scalar(x, -2), 4, (const double[]){2, 0, -2, -8}, tol);
+    expect_values(tg_div_scalar(x, 4), 4, (const double[]){-0.25, 0, 0.25, 1}, tol);
+    cr_assert_eq(tg_tensor_dtype(tg_exp(x)), (tg_dtype)dt);
+  }
+  /* 0-dim in, 0-dim out */
+  tg_tensor *s = tg_full(0, (const int64_t[]){1}, 2.0, (tg_options){.dtype = TG_F64});
+  tg_tensor *e = tg_exp(s);
+  cr_assert_eq(tg_ndim(e), 0);
+  expect_values(e, 1, (const double[]){exp(2)}, 1e-15);
+  tg_expect_ok();
+  tg_scope_end();
+}
+
+/* op on transposed, sliced-with-offset and expanded views equals op on contiguous copies. */
+TG_TEST(pointwise, unary_strided_inputs_match_contiguous) {
+  tg_scope_begin();
+  for (int dt = TG_F32; dt <= TG_F64; dt++) {
+    tg_options o = {.dtype = (tg_dtype)dt};
+    tg_tensor *base = tg_to_dtype(values(TG_SHAPE(5, 8), 3, 0.2, 2.0, false), o.dtype);
+    tg_tensor *views[] = {tg_t(base), tg_slice(tg_narrow(base, 0, 1, 3), 1, 2, 8, 3),
+                          tg_expand(tg_narrow(base, 0, 2, 1), TG_SHAPE(4, 8))};
+    for (int v = 0; v < 3; v++) {
+      cr_assert(views[v]);
+      for (int k = 0; k < N_UNARY; k++) {
+        tg_tensor *got = unary_cases[k].op(views[v]);
+        tg_tensor *want = unary_cases[k].op(tg_clone(views[v]));
+        cr_assert(got && want && tg_is_contiguous(got), "%s", unary_cases[k].name);
+        tg_assert_close(got, want, 0, 0);
+      }
+    }
+  }
+  tg_scope_end();
+}
+
+TG_TEST(pointwise, sigmoid_tanh_elu_stay_finite_at_1e4_with_finite_gradients) {
+  tg_scope_begin();
+  unary_fn fns[] = {tg_sigmoid, tg_tanh, elu_1, elu_0_3, tg_relu};
+  for (int dt = TG_F32; dt <= TG_F64; dt++) {
+    for (int k = 0; k < 5; k++) {
+      tg_tensor *x = tensor_of((tg_dtype)dt, TG_SHAPE(5), (const double[]){-1e4, -50, 0, 50, 1e4});
+      cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+      tg_tensor *y = fns[k](x);
+      cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_OK, "%s", tg_last_error_message());
+      for (int i = 0; i < 5; i++) {
+        cr_assert(isfinite(tg_test_at(y, i)), "fn %d dtype %d: y[%d] = %g", k, dt, i,
+                  tg_test_at(y, i));
+        cr_assert(isfinite(tg_test_at(tg_grad(x), i)), "fn %d dtype %d: grad[%d] = %g", k, dt, i,
+                  tg_test_at(tg_grad(x), i));
+      }
+    }
+  }
+  /* and the limits are right */
+  tg_tensor *x = tensor_of(TG_F64, TG_SHAPE(2), (const double[]){-1e4, 1e4});
+  expect_values(tg_sigmoid(x), 2, (const double[]){0, 1}, 0);
+  expect_values(tg_tanh(x), 2, (const double[]){-1, 1}, 0);
+  expect_values(tg_elu(x, 2.0), 2, (const double[]){-2, 1e4}, 0);
+  tg_scope_end();
+}
+
+/* relu'(0) = 0 and elu'(0) = alpha, as in PyTorch. */
+TG_TEST(pointwise, relu_and_elu_gradient_at_zero) {
+  tg_scope_begin();
+  tg_tensor *x = tg_zeros(TG_SHAPE(1), (tg_options){.dtype = TG_F64, .requires_grad = true});
+  cr_assert_eq(tg_backward(tg_sum(tg_add(tg_relu(x), tg_elu(x, 0.25))), NULL), TG_OK);
+  expect_values(tg_grad(x), 1, (const double[]){0.25}, 1e-15);
+  tg_scope_end();
+}
+
+/* ---- binary ops ---- */
+
+typedef tg_tensor *(*binary_fn)(const tg_tensor *, const tg_tensor *);
+
+static tg_tensor *add_scaled_m1_5(const tg_tensor *a, const tg_tensor *b) {
+  return tg_add_scaled(a, b, -1.5);
+}
+
+typedef struct binary_case {
+  const char *name;
+  binary_fn op;
+} binary_case;
+
+static const binary_case binary_cases[] = {
+    {"add", tg_add}, {"sub", tg_sub}, {"mul", tg_mul}, {"div", tg_div},
+    {"add_scaled", add_scaled_m1_5},
+};
+#define N_BINARY (int)(sizeof binary_cases / sizeof binary_cases[0])
+
+static tg_status run_binary(void *user, const tg_tensor *const *in, tg_tensor **out) {
+  const binary_case *c = user;
+  out[0] = c->op(in[0], in[1]);
+  return out[0] ? TG_OK : tg_last_error();
+}
+
+/* An F64 leaf of the given shape (ndim 0 allowed) that requires grad. */
+static tg_tensor *grad_leaf(int ndim, const int64_t *sizes, uint64_t seed, domain d) {
+  tg_tensor *t = values(ndim, sizes, seed, d.lo, d.hi, d.mixed_signs);
+  cr_assert_eq(tg_set_requires_grad(t, true), TG_OK);
+  return t;
+}
+
+TG_TEST(pointwise, binary_gradcheck_and_gradgradcheck_every_layout) {
+  const domain d = {0.5, 2.0, true}; /* b stays away from 0 for div */
+  const int64_t s23[] = {2, 3}, s3[] = {3}, s21[] = {2, 1}, s13[] = {1, 3}, s0[] = {1};
+  for (int k = 0; k < N_BINARY; k++) {
+    const binary_case *c = &binary_cases[k];
+    /* pairs: a, b */
+    for (int p = 0; p < 7; p++) {
+      tg_scope_begin();
+      tg_tensor *in[2];
+      const char *what;
+      switch (p) {
+      case 0: in[0] = input(CONTIGUOUS, 1, d), in[1] = input(CONTIGUOUS, 2, d), what = "contiguous"; break;
+      case 1: in[0] = input(TRANSPOSED, 1, d), in[1] = input(SLICED, 2, d), what = "transposed, sliced"; break;
+      case 2: in[0] = input(SLICED, 1, d), in[1] = input(TRANSPOSED, 2, d), what = "sliced, transposed"; break;
+      case 3: in[0] = grad_leaf(2, s23, 1, d), in[1] = grad_leaf(1, s3, 2, d), what = "[2, 3], [3]"; break;
+      case 4: in[0] = grad_leaf(2, s21, 1, d), in[1] = grad_leaf(2, s13, 2, d), what = "[2, 1], [1, 3]"; break;
+      case 5: in[0] = grad_leaf(2, s23, 1, d), in[1] = grad_leaf(0, s0, 2, d), what = "[2, 3], []"; break;
+      default: in[0] = grad_leaf(0, s0, 1, d), in[1] = input(TRANSPOSED, 2, d), what = "[], transposed"; break;
+      }
+      cr_assert_eq(tg_gradcheck(run_binary, (void *)c, 2, in, 1, quiet), TG_OK, "%s %s: %s",
+                   c->name, what, tg_last_error_message());
+      cr_assert_eq(tg_gradgradcheck(run_binary, (void *)c, 2, in, 1, quiet), TG_OK, "%s %s: %s",
+                   c->name, what, tg_last_error_message());
+      tg_scope_end();
+    }
+  }
+}
+
+/* Only one input requires grad: the other gets none and the check still passes. */
+TG_TEST(pointwise, binary_gradcheck_with_one_constant_input) {
+  const domain d = {0.5, 2.0, true};
+  for (int k = 0; k < N_BINARY; k++) {
+    for (int which = 0; which < 2; which++) {
+      tg_scope_begin();
+      tg_tensor *in[2] = {input(CONTIGUOUS, 1, d), input(BROADCAST, 2, d)};
+      cr_assert_eq(tg_set_requires_grad(in[which], false), TG_OK);
+      cr_assert_eq(tg_gradgradcheck(run_binary, (void *)&binary_cases[k], 2, in, 1, quiet), TG_OK,
+                   "%s (input %d constant): %s", binary_cases[k].name, which,
+                   tg_last_error_message());
+      cr_assert_null(tg_grad(in[which]));
+      tg_scope_end();
+    }
+  }
+}
+
+TG_TEST(pointwise, binary_values_and_broadcasting_by_hand) {
+  tg_scope_begin();
+  for (int dt = TG_F32; dt <= TG_F64; dt++) {
+    tg_dtype t = (tg_dtype)dt;
+    double tol = dt == TG_F32 ? 1e-6 : 1e-15;
+    tg_tensor *a = tensor_of(t, TG_SHAPE(2, 3), (const double[]){1, 2, 3, 4, 5, 6});
+    tg_tensor *b = tensor_of(t, TG_SHAPE(3), (const double[]){10, 20, 40});
+    tg_tensor *sum = tg_add(a, b);
+    tg_assert_sizes(sum, 2, 3);
+    cr_assert_eq(tg_tensor_dtype(sum), t);
+    expect_values(sum, 6, (const double[]){11, 22, 43, 14, 25, 46}, tol);
+    expect_values(tg_add(b, a), 6, (const double[]){11, 22, 43, 14, 25, 46}, tol);
+    expect_values(tg_sub(a, b), 6, (const double[]){-9, -18, -37, -6, -15, -34}, tol);
+    expect_values(tg_sub(b, a), 6, (const double[]){9, 18, 37, 6, 15, 34}, tol);
+    expect_values(tg_mul(a, b), 6, (const double[]){10, 40, 120, 40, 100, 240}, tol);
+    expect_values(tg_div(a, b), 6, (const double[]){0.1, 0.1, 0.075, 0.4, 0.25, 0.15}, tol);
+    expect_values(tg_add_scaled(a, b, -0.5), 6, (const double[]){-4, -8, -17, -1, -5, -14}, tol);
+
+    /* [2, 1] (op) [1, 3] -> [2, 3] */
+    tg_tensor *col = tensor_of(t, TG_SHAPE(2, 1), (const double[]){1, 2});
+    tg_tensor *row = tensor_of(t, TG_SHAPE(1, 3), (const double[]){10, 20, 30});
+    tg_tensor *outer = tg_mul(col, row);
+    tg_assert_sizes(outer, 2, 3);
+    expect_values(outer, 6, (const double[]){10, 20, 30, 20, 40, 60}, tol);
+    tg_assert_sizes(tg_add(row, col), 2, 3);
+
+    /* 0-dim scalars: with each other (0-dim result) and with tensors */
+    tg_tensor *s = tensor_of(t, 0, (const int64_t[]){1}, (const double[]){4});
+    tg_tensor *s2 = tg_mul(s, s);
+    cr_assert_eq(tg_ndim(s2), 0);
+    expect_values(s2, 1, (const double[]){16}, tol);
+    expect_values(tg_div(s, b), 3, (const double[]){0.4, 0.2, 0.1}, tol);
+    tg_assert_sizes(tg_sub(a, s), 2, 3);
+    expect_values(tg_sub(a, s), 6, (const double[]){-3, -2, -1, 0, 1, 2}, tol);
+
+    /* more dims on the left: [3] with [2, 1, 3] */
+    tg_tensor *c = tensor_of(t, TG_SHAPE(2, 1, 3), (const double[]){0, 0, 0, 1, 1, 1});
+    tg_tensor *bc = tg_add(b, c);
+    tg_assert_sizes(bc, 2, 1, 3);
+    expect_values(bc, 6, (const double[]){10, 20, 40, 11, 21, 41}, tol);
+
+    /* empty dims broadcast too */
+    tg_tensor *e = tg_zeros(TG_SHAPE(0, 3), (tg_options){.dtype = t});
+    tg_assert_sizes(tg_add(e, b), 0, 3);
+  }
+  tg_expect_ok();
+  tg_scope_end();
+}
+
+TG_TEST(pointwise, binary_strided_inputs_match_contiguous) {
+  tg_scope_begin();
+  for (int dt = TG_F32; dt <= TG_F64; dt++) {
+    tg_dtype t = (tg_dtype)dt;
+    tg_tensor *base = tg_to_dtype(values(TG_SHAPE(6, 8), 5, 0.5, 2.0, true), t);
+    tg_tensor *other = tg_to_dtype(values(TG_SHAPE(8, 6), 6, 0.5, 2.0, true), t);
+    tg_tensor *transposed = tg_t(other);                             /* [6, 8], strides [1, 6] */
+    tg_tensor *sliced = tg_slice(tg_narrow(base, 0, 2, 3), 1, 1, 8, 2); /* [3, 4] at offset 17 */
+    tg_tensor *expanded = tg_expand(tg_narrow(base, 1, 3, 1), TG_SHAPE(6, 8));
+    tg_tensor *small = tg_narrow(tg_narrow(other, 0, 1, 3), 1, 2, 4); /* [3, 4] */
+    for (int k = 0; k < N_BINARY; k++) {
+      binary_fn op = binary_cases[k].op;
+      tg_tensor *pairs[][2] = {{base, transposed}, {transposed, expanded}, {sliced, small},
+                               {small, sliced}};
+      for (int p = 0; p < 4; p++) {
+        tg_tensor *got = op(pairs[p][0], pairs[p][1]);
+        tg_tensor *want = op(tg_clone(pairs[p][0]), tg_clone(pairs[p][1]));
+        cr_assert(got && want, "%s pair %d: %s", binary_cases[k].name, p, tg_last_error_message());
+        tg_assert_close(got, want, 0, 0);
+      }
+    }
+  }
+  tg_scope_end();
+}
+
+TG_TEST(pointwise, grad_fn_names) {
+  tg_scope_begin();
+  tg_tensor *a = tg_ones(TG_SHAPE(2), (tg_options){.dtype = TG_F64, .requires_grad = true});
+  cr_assert_str_eq(tg_grad_fn_name(tg_add(a, a)), "add");
+  cr_assert_str_eq(tg_grad_fn_name(tg_sub(a, a)), "sub");
+  cr_assert_str_eq(tg_grad_fn_name(tg_mul(a, a)), "mul");
+  cr_assert_str_eq(tg_grad_fn_name(tg_div(a, a)), "div");
+  cr_assert_str_eq(tg_grad_fn_name(tg_sigmoid(a)), "sigmoid");
+  cr_assert_str_eq(tg_grad_fn_name(tg_elu(a, 1)), "elu");
+  cr_assert_str_eq(tg_grad_fn_name(tg_rsub_scalar(a, 1)), "rsub_scalar");
+  /* without grad mode nothing is recorded */
+  tg_no_grad_begin();
+  cr_assert_null(tg_grad_fn_name(tg_add(a, a)));
+  cr_assert(!tg_requires_grad(tg_exp(a)));
+  tg_no_grad_end();
+  tg_scope_end();
+}
+
+/* d(a*a)/da through one tensor used twice: gradients meet. */
+TG_TEST(pointwise, same_tensor_as_both_operands) {
+  tg_scope_begin();
+  tg_tensor *a = tensor_of(TG_F64, TG_SHAPE(3), (const double[]){1, -2, 3});
+  cr_assert_eq(tg_set_requires_grad(a, true), TG_OK);
+  cr_assert_eq(tg_backward(tg_sum(tg_mul(a, a)), NULL), TG_OK);
+  expect_values(tg_grad(a), 3, (const double[]){2, -4, 6}, 0);
+  tg_scope_end();
+}
+
+/* ---- errors ---- */
+
+TG_TEST(pointwise, mismatched_dtypes_are_rejected) {
+  tg_scope_begin();
+  tg_tensor *f = tg_ones(TG_SHAPE(2, 3), (tg_options){.dtype = TG_F32});
+  tg_tensor *d = tg_ones(TG_SHAPE(2, 3), (tg_options){.dtype = TG_F64});
+  cr_assert_null(tg_add(f, d));
+  tg_expect_error(TG_ERR_DTYPE, "tg_add: a is float32 but b is float64");
+  cr_assert_null(tg_div(d, f));
+  tg_expect_error(TG_ERR_DTYPE, "tg_div: a is float64 but b is float32");
+  cr_assert_null(tg_add_scaled(d, f, 2));
+  tg_expect_error(TG_ERR_DTYPE, "tg_add_scaled: a is float64 but b is float32");
+  tg_scope_end();
+}
+
+TG_TEST(pointwise, int64_inputs_are_rejected) {
+  tg_scope_begin();
+  tg_tensor *i = tg_zeros(TG_SHAPE(3), (tg_options){.dtype = TG_I64});
+  tg_tensor *f = tg_zeros(TG_SHAPE(3), (tg_options){.dtype = TG_F32});
+  cr_assert_null(tg_mul(i, i));
+  tg_expect_error(TG_ERR_DTYPE, "tg_mul: a is int64; expected float32 or float64");
+  cr_assert_null(tg_sub(f, i));
+  tg_expect_error(TG_ERR_DTYPE, "tg_sub: b is int64");
+  for (int k = 0; k < N_UNARY; k++) {
+    cr_assert_null(unary_cases[k].op(i), "%s", unary_cases[k].name);
+    tg_expect_error(TG_ERR_DTYPE, "int64; expected float32 or float64");
+  }
+  cr_assert_null(tg_exp(i));
+  tg_expect_error(TG_ERR_DTYPE, "tg_exp: x is int64");
+  cr_assert_null(tg_add_scalar(i, 1));
+  tg_expect_error(TG_ERR_DTYPE, "tg_add_scalar: a is int64");
+  tg_scope_end();
+}
+
+TG_TEST(pointwise, non_broadcastable_shapes_are_rejected) {
+  tg_scope_begin();
+  tg_tensor *a = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
+  tg_tensor *b = tg_ones(TG_SHAPE(4), TG_OPTS_DEFAULT);
+  cr_assert_null(tg_add(a, b));
+  tg_expect_error(TG_ERR_SHAPE, "tg_add: a is [2, 3] and b is [4]: sizes are not broadcastable at dim 1");
+  tg_tensor *c = tg_ones(TG_SHAPE(4, 3, 1), TG_OPTS_DEFAULT);
+  cr_assert_null(tg_mul(c, a));
+  tg_expect_error(TG_ERR_SHAPE, "tg_mul: a is [4, 3, 1] and b is [2, 3]: sizes are not broadcastable at dim 1");
+  cr_assert_null(tg_div(tg_ones(TG_SHAPE(0), TG_OPTS_DEFAULT), b));
+  tg_expect_error(TG_ERR_SHAPE, "tg_div: a is [0] and b is [4]");
+  tg_scope_end();
+}
+
+TG_TEST(pointwise, null_inputs_keep_the_first_error) {
+  tg_scope_begin();
+  tg_tensor *a = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
+  cr_assert_null(tg_sub(NULL, a));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_sub: a is NULL");
+  cr_assert_null(tg_sigmoid(NULL));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_sigmoid: x is NULL");
+  /* a chain checked once at the end reports where it first broke */
+  tg_tensor *bad = tg_add(a, tg_ones(TG_SHAPE(5), TG_OPTS_DEFAULT));
+  tg_tensor *y = tg_tanh(tg_mul_scalar(tg_exp(tg_mul(bad, a)), 2));
+  cr_assert_null(y);
+  tg_expect_error(TG_ERR_SHAPE, "tg_add: a is [2, 3] and b is [5]");
+  cr_assert_null(tg_add(a, tg_pow_scalar(NULL, 2)));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_pow_scalar: x is NULL");
+  tg_scope_end();
+}
