@@ -292,6 +292,49 @@ TG_TEST(autograd, an_in_place_write_through_a_view_is_seen_too) {
   tg_scope_end();
 }
 
+TG_TEST(autograd, a_leaf_that_requires_grad_is_not_modified_in_place) {
+  tg_scope_begin();
+  tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
+  uint64_t version = tg_version(x);
+  cr_assert_eq(tg_add_scalar_(x, 1), TG_ERR_STATE);
+  tg_expect_error(TG_ERR_STATE, "leaf");
+  assert_values(x, 2, (double[]){1, 2}, 0);
+  cr_assert_eq(tg_version(x), version);
+  /* Inside a no-grad region it is an ordinary write (how optimizers update parameters). */
+  tg_no_grad_begin();
+  cr_assert_eq(tg_add_scalar_(x, 1), TG_OK, "%s", tg_last_error_message());
+  tg_no_grad_end();
+  assert_values(x, 2, (double[]){2, 3}, 0);
+  cr_assert_gt(tg_version(x), version);
+  cr_assert(tg_is_leaf(x) && tg_requires_grad(x));
+  tg_scope_end();
+}
+
+TG_TEST(autograd, in_place_ops_are_recorded) {
+  tg_scope_begin();
+  tg_tensor *x = vec(2, (double[]){0.5, -1}, f64_grad);
+  tg_tensor *a = tg_mul_scalar(x, 2);
+  cr_assert_eq(tg_mul_scalar_(a, 3), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(tg_exp_(a), TG_OK, "%s", tg_last_error_message());
+  cr_assert(tg_requires_grad(a) && tg_grad_fn_name(a));
+  cr_assert_eq(tg_backward(tg_sum(a), NULL), TG_OK, "%s", tg_last_error_message());
+  /* d exp(6x)/dx = 6 exp(6x) */
+  assert_values(tg_grad(x), 2, (double[]){6 * exp(3.0), 6 * exp(-6.0)}, 1e-12);
+  tg_scope_end();
+}
+
+TG_TEST(autograd, an_in_place_op_on_a_saved_intermediate_is_an_error) {
+  tg_scope_begin();
+  tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
+  tg_tensor *a = tg_mul_scalar(x, 2);
+  tg_tensor *b = tg_sum(tg_mul(a, a)); /* mul saves a */
+  cr_assert_eq(tg_add_scalar_(a, 1), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(tg_backward(b, NULL), TG_ERR_STATE);
+  tg_expect_error(TG_ERR_STATE, "modified by an in-place operation");
+  cr_assert_null(tg_grad(x));
+  tg_scope_end();
+}
+
 /* ---- custom backwards that break the rules ---- */
 
 static tg_status fwd_copy(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
