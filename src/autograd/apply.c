@@ -158,6 +158,25 @@ tg_status tg_apply(const tg_op_desc *op, int n_inputs, const tg_tensor *const *i
                           op->name);
   }
 
+  if (record) {
+    /* A view's tape node assumes its base's history; a recorded in-place op on either would
+     * leave the other with a wrong graph, which tg does not rebuild (PyTorch does): refuse. */
+    if (inplace && inputs[0]->is_view)
+      return tg_set_error(TG_ERR_UNSUPPORTED,
+                          "%s: in-place operation on a view while recording gradients is not "
+                          "supported; apply it to a contiguous copy (tg_clone)",
+                          op->name);
+    for (int i = 0; i < n_inputs; i++) {
+      const tg_tensor *t = inputs[i];
+      if (t->is_view && t->requires_grad &&
+          atomic_load(&t->storage->history) != t->view_history)
+        return tg_set_error(TG_ERR_STATE,
+                            "%s: input %d is a view whose base was modified by an in-place "
+                            "operation after the view was taken; take the view again",
+                            op->name, i);
+    }
+  }
+
   tg_ctx local = {0};
   tg_node *node = NULL;
   tg_ctx *ctx = &local;
@@ -242,8 +261,14 @@ tg_status tg_apply(const tg_op_desc *op, int n_inputs, const tg_tensor *const *i
       out->requires_grad = true;
       tg__node_release(old);
     }
-    if (inplace && j == 0 && out == inputs[0])
+    if (node && (op->flags & TG_OP_VIEW)) {
+      out->is_view = true;
+      out->view_history = atomic_load(&out->storage->history);
+    }
+    if (inplace && j == 0 && out == inputs[0]) {
+      if (node) atomic_fetch_add(&out->storage->history, 1);
       tg_release(out); /* the caller keeps its own reference to the target */
+    }
     else
       tg__scoped(out);
   }

@@ -67,6 +67,7 @@ tg_storage *tg__storage_new(size_t nbytes, tg_device device) {
   }
   atomic_init(&s->refcount, 1);
   atomic_init(&s->version, 0);
+  atomic_init(&s->history, 0);
   s->nbytes = nbytes;
   s->device = device;
   s->allocator = allocator;

@@ -15,6 +15,7 @@ typedef struct tg_storage {
   tg_device device;
   const tg_allocator *allocator; /* the one that allocated data; frees it */
   atomic_ullong version;         /* bumped by every in-place write through any view */
+  atomic_ullong history;         /* bumped when a recorded in-place op rewrites a grad_fn */
 } tg_storage;
 
 struct tg_tensor {
@@ -30,6 +31,8 @@ struct tg_tensor {
   tg_tensor *grad;  /* owned reference or NULL */
   tg_node *grad_fn; /* owned reference or NULL (leaves) */
   int output_nr;    /* which output of grad_fn this tensor is */
+  bool is_view;     /* made by a view op: its grad_fn assumes its base's history */
+  uint64_t view_history; /* storage->history when the view was made */
 };
 
 /* Records a live-object birth/death for tg_live_objects. */
