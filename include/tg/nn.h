@@ -1,9 +1,97 @@
-/* tg — nn: parameters, modules (Linear, LLTM cell), init and optimizers.
- * (Filled in by the LLTM/nn work; see issue 4.) */
+/* tg — nn: modules that own their parameters (Linear, the LLTM cell) and optimizers.
+ *
+ * A module keeps its parameters as leaf tensors that require grad, with references it
+ * owns (tg_retain/tg_release): they outlive every scope until the module is freed. The
+ * accessors and parameter lists hand out borrowed pointers. Forward calls follow the
+ * usual rules: arguments borrowed, results owned by the innermost scope.
+ *
+ * A training step:
+ *   tg_scope_begin();
+ *   tg_lltm_cell_forward(cell, TG_LLTM_FUSED, x, h, c, &new_h, &new_c);
+ *   tg_backward(loss_of(new_h, new_c), NULL);
+ *   tg_optimizer_step(opt);
+ *   tg_optimizer_zero_grad(opt);
+ *   tg_scope_end(); */
 #ifndef TG_NN_H
 #define TG_NN_H
 
 #include "lltm.h"
 #include "ops.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Linear: y = x @ weight^T + bias ----
+ * weight [out, in], bias [out] (optional), both uniform(-1/sqrt(in), 1/sqrt(in)) like
+ * torch.nn.Linear's default init. x is [batch, in]; y is [batch, out]. */
+typedef struct tg_linear tg_linear;
+/* NULL (with the error) on bad sizes or options. gen may be NULL (the default generator). */
+tg_linear *tg_linear_new(int64_t in_features, int64_t out_features, bool bias, tg_options opts,
+                         tg_generator *gen);
+void tg_linear_free(tg_linear *m); /* NULL is a no-op */
+tg_tensor *tg_linear_forward(const tg_linear *m, const tg_tensor *x);
+tg_tensor *tg_linear_weight(const tg_linear *m);
+tg_tensor *tg_linear_bias(const tg_linear *m); /* NULL without bias */
+
+/* ---- the LLTM cell (tg/lltm.h), the tutorial's torch.nn.Module ----
+ * weights [3S, S+I], bias [3S], both uniform(-1/sqrt(S), 1/sqrt(S)). */
+typedef enum tg_lltm_impl {
+  TG_LLTM_FUSED,    /* the registered fused op tg_lltm */
+  TG_LLTM_COMPOSED, /* tg_lltm_composed: generic ops on the tape */
+} tg_lltm_impl;
+
+typedef struct tg_lltm_cell tg_lltm_cell;
+tg_lltm_cell *tg_lltm_cell_new(int64_t input_features, int64_t state_size, tg_options opts,
+                               tg_generator *gen);
+void tg_lltm_cell_free(tg_lltm_cell *cell); /* NULL is a no-op */
+/* input [B, I], old_h and old_cell [B, S] -> new_h, new_cell [B, S] through either path. */
+tg_status tg_lltm_cell_forward(const tg_lltm_cell *cell, tg_lltm_impl impl, const tg_tensor *input,
+                               const tg_tensor *old_h, const tg_tensor *old_cell,
+                               tg_tensor **new_h, tg_tensor **new_cell);
+tg_tensor *tg_lltm_cell_weights(const tg_lltm_cell *cell);
+tg_tensor *tg_lltm_cell_bias(const tg_lltm_cell *cell);
+int64_t tg_lltm_cell_input_features(const tg_lltm_cell *cell);
+int64_t tg_lltm_cell_state_size(const tg_lltm_cell *cell);
+
+/* ---- parameter lists ----
+ * Each writes up to max borrowed pointers into out (which may be NULL when max is 0) and
+ * returns how many parameters the module has: weights first, then bias. */
+int tg_linear_parameters(const tg_linear *m, tg_tensor **out, int max);
+int tg_lltm_cell_parameters(const tg_lltm_cell *cell, tg_tensor **out, int max);
+
+/* ---- optimizers ----
+ * An optimizer holds references to its parameters (and its own state: momentum buffers,
+ * Adam moments). step() updates every parameter that has a gradient, in place, outside
+ * the tape; parameters without a gradient are skipped. */
+typedef struct tg_optimizer tg_optimizer;
+
+typedef struct tg_sgd_options {
+  double lr;           /* learning rate, > 0 */
+  double momentum;     /* 0 = plain SGD */
+  double dampening;    /* applied to the gradient in the momentum buffer */
+  double weight_decay; /* L2 penalty added to the gradient */
+  bool nesterov;       /* needs momentum > 0 and dampening == 0 */
+} tg_sgd_options;
+
+typedef struct tg_adam_options {
+  double lr;           /* 0 = 1e-3 */
+  double beta1;        /* 0 = 0.9 */
+  double beta2;        /* 0 = 0.999 */
+  double eps;          /* 0 = 1e-8 */
+  double weight_decay; /* L2 penalty added to the gradient (torch.optim.Adam's) */
+} tg_adam_options;
+
+/* PyTorch's update rules (torch.optim.SGD and Adam). NULL with TG_ERR_ARGUMENT on bad
+ * options or parameters (NULL, not floating, not requiring grad). */
+tg_optimizer *tg_sgd_new(int n_params, tg_tensor *const *params, tg_sgd_options opts);
+tg_optimizer *tg_adam_new(int n_params, tg_tensor *const *params, tg_adam_options opts);
+tg_status tg_optimizer_step(tg_optimizer *opt);
+/* Zeroes every parameter's gradient in place (keeps the buffers). */
+tg_status tg_optimizer_zero_grad(tg_optimizer *opt);
+void tg_optimizer_free(tg_optimizer *opt); /* NULL is a no-op */
+
+#ifdef __cplusplus
+}
+#endif
 #endif

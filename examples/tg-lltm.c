@@ -1,0 +1,388 @@
+/* tg-lltm: the LLTM cell of PyTorch's "Custom C++ and CUDA Extensions" tutorial, fused and
+ * composed, compared, gradient-checked and timed.
+ *
+ *   tg-lltm                      batch 16, features 32, state 128, F32, CPU (the tutorial's)
+ *   tg-lltm --batch 256 --features 1024 --state 1024 --threads 2 --grad all --json
+ *
+ * 1. Runs both paths on the same inputs (all five requiring grad) and prints the largest
+ *    difference of new_h, new_cell and the five gradients of sum(new_h) + sum(new_cell).
+ * 2. Gradient-checks both paths in F64 at the official test's size (batch 3, features 17,
+ *    state 5) against central differences.
+ * 3. Times them like the tutorial's benchmark: forward, then backward of
+ *    sum(new_h) + sum(new_cell), each timed on its own; median over --iters iterations
+ *    after a warm-up; also the bytes each graph keeps for backward. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tg/tg.h"
+
+typedef struct config {
+  int64_t batch, features, state;
+  tg_dtype dtype;
+  tg_device device;
+  int iters, threads;
+  bool grad_all; /* time with input, old_h and old_cell requiring grad too */
+  bool json;
+} config;
+
+static const char *const usage =
+    "usage: tg-lltm [--batch N] [--features N] [--state N] [--dtype f32|f64]\n"
+    "               [--device cpu|cuda[:I]] [--iters N] [--threads N] [--grad params|all]\n"
+    "               [--json]\n"
+    "Compares, gradient-checks and times the fused and the composed LLTM cell.\n"
+    "Defaults: the tutorial's batch 16, features 32, state 128, F32 on the CPU, 100 timed\n"
+    "iterations, tg's default thread count, gradients for the parameters only.\n";
+
+/* ---- command line ---- */
+
+static bool parse_count(const char *flag, const char *text, int64_t max, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (errno || *end || v < 1 || v > max) {
+    fprintf(stderr, "tg-lltm: %s wants an integer in 1..%lld, got '%s'\n", flag, (long long)max,
+            text);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+static bool parse_device(const char *text, tg_device *out) {
+  if (strcmp(text, "cpu") == 0 || strcmp(text, "cuda") == 0) {
+    *out = text[0] == 'c' && text[1] == 'p' ? TG_DEVICE_CPU : TG_DEVICE_CUDA(0);
+    return true;
+  }
+  char *end;
+  long index = strncmp(text, "cuda:", 5) == 0 ? strtol(text + 5, &end, 10) : -1;
+  if (index >= 0 && index < 64 && end != text + 5 && *end == '\0') {
+    *out = TG_DEVICE_CUDA((int)index);
+    return true;
+  }
+  fprintf(stderr, "tg-lltm: --device wants cpu, cuda or cuda:INDEX, got '%s'\n", text);
+  return false;
+}
+
+/* Returns 0 to run, 1 on a bad command line, 2 after --help. */
+static int parse_args(int argc, char **argv, config *cfg) {
+  *cfg = (config){.batch = 16, .features = 32, .state = 128, .dtype = TG_F32,
+                  .device = TG_DEVICE_CPU, .iters = 100};
+  for (int i = 1; i < argc; i++) {
+    const char *flag = argv[i];
+    if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
+      fputs(usage, stdout);
+      return 2;
+    }
+    if (strcmp(flag, "--json") == 0) {
+      cfg->json = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "tg-lltm: unknown flag or missing value: %s\n%s", flag, usage);
+      return 1;
+    }
+    const char *value = argv[++i];
+    int64_t n;
+    bool ok = true;
+    if (strcmp(flag, "--batch") == 0) {
+      ok = parse_count(flag, value, 1 << 24, &cfg->batch);
+    } else if (strcmp(flag, "--features") == 0) {
+      ok = parse_count(flag, value, 1 << 24, &cfg->features);
+    } else if (strcmp(flag, "--state") == 0) {
+      ok = parse_count(flag, value, 1 << 24, &cfg->state);
+    } else if (strcmp(flag, "--iters") == 0) {
+      ok = parse_count(flag, value, 1000000, &n);
+      cfg->iters = (int)n;
+    } else if (strcmp(flag, "--threads") == 0) {
+      ok = parse_count(flag, value, 1024, &n);
+      cfg->threads = (int)n;
+    } else if (strcmp(flag, "--dtype") == 0) {
+      ok = strcmp(value, "f32") == 0 || strcmp(value, "f64") == 0;
+      cfg->dtype = strcmp(value, "f64") == 0 ? TG_F64 : TG_F32;
+      if (!ok) fprintf(stderr, "tg-lltm: --dtype wants f32 or f64, got '%s'\n", value);
+    } else if (strcmp(flag, "--device") == 0) {
+      ok = parse_device(value, &cfg->device);
+    } else if (strcmp(flag, "--grad") == 0) {
+      ok = strcmp(value, "params") == 0 || strcmp(value, "all") == 0;
+      cfg->grad_all = strcmp(value, "all") == 0;
+      if (!ok) fprintf(stderr, "tg-lltm: --grad wants params or all, got '%s'\n", value);
+    } else {
+      fprintf(stderr, "tg-lltm: unknown flag %s\n%s", flag, usage);
+      return 1;
+    }
+    if (!ok) return 1;
+  }
+  return 0;
+}
+
+/* ---- helpers ---- */
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, compare_doubles);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void fail(const char *what) {
+  fprintf(stderr, "tg-lltm: %s failed: %s\n", what, tg_last_error_message());
+  exit(1);
+}
+
+/* max |a - b| over all elements, computed on the host in F64. */
+static double max_abs_diff(const tg_tensor *a, const tg_tensor *b) {
+  tg_tensor *d = tg_to_device(tg_to_dtype(tg_sub(a, b), TG_F64), TG_DEVICE_CPU);
+  double *host = d ? malloc(sizeof(double) * (size_t)tg_numel(d) + 1) : NULL;
+  if (!host || tg_to_host_array(d, host, sizeof(double) * (size_t)tg_numel(d)) != TG_OK)
+    fail("comparing results");
+  double m = 0;
+  for (int64_t i = 0; i < tg_numel(d); i++) m = fmax(m, fabs(host[i]));
+  free(host);
+  return m;
+}
+
+/* sum(new_h) + sum(new_cell): the tutorial's loss. */
+static tg_tensor *loss_of(const tg_tensor *new_h, const tg_tensor *new_cell) {
+  return tg_add(tg_sum(new_h), tg_sum(new_cell));
+}
+
+/* ---- 1. fused vs composed ---- */
+
+enum { N_COMPARED = 7 };
+static const char *const compared_names[N_COMPARED] = {
+    "new_h", "new_cell", "d_input", "d_weights", "d_bias", "d_old_h", "d_old_cell"};
+
+static void compare_paths(tg_lltm_cell *cell, tg_tensor *const inputs[5],
+                          double diffs[N_COMPARED]) {
+  tg_scope_begin();
+  tg_tensor *out[2][2], *grads[2][5];
+  for (int k = 0; k < 2; k++) {
+    tg_lltm_impl impl = k == 0 ? TG_LLTM_FUSED : TG_LLTM_COMPOSED;
+    if (tg_lltm_cell_forward(cell, impl, inputs[0], inputs[3], inputs[4], &out[k][0],
+                             &out[k][1]) != TG_OK)
+      fail(k == 0 ? "fused forward" : "composed forward");
+    tg_tensor *loss = loss_of(out[k][0], out[k][1]);
+    if (!loss || tg_autograd_grad(1, (const tg_tensor *const[]){loss}, NULL, 5,
+                                  (const tg_tensor *const *)inputs, grads[k],
+                                  (tg_backward_options){0}, false) != TG_OK)
+      fail(k == 0 ? "fused backward" : "composed backward");
+  }
+  diffs[0] = max_abs_diff(out[0][0], out[1][0]);
+  diffs[1] = max_abs_diff(out[0][1], out[1][1]);
+  for (int i = 0; i < 5; i++) diffs[2 + i] = max_abs_diff(grads[0][i], grads[1][i]);
+  tg_scope_end();
+}
+
+/* ---- 2. gradcheck ---- */
+
+static tg_status lltm_fn(void *user, const tg_tensor *const *in, tg_tensor **out) {
+  tg_lltm_impl impl = *(const tg_lltm_impl *)user;
+  return impl == TG_LLTM_FUSED ? tg_lltm(in[0], in[1], in[2], in[3], in[4], &out[0], &out[1])
+                               : tg_lltm_composed(in[0], in[1], in[2], in[3], in[4], &out[0],
+                                                  &out[1]);
+}
+
+/* Gradcheck at batch 3, features 17, state 5 in F64 on cfg's device: "ok", or the
+ * report of the first mismatch, in msg. */
+static bool gradcheck_path(tg_lltm_impl impl, const config *cfg, char *msg, size_t len) {
+  const int64_t B = 3, I = 17, S = 5;
+  tg_scope_begin();
+  tg_generator *gen = tg_generator_new(7);
+  tg_options o = {.dtype = TG_F64, .device = cfg->device, .requires_grad = true};
+  tg_tensor *in[5] = {tg_randn(TG_SHAPE(B, I), o, gen), tg_randn(TG_SHAPE(3 * S, S + I), o, gen),
+                      tg_randn(TG_SHAPE(3 * S), o, gen), tg_randn(TG_SHAPE(B, S), o, gen),
+                      tg_randn(TG_SHAPE(B, S), o, gen)};
+  tg_generator_free(gen);
+  tg_status st = in[0] && in[1] && in[2] && in[3] && in[4]
+                     ? tg_gradcheck(lltm_fn, &impl, 5, in, 2, (tg_gradcheck_options){.quiet = true})
+                     : tg_last_error();
+  snprintf(msg, len, "%s", st == TG_OK ? "ok" : tg_last_error_message());
+  tg_clear_error();
+  tg_scope_end();
+  return st == TG_OK;
+}
+
+/* ---- 3. timing ---- */
+
+typedef struct timing {
+  double forward_us, backward_us;
+  int64_t saved_bytes;
+} timing;
+
+static void sync_device(const config *cfg) {
+  if (cfg->device.type == TG_CUDA && tg_cuda_synchronize() != TG_OK) fail("cuda synchronize");
+}
+
+static timing time_path(tg_lltm_impl impl, const config *cfg, tg_lltm_cell *cell,
+                        tg_tensor *const inputs[5]) {
+  const int warmup = cfg->iters / 10 > 3 ? cfg->iters / 10 : 3;
+  double *fwd = malloc(sizeof(double) * (size_t)cfg->iters);
+  double *bwd = malloc(sizeof(double) * (size_t)cfg->iters);
+  if (!fwd || !bwd) {
+    fprintf(stderr, "tg-lltm: out of memory\n");
+    exit(1);
+  }
+  timing t = {0};
+  for (int i = 0; i < warmup + cfg->iters; i++) {
+    tg_scope_begin();
+    tg_tensor *new_h, *new_cell;
+    sync_device(cfg);
+    double t0 = now_us();
+    if (tg_lltm_cell_forward(cell, impl, inputs[0], inputs[3], inputs[4], &new_h, &new_cell) !=
+        TG_OK)
+      fail("forward");
+    sync_device(cfg);
+    double t1 = now_us();
+    if (i == 0)
+      t.saved_bytes = tg_graph_saved_bytes(2, (const tg_tensor *const[]){new_h, new_cell}, 5,
+                                           (const tg_tensor *const *)inputs);
+    if (tg_backward(loss_of(new_h, new_cell), NULL) != TG_OK) fail("backward");
+    sync_device(cfg);
+    double t2 = now_us();
+    tg_scope_end();
+    if (i >= warmup) {
+      fwd[i - warmup] = t1 - t0;
+      bwd[i - warmup] = t2 - t1;
+    }
+  }
+  t.forward_us = median(fwd, cfg->iters);
+  t.backward_us = median(bwd, cfg->iters);
+  free(fwd);
+  free(bwd);
+  return t;
+}
+
+/* ---- main ---- */
+
+/* x, W, b, h, c: W and b are the cell's; x, h, c ~ N(0, 1). */
+static void make_inputs(const config *cfg, tg_lltm_cell *cell, bool inputs_grad,
+                        tg_tensor *inputs[5]) {
+  tg_generator *gen = tg_generator_new(1);
+  tg_options o = {.dtype = cfg->dtype, .device = cfg->device, .requires_grad = inputs_grad};
+  inputs[0] = tg_randn(TG_SHAPE(cfg->batch, cfg->features), o, gen);
+  inputs[1] = tg_lltm_cell_weights(cell);
+  inputs[2] = tg_lltm_cell_bias(cell);
+  inputs[3] = tg_randn(TG_SHAPE(cfg->batch, cfg->state), o, gen);
+  inputs[4] = tg_randn(TG_SHAPE(cfg->batch, cfg->state), o, gen);
+  tg_generator_free(gen);
+  if (!inputs[0] || !inputs[3] || !inputs[4]) fail("making the inputs");
+}
+
+static void print_text(const config *cfg, const double diffs[N_COMPARED], const char *gc_fused,
+                       const char *gc_composed, const timing *fused, const timing *composed) {
+  printf("tg-lltm: LLTM cell, batch %lld, features %lld, state %lld, %s on %s:%d, %d thread(s)\n\n",
+         (long long)cfg->batch, (long long)cfg->features, (long long)cfg->state,
+         tg_dtype_name(cfg->dtype), tg_device_type_name(cfg->device.type), cfg->device.index,
+         tg_get_num_threads());
+  printf("fused vs composed, max |difference| (gradients of sum(new_h) + sum(new_cell)):\n");
+  for (int i = 0; i < N_COMPARED; i++) printf("  %-11s %.3g\n", compared_names[i], diffs[i]);
+  printf("\ngradcheck (F64, batch 3, features 17, state 5, all five inputs):\n");
+  printf("  fused      %s\n", gc_fused);
+  printf("  composed   %s\n", gc_composed);
+  printf("\ntiming: median of %d iterations after warm-up; gradients for %s\n", cfg->iters,
+         cfg->grad_all ? "all five inputs" : "weights and bias (the tutorial's benchmark)");
+  printf("                  forward us   backward us   saved for backward\n");
+  printf("  composed        %10.1f    %10.1f   %10lld bytes\n", composed->forward_us,
+         composed->backward_us, (long long)composed->saved_bytes);
+  printf("  fused           %10.1f    %10.1f   %10lld bytes\n", fused->forward_us,
+         fused->backward_us, (long long)fused->saved_bytes);
+  printf("  fused/composed  %10.2f    %10.2f   %10.2f\n", fused->forward_us / composed->forward_us,
+         fused->backward_us / composed->backward_us,
+         (double)fused->saved_bytes / (double)composed->saved_bytes);
+  printf("  fused forward+backward is %.2fx as fast as composed\n",
+         (composed->forward_us + composed->backward_us) / (fused->forward_us + fused->backward_us));
+}
+
+/* A JSON string literal of s (quotes and backslashes escaped, control characters dropped). */
+static void print_json_string(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') putchar('\\');
+    if ((unsigned char)*s >= 0x20) putchar(*s);
+  }
+  putchar('"');
+}
+
+static void print_json(const config *cfg, const double diffs[N_COMPARED], const char *gc_fused,
+                       const char *gc_composed, const timing *fused, const timing *composed) {
+  printf("{\"batch\": %lld, \"features\": %lld, \"state\": %lld, \"dtype\": \"%s\", "
+         "\"device\": \"%s:%d\", \"threads\": %d, \"mode\": \"%s\", \"iters\": %d, ",
+         (long long)cfg->batch, (long long)cfg->features, (long long)cfg->state,
+         tg_dtype_name(cfg->dtype), tg_device_type_name(cfg->device.type), cfg->device.index,
+         tg_get_num_threads(), cfg->grad_all ? "all" : "params", cfg->iters);
+  printf("\"max_abs_diff\": {");
+  for (int i = 0; i < N_COMPARED; i++)
+    printf("%s\"%s\": %.6g", i ? ", " : "", compared_names[i], diffs[i]);
+  printf("}, \"gradcheck\": {\"fused\": ");
+  print_json_string(gc_fused);
+  printf(", \"composed\": ");
+  print_json_string(gc_composed);
+  printf("}, ");
+  const timing *t[2] = {composed, fused};
+  for (int k = 0; k < 2; k++)
+    printf("\"%s\": {\"forward_us\": %.3f, \"backward_us\": %.3f, \"saved_bytes\": %lld}, ",
+           k ? "fused" : "composed", t[k]->forward_us, t[k]->backward_us,
+           (long long)t[k]->saved_bytes);
+  printf("\"fused_over_composed\": {\"forward\": %.4f, \"backward\": %.4f, \"saved_bytes\": %.4f}}\n",
+         fused->forward_us / composed->forward_us, fused->backward_us / composed->backward_us,
+         (double)fused->saved_bytes / (double)composed->saved_bytes);
+}
+
+int main(int argc, char **argv) {
+  config cfg;
+  int parsed = parse_args(argc, argv, &cfg);
+  if (parsed) return parsed == 2 ? 0 : 1;
+  if (cfg.threads > 0) tg_set_num_threads(cfg.threads);
+
+  tg_generator *gen = tg_generator_new(42);
+  tg_lltm_cell *cell = tg_lltm_cell_new(cfg.features, cfg.state,
+                                        (tg_options){.dtype = cfg.dtype, .device = cfg.device}, gen);
+  tg_generator_free(gen);
+  if (!cell) fail("creating the LLTM cell");
+
+  /* 1. Same inputs through both paths, every gradient. */
+  double diffs[N_COMPARED];
+  tg_scope_begin();
+  tg_tensor *inputs[5];
+  make_inputs(&cfg, cell, true, inputs);
+  compare_paths(cell, inputs, diffs);
+  tg_scope_end();
+
+  /* 2. Gradcheck both paths. */
+  char gc_fused[512], gc_composed[512];
+  bool gradcheck_ok = gradcheck_path(TG_LLTM_FUSED, &cfg, gc_fused, sizeof gc_fused);
+  gradcheck_ok &= gradcheck_path(TG_LLTM_COMPOSED, &cfg, gc_composed, sizeof gc_composed);
+
+  /* 3. Timing, composed first, each with its own inputs. */
+  timing t[2];
+  for (int k = 0; k < 2; k++) {
+    tg_scope_begin();
+    make_inputs(&cfg, cell, cfg.grad_all, inputs);
+    t[k] = time_path(k ? TG_LLTM_FUSED : TG_LLTM_COMPOSED, &cfg, cell, inputs);
+    tg_scope_end();
+    tg_tensor *params[2];
+    tg_lltm_cell_parameters(cell, params, 2);
+    for (int i = 0; i < 2; i++) tg_set_grad(params[i], NULL);
+  }
+  tg_lltm_cell_free(cell);
+
+  if (cfg.json)
+    print_json(&cfg, diffs, gc_fused, gc_composed, &t[1], &t[0]);
+  else
+    print_text(&cfg, diffs, gc_fused, gc_composed, &t[1], &t[0]);
+  return gradcheck_ok ? 0 : 1;
+}

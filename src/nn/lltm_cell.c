@@ -1,0 +1,81 @@
+/* The LLTM cell module: the tutorial's torch.nn.Module holding weights and bias. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "nn/params.h"
+#include "tg/nn.h"
+
+struct tg_lltm_cell {
+  int64_t input_features, state_size;
+  tg_tensor *params[2]; /* weights [3S, S+I], bias [3S]; owned references */
+};
+
+tg_lltm_cell *tg_lltm_cell_new(int64_t input_features, int64_t state_size, tg_options opts,
+                               tg_generator *gen) {
+  if (input_features < 1 || state_size < 1) {
+    tg_set_error(TG_ERR_ARGUMENT,
+                 "tg_lltm_cell_new: input_features (%lld) and state_size (%lld) must be >= 1",
+                 (long long)input_features, (long long)state_size);
+    return NULL;
+  }
+  if (!tg_dtype_is_floating(opts.dtype)) {
+    tg_set_error(TG_ERR_DTYPE, "tg_lltm_cell_new: dtype %s is not floating (F32 or F64)",
+                 tg_dtype_name(opts.dtype));
+    return NULL;
+  }
+  tg_lltm_cell *cell = calloc(1, sizeof *cell);
+  if (!cell) {
+    tg_set_error(TG_ERR_MEMORY, "tg_lltm_cell_new: out of memory");
+    return NULL;
+  }
+  cell->input_features = input_features;
+  cell->state_size = state_size;
+  /* The tutorial's reset_parameters: every parameter uniform(-1/sqrt(S), +1/sqrt(S)). */
+  const double stdv = 1.0 / sqrt((double)state_size);
+  cell->params[0] = tg__nn_uniform_param(TG_SHAPE(3 * state_size, state_size + input_features),
+                                         stdv, opts, gen);
+  cell->params[1] = cell->params[0] ? tg__nn_uniform_param(TG_SHAPE(3 * state_size), stdv, opts, gen)
+                                    : NULL;
+  if (!cell->params[1]) {
+    tg_lltm_cell_free(cell);
+    return NULL;
+  }
+  return cell;
+}
+
+void tg_lltm_cell_free(tg_lltm_cell *cell) {
+  if (!cell) return;
+  tg_release(cell->params[0]);
+  tg_release(cell->params[1]);
+  free(cell);
+}
+
+tg_status tg_lltm_cell_forward(const tg_lltm_cell *cell, tg_lltm_impl impl, const tg_tensor *input,
+                               const tg_tensor *old_h, const tg_tensor *old_cell,
+                               tg_tensor **new_h, tg_tensor **new_cell) {
+  if (new_h) *new_h = NULL;
+  if (new_cell) *new_cell = NULL;
+  if (!cell) return tg_set_error(TG_ERR_ARGUMENT, "tg_lltm_cell_forward: cell is NULL");
+  switch (impl) {
+  case TG_LLTM_FUSED:
+    return tg_lltm(input, cell->params[0], cell->params[1], old_h, old_cell, new_h, new_cell);
+  case TG_LLTM_COMPOSED:
+    return tg_lltm_composed(input, cell->params[0], cell->params[1], old_h, old_cell, new_h,
+                            new_cell);
+  }
+  return tg_set_error(TG_ERR_ARGUMENT,
+                      "tg_lltm_cell_forward: impl %d is neither TG_LLTM_FUSED nor "
+                      "TG_LLTM_COMPOSED",
+                      (int)impl);
+}
+
+tg_tensor *tg_lltm_cell_weights(const tg_lltm_cell *cell) { return cell ? cell->params[0] : NULL; }
+tg_tensor *tg_lltm_cell_bias(const tg_lltm_cell *cell) { return cell ? cell->params[1] : NULL; }
+int64_t tg_lltm_cell_input_features(const tg_lltm_cell *cell) {
+  return cell ? cell->input_features : 0;
+}
+int64_t tg_lltm_cell_state_size(const tg_lltm_cell *cell) { return cell ? cell->state_size : 0; }
+
+int tg_lltm_cell_parameters(const tg_lltm_cell *cell, tg_tensor **out, int max) {
+  return cell ? tg__nn_list_params(2, cell->params, out, max) : 0;
+}

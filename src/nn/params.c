@@ -1,0 +1,19 @@
+/* Parameter creation and listing for the nn modules. */
+#include "nn/params.h"
+
+#include "tg/autograd.h"
+
+tg_tensor *tg__nn_uniform_param(int ndim, const int64_t *sizes, double bound, tg_options opts,
+                                tg_generator *gen) {
+  opts.requires_grad = false;
+  tg_scope_begin();
+  tg_tensor *t = tg_uniform(ndim, sizes, -bound, bound, opts, gen);
+  tg_tensor *kept = t && tg_set_requires_grad(t, true) == TG_OK ? tg_keep(t) : NULL;
+  tg_scope_end();
+  return kept;
+}
+
+int tg__nn_list_params(int n, tg_tensor *const *params, tg_tensor **out, int max) {
+  for (int i = 0; i < n && i < max && out; i++) out[i] = params[i];
+  return n;
+}

@@ -1,0 +1,306 @@
+/* The fused LLTM op "lltm": argument checks, the front end, the CPU and CUDA forwards and
+ * the hand-written backward.
+ *
+ * CPU forward: gates [B, 3S] = old_h @ W[:, :S]^T + input @ W[:, S:]^T (two GEMMs into one
+ * buffer: cat([old_h, input]) is never built), then one elementwise pass (lltm_cpu.c) that
+ * adds the bias, computes the cell and overwrites gates with the activations (input gate,
+ * output gate, candidate). Saved for backward: that buffer, the only memory the op keeps
+ * beyond its inputs; old_cell (tanh(new_cell) is recomputed from it); old_h and input
+ * only when weights need a gradient, weights only when old_h or input do. Inputs are
+ * saved by reference.
+ *
+ * CPU backward: one pass for d_gates, d_old_cell and d_bias (a column sum taken in the
+ * same pass), then the GEMMs: d_W = d_gates^T @ [old_h, input] as two GEMMs into the two
+ * column blocks of d_W, d_X = d_gates @ W as one GEMM when both old_h and input need a
+ * gradient (else only the block needed). Nothing is computed for an input that needs no
+ * gradient. The backward is not itself differentiable (TG_OP_ONCE_DIFFERENTIABLE).
+ *
+ * CUDA: the kernels of src/ops/cuda/lltm_cuda.h, which keep X and the pre-activations. */
+#include "ops/backend.h"
+#include "ops/cuda/lltm_cuda.h"
+#include "ops/lltm_internal.h"
+#include "ops/registry.h"
+#include "tg/lltm.h"
+
+/* ---- argument checks ---- */
+
+static bool check_dtype_device(const char *op, const char *arg, const tg_tensor *t,
+                               const tg_tensor *input) {
+  if (!tg_dtype_is_floating(t->dtype)) {
+    tg_set_error(TG_ERR_DTYPE, "%s: %s has dtype %s; the LLTM needs F32 or F64", op, arg,
+                 tg_dtype_name(t->dtype));
+    return false;
+  }
+  if (t->dtype != input->dtype) {
+    tg_set_error(TG_ERR_DTYPE, "%s: %s is %s but input is %s: all five tensors need one dtype",
+                 op, arg, tg_dtype_name(t->dtype), tg_dtype_name(input->dtype));
+    return false;
+  }
+  tg_device d = t->storage->device, di = input->storage->device;
+  if (!tg_device_equal(d, di)) {
+    tg_set_error(TG_ERR_DEVICE, "%s: %s is on %s:%d but input is on %s:%d", op, arg,
+                 tg_device_type_name(d.type), d.index, tg_device_type_name(di.type), di.index);
+    return false;
+  }
+  return true;
+}
+
+static bool check_matrix(const char *op, const char *arg, const tg_tensor *t, const char *what) {
+  if (t->ndim == 2) return true;
+  char s[160];
+  tg_set_error(TG_ERR_SHAPE, "%s: %s must be 2-D %s, got %s", op, arg, what,
+               tg_format_sizes(s, sizeof s, t->ndim, t->sizes));
+  return false;
+}
+
+tg_status tg__lltm_check(const char *op, const tg_tensor *input, const tg_tensor *weights,
+                         const tg_tensor *bias, const tg_tensor *old_h, const tg_tensor *old_cell,
+                         tg_lltm_dims *dims) {
+  if (!tg__check_arg(op, "input", input) || !tg__check_arg(op, "weights", weights) ||
+      !tg__check_arg(op, "bias", bias) || !tg__check_arg(op, "old_h", old_h) ||
+      !tg__check_arg(op, "old_cell", old_cell))
+    return tg_last_error();
+  if (!check_dtype_device(op, "input", input, input) ||
+      !check_dtype_device(op, "weights", weights, input) ||
+      !check_dtype_device(op, "bias", bias, input) ||
+      !check_dtype_device(op, "old_h", old_h, input) ||
+      !check_dtype_device(op, "old_cell", old_cell, input))
+    return tg_last_error();
+  if (!check_matrix(op, "input", input, "[batch, features]") ||
+      !check_matrix(op, "old_h", old_h, "[batch, state]"))
+    return tg_last_error();
+  char a[160], b[160];
+  const int64_t B = input->sizes[0], I = input->sizes[1], S = old_h->sizes[1];
+  if (old_h->sizes[0] != B)
+    return tg_set_error(TG_ERR_SHAPE, "%s: old_h is %s but input is %s: batch sizes differ", op,
+                        tg_format_sizes(a, sizeof a, old_h->ndim, old_h->sizes),
+                        tg_format_sizes(b, sizeof b, input->ndim, input->sizes));
+  bool cell_ok = old_cell->ndim == 2 && old_cell->sizes[0] == B && old_cell->sizes[1] == S;
+  if (!cell_ok)
+    return tg_set_error(TG_ERR_SHAPE, "%s: old_cell is %s but old_h is %s: they must match", op,
+                        tg_format_sizes(a, sizeof a, old_cell->ndim, old_cell->sizes),
+                        tg_format_sizes(b, sizeof b, old_h->ndim, old_h->sizes));
+  bool weights_ok =
+      weights->ndim == 2 && weights->sizes[0] == 3 * S && weights->sizes[1] == S + I;
+  if (!weights_ok)
+    return tg_set_error(TG_ERR_SHAPE,
+                        "%s: weights is %s but must be [3*state, state+features] = "
+                        "[%lld, %lld] (state %lld from old_h, features %lld from input)",
+                        op, tg_format_sizes(a, sizeof a, weights->ndim, weights->sizes),
+                        (long long)(3 * S), (long long)(S + I), (long long)S, (long long)I);
+  bool bias_ok = (bias->ndim == 1 && bias->sizes[0] == 3 * S) ||
+                 (bias->ndim == 2 && bias->sizes[0] == 1 && bias->sizes[1] == 3 * S);
+  if (!bias_ok)
+    return tg_set_error(TG_ERR_SHAPE, "%s: bias is %s but must be [3*state] = [%lld] (or [1, %lld])",
+                        op, tg_format_sizes(a, sizeof a, bias->ndim, bias->sizes),
+                        (long long)(3 * S), (long long)(3 * S));
+  if (dims) *dims = (tg_lltm_dims){B, I, S};
+  return TG_OK;
+}
+
+/* ---- the front end ---- */
+
+tg_status tg_lltm(const tg_tensor *input, const tg_tensor *weights, const tg_tensor *bias,
+                  const tg_tensor *old_h, const tg_tensor *old_cell, tg_tensor **new_h,
+                  tg_tensor **new_cell) {
+  if (new_h) *new_h = NULL;
+  if (new_cell) *new_cell = NULL;
+  if (!new_h || !new_cell)
+    return tg_set_error(TG_ERR_ARGUMENT, "tg_lltm: new_h and new_cell must not be NULL");
+  tg_status st = tg__lltm_check("tg_lltm", input, weights, bias, old_h, old_cell, NULL);
+  if (st != TG_OK) return st;
+  tg_tensor *outs[2];
+  st = tg_apply(TG__OP(lltm), TG__IN(input, weights, bias, old_h, old_cell), TG__NO_SC, 2, outs);
+  if (st != TG_OK) return st;
+  *new_h = outs[0];
+  *new_cell = outs[1];
+  return TG_OK;
+}
+
+/* ---- helpers ---- */
+
+enum { IN_INPUT, IN_WEIGHTS, IN_BIAS, IN_OLD_H, IN_OLD_CELL };
+
+/* A scope-owned 2-D view of t's block [row0, row0+rows) x [col0, col0+cols), transposed
+ * when asked. Made directly (no tape, no checks): the callers' geometry is valid. */
+static tg_tensor *block(const tg_tensor *t, int64_t row0, int64_t col0, int64_t rows,
+                        int64_t cols, bool transposed) {
+  tg_tensor *v = tg__alias_raw(t);
+  if (!v) return NULL;
+  v->offset = t->offset + row0 * t->strides[0] + col0 * t->strides[1];
+  v->sizes[0] = transposed ? cols : rows;
+  v->sizes[1] = transposed ? rows : cols;
+  v->strides[0] = transposed ? t->strides[1] : t->strides[0];
+  v->strides[1] = transposed ? t->strides[0] : t->strides[1];
+  return tg__scoped(v);
+}
+
+static tg_tensor *matrix_like(const tg_tensor *t, int64_t rows, int64_t cols, bool zeroed) {
+  tg_options o = {.dtype = t->dtype, .device = t->storage->device};
+  return zeroed ? tg_zeros(TG_SHAPE(rows, cols), o) : tg_empty(TG_SHAPE(rows, cols), o);
+}
+
+/* Which inputs the CPU forward saves, in order, given which gradients are wanted. */
+typedef struct saved_plan {
+  bool x_for_weights; /* input, old_h: for d_weights */
+  bool w_for_x;       /* weights: for d_input, d_old_h */
+} saved_plan;
+
+static saved_plan plan_of(const tg_ctx *ctx) {
+  return (saved_plan){
+      .x_for_weights = tg_ctx_needs_input_grad(ctx, IN_WEIGHTS),
+      .w_for_x = tg_ctx_needs_input_grad(ctx, IN_INPUT) || tg_ctx_needs_input_grad(ctx, IN_OLD_H),
+  };
+}
+
+/* ---- CPU forward ---- */
+
+tg_status tg__fwd_lltm_cpu(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const tg_tensor *input = in[IN_INPUT], *W = in[IN_WEIGHTS], *bias = in[IN_BIAS];
+  const tg_tensor *old_h = in[IN_OLD_H], *old_cell = in[IN_OLD_CELL];
+  const int64_t B = input->sizes[0], I = input->sizes[1], S = old_h->sizes[1];
+  const tg_backend *be = tg__backend("tg_lltm", input->storage->device);
+  if (!be) return tg_last_error();
+
+  tg_tensor *gates = matrix_like(input, B, 3 * S, false);
+  tg_tensor *new_h = matrix_like(input, B, S, false), *new_cell = matrix_like(input, B, S, false);
+  tg_tensor *w_h = block(W, 0, 0, 3 * S, S, true), *w_x = block(W, 0, S, 3 * S, I, true);
+  if (!gates || !new_h || !new_cell || !w_h || !w_x) return tg_last_error();
+  tg_status st = be->gemm(gates, old_h, w_h, 1.0, 0.0);
+  if (st == TG_OK) st = be->gemm(gates, input, w_x, 1.0, 1.0);
+  if (st == TG_OK) st = tg__lltm_cpu_forward(gates, bias, old_cell, new_h, new_cell);
+  if (st != TG_OK) return st;
+
+  const saved_plan p = plan_of(ctx);
+  st = tg_ctx_save_for_backward(ctx, 2, (const tg_tensor *const[]){gates, old_cell});
+  if (st == TG_OK && p.x_for_weights)
+    st = tg_ctx_save_for_backward(ctx, 2, (const tg_tensor *const[]){input, old_h});
+  if (st == TG_OK && p.w_for_x) st = tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const[]){W});
+  if (st != TG_OK) return st;
+  out[0] = new_h;
+  out[1] = new_cell;
+  return TG_OK;
+}
+
+/* ---- CUDA forward ---- */
+
+tg_status tg__fwd_lltm_cuda(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const tg_tensor *input = in[IN_INPUT], *W = in[IN_WEIGHTS];
+  const int64_t B = input->sizes[0], I = input->sizes[1], S = in[IN_OLD_H]->sizes[1];
+  tg_tensor *new_h = matrix_like(input, B, S, false), *new_cell = matrix_like(input, B, S, false);
+  tg_tensor *X = matrix_like(input, B, S + I, false), *gates = matrix_like(input, B, 3 * S, false);
+  if (!new_h || !new_cell || !X || !gates) return tg_last_error();
+  tg_status st = tg__lltm_forward_cuda(input, W, in[IN_BIAS], in[IN_OLD_H], in[IN_OLD_CELL], new_h,
+                                       new_cell, X, gates);
+  if (st == TG_OK)
+    st = tg_ctx_save_for_backward(ctx, 4, (const tg_tensor *const[]){new_cell, X, gates, W});
+  if (st != TG_OK) return st;
+  out[0] = new_h;
+  out[1] = new_cell;
+  return TG_OK;
+}
+
+/* ---- backward ---- */
+
+/* d_bias comes out as [3S]; the engine wants the bias's own shape ([3S] or [1, 3S]). */
+static tg_tensor *as_bias_shape(const tg_ctx *ctx, tg_tensor *d_bias) {
+  if (!d_bias || tg_ctx_input_ndim(ctx, IN_BIAS) == 1) return d_bias;
+  return tg_view(d_bias, 2, tg_ctx_input_sizes(ctx, IN_BIAS));
+}
+
+static tg_status backward_cuda(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **gin) {
+  tg_tensor *new_cell = tg_ctx_saved(ctx, 0), *X = tg_ctx_saved(ctx, 1);
+  tg_tensor *gates = tg_ctx_saved(ctx, 2), *W = tg_ctx_saved(ctx, 3);
+  if (!new_cell || !X || !gates || !W) return tg_last_error();
+  const int64_t B = new_cell->sizes[0], S = new_cell->sizes[1], I = X->sizes[1] - S;
+  tg_tensor *d[5] = {0};
+  if (tg_ctx_needs_input_grad(ctx, IN_INPUT)) d[IN_INPUT] = matrix_like(X, B, I, false);
+  if (tg_ctx_needs_input_grad(ctx, IN_WEIGHTS)) d[IN_WEIGHTS] = matrix_like(X, 3 * S, S + I, false);
+  if (tg_ctx_needs_input_grad(ctx, IN_BIAS))
+    d[IN_BIAS] = tg_empty(TG_SHAPE(3 * S), (tg_options){X->dtype, X->storage->device, false});
+  if (tg_ctx_needs_input_grad(ctx, IN_OLD_H)) d[IN_OLD_H] = matrix_like(X, B, S, false);
+  if (tg_ctx_needs_input_grad(ctx, IN_OLD_CELL)) d[IN_OLD_CELL] = matrix_like(X, B, S, false);
+  for (int i = 0; i < 5; i++)
+    if (tg_ctx_needs_input_grad(ctx, i) && !d[i]) return tg_last_error();
+  tg_status st = tg__lltm_backward_cuda(grads[0], grads[1], new_cell, X, gates, W, d[IN_OLD_H],
+                                        d[IN_INPUT], d[IN_WEIGHTS], d[IN_BIAS], d[IN_OLD_CELL]);
+  if (st != TG_OK) return st;
+  d[IN_BIAS] = as_bias_shape(ctx, d[IN_BIAS]);
+  if (tg_ctx_needs_input_grad(ctx, IN_BIAS) && !d[IN_BIAS]) return tg_last_error();
+  for (int i = 0; i < 5; i++) gin[i] = d[i];
+  return TG_OK;
+}
+
+tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **gin) {
+  if (tg_ctx_input_device(ctx, IN_INPUT).type == TG_CUDA) return backward_cuda(ctx, grads, gin);
+
+  const bool need_x = tg_ctx_needs_input_grad(ctx, IN_INPUT);
+  const bool need_w = tg_ctx_needs_input_grad(ctx, IN_WEIGHTS);
+  const bool need_b = tg_ctx_needs_input_grad(ctx, IN_BIAS);
+  const bool need_h = tg_ctx_needs_input_grad(ctx, IN_OLD_H);
+  const bool need_c = tg_ctx_needs_input_grad(ctx, IN_OLD_CELL);
+  const saved_plan p = plan_of(ctx);
+  int k = 0;
+  tg_tensor *gates = tg_ctx_saved(ctx, k++), *old_cell = tg_ctx_saved(ctx, k++);
+  tg_tensor *input = p.x_for_weights ? tg_ctx_saved(ctx, k++) : NULL;
+  tg_tensor *old_h = p.x_for_weights ? tg_ctx_saved(ctx, k++) : NULL;
+  tg_tensor *W = p.w_for_x ? tg_ctx_saved(ctx, k++) : NULL;
+  if (!gates || !old_cell || (p.x_for_weights && (!input || !old_h)) || (p.w_for_x && !W))
+    return tg_last_error();
+  const int64_t B = old_cell->sizes[0], S = old_cell->sizes[1];
+  const int64_t I = tg_ctx_input_sizes(ctx, IN_INPUT)[1];
+  const tg_backend *be = tg__backend("tg_lltm", gates->storage->device);
+  if (!be) return tg_last_error();
+
+  /* The elementwise pass. */
+  tg_tensor *d_gates = matrix_like(gates, B, 3 * S, false);
+  tg_tensor *d_bias =
+      need_b ? tg_zeros(TG_SHAPE(3 * S), (tg_options){gates->dtype, gates->storage->device, false})
+             : NULL;
+  tg_tensor *d_old_cell = need_c ? matrix_like(gates, B, S, false) : NULL;
+  if (!d_gates || (need_b && !d_bias) || (need_c && !d_old_cell)) return tg_last_error();
+  tg_status st =
+      tg__lltm_cpu_backward(grads[0], grads[1], gates, old_cell, d_gates, d_bias, d_old_cell);
+  if (st != TG_OK) return st;
+
+  /* d_weights = d_gates^T @ [old_h, input], one GEMM per column block. */
+  tg_tensor *d_w = NULL;
+  if (need_w) {
+    d_w = matrix_like(gates, 3 * S, S + I, false);
+    tg_tensor *d_gates_t = block(d_gates, 0, 0, B, 3 * S, true);
+    tg_tensor *d_w_h = d_w ? block(d_w, 0, 0, 3 * S, S, false) : NULL;
+    tg_tensor *d_w_x = d_w ? block(d_w, 0, S, 3 * S, I, false) : NULL;
+    if (!d_gates_t || !d_w_h || !d_w_x) return tg_last_error();
+    st = be->gemm(d_w_h, d_gates_t, old_h, 1.0, 0.0);
+    if (st == TG_OK) st = be->gemm(d_w_x, d_gates_t, input, 1.0, 0.0);
+    if (st != TG_OK) return st;
+  }
+
+  /* d_old_h, d_input = d_gates @ W, split by columns; one GEMM when both are wanted. */
+  tg_tensor *d_h = NULL, *d_x = NULL;
+  if (need_h && need_x) {
+    tg_tensor *d_X = matrix_like(gates, B, S + I, false);
+    if (!d_X || (st = be->gemm(d_X, d_gates, W, 1.0, 0.0)) != TG_OK) return tg_last_error();
+    d_h = block(d_X, 0, 0, B, S, false);
+    d_x = block(d_X, 0, S, B, I, false);
+  } else if (need_h) {
+    d_h = matrix_like(gates, B, S, false);
+    tg_tensor *w_h = block(W, 0, 0, 3 * S, S, false);
+    if (!d_h || !w_h || (st = be->gemm(d_h, d_gates, w_h, 1.0, 0.0)) != TG_OK)
+      return tg_last_error();
+  } else if (need_x) {
+    d_x = matrix_like(gates, B, I, false);
+    tg_tensor *w_x = block(W, 0, S, 3 * S, I, false);
+    if (!d_x || !w_x || (st = be->gemm(d_x, d_gates, w_x, 1.0, 0.0)) != TG_OK)
+      return tg_last_error();
+  }
+  if ((need_h && !d_h) || (need_x && !d_x)) return tg_last_error();
+
+  gin[IN_INPUT] = d_x;
+  gin[IN_WEIGHTS] = d_w;
+  gin[IN_BIAS] = as_bias_shape(ctx, d_bias);
+  gin[IN_OLD_H] = d_h;
+  gin[IN_OLD_CELL] = d_old_cell;
+  if (need_b && !gin[IN_BIAS]) return tg_last_error();
+  return TG_OK;
+}

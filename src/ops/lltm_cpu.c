@@ -1,0 +1,247 @@
+/* The fused LLTM's CPU elementwise passes (the GEMMs around them are in lltm.c).
+ *
+ * Each pass walks the [B, S] cell elements row by row in tiles of columns. A tile's
+ * operands are made unit-stride first (a strided or expanded operand is packed into a
+ * small stack buffer), then one span function runs the cell math of ops/lltm_cell.h over
+ * it: for F32 over the vectorizable math of ops/lltm_cpu_math.h, compiled for AVX-512,
+ * AVX2 and baseline x86-64 with run-time selection; for F64 over libm (precision first).
+ *
+ * Threads: above a size threshold the columns are split into one contiguous range per
+ * thread, every thread taking all rows of its range, so the bias gradient (a column sum)
+ * is accumulated without races or per-thread copies. */
+/* The span loops select between computed values (elu, sigmoid, expm1); without trapping
+ * math GCC may evaluate both sides, which is what lets it vectorize them. tg never
+ * enables floating-point exceptions. Set before the includes: GCC inlines only functions
+ * compiled with the same options, and the cell math comes from headers. */
+#pragma GCC optimize("no-trapping-math")
+
+#include <omp.h>
+
+#include "ops/cpu/cpu_internal.h"
+#include "ops/lltm_cpu_math.h"
+#include "ops/lltm_internal.h"
+
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__gnu_linux__)
+#define TG_LLTM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TG_LLTM_CLONES
+#endif
+
+/* Columns per tile: the packing buffers live on the stack. */
+#define TG_LLTM_TILE 256
+/* Cell elements from which a pass forks a team: each element costs a few ns vectorized,
+ * a fork/join a few microseconds. */
+#define TG_LLTM_PARALLEL_MIN 16384
+/* Columns per thread at least (one cache line of floats or more). */
+#define TG_LLTM_MIN_COLUMNS 16
+
+/* A 2-D strided operand: element (b, j) at data[b * s0 + j * s1]. */
+typedef struct strided {
+  char *data;
+  int64_t s0, s1;
+} strided;
+
+static strided strided_of(const tg_tensor *t) {
+  if (!t) return (strided){0};
+  strided s = {tg_cpu_data(t), t->strides[0], t->ndim > 1 ? t->strides[1] : 0};
+  if (t->ndim == 1) s = (strided){tg_cpu_data(t), 0, t->strides[0]};
+  return s;
+}
+
+/* bias [3S] or [1, 3S]: its column stride. */
+static int64_t bias_stride(const tg_tensor *bias) { return bias->strides[bias->ndim - 1]; }
+
+typedef struct forward_args {
+  int64_t batch, state;
+  strided gates, bias, old_cell, new_h, new_cell;
+} forward_args;
+
+typedef struct backward_args {
+  int64_t batch, state;
+  strided grad_h, grad_cell, gates, old_cell, d_gates, d_bias, d_old_cell;
+  bool has_grad_h, has_grad_cell;
+} backward_args;
+
+/* ---- span kernels and column-range drivers, per element type ---- */
+
+#define TG__LLTM_DEFINE_PASSES(T, sfx, cell, CLONES)                                        \
+  CLONES static void forward_span##sfx(                                                     \
+      int64_t n, const T *restrict b0, const T *restrict b1, const T *restrict b2,           \
+      const T *restrict old_cell, T *restrict a0, T *restrict a1, T *restrict a2,           \
+      T *restrict new_h, T *restrict new_cell) {                                            \
+    for (int64_t j = 0; j < n; j++) {                                                       \
+      T ig, og, cand, c, h;                                                                 \
+      tg_lltm_cell_forward##cell(a0[j] + b0[j], a1[j] + b1[j], a2[j] + b2[j], old_cell[j],  \
+                                 &ig, &og, &cand, &c, &h);                                  \
+      a0[j] = ig;                                                                           \
+      a1[j] = og;                                                                           \
+      a2[j] = cand;                                                                         \
+      new_cell[j] = c;                                                                      \
+      new_h[j] = h;                                                                         \
+    }                                                                                       \
+  }                                                                                         \
+                                                                                            \
+  CLONES static void backward_span##sfx(                                                    \
+      int64_t n, const T *restrict grad_h, const T *restrict grad_cell,                     \
+      const T *restrict old_cell, const T *restrict a0, const T *restrict a1,               \
+      const T *restrict a2, T *restrict d0, T *restrict d1, T *restrict d2,                 \
+      T *restrict d_old_cell) {                                                             \
+    for (int64_t j = 0; j < n; j++) {                                                       \
+      T g0, g1, g2, dc;                                                                     \
+      tg_lltm_cell_backward_from_act##cell(grad_h[j], grad_cell[j], old_cell[j], a0[j],     \
+                                           a1[j], a2[j], &g0, &g1, &g2, &dc);               \
+      d0[j] = g0;                                                                           \
+      d1[j] = g1;                                                                           \
+      d2[j] = g2;                                                                           \
+      d_old_cell[j] = dc;                                                                   \
+    }                                                                                       \
+  }                                                                                         \
+                                                                                            \
+  /* n elements from p (stride apart) as a unit-stride array: p itself, or a copy in buf. */ \
+  static const T *unit_span##sfx(const char *p, int64_t stride, int64_t n, T *buf) {        \
+    const T *src = (const T *)p;                                                            \
+    if (stride == 1) return src;                                                            \
+    for (int64_t j = 0; j < n; j++) buf[j] = src[j * stride];                               \
+    return buf;                                                                             \
+  }                                                                                         \
+                                                                                            \
+  static void forward_columns##sfx(const forward_args *a, int64_t c0, int64_t c1) {         \
+    T bias0[TG_LLTM_TILE], bias1[TG_LLTM_TILE], bias2[TG_LLTM_TILE], cell[TG_LLTM_TILE];    \
+    const int64_t S = a->state, bs = a->bias.s1;                                            \
+    const T *bias = (const T *)a->bias.data;                                                \
+    for (int64_t b = 0; b < a->batch; b++) {                                                \
+      T *g = (T *)a->gates.data + b * a->gates.s0;                                          \
+      const char *oc = a->old_cell.data + (size_t)(b * a->old_cell.s0) * sizeof(T);         \
+      T *nh = (T *)a->new_h.data + b * a->new_h.s0;                                         \
+      T *nc = (T *)a->new_cell.data + b * a->new_cell.s0;                                   \
+      for (int64_t j = c0; j < c1; j += TG_LLTM_TILE) {                                     \
+        const int64_t n = c1 - j < TG_LLTM_TILE ? c1 - j : TG_LLTM_TILE;                    \
+        forward_span##sfx(                                                                  \
+            n, unit_span##sfx((const char *)(bias + j * bs), bs, n, bias0),                 \
+            unit_span##sfx((const char *)(bias + (S + j) * bs), bs, n, bias1),              \
+            unit_span##sfx((const char *)(bias + (2 * S + j) * bs), bs, n, bias2),          \
+            unit_span##sfx(oc + (size_t)(j * a->old_cell.s1) * sizeof(T), a->old_cell.s1,   \
+                           n, cell),                                                        \
+            g + j, g + S + j, g + 2 * S + j, nh + j, nc + j);                               \
+      }                                                                                     \
+    }                                                                                       \
+  }                                                                                         \
+                                                                                            \
+  static void backward_columns##sfx(const backward_args *a, int64_t c0, int64_t c1) {       \
+    T gh[TG_LLTM_TILE], gc[TG_LLTM_TILE], cell[TG_LLTM_TILE], scratch[TG_LLTM_TILE];        \
+    static const T zero[TG_LLTM_TILE];                                                      \
+    const int64_t S = a->state;                                                             \
+    T *db = (T *)a->d_bias.data;                                                            \
+    for (int64_t b = 0; b < a->batch; b++) {                                                \
+      const T *g = (const T *)a->gates.data + b * a->gates.s0;                              \
+      T *d = (T *)a->d_gates.data + b * a->d_gates.s0;                                      \
+      T *doc = a->d_old_cell.data ? (T *)a->d_old_cell.data + b * a->d_old_cell.s0 : NULL;  \
+      for (int64_t j = c0; j < c1; j += TG_LLTM_TILE) {                                     \
+        const int64_t n = c1 - j < TG_LLTM_TILE ? c1 - j : TG_LLTM_TILE;                    \
+        const T *ghs = a->has_grad_h                                                        \
+                           ? unit_span##sfx(a->grad_h.data + (size_t)(b * a->grad_h.s0 +    \
+                                                                      j * a->grad_h.s1) *   \
+                                                                 sizeof(T),                 \
+                                            a->grad_h.s1, n, gh)                            \
+                           : zero;                                                          \
+        const T *gcs = a->has_grad_cell                                                     \
+                           ? unit_span##sfx(a->grad_cell.data +                             \
+                                                (size_t)(b * a->grad_cell.s0 +              \
+                                                         j * a->grad_cell.s1) *             \
+                                                    sizeof(T),                              \
+                                            a->grad_cell.s1, n, gc)                         \
+                           : zero;                                                          \
+        const T *ocs = unit_span##sfx(                                                      \
+            a->old_cell.data + (size_t)(b * a->old_cell.s0 + j * a->old_cell.s1) * sizeof(T), \
+            a->old_cell.s1, n, cell);                                                       \
+        backward_span##sfx(n, ghs, gcs, ocs, g + j, g + S + j, g + 2 * S + j, d + j,         \
+                           d + S + j, d + 2 * S + j, doc ? doc + j : scratch);              \
+        if (db) {                                                                           \
+          for (int64_t k = 0; k < n; k++) {                                                 \
+            db[j + k] += d[j + k];                                                          \
+            db[S + j + k] += d[S + j + k];                                                  \
+            db[2 * S + j + k] += d[2 * S + j + k];                                          \
+          }                                                                                 \
+        }                                                                                   \
+      }                                                                                     \
+    }                                                                                       \
+  }
+
+TG__LLTM_DEFINE_PASSES(float, _f32, _vf, TG_LLTM_CLONES)
+TG__LLTM_DEFINE_PASSES(double, _f64, _d, )
+#undef TG__LLTM_DEFINE_PASSES
+
+/* ---- drivers ---- */
+
+/* How many column ranges to split S columns of a B x S pass into (1 = this thread). */
+static int column_ranges(int64_t batch, int64_t state) {
+  if (!tg_cpu_should_parallelize(batch * state, TG_LLTM_PARALLEL_MIN)) return 1;
+  int64_t by_width = state / TG_LLTM_MIN_COLUMNS;
+  int64_t n = omp_get_max_threads();
+  if (n > by_width) n = by_width;
+  return n < 1 ? 1 : (int)n;
+}
+
+/* Bounds of range r of n over S columns, multiples of the minimum width where possible. */
+static void range_bounds(int64_t state, int r, int n, int64_t *c0, int64_t *c1) {
+  int64_t units = (state + TG_LLTM_MIN_COLUMNS - 1) / TG_LLTM_MIN_COLUMNS;
+  int64_t u0 = units * r / n, u1 = units * (r + 1) / n;
+  *c0 = u0 * TG_LLTM_MIN_COLUMNS;
+  *c1 = u1 * TG_LLTM_MIN_COLUMNS < state ? u1 * TG_LLTM_MIN_COLUMNS : state;
+}
+
+tg_status tg__lltm_cpu_forward(tg_tensor *gates, const tg_tensor *bias, const tg_tensor *old_cell,
+                               tg_tensor *new_h, tg_tensor *new_cell) {
+  const forward_args a = {
+      .batch = old_cell->sizes[0],
+      .state = old_cell->sizes[1],
+      .gates = strided_of(gates),
+      .bias = {tg_cpu_data(bias), 0, bias_stride(bias)},
+      .old_cell = strided_of(old_cell),
+      .new_h = strided_of(new_h),
+      .new_cell = strided_of(new_cell),
+  };
+  const bool f32 = gates->dtype == TG_F32;
+  const int ranges = column_ranges(a.batch, a.state);
+#pragma omp parallel for num_threads(ranges) schedule(static) if (ranges > 1)
+  for (int r = 0; r < ranges; r++) {
+    int64_t c0, c1;
+    range_bounds(a.state, r, ranges, &c0, &c1);
+    if (f32)
+      forward_columns_f32(&a, c0, c1);
+    else
+      forward_columns_f64(&a, c0, c1);
+  }
+  return TG_OK;
+}
+
+tg_status tg__lltm_cpu_backward(const tg_tensor *grad_h, const tg_tensor *grad_cell,
+                                const tg_tensor *gates, const tg_tensor *old_cell,
+                                tg_tensor *d_gates, tg_tensor *d_bias, tg_tensor *d_old_cell) {
+  const backward_args a = {
+      .batch = old_cell->sizes[0],
+      .state = old_cell->sizes[1],
+      .grad_h = strided_of(grad_h),
+      .grad_cell = strided_of(grad_cell),
+      .gates = strided_of(gates),
+      .old_cell = strided_of(old_cell),
+      .d_gates = strided_of(d_gates),
+      .d_bias = strided_of(d_bias),
+      .d_old_cell = strided_of(d_old_cell),
+      .has_grad_h = grad_h != NULL,
+      .has_grad_cell = grad_cell != NULL,
+  };
+  const bool f32 = gates->dtype == TG_F32;
+  const int ranges = column_ranges(a.batch, a.state);
+#pragma omp parallel for num_threads(ranges) schedule(static) if (ranges > 1)
+  for (int r = 0; r < ranges; r++) {
+    int64_t c0, c1;
+    range_bounds(a.state, r, ranges, &c0, &c1);
+    if (f32)
+      backward_columns_f32(&a, c0, c1);
+    else
+      backward_columns_f64(&a, c0, c1);
+  }
+  return TG_OK;
+}
