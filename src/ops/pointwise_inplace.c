@@ -51,10 +51,12 @@ static tg_status unary_inplace(const char *op, tg_unary_kind kind, double p, dou
   return tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const *)out);
 }
 
-/* Saves inputs[i] for backward when input `needed_by` needs its gradient. */
-static tg_status save_if(tg_ctx *ctx, int needed_by, const tg_tensor *const *in, int i) {
-  if (!tg_ctx_needs_input_grad(ctx, needed_by)) return TG_OK;
-  return tg_ctx_save_for_backward(ctx, 1, &in[i]);
+/* Saves operand b (input 1). When b is the target itself, the saved reference would be held
+ * by the node that becomes the target's grad_fn: a cycle. A detached alias keeps the same
+ * storage and version, so backward still sees that the write changed it (and fails). */
+static tg_status save_operand(tg_ctx *ctx, const tg_tensor *const *in) {
+  const tg_tensor *b = in[1] == in[0] ? tg_detach(in[1]) : in[1];
+  return b ? tg_ctx_save_for_backward(ctx, 1, &b) : tg_last_error();
 }
 
 tg_status tg__fwd_add_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
@@ -67,7 +69,7 @@ tg_status tg__fwd_sub_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out)
 
 /* Saved like mul: b when a needs its gradient, then a's old value (input 2). */
 tg_status tg__fwd_mul_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  tg_status st = save_if(ctx, 0, in, 1);
+  tg_status st = tg_ctx_needs_input_grad(ctx, 0) ? save_operand(ctx, in) : TG_OK;
   if (st == TG_OK && tg_ctx_needs_input_grad(ctx, 1)) {
     if (tg_ctx_num_inputs(ctx) < 3)
       return tg_set_error(TG_ERR_STATE, "tg_mul_: b needs its gradient but a's old value was not given");
@@ -78,7 +80,7 @@ tg_status tg__fwd_mul_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out)
 
 /* Saved like div: b (before the write, so div_(a, a) is caught), then the output. */
 tg_status tg__fwd_div_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  tg_status st = tg_ctx_save_for_backward(ctx, 1, &in[1]);
+  tg_status st = save_operand(ctx, in);
   if (st == TG_OK) st = binary_inplace("tg_div_", TG_BINARY_DIV, 1.0, in, out);
   if (st != TG_OK || !tg_ctx_needs_input_grad(ctx, 1)) return st;
   return tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const *)out);
