@@ -58,7 +58,7 @@ static tg_status collect(int n_roots, tg_node *const *roots, node_list *order) {
   }
   free(stack.items);
   if (st != TG_OK) return tg_set_error(st, "tg_backward: out of memory walking the graph");
-  qsort(order->items, order->count, sizeof *order->items, newest_first);
+  if (order->count > 1) qsort(order->items, order->count, sizeof *order->items, newest_first);
   return TG_OK;
 }
 
