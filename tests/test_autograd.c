@@ -384,6 +384,38 @@ TG_TEST(autograd, a_failing_backward_reports_its_error_and_restores_grad_mode) {
   tg_scope_end();
 }
 
+/* The identity whose backward hands grad_output straight back, as PyTorch allows. */
+static tg_status bwd_pass_through(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  (void)ctx;
+  gi[0] = (tg_tensor *)g[0];
+  return TG_OK;
+}
+static const tg_op_desc pass_through_op = {"test_pass_through", 1, 1, {fwd_copy},
+                                           bwd_pass_through, 0};
+
+TG_TEST(autograd, a_backward_may_return_its_grad_output) {
+  tg_scope_begin();
+  tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
+  tg_tensor *y = tg_apply1(&pass_through_op, 1, (const tg_tensor *const[]){x}, 0, NULL);
+  cr_assert_eq(tg_backward(tg_sum(tg_add(tg_mul_scalar(y, 2), y)), NULL), TG_OK, "%s",
+               tg_last_error_message());
+  assert_values(tg_grad(x), 2, (double[]){3, 3}, 0);
+  /* ... and stays differentiable: d/dx sum(y*y) = 2x, then d/dx sum(2x) = 2. */
+  tg_tensor *g, *gg;
+  y = tg_apply1(&pass_through_op, 1, (const tg_tensor *const[]){x}, 0, NULL);
+  cr_assert_eq(tg_autograd_grad(1, (const tg_tensor *const[]){tg_sum(tg_mul(y, y))}, NULL, 1,
+                                (const tg_tensor *const[]){x}, &g,
+                                (tg_backward_options){.create_graph = true}, false),
+               TG_OK, "%s", tg_last_error_message());
+  assert_values(g, 2, (double[]){2, 4}, 0);
+  cr_assert_eq(tg_autograd_grad(1, (const tg_tensor *const[]){tg_sum(g)}, NULL, 1,
+                                (const tg_tensor *const[]){x}, &gg, (tg_backward_options){0},
+                                false),
+               TG_OK, "%s", tg_last_error_message());
+  assert_values(gg, 2, (double[]){2, 2}, 0);
+  tg_scope_end();
+}
+
 /* x^2 with a backward written with tg ops, but declared once-differentiable. */
 static tg_status fwd_square(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   if (tg_ctx_save_for_backward(ctx, 1, in) != TG_OK) return tg_last_error();
