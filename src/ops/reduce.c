@@ -256,7 +256,7 @@ tg_status tg__fwd_max_dim(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **o
   if (!be) return tg_last_error();
   if (x->ndim == 0) { /* one element along a single implicit dim */
     out[0] = tg_clone(x);
-    out[1] = tg_zeros(0, NULL, options_of(x, TG_I64));
+    out[1] = tg_zeros(0, x->sizes, options_of(x, TG_I64));
   } else {
     int64_t keep[TG_MAX_DIMS], sizes[TG_MAX_DIMS];
     reduced_sizes(x, dim, true, keep);
