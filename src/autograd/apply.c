@@ -261,7 +261,7 @@ tg_status tg_apply(const tg_op_desc *op, int n_inputs, const tg_tensor *const *i
       out->requires_grad = true;
       tg__node_release(old);
     }
-    if (node && (op->flags & TG_OP_VIEW)) {
+    if (op->flags & TG_OP_VIEW) { /* recorded or not: an in-place write through it matters */
       out->is_view = true;
       out->view_history = atomic_load(&out->storage->history);
     }
