@@ -1,0 +1,263 @@
+/* lltm_bench: the fused-vs-composed LLTM benchmark, the tutorial's protocol.
+ *
+ * For every size, thread count and gradient mode: forward, then backward of
+ * sum(new_h) + sum(new_cell), each timed on its own, leaf gradients accumulating across
+ * iterations as in the tutorial (and bench/pytorch_lltm.py); median over --iters timed
+ * iterations after max(3, iters/10) untimed ones. Modes: "params" (only weights and bias
+ * require grad: the tutorial's benchmark) and "all" (input, old_h, old_cell too).
+ *
+ * Output, one JSON line per (size, threads, mode, impl), impl one of
+ *   tg_composed  tg_lltm_composed through the tape
+ *   tg_fused     the fused op tg_lltm
+ *   tg_gemms     only the GEMMs the fused op runs, with the same operand layouts (no
+ *                allocation, no elementwise work, no tape): the floor the fused op is
+ *                measured against
+ * with forward_us, backward_us (medians) and, for the first two, saved_bytes: what the
+ * graph keeps for backward beyond the five inputs (tg_graph_saved_bytes).
+ *
+ *   lltm_bench [--iters N] [--threads 1,2] [--modes params,all]
+ *              [--sizes 16x32x128,64x1024x128,128x256x512,256x1024x1024] */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ops/backend.h" /* tg__backend: the raw GEMMs of the tg_gemms line */
+#include "tg/tg.h"
+
+#define MAX_LIST 16
+static const char *const default_sizes = "16x32x128,64x1024x128,128x256x512,256x1024x1024";
+
+typedef struct options {
+  int iters;
+  int n_threads, threads[MAX_LIST];
+  int n_modes;
+  bool all_grads[2];
+  int n_sizes;
+  int64_t sizes[MAX_LIST][3];
+} options;
+
+/* ---- command line ---- */
+
+static bool parse_int_list(const char *text, int *out, int *n) {
+  *n = 0;
+  const char *p = text;
+  while (*p && *n < MAX_LIST) {
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (end == p || v < 1 || v > 4096 || (*end && *end != ',')) return false;
+    out[(*n)++] = (int)v;
+    p = *end ? end + 1 : end;
+  }
+  return *n > 0 && !*p;
+}
+
+static bool parse_sizes(const char *text, options *o) {
+  o->n_sizes = 0;
+  const char *p = text;
+  while (*p && o->n_sizes < MAX_LIST) {
+    long long b, f, s;
+    int used = 0;
+    if (sscanf(p, "%lldx%lldx%lld%n", &b, &f, &s, &used) != 3 || b < 1 || f < 1 || s < 1)
+      return false;
+    o->sizes[o->n_sizes][0] = b, o->sizes[o->n_sizes][1] = f, o->sizes[o->n_sizes][2] = s;
+    o->n_sizes++;
+    p += used;
+    if (*p == ',') p++;
+    else if (*p) return false;
+  }
+  return o->n_sizes > 0 && !*p;
+}
+
+static bool parse_modes(const char *text, options *o) {
+  o->n_modes = 0;
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s", text);
+  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    if (o->n_modes == 2 || (strcmp(tok, "params") && strcmp(tok, "all"))) return false;
+    o->all_grads[o->n_modes++] = strcmp(tok, "all") == 0;
+  }
+  return o->n_modes > 0;
+}
+
+static int parse_args(int argc, char **argv, options *o) {
+  *o = (options){.iters = 100};
+  parse_int_list("1,2", o->threads, &o->n_threads);
+  parse_modes("params,all", o);
+  parse_sizes(default_sizes, o);
+  for (int i = 1; i < argc; i++) {
+    const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
+    bool ok = value != NULL;
+    if (ok && strcmp(flag, "--iters") == 0) {
+      o->iters = atoi(value);
+      ok = o->iters >= 1;
+    } else if (ok && strcmp(flag, "--threads") == 0) {
+      ok = parse_int_list(value, o->threads, &o->n_threads);
+    } else if (ok && strcmp(flag, "--modes") == 0) {
+      ok = parse_modes(value, o);
+    } else if (ok && strcmp(flag, "--sizes") == 0) {
+      ok = parse_sizes(value, o);
+    } else {
+      fprintf(stderr,
+              "usage: lltm_bench [--iters N] [--threads 1,2] [--modes params,all]\n"
+              "                  [--sizes BxFxS,...] (default %s)\n",
+              default_sizes);
+      return strcmp(flag, "--help") == 0 ? 2 : 1;
+    }
+    if (!ok) {
+      fprintf(stderr, "lltm_bench: bad value for %s: %s\n", flag, value ? value : "(none)");
+      return 1;
+    }
+    i++;
+  }
+  return 0;
+}
+
+/* ---- timing ---- */
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, compare_doubles);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void check(bool ok, const char *what) {
+  if (ok) return;
+  fprintf(stderr, "lltm_bench: %s failed: %s\n", what, tg_last_error_message());
+  exit(1);
+}
+
+typedef struct result {
+  double forward_us, backward_us;
+  int64_t saved_bytes;
+} result;
+
+enum { IMPL_COMPOSED, IMPL_FUSED, IMPL_GEMMS };
+static const char *const impl_names[] = {"tg_composed", "tg_fused", "tg_gemms"};
+
+/* The GEMMs of the fused op alone, on its operand layouts: forward gates = X @ W^T;
+ * backward d_weights = d_gates^T @ X and, with all gradients, d_X = d_gates @ W. X, the
+ * outputs and gates (which doubles as d_gates) are made once, outside the timing. */
+typedef struct gemm_buffers {
+  tg_tensor *X, *w_t, *gates, *d_gates_t, *d_w, *d_x;
+} gemm_buffers;
+
+static gemm_buffers gemm_buffers_for(tg_tensor *const in[5]) {
+  const int64_t B = tg_size(in[0], 0), I = tg_size(in[0], 1), S = tg_size(in[3], 1);
+  tg_options o = {0};
+  gemm_buffers g;
+  g.X = tg_cat(2, (const tg_tensor *const[]){in[3], in[0]}, 1);
+  g.w_t = tg_t(in[1]);
+  g.gates = tg_zeros(TG_SHAPE(B, 3 * S), o);
+  g.d_gates_t = tg_t(g.gates);
+  g.d_w = tg_zeros(TG_SHAPE(3 * S, S + I), o);
+  g.d_x = tg_zeros(TG_SHAPE(B, S + I), o);
+  check(g.X && g.w_t && g.gates && g.d_gates_t && g.d_w && g.d_x, "buffers");
+  return g;
+}
+
+static void run_gemms(const gemm_buffers *g, const tg_tensor *W, bool all_grads, bool backward) {
+  const tg_backend *be = tg__backend("lltm_bench", TG_DEVICE_CPU);
+  if (!backward) {
+    check(be->gemm(g->gates, g->X, g->w_t, 1, 0) == TG_OK, "gemm");
+    return;
+  }
+  check(be->gemm(g->d_w, g->d_gates_t, g->X, 1, 0) == TG_OK, "gemm");
+  if (all_grads) check(be->gemm(g->d_x, g->gates, W, 1, 0) == TG_OK, "gemm");
+}
+
+static result time_impl(int impl, tg_tensor *const in[5], bool all_grads, int iters) {
+  const int warmup = iters / 10 > 3 ? iters / 10 : 3;
+  double *fwd = malloc(sizeof(double) * (size_t)iters), *bwd = malloc(sizeof(double) * (size_t)iters);
+  check(fwd && bwd, "malloc");
+  result r = {0};
+  const gemm_buffers g = impl == IMPL_GEMMS ? gemm_buffers_for(in) : (gemm_buffers){0};
+  for (int i = 0; i < warmup + iters; i++) {
+    tg_scope_begin();
+    tg_tensor *h = NULL, *c = NULL;
+    double t0 = now_us(), t1, t2;
+    if (impl == IMPL_GEMMS) {
+      run_gemms(&g, in[1], all_grads, false);
+      t1 = now_us();
+      run_gemms(&g, in[1], all_grads, true);
+      t2 = now_us();
+    } else {
+      tg_status st = impl == IMPL_FUSED ? tg_lltm(in[0], in[1], in[2], in[3], in[4], &h, &c)
+                                        : tg_lltm_composed(in[0], in[1], in[2], in[3], in[4], &h, &c);
+      t1 = now_us();
+      check(st == TG_OK, "forward");
+      if (i == 0)
+        r.saved_bytes = tg_graph_saved_bytes(2, (const tg_tensor *const[]){h, c}, 5,
+                                             (const tg_tensor *const *)in);
+      check(tg_backward(tg_add(tg_sum(h), tg_sum(c)), NULL) == TG_OK, "backward");
+      t2 = now_us();
+    }
+    tg_scope_end();
+    if (i >= warmup) {
+      fwd[i - warmup] = t1 - t0;
+      bwd[i - warmup] = t2 - t1;
+    }
+  }
+  r.forward_us = median(fwd, iters);
+  r.backward_us = median(bwd, iters);
+  free(fwd);
+  free(bwd);
+  return r;
+}
+
+/* Fresh inputs per run: weights/bias with the tutorial's init, the rest N(0, 1). */
+static void make_inputs(const int64_t size[3], bool all_grads, tg_tensor *in[5]) {
+  const int64_t B = size[0], I = size[1], S = size[2];
+  tg_generator *gen = tg_generator_new(42);
+  const double stdv = 1.0 / sqrt((double)S);
+  tg_options p = {.requires_grad = true}, x = {.requires_grad = all_grads};
+  in[0] = tg_randn(TG_SHAPE(B, I), x, gen);
+  in[1] = tg_uniform(TG_SHAPE(3 * S, S + I), -stdv, stdv, p, gen);
+  in[2] = tg_uniform(TG_SHAPE(3 * S), -stdv, stdv, p, gen);
+  in[3] = tg_randn(TG_SHAPE(B, S), x, gen);
+  in[4] = tg_randn(TG_SHAPE(B, S), x, gen);
+  tg_generator_free(gen);
+  for (int i = 0; i < 5; i++) check(in[i] != NULL, "making inputs");
+}
+
+int main(int argc, char **argv) {
+  options o;
+  int parsed = parse_args(argc, argv, &o);
+  if (parsed) return parsed == 2 ? 0 : 1;
+  for (int t = 0; t < o.n_threads; t++) {
+    tg_set_num_threads(o.threads[t]);
+    for (int s = 0; s < o.n_sizes; s++) {
+      for (int m = 0; m < o.n_modes; m++) {
+        for (int impl = 0; impl < 3; impl++) {
+          tg_scope_begin();
+          tg_tensor *in[5];
+          make_inputs(o.sizes[s], o.all_grads[m], in);
+          result r = time_impl(impl, in, o.all_grads[m], o.iters);
+          tg_scope_end();
+          printf("{\"impl\": \"%s\", \"batch\": %lld, \"features\": %lld, \"state\": %lld, "
+                 "\"threads\": %d, \"mode\": \"%s\", \"forward_us\": %.3f, "
+                 "\"backward_us\": %.3f, ",
+                 impl_names[impl], (long long)o.sizes[s][0], (long long)o.sizes[s][1],
+                 (long long)o.sizes[s][2], o.threads[t], o.all_grads[m] ? "all" : "params",
+                 r.forward_us, r.backward_us);
+          if (impl != IMPL_GEMMS) printf("\"saved_bytes\": %lld, ", (long long)r.saved_bytes);
+          printf("\"iters\": %d}\n", o.iters);
+          fflush(stdout);
+        }
+      }
+    }
+  }
+  return 0;
+}
