@@ -62,17 +62,23 @@ static const char *const layout_names[] = {"contiguous", "transposed", "sliced"}
 
 static tg_tensor *target_view(layout l, tg_tensor *base) {
   switch (l) {
-  case TRANSPOSED: return tg_t(base);
-  case SLICED: return tg_slice(tg_narrow(base, 0, 1, 2), 1, 1, 7, 2);
-  default: return base;
+  case TRANSPOSED:
+    return tg_t(base);
+  case SLICED:
+    return tg_slice(tg_narrow(base, 0, 1, 2), 1, 1, 7, 2);
+  default:
+    return base;
   }
 }
 
 static tg_tensor *base_for(layout l, uint64_t seed, domain d) {
   switch (l) {
-  case TRANSPOSED: return values(TG_SHAPE(3, 2), seed, d);
-  case SLICED: return values(TG_SHAPE(4, 7), seed, d);
-  default: return values(TG_SHAPE(2, 3), seed, d);
+  case TRANSPOSED:
+    return values(TG_SHAPE(3, 2), seed, d);
+  case SLICED:
+    return values(TG_SHAPE(4, 7), seed, d);
+  default:
+    return values(TG_SHAPE(2, 3), seed, d);
   }
 }
 
@@ -246,7 +252,9 @@ static tg_status run_binary_(void *user, const tg_tensor *const *in, tg_tensor *
 static tg_tensor *operand(int kind, uint64_t seed, const char **what) {
   const domain d = {0.5, 2.0, true};
   switch (kind) {
-  case 0: *what = "b contiguous"; return grad_values(TG_SHAPE(2, 3), seed, d);
+  case 0:
+    *what = "b contiguous";
+    return grad_values(TG_SHAPE(2, 3), seed, d);
   case 1: {
     *what = "b transposed";
     tg_tensor *t = tg_t(values(TG_SHAPE(3, 2), seed, d));
@@ -259,9 +267,15 @@ static tg_tensor *operand(int kind, uint64_t seed, const char **what) {
     cr_assert_eq(tg_set_requires_grad(t, true), TG_OK);
     return t;
   }
-  case 3: *what = "b [3]"; return grad_values(TG_SHAPE(3), seed, d);
-  case 4: *what = "b [2, 1]"; return grad_values(TG_SHAPE(2, 1), seed, d);
-  default: *what = "b []"; return grad_values(0, (const int64_t[]){1}, seed, d);
+  case 3:
+    *what = "b [3]";
+    return grad_values(TG_SHAPE(3), seed, d);
+  case 4:
+    *what = "b [2, 1]";
+    return grad_values(TG_SHAPE(2, 1), seed, d);
+  default:
+    *what = "b []";
+    return grad_values(0, (const int64_t[]){1}, seed, d);
   }
 }
 
@@ -273,11 +287,14 @@ TG_TEST(inplace, binary_gradcheck_and_gradgradcheck_every_layout) {
         tg_scope_begin();
         const char *what;
         const binary_case *c = &binary_cases[k];
-        tg_tensor *in[2] = {input((layout)l, 40 + (uint64_t)k, d), operand(b, 50 + (uint64_t)b, &what)};
-        cr_assert_eq(tg_gradcheck(run_binary_, (void *)c, 2, in, 1, quiet), TG_OK, "%s a %s, %s: %s",
-                     binary_cases[k].name, layout_names[l], what, tg_last_error_message());
-        cr_assert_eq(tg_gradgradcheck(run_binary_, (void *)c, 2, in, 1, quiet), TG_OK, "%s a %s, %s: %s",
-                     binary_cases[k].name, layout_names[l], what, tg_last_error_message());
+        tg_tensor *in[2] = {input((layout)l, 40 + (uint64_t)k, d),
+                            operand(b, 50 + (uint64_t)b, &what)};
+        cr_assert_eq(tg_gradcheck(run_binary_, (void *)c, 2, in, 1, quiet), TG_OK,
+                     "%s a %s, %s: %s", binary_cases[k].name, layout_names[l], what,
+                     tg_last_error_message());
+        cr_assert_eq(tg_gradgradcheck(run_binary_, (void *)c, 2, in, 1, quiet), TG_OK,
+                     "%s a %s, %s: %s", binary_cases[k].name, layout_names[l], what,
+                     tg_last_error_message());
         tg_scope_end();
       }
     }
@@ -373,10 +390,10 @@ TG_TEST(inplace, chained_history) {
   tg_scope_begin();
   tg_tensor *x = tensor_of(TG_F64, TG_SHAPE(2), (const double[]){0.5, -1});
   cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
-  tg_tensor *y = tg_mul_scalar(x, 3); /* 3x */
-  cr_assert_eq(tg_add_scalar_(y, 1), TG_OK);  /* 3x + 1 */
-  cr_assert_eq(tg_mul_(y, x), TG_OK);         /* (3x + 1) x */
-  cr_assert_eq(tg_exp_(y), TG_OK);            /* exp((3x + 1) x) */
+  tg_tensor *y = tg_mul_scalar(x, 3);        /* 3x */
+  cr_assert_eq(tg_add_scalar_(y, 1), TG_OK); /* 3x + 1 */
+  cr_assert_eq(tg_mul_(y, x), TG_OK);        /* (3x + 1) x */
+  cr_assert_eq(tg_exp_(y), TG_OK);           /* exp((3x + 1) x) */
   cr_assert_str_eq(tg_grad_fn_name(y), "exp_");
   cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_OK, "%s", tg_last_error_message());
   double g0 = exp((1.5 + 1) * 0.5) * (6 * 0.5 + 1), g1 = exp((-3 + 1) * -1) * (6 * -1 + 1);
@@ -429,7 +446,8 @@ TG_TEST(inplace, b_that_would_grow_a_is_rejected) {
   tg_tensor *b = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   uint64_t ver = tg_version(a);
   cr_assert_eq(tg_add_(a, b), TG_ERR_SHAPE);
-  tg_expect_error(TG_ERR_SHAPE, "tg_add_: b is [2, 3] and a is [3]: b does not broadcast to a's sizes");
+  tg_expect_error(TG_ERR_SHAPE,
+                  "tg_add_: b is [2, 3] and a is [3]: b does not broadcast to a's sizes");
   expect_unchanged(a, v, ver);
   tg_tensor *a2 = tensor_of(TG_F32, TG_SHAPE(2, 1), v);
   cr_assert_eq(tg_mul_(a2, b), TG_ERR_SHAPE);

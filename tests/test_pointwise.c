@@ -59,14 +59,20 @@ typedef struct domain {
 static tg_tensor *input(layout l, uint64_t seed, domain d) {
   tg_tensor *t;
   switch (l) {
-  case TRANSPOSED: t = tg_t(values(TG_SHAPE(3, 2), seed, d.lo, d.hi, d.mixed_signs)); break;
+  case TRANSPOSED:
+    t = tg_t(values(TG_SHAPE(3, 2), seed, d.lo, d.hi, d.mixed_signs));
+    break;
   case SLICED:
     t = tg_slice(tg_narrow(values(TG_SHAPE(4, 7), seed, d.lo, d.hi, d.mixed_signs), 0, 1, 2), 1, 1,
                  7, 2);
     cr_assert(t && tg_offset(t) == 8 && tg_stride(t, 1) == 2);
     break;
-  case BROADCAST: t = values(TG_SHAPE(3), seed, d.lo, d.hi, d.mixed_signs); break;
-  default: t = values(TG_SHAPE(2, 3), seed, d.lo, d.hi, d.mixed_signs); break;
+  case BROADCAST:
+    t = values(TG_SHAPE(3), seed, d.lo, d.hi, d.mixed_signs);
+    break;
+  default:
+    t = values(TG_SHAPE(2, 3), seed, d.lo, d.hi, d.mixed_signs);
+    break;
   }
   cr_assert(t && tg_set_requires_grad(t, true) == TG_OK, "%s", tg_last_error_message());
   return t;
@@ -138,8 +144,8 @@ TG_TEST(pointwise, unary_gradcheck_and_gradgradcheck_every_layout) {
     for (int l = 0; l < NUM_LAYOUTS; l++) {
       tg_scope_begin();
       tg_tensor *x = input((layout)l, 10 + (uint64_t)k, c->dom);
-      cr_assert_eq(tg_gradcheck(run_unary, (void *)c, 1, &x, 1, quiet), TG_OK, "%s %s: %s",
-                   c->name, layout_names[l], tg_last_error_message());
+      cr_assert_eq(tg_gradcheck(run_unary, (void *)c, 1, &x, 1, quiet), TG_OK, "%s %s: %s", c->name,
+                   layout_names[l], tg_last_error_message());
       cr_assert_eq(tg_gradgradcheck(run_unary, (void *)c, 1, &x, 1, quiet), TG_OK, "%s %s: %s",
                    c->name, layout_names[l], tg_last_error_message());
       tg_scope_end();
@@ -252,7 +258,10 @@ typedef struct binary_case {
 } binary_case;
 
 static const binary_case binary_cases[] = {
-    {"add", tg_add}, {"sub", tg_sub}, {"mul", tg_mul}, {"div", tg_div},
+    {"add", tg_add},
+    {"sub", tg_sub},
+    {"mul", tg_mul},
+    {"div", tg_div},
     {"add_scaled", add_scaled_m1_5},
 };
 #define N_BINARY (int)(sizeof binary_cases / sizeof binary_cases[0])
@@ -281,13 +290,27 @@ TG_TEST(pointwise, binary_gradcheck_and_gradgradcheck_every_layout) {
       tg_tensor *in[2];
       const char *what;
       switch (p) {
-      case 0: in[0] = input(CONTIGUOUS, 1, d), in[1] = input(CONTIGUOUS, 2, d), what = "contiguous"; break;
-      case 1: in[0] = input(TRANSPOSED, 1, d), in[1] = input(SLICED, 2, d), what = "transposed, sliced"; break;
-      case 2: in[0] = input(SLICED, 1, d), in[1] = input(TRANSPOSED, 2, d), what = "sliced, transposed"; break;
-      case 3: in[0] = grad_leaf(2, s23, 1, d), in[1] = grad_leaf(1, s3, 2, d), what = "[2, 3], [3]"; break;
-      case 4: in[0] = grad_leaf(2, s21, 1, d), in[1] = grad_leaf(2, s13, 2, d), what = "[2, 1], [1, 3]"; break;
-      case 5: in[0] = grad_leaf(2, s23, 1, d), in[1] = grad_leaf(0, s0, 2, d), what = "[2, 3], []"; break;
-      default: in[0] = grad_leaf(0, s0, 1, d), in[1] = input(TRANSPOSED, 2, d), what = "[], transposed"; break;
+      case 0:
+        in[0] = input(CONTIGUOUS, 1, d), in[1] = input(CONTIGUOUS, 2, d), what = "contiguous";
+        break;
+      case 1:
+        in[0] = input(TRANSPOSED, 1, d), in[1] = input(SLICED, 2, d), what = "transposed, sliced";
+        break;
+      case 2:
+        in[0] = input(SLICED, 1, d), in[1] = input(TRANSPOSED, 2, d), what = "sliced, transposed";
+        break;
+      case 3:
+        in[0] = grad_leaf(2, s23, 1, d), in[1] = grad_leaf(1, s3, 2, d), what = "[2, 3], [3]";
+        break;
+      case 4:
+        in[0] = grad_leaf(2, s21, 1, d), in[1] = grad_leaf(2, s13, 2, d), what = "[2, 1], [1, 3]";
+        break;
+      case 5:
+        in[0] = grad_leaf(2, s23, 1, d), in[1] = grad_leaf(0, s0, 2, d), what = "[2, 3], []";
+        break;
+      default:
+        in[0] = grad_leaf(0, s0, 1, d), in[1] = input(TRANSPOSED, 2, d), what = "[], transposed";
+        break;
       }
       cr_assert_eq(tg_gradcheck(run_binary, (void *)c, 2, in, 1, quiet), TG_OK, "%s %s: %s",
                    c->name, what, tg_last_error_message());
@@ -370,14 +393,14 @@ TG_TEST(pointwise, binary_strided_inputs_match_contiguous) {
     tg_dtype t = (tg_dtype)dt;
     tg_tensor *base = tg_to_dtype(values(TG_SHAPE(6, 8), 5, 0.5, 2.0, true), t);
     tg_tensor *other = tg_to_dtype(values(TG_SHAPE(8, 6), 6, 0.5, 2.0, true), t);
-    tg_tensor *transposed = tg_t(other);                             /* [6, 8], strides [1, 6] */
+    tg_tensor *transposed = tg_t(other);                                /* [6, 8], strides [1, 6] */
     tg_tensor *sliced = tg_slice(tg_narrow(base, 0, 2, 3), 1, 1, 8, 2); /* [3, 4] at offset 17 */
     tg_tensor *expanded = tg_expand(tg_narrow(base, 1, 3, 1), TG_SHAPE(6, 8));
     tg_tensor *small = tg_narrow(tg_narrow(other, 0, 1, 3), 1, 2, 4); /* [3, 4] */
     for (int k = 0; k < N_BINARY; k++) {
       binary_fn op = binary_cases[k].op;
-      tg_tensor *pairs[][2] = {{base, transposed}, {transposed, expanded}, {sliced, small},
-                               {small, sliced}};
+      tg_tensor *pairs[][2] = {
+          {base, transposed}, {transposed, expanded}, {sliced, small}, {small, sliced}};
       for (int p = 0; p < 4; p++) {
         tg_tensor *got = op(pairs[p][0], pairs[p][1]);
         tg_tensor *want = op(tg_clone(pairs[p][0]), tg_clone(pairs[p][1]));
@@ -456,10 +479,12 @@ TG_TEST(pointwise, non_broadcastable_shapes_are_rejected) {
   tg_tensor *a = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   tg_tensor *b = tg_ones(TG_SHAPE(4), TG_OPTS_DEFAULT);
   cr_assert_null(tg_add(a, b));
-  tg_expect_error(TG_ERR_SHAPE, "tg_add: a is [2, 3] and b is [4]: sizes are not broadcastable at dim 1");
+  tg_expect_error(TG_ERR_SHAPE,
+                  "tg_add: a is [2, 3] and b is [4]: sizes are not broadcastable at dim 1");
   tg_tensor *c = tg_ones(TG_SHAPE(4, 3, 1), TG_OPTS_DEFAULT);
   cr_assert_null(tg_mul(c, a));
-  tg_expect_error(TG_ERR_SHAPE, "tg_mul: a is [4, 3, 1] and b is [2, 3]: sizes are not broadcastable at dim 1");
+  tg_expect_error(TG_ERR_SHAPE,
+                  "tg_mul: a is [4, 3, 1] and b is [2, 3]: sizes are not broadcastable at dim 1");
   cr_assert_null(tg_div(tg_ones(TG_SHAPE(0), TG_OPTS_DEFAULT), b));
   tg_expect_error(TG_ERR_SHAPE, "tg_div: a is [0] and b is [4]");
   tg_scope_end();

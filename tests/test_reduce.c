@@ -40,10 +40,18 @@ static const char *const layout_names[] = {"contiguous", "transposed", "sliced",
 static tg_tensor *input(layout l, uint64_t seed) {
   tg_tensor *t;
   switch (l) {
-  case TRANSPOSED: t = tg_t(random_f64(TG_SHAPE(3, 2), seed)); break;
-  case SLICED: t = tg_slice(tg_narrow(random_f64(TG_SHAPE(4, 7), seed), 0, 1, 2), 1, 1, 7, 2); break;
-  case BROADCAST: t = random_f64(TG_SHAPE(3), seed); break;
-  default: t = random_f64(TG_SHAPE(2, 3), seed); break;
+  case TRANSPOSED:
+    t = tg_t(random_f64(TG_SHAPE(3, 2), seed));
+    break;
+  case SLICED:
+    t = tg_slice(tg_narrow(random_f64(TG_SHAPE(4, 7), seed), 0, 1, 2), 1, 1, 7, 2);
+    break;
+  case BROADCAST:
+    t = random_f64(TG_SHAPE(3), seed);
+    break;
+  default:
+    t = random_f64(TG_SHAPE(2, 3), seed);
+    break;
   }
   cr_assert(t && tg_set_requires_grad(t, true) == TG_OK, "%s", tg_last_error_message());
   return t;
@@ -138,8 +146,9 @@ TG_TEST(reduce, gradcheck_3d_every_dim) {
   tg_tensor *x = tg_permute(random_f64(TG_SHAPE(4, 2, 3), 7), 3, (const int[]){1, 2, 0});
   cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
   static const reduce_case dims[] = {
-      {"sum_dim 0", sum_dim_0}, {"sum_dim 1 keepdim", sum_dim_1_keep}, {"sum_dim -1", sum_dim_neg1},
-      {"mean_dim 1", mean_dim_1}, {"max_dim 1", max_dim_1}, {"max_dim 0 keepdim", max_dim_0_keep}};
+      {"sum_dim 0", sum_dim_0},     {"sum_dim 1 keepdim", sum_dim_1_keep},
+      {"sum_dim -1", sum_dim_neg1}, {"mean_dim 1", mean_dim_1},
+      {"max_dim 1", max_dim_1},     {"max_dim 0 keepdim", max_dim_0_keep}};
   for (int k = 0; k < 6; k++) {
     cr_assert_eq(tg_gradcheck(run_case, (void *)&dims[k], 1, &x, 1, quiet), TG_OK, "%s: %s",
                  dims[k].name, tg_last_error_message());
@@ -263,15 +272,20 @@ TG_TEST(reduce, max_gradients_with_ties) {
 }
 
 TG_TEST(reduce, strided_inputs_match_contiguous) {
-  static const reduce_case all[] = {
-      {"sum", tg_sum},         {"sum_dim 0", sum_dim_0}, {"sum_dim 1 keepdim", sum_dim_1_keep},
-      {"mean", tg_mean},       {"mean_dim 1", mean_dim_1}, {"max", tg_max},
-      {"max_dim 1", max_dim_1}, {"max_dim 0 keepdim", max_dim_0_keep},
-      {"sum_to_size [1, n]", sum_to_row}, {"sum_to_size [m, 1]", sum_to_column}};
+  static const reduce_case all[] = {{"sum", tg_sum},
+                                    {"sum_dim 0", sum_dim_0},
+                                    {"sum_dim 1 keepdim", sum_dim_1_keep},
+                                    {"mean", tg_mean},
+                                    {"mean_dim 1", mean_dim_1},
+                                    {"max", tg_max},
+                                    {"max_dim 1", max_dim_1},
+                                    {"max_dim 0 keepdim", max_dim_0_keep},
+                                    {"sum_to_size [1, n]", sum_to_row},
+                                    {"sum_to_size [m, 1]", sum_to_column}};
   tg_scope_begin();
   for (int dt = TG_F32; dt <= TG_F64; dt++) {
     tg_tensor *base = tg_to_dtype(random_f64(TG_SHAPE(5, 9), 4), (tg_dtype)dt);
-    tg_tensor *views[] = {tg_narrow(tg_t(base), 1, 0, 3),                        /* [9, 3] */
+    tg_tensor *views[] = {tg_narrow(tg_t(base), 1, 0, 3),                       /* [9, 3] */
                           tg_slice(tg_narrow(base, 0, 1, 3), 1, 2, 9, 3),       /* [3, 3] offset */
                           tg_expand(tg_narrow(base, 0, 3, 1), TG_SHAPE(4, 9))}; /* stride 0 */
     for (int v = 0; v < 3; v++) {

@@ -75,8 +75,7 @@ static tg_status grads_status(tg_ctx *ctx, int n, tg_tensor **gi) {
   return TG_OK;
 }
 
-static tg_status add_sub_backward(tg_ctx *ctx, double b_scale, const tg_tensor *g,
-                                  tg_tensor **gi) {
+static tg_status add_sub_backward(tg_ctx *ctx, double b_scale, const tg_tensor *g, tg_tensor **gi) {
   if (tg_ctx_needs_input_grad(ctx, 0)) gi[0] = to_input(ctx, 0, g);
   if (tg_ctx_needs_input_grad(ctx, 1))
     gi[1] = to_input(ctx, 1, b_scale == 1.0 ? g : tg_mul_scalar(g, b_scale));
@@ -94,8 +93,10 @@ tg_status tg__bwd_sub(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
 /* mul and mul_ save b first when a needs its gradient, then a (or a's old value). */
 tg_status tg__bwd_mul(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   int next = 0;
-  if (tg_ctx_needs_input_grad(ctx, 0)) gi[0] = to_input(ctx, 0, tg_mul(g[0], tg_ctx_saved(ctx, next++)));
-  if (tg_ctx_needs_input_grad(ctx, 1)) gi[1] = to_input(ctx, 1, tg_mul(g[0], tg_ctx_saved(ctx, next)));
+  if (tg_ctx_needs_input_grad(ctx, 0))
+    gi[0] = to_input(ctx, 0, tg_mul(g[0], tg_ctx_saved(ctx, next++)));
+  if (tg_ctx_needs_input_grad(ctx, 1))
+    gi[1] = to_input(ctx, 1, tg_mul(g[0], tg_ctx_saved(ctx, next)));
   return grads_status(ctx, 2, gi);
 }
 

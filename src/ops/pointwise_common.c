@@ -33,8 +33,8 @@ bool tg__check_inplace_target(const char *op, const char *arg, const tg_tensor *
   if (tg__has_internal_overlap(t)) {
     char buf[160];
     tg_set_error(TG_ERR_ARGUMENT,
-                 "%s: %s %s has overlapping elements (an expanded view); clone it first", op,
-                 arg, tg_format_sizes(buf, sizeof buf, t->ndim, t->sizes));
+                 "%s: %s %s has overlapping elements (an expanded view); clone it first", op, arg,
+                 tg_format_sizes(buf, sizeof buf, t->ndim, t->sizes));
     return false;
   }
   return true;

@@ -34,16 +34,14 @@ static tg_status binary_inplace(const char *op, tg_binary_kind kind, double alph
                                 const tg_tensor *const *in, tg_tensor **out) {
   tg_tensor *a = (tg_tensor *)in[0];
   const tg_tensor *b = in[1];
-  if (tg_shares_storage(a, b) && !same_geometry(a, b) && !(b = tg_clone(b)))
-    return tg_last_error();
+  if (tg_shares_storage(a, b) && !same_geometry(a, b) && !(b = tg_clone(b))) return tg_last_error();
   tg_status st = tg__binary_into(op, kind, alpha, a, a, b);
   return st != TG_OK ? st : finish(a, out);
 }
 
 /* x = f(x); saves the output when backward needs it. */
-static tg_status unary_inplace(const char *op, tg_unary_kind kind, double p, double q,
-                               tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out,
-                               bool save_output) {
+static tg_status unary_inplace(const char *op, tg_unary_kind kind, double p, double q, tg_ctx *ctx,
+                               const tg_tensor *const *in, tg_tensor **out, bool save_output) {
   tg_tensor *x = (tg_tensor *)in[0];
   tg_status st = tg__unary_into(op, kind, p, q, x, x);
   if (st != TG_OK || (st = finish(x, out)) != TG_OK) return st;
@@ -72,7 +70,8 @@ tg_status tg__fwd_mul_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out)
   tg_status st = tg_ctx_needs_input_grad(ctx, 0) ? save_operand(ctx, in) : TG_OK;
   if (st == TG_OK && tg_ctx_needs_input_grad(ctx, 1)) {
     if (tg_ctx_num_inputs(ctx) < 3)
-      return tg_set_error(TG_ERR_STATE, "tg_mul_: b needs its gradient but a's old value was not given");
+      return tg_set_error(TG_ERR_STATE,
+                          "tg_mul_: b needs its gradient but a's old value was not given");
     st = tg_ctx_save_for_backward(ctx, 1, &in[2]);
   }
   return st != TG_OK ? st : binary_inplace("tg_mul_", TG_BINARY_MUL, 1.0, in, out);
@@ -87,13 +86,13 @@ tg_status tg__fwd_div_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out)
 }
 
 tg_status tg__fwd_add_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_add_scalar_", TG_UNARY_AFFINE, 1.0, tg_ctx_scalar(ctx, 0), ctx, in,
-                       out, false);
+  return unary_inplace("tg_add_scalar_", TG_UNARY_AFFINE, 1.0, tg_ctx_scalar(ctx, 0), ctx, in, out,
+                       false);
 }
 
 tg_status tg__fwd_mul_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_mul_scalar_", TG_UNARY_AFFINE, tg_ctx_scalar(ctx, 0), 0.0, ctx, in,
-                       out, false);
+  return unary_inplace("tg_mul_scalar_", TG_UNARY_AFFINE, tg_ctx_scalar(ctx, 0), 0.0, ctx, in, out,
+                       false);
 }
 
 tg_status tg__fwd_neg_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
@@ -221,10 +220,10 @@ static tg_status binary_(const char *op, const tg_op_desc *desc, tg_tensor *a, c
   tg_scope_begin();
   bool need_old = wants_old_value(with_old && b->requires_grad);
   tg_tensor *old = need_old ? tg_clone(a) : NULL;
-  tg_status st = need_old && !old ? tg_last_error()
-                                  : run_inplace(desc, old ? 3 : 2,
-                                                (const tg_tensor *const[]){a, b, old}, n_scalars,
-                                                scalars);
+  tg_status st = need_old && !old
+                     ? tg_last_error()
+                     : run_inplace(desc, old ? 3 : 2, (const tg_tensor *const[]){a, b, old},
+                                   n_scalars, scalars);
   tg_scope_end();
   return st;
 }
@@ -252,10 +251,10 @@ static tg_status unary_(const char *op, const tg_op_desc *desc, tg_tensor *x, bo
   tg_scope_begin();
   bool need_old = wants_old_value(with_old && x->requires_grad);
   tg_tensor *old = need_old ? tg_clone(x) : NULL;
-  tg_status st = need_old && !old ? tg_last_error()
-                                  : run_inplace(desc, old ? 2 : 1,
-                                                (const tg_tensor *const[]){x, old}, n_scalars,
-                                                scalars);
+  tg_status st =
+      need_old && !old
+          ? tg_last_error()
+          : run_inplace(desc, old ? 2 : 1, (const tg_tensor *const[]){x, old}, n_scalars, scalars);
   tg_scope_end();
   return st;
 }
@@ -269,21 +268,15 @@ tg_status tg_mul_scalar_(tg_tensor *a, double s) {
 tg_status tg_neg_(tg_tensor *x) { return unary_("tg_neg_", TG__OP(neg_), x, false, TG__NO_SC); }
 tg_status tg_exp_(tg_tensor *x) { return unary_("tg_exp_", TG__OP(exp_), x, false, TG__NO_SC); }
 tg_status tg_log_(tg_tensor *x) { return unary_("tg_log_", TG__OP(log_), x, false, TG__NO_SC); }
-tg_status tg_sqrt_(tg_tensor *x) {
-  return unary_("tg_sqrt_", TG__OP(sqrt_), x, false, TG__NO_SC);
-}
+tg_status tg_sqrt_(tg_tensor *x) { return unary_("tg_sqrt_", TG__OP(sqrt_), x, false, TG__NO_SC); }
 tg_status tg_pow_scalar_(tg_tensor *x, double exponent) {
   return unary_("tg_pow_scalar_", TG__OP(pow_scalar_), x, true, TG__SC(exponent));
 }
 tg_status tg_sigmoid_(tg_tensor *x) {
   return unary_("tg_sigmoid_", TG__OP(sigmoid_), x, false, TG__NO_SC);
 }
-tg_status tg_tanh_(tg_tensor *x) {
-  return unary_("tg_tanh_", TG__OP(tanh_), x, false, TG__NO_SC);
-}
-tg_status tg_relu_(tg_tensor *x) {
-  return unary_("tg_relu_", TG__OP(relu_), x, false, TG__NO_SC);
-}
+tg_status tg_tanh_(tg_tensor *x) { return unary_("tg_tanh_", TG__OP(tanh_), x, false, TG__NO_SC); }
+tg_status tg_relu_(tg_tensor *x) { return unary_("tg_relu_", TG__OP(relu_), x, false, TG__NO_SC); }
 tg_status tg_elu_(tg_tensor *x, double alpha) {
   return unary_("tg_elu_", TG__OP(elu_), x, alpha < 0, TG__SC(alpha));
 }

@@ -60,10 +60,10 @@ tg_status tg__fwd_step(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out)
 
 /* ---- backward (formulas shared with the in-place forms; see pointwise_inplace.c) ---- */
 
-#define RETURN_GRAD(expr)                                                                   \
-  do {                                                                                      \
-    gi[0] = (expr);                                                                         \
-    return gi[0] ? TG_OK : tg_last_error();                                                 \
+#define RETURN_GRAD(expr)                                                                          \
+  do {                                                                                             \
+    gi[0] = (expr);                                                                                \
+    return gi[0] ? TG_OK : tg_last_error();                                                        \
   } while (0)
 
 tg_status tg__bwd_neg(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {

@@ -124,10 +124,10 @@ static int64_t input_dim_size(tg_ctx *ctx, int dim) {
   return tg_ctx_input_ndim(ctx, 0) == 0 ? 1 : tg_ctx_input_sizes(ctx, 0)[dim];
 }
 
-#define RETURN_GRAD(expr)                                                                   \
-  do {                                                                                      \
-    gi[0] = (expr);                                                                         \
-    return gi[0] ? TG_OK : tg_last_error();                                                 \
+#define RETURN_GRAD(expr)                                                                          \
+  do {                                                                                             \
+    gi[0] = (expr);                                                                                \
+    return gi[0] ? TG_OK : tg_last_error();                                                        \
   } while (0)
 
 /* ---- sum / mean ---- */
@@ -345,10 +345,14 @@ tg_status tg_max_dim(const tg_tensor *x, int dim, bool keepdim, tg_tensor **valu
                           TG__SC((double)d, keepdim ? 1.0 : 0.0), 2, out);
   if (st != TG_OK) return st;
   /* With no scope open the caller owns both results: drop the one it did not ask for. */
-  if (values) *values = out[0];
-  else if (tg_scope_depth() == 0) tg_release(out[0]);
-  if (indices) *indices = out[1];
-  else if (tg_scope_depth() == 0) tg_release(out[1]);
+  if (values)
+    *values = out[0];
+  else if (tg_scope_depth() == 0)
+    tg_release(out[0]);
+  if (indices)
+    *indices = out[1];
+  else if (tg_scope_depth() == 0)
+    tg_release(out[1]);
   return TG_OK;
 }
 
