@@ -12,8 +12,15 @@
 void tg_test_setup(void);
 void tg_test_teardown(void);
 
+/* The leak check runs at the end of the test body: Criterion ignores failed assertions in
+ * a .fini hook. */
 #define TG_TEST(suite, name, ...)                                                           \
-  Test(suite, name, .init = tg_test_setup, .fini = tg_test_teardown, ##__VA_ARGS__)
+  static void tg_test_body_##suite##_##name(void);                                          \
+  Test(suite, name, .init = tg_test_setup, ##__VA_ARGS__) {                                 \
+    tg_test_body_##suite##_##name();                                                        \
+    tg_test_teardown();                                                                     \
+  }                                                                                         \
+  static void tg_test_body_##suite##_##name(void)
 
 /* Asserts that the pending error has `code` and that its message contains every given
  * substring (NULL-terminated list), then clears it. */

@@ -203,6 +203,7 @@ tg_status tg_apply(const tg_op_desc *op, int n_inputs, const tg_tensor *const *i
     for (int i = 0; i < n_inputs; i++) node->edges[i] = edge_to(inputs[i]);
 
   ctx->forward_outputs = outputs;
+  ctx->inplace_target = inplace && n_inputs > 0 ? inputs[0] : NULL;
   bool was_enabled = tg_set_grad_enabled(false);
   tg_scope_begin();
   st = op->forward[device.type](ctx, inputs, outputs);
@@ -216,6 +217,7 @@ tg_status tg_apply(const tg_op_desc *op, int n_inputs, const tg_tensor *const *i
   tg_scope_end();
   tg_set_grad_enabled(was_enabled);
   ctx->forward_outputs = NULL;
+  ctx->inplace_target = NULL;
 
   if (st == TG_OK) {
     for (int j = 0; j < n_outputs; j++) {

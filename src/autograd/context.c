@@ -7,6 +7,8 @@ int tg_ctx_num_inputs(const tg_ctx *ctx) { return ctx ? ctx->n_inputs : 0; }
 int tg_ctx_num_outputs(const tg_ctx *ctx) { return ctx ? ctx->n_outputs : 0; }
 
 static int output_index(const tg_ctx *ctx, const tg_tensor *t) {
+  /* The target of an in-place op becomes its output 0 (and would hold the node). */
+  if (ctx->inplace_target && t == ctx->inplace_target) return 0;
   if (!ctx->forward_outputs) return -1;
   for (int j = 0; j < ctx->n_outputs; j++)
     if (ctx->forward_outputs[j] == t) return j;

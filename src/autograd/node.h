@@ -36,6 +36,7 @@ struct tg_ctx {
   bool *needs_input_grad;
   bool *non_differentiable; /* n_outputs */
   tg_tensor **forward_outputs; /* the outputs array during forward, to recognise saves */
+  const tg_tensor *inplace_target; /* input 0 of an in-place op during forward: output 0 */
   tg_saved *saved;
   int n_saved;
   double scalars[TG_CTX_MAX_SCALARS];

@@ -49,10 +49,10 @@ tg_tensor *tg__tensor_new(tg_storage *storage, int64_t offset, int ndim, const i
   t->offset = offset;
   t->ndim = ndim;
   t->dtype = dtype;
-  memcpy(t->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
-  if (strides)
+  if (ndim > 0) memcpy(t->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
+  if (ndim > 0 && strides)
     memcpy(t->strides, strides, sizeof(int64_t) * (size_t)ndim);
-  else
+  else if (ndim > 0)
     tg__contiguous_strides(ndim, sizes, t->strides);
   tg__live_inc();
   return t;
