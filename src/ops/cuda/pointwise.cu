@@ -1,0 +1,62 @@
+/* Fill, copy (with dtype conversion), unary, binary and random fills: instances of the
+ * elementwise kernel family. */
+#include "elementwise.cuh"
+#include "math.cuh"
+#include "ops.cuh"
+
+tg_status tg_cu_fill(const char *op, const tg_cu_view &out, double value) {
+  TG_DISPATCH_ALL_TYPES(out.dtype, op, {
+    return tg_cu_nullary<scalar_t>(op, out, tg_cu_fill_fn<scalar_t>{(scalar_t)value});
+  });
+  return TG_OK;
+}
+
+template <typename To>
+static tg_status copy_to(const char *op, const tg_cu_view &out, const tg_cu_view &src) {
+  TG_DISPATCH_ALL_TYPES(src.dtype, op, {
+    return tg_cu_unary<To, scalar_t>(op, out, src, tg_cu_convert_fn<To, scalar_t>{});
+  });
+  return TG_OK;
+}
+
+tg_status tg_cu_copy(const char *op, const tg_cu_view &out, const tg_cu_view &src) {
+  TG_DISPATCH_ALL_TYPES(out.dtype, op, { return copy_to<scalar_t>(op, out, src); });
+  return TG_OK;
+}
+
+tg_status tg_cu_unary_op(const char *op, tg_unary_kind kind, double a, double b,
+                         const tg_cu_view &out, const tg_cu_view &x) {
+  if ((unsigned)kind >= (unsigned)TG_NUM_UNARY)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: unknown unary kind %d", op, (int)kind);
+  if (x.dtype != out.dtype)
+    return tg_set_error(TG_ERR_DTYPE, "%s: input is %s but out is %s", op,
+                        tg_dtype_name(x.dtype), tg_dtype_name(out.dtype));
+  TG_DISPATCH_FLOATING_TYPES(out.dtype, op, {
+    tg_cu_unary_fn<scalar_t> f{kind, (scalar_t)a, (scalar_t)b};
+    return tg_cu_unary<scalar_t, scalar_t>(op, out, x, f);
+  });
+  return TG_OK;
+}
+
+tg_status tg_cu_binary_op(const char *op, tg_binary_kind kind, double alpha,
+                          const tg_cu_view &out, const tg_cu_view &a, const tg_cu_view &b) {
+  if ((unsigned)kind >= (unsigned)TG_NUM_BINARY)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: unknown binary kind %d", op, (int)kind);
+  if (a.dtype != out.dtype || b.dtype != out.dtype)
+    return tg_set_error(TG_ERR_DTYPE, "%s: operands are %s and %s but out is %s", op,
+                        tg_dtype_name(a.dtype), tg_dtype_name(b.dtype), tg_dtype_name(out.dtype));
+  TG_DISPATCH_FLOATING_TYPES(out.dtype, op, {
+    tg_cu_binary_fn<scalar_t> f{kind, (scalar_t)alpha};
+    return tg_cu_binary<scalar_t, scalar_t, scalar_t>(op, out, a, b, f);
+  });
+  return TG_OK;
+}
+
+tg_status tg_cu_random(const char *op, const tg_cu_view &out, bool normal, uint64_t seed,
+                       uint64_t offset, double a, double b) {
+  TG_DISPATCH_FLOATING_TYPES(out.dtype, op, {
+    tg_cu_random_fn<scalar_t> f{normal, seed, offset, (scalar_t)a, (scalar_t)b};
+    return tg_cu_nullary<scalar_t>(op, out, f);
+  });
+  return TG_OK;
+}

@@ -1,0 +1,180 @@
+/* Reductions over one dim. sum: the reduced dim and the kept dims, flattened, form a
+ * matrix; when cuBLAS can read it in place (one of the two strides is 1) the sum is a
+ * gemv with a vector of ones, else one thread per output element loops over the dim.
+ * max: one thread per output element. */
+#include "allocator.cuh"
+#include "blas.cuh"
+#include "elementwise.cuh"
+#include "ops.cuh"
+
+namespace {
+
+/* The dims of x other than dim (sizes, x's strides, out's strides): the "rows" that each
+ * reduce to one output element. */
+struct rows {
+  int ndim;
+  int64_t sizes[TG_MAX_DIMS], x_strides[TG_MAX_DIMS], out_strides[TG_MAX_DIMS],
+      idx_strides[TG_MAX_DIMS];
+  int64_t count;
+};
+
+rows rows_of(const tg_cu_view &x, const tg_cu_view &out, const tg_cu_view *idx, int dim) {
+  rows r;
+  r.ndim = 0;
+  r.count = 1;
+  for (int d = 0; d < x.ndim; d++) {
+    if (d == dim) continue;
+    r.sizes[r.ndim] = x.sizes[d];
+    r.x_strides[r.ndim] = x.strides[d];
+    r.out_strides[r.ndim] = out.strides[d];
+    r.idx_strides[r.ndim] = idx ? idx->strides[d] : 0;
+    r.count *= x.sizes[d];
+    r.ndim++;
+  }
+  return r;
+}
+
+template <typename T>
+__global__ void sum_dim_kernel(int64_t n_rows, tg_cu_indexer<2> ix, T *out, const T *x,
+                               int64_t len, int64_t stride) {
+  TG_CU_GRID_STRIDE(r, n_rows) {
+    int64_t o[2];
+    ix.offsets(r, o);
+    const T *p = x + o[0];
+    T acc = 0;
+    for (int64_t k = 0; k < len; k++) acc += p[k * stride];
+    out[o[1]] = acc;
+  }
+}
+
+/* First maximum wins; the first NaN beats everything (as on the CPU). */
+template <typename T>
+__global__ void max_dim_kernel(int64_t n_rows, tg_cu_indexer<3> ix, T *values, int64_t *indices,
+                               const T *x, int64_t len, int64_t stride) {
+  TG_CU_GRID_STRIDE(r, n_rows) {
+    int64_t o[3];
+    ix.offsets(r, o);
+    const T *p = x + o[0];
+    T best = p[0];
+    int64_t best_k = 0;
+    for (int64_t k = 1; k < len && best == best; k++) {
+      T v = p[k * stride];
+      if (v > best || v != v) {
+        best = v;
+        best_k = k;
+      }
+    }
+    values[o[1]] = best;
+    indices[o[2]] = best_k;
+  }
+}
+
+/* A gemv that sums the matrix x[row, k] (row stride rs, k stride ks) into y (stride ys). */
+struct gemv_plan {
+  cublasOperation_t trans;
+  int m, n, lda, incy;
+};
+
+bool plan_gemv(int64_t n_rows, int64_t len, int64_t rs, int64_t ks, int64_t ys,
+               gemv_plan *p) {
+  if (!tg_cu_fits_int(n_rows) || !tg_cu_fits_int(len)) return false;
+  int64_t incy = n_rows > 1 ? ys : 1;
+  if (incy < 1 || !tg_cu_fits_int(incy)) return false;
+  int64_t min_rows = n_rows > 1 ? n_rows : 1, min_len = len > 1 ? len : 1;
+  /* Columns are the reduced dim: y = A * ones with A [rows x len] column-major. */
+  if (n_rows <= 1 || rs == 1) {
+    int64_t lda = len <= 1 ? min_rows : ks;
+    if (lda >= min_rows && tg_cu_fits_int(lda)) {
+      *p = gemv_plan{CUBLAS_OP_N, (int)n_rows, (int)len, (int)lda, (int)incy};
+      return true;
+    }
+  }
+  /* Rows are the reduced dim: y = A^T * ones with A [len x rows] column-major. */
+  if (len <= 1 || ks == 1) {
+    int64_t lda = n_rows <= 1 ? min_len : rs;
+    if (lda >= min_len && tg_cu_fits_int(lda)) {
+      *p = gemv_plan{CUBLAS_OP_T, (int)len, (int)n_rows, (int)lda, (int)incy};
+      return true;
+    }
+  }
+  return false;
+}
+
+template <typename T>
+tg_status sum_gemv(const char *op, const tg_cu_view &out, const tg_cu_view &x, int64_t len,
+                   const gemv_plan &p) {
+  tg_cu_device *dev;
+  tg_status st = tg_cu_device_get(op, out.device, &dev);
+  if (st != TG_OK) return st;
+  cublasHandle_t h;
+  if ((st = tg_cu_blas_get(op, dev, &h)) != TG_OK) return st;
+  tg_cu_temp ones;
+  ones.ptr = tg_cu_alloc(op, out.device, (size_t)len * sizeof(T));
+  if (!ones.ptr) return tg_last_error();
+  if ((st = tg_cu_fill(op, tg_cu_view_dense(ones.ptr, x.dtype, x.device, 1, &len), 1.0)) != TG_OK)
+    return st;
+  const T one = 1, zero = 0;
+  TG_CU_BLAS_TRY(op, tg_cu_blas_gemv(h, p.trans, p.m, p.n, &one, (const T *)x.data, p.lda,
+                                     (const T *)ones.ptr, 1, &zero, (T *)out.data, p.incy));
+  return TG_OK;
+}
+
+template <typename T>
+tg_status sum_kernel(const char *op, const tg_cu_view &out, const tg_cu_view &x, const rows &r,
+                     int64_t len, int64_t stride) {
+  tg_cu_device *dev;
+  tg_status st = tg_cu_device_get(op, out.device, &dev);
+  if (st != TG_OK) return st;
+  const int64_t *strides[2] = {r.x_strides, r.out_strides};
+  tg_cu_indexer<2> ix = tg_cu_make_indexer<2>(r.ndim, r.sizes, strides);
+  TG_CU_LAUNCH(op, r.count, dev->stream, sum_dim_kernel<T>, r.count, ix, (T *)out.data,
+               (const T *)x.data, len, stride);
+  return TG_OK;
+}
+
+}  // namespace
+
+tg_status tg_cu_sum_dim(const char *op, const tg_cu_view &out, const tg_cu_view &x, int dim) {
+  if (out.dtype != x.dtype)
+    return tg_set_error(TG_ERR_DTYPE, "%s: input is %s but out is %s", op,
+                        tg_dtype_name(x.dtype), tg_dtype_name(out.dtype));
+  rows r = rows_of(x, out, NULL, dim);
+  int64_t len = x.sizes[dim], stride = x.strides[dim];
+  if (r.count == 0) return TG_OK;
+  if (len == 0) return tg_cu_fill(op, out, 0.0);
+  /* The kept dims as one dim, when they collapse to one. */
+  const int64_t *strides[2] = {r.x_strides, r.out_strides};
+  tg_cu_indexer<2> ix = tg_cu_make_indexer<2>(r.ndim, r.sizes, strides);
+  gemv_plan plan;
+  bool gemv = ix.ndim <= 1 && plan_gemv(r.count, len, ix.ndim ? ix.strides[0][0] : 0, stride,
+                                        ix.ndim ? ix.strides[1][0] : 1, &plan);
+  TG_DISPATCH_FLOATING_TYPES(x.dtype, op, {
+    return gemv ? sum_gemv<scalar_t>(op, out, x, len, plan)
+                : sum_kernel<scalar_t>(op, out, x, r, len, stride);
+  });
+  return TG_OK;
+}
+
+tg_status tg_cu_max_dim(const char *op, const tg_cu_view &values, const tg_cu_view &indices,
+                        const tg_cu_view &x, int dim) {
+  if (values.dtype != x.dtype || indices.dtype != TG_I64)
+    return tg_set_error(TG_ERR_DTYPE, "%s: values must be %s and indices I64 (got %s, %s)", op,
+                        tg_dtype_name(x.dtype), tg_dtype_name(values.dtype),
+                        tg_dtype_name(indices.dtype));
+  rows r = rows_of(x, values, &indices, dim);
+  int64_t len = x.sizes[dim], stride = x.strides[dim];
+  if (r.count == 0) return TG_OK;
+  if (len == 0)
+    return tg_set_error(TG_ERR_SHAPE, "%s: max over an empty dim %d", op, dim);
+  tg_cu_device *dev;
+  tg_status st = tg_cu_device_get(op, x.device, &dev);
+  if (st != TG_OK) return st;
+  const int64_t *strides[3] = {r.x_strides, r.out_strides, r.idx_strides};
+  tg_cu_indexer<3> ix = tg_cu_make_indexer<3>(r.ndim, r.sizes, strides);
+  TG_DISPATCH_FLOATING_TYPES(x.dtype, op, {
+    TG_CU_LAUNCH(op, r.count, dev->stream, max_dim_kernel<scalar_t>, r.count, ix,
+                 (scalar_t *)values.data, (int64_t *)indices.data, (const scalar_t *)x.data, len,
+                 stride);
+  });
+  return TG_OK;
+}

@@ -1,0 +1,314 @@
+/* Every primitive of the CUDA backend against its CPU twin (ops/backend.h), called
+ * directly, on contiguous, transposed, sliced, stepped and expanded (stride 0) operands,
+ * in F32 and F64: |cuda - cpu| <= atol + rtol*|cpu|. */
+#include <math.h>
+
+#include "cuda_testutil.h"
+
+static const tg_backend *cpu_be(void) { return &tg_cpu_backend; }
+static const tg_backend *cuda_be(void) {
+  const tg_backend *be = tg__cuda_backend();
+  cr_assert(be, "no CUDA backend");
+  return be;
+}
+
+static const tg_dtype floating[] = {TG_F32, TG_F64};
+
+/* An output twin in a layout, prefilled with NaN so a missed element shows. */
+static tg_twin out_matrix(tg_layout layout, int64_t rows, int64_t cols, tg_dtype dtype) {
+  tg_twin t = tg_twin_matrix(layout, rows, cols, dtype, 99, false);
+  cr_assert_eq(tg_fill_(t.cpu, NAN), TG_OK);
+  cr_assert_eq(tg_fill_(t.cuda, NAN), TG_OK);
+  return t;
+}
+
+static void check(tg_status cpu_st, tg_status cuda_st) {
+  cr_assert_eq(cpu_st, TG_OK, "cpu: %s", tg_last_error_message());
+  cr_assert_eq(cuda_st, TG_OK, "cuda: %s", tg_last_error_message());
+}
+
+TG_CUDA_TEST(cuda_backend, fill_every_dtype_and_layout) {
+  const tg_dtype dtypes[] = {TG_F32, TG_F64, TG_I64};
+  for (int d = 0; d < 3; d++)
+    for (int l = 0; l < TG_L_NUM_OUTPUT; l++) {
+      tg_twin o = out_matrix((tg_layout)l, 5, 7, dtypes[d]);
+      check(cpu_be()->fill(o.cpu, -2.75), cuda_be()->fill(o.cuda, -2.75));
+      tg_assert_twin_close(o, 0, 0);
+    }
+}
+
+TG_CUDA_TEST(cuda_backend, copy_converts_dtypes_over_layouts) {
+  const tg_dtype dtypes[] = {TG_F32, TG_F64, TG_I64};
+  for (int from = 0; from < 3; from++)
+    for (int to = 0; to < 3; to++)
+      for (int ls = 0; ls < TG_L_NUM; ls++)
+        for (int lo = 0; lo < TG_L_NUM_OUTPUT; lo++) {
+          tg_twin src = tg_twin_matrix((tg_layout)ls, 4, 6, dtypes[from], ls, false);
+          tg_twin out = out_matrix((tg_layout)lo, 4, 6, dtypes[to]);
+          check(cpu_be()->copy(out.cpu, src.cpu), cuda_be()->copy(out.cuda, src.cuda));
+          tg_assert_twin_close(out, 0, 0);
+        }
+}
+
+TG_CUDA_TEST(cuda_backend, unary_every_kind) {
+  struct {
+    tg_unary_kind kind;
+    double a, b;
+    bool positive;
+  } cases[] = {
+      {TG_UNARY_NEG, 0, 0, false},     {TG_UNARY_EXP, 0, 0, false},
+      {TG_UNARY_LOG, 0, 0, true},      {TG_UNARY_SQRT, 0, 0, true},
+      {TG_UNARY_SIGMOID, 0, 0, false}, {TG_UNARY_TANH, 0, 0, false},
+      {TG_UNARY_RELU, 0, 0, false},    {TG_UNARY_ELU, 1.3, 0, false},
+      {TG_UNARY_POW, 2.5, 0, true},    {TG_UNARY_AFFINE, -1.5, 0.25, false},
+      {TG_UNARY_RECIPROCAL, 0, 0, true}, {TG_UNARY_STEP, 0, 0, false},
+      {TG_UNARY_ABS, 0, 0, false},
+  };
+  cr_assert_eq(sizeof cases / sizeof cases[0], TG_NUM_UNARY);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (int d = 0; d < 2; d++)
+      for (int lx = 0; lx < TG_L_NUM; lx++) {
+        tg_layout lo = (tg_layout)(lx % TG_L_NUM_OUTPUT);
+        tg_twin x = tg_twin_matrix((tg_layout)lx, 6, 5, floating[d], (int)c, cases[c].positive);
+        tg_twin o = out_matrix(lo, 6, 5, floating[d]);
+        check(cpu_be()->unary(cases[c].kind, cases[c].a, cases[c].b, o.cpu, x.cpu),
+              cuda_be()->unary(cases[c].kind, cases[c].a, cases[c].b, o.cuda, x.cuda));
+        tg_assert_twin_close(o, TG_RTOL(floating[d]), TG_ATOL(floating[d]));
+      }
+}
+
+TG_CUDA_TEST(cuda_backend, unary_in_place) {
+  for (int d = 0; d < 2; d++) {
+    tg_twin x = tg_twin_matrix(TG_L_TRANSPOSED, 4, 9, floating[d], 3, false);
+    check(cpu_be()->unary(TG_UNARY_SIGMOID, 0, 0, x.cpu, x.cpu),
+          cuda_be()->unary(TG_UNARY_SIGMOID, 0, 0, x.cuda, x.cuda));
+    tg_assert_twin_close(x, TG_RTOL(floating[d]), TG_ATOL(floating[d]));
+  }
+}
+
+TG_CUDA_TEST(cuda_backend, unary_is_stable_for_large_inputs) {
+  const double big[] = {-1e4, -50, 0, 50, 1e4};
+  for (int d = 0; d < 2; d++) {
+    tg_tensor *h = tg_to_dtype(tg_from_data(1, (const int64_t[]){5}, big, TG_OPTS(.dtype = TG_F64)),
+                               floating[d]);
+    tg_tensor *x = tg_to_device(h, TG_CUDA0);
+    const tg_unary_kind kinds[] = {TG_UNARY_SIGMOID, TG_UNARY_TANH, TG_UNARY_ELU};
+    for (int k = 0; k < 3; k++) {
+      tg_tensor *o = tg_empty_like(x);
+      cr_assert_eq(cuda_be()->unary(kinds[k], 1.0, 0, o, x), TG_OK, "%s", tg_last_error_message());
+      for (int i = 0; i < 5; i++) cr_assert(!isnan(tg_test_at(o, i)), "kind %d element %d", k, i);
+    }
+  }
+}
+
+TG_CUDA_TEST(cuda_backend, binary_every_kind_with_broadcasting) {
+  const tg_binary_kind kinds[] = {TG_BINARY_ADD, TG_BINARY_SUB, TG_BINARY_MUL,
+                                  TG_BINARY_DIV, TG_BINARY_EQ,  TG_BINARY_GE};
+  for (int k = 0; k < TG_NUM_BINARY; k++)
+    for (int d = 0; d < 2; d++)
+      for (int la = 0; la < TG_L_NUM; la++)
+        for (int lb = 0; lb < TG_L_NUM; lb++) {
+          tg_scope_begin();
+          tg_dtype dt = floating[d];
+          tg_twin a = tg_twin_matrix((tg_layout)la, 5, 4, dt, 1, false);
+          /* b == a in some elements, so EQ and GE see ties. */
+          tg_twin b = lb == la ? a : tg_twin_matrix((tg_layout)lb, 5, 4, dt, 2, true);
+          tg_twin o = out_matrix((tg_layout)((la + lb) % TG_L_NUM_OUTPUT), 5, 4, dt);
+          check(cpu_be()->binary(kinds[k], 0.75, o.cpu, a.cpu, b.cpu),
+                cuda_be()->binary(kinds[k], 0.75, o.cuda, a.cuda, b.cuda));
+          tg_assert_twin_close(o, TG_RTOL(dt), TG_ATOL(dt));
+          tg_scope_end();
+        }
+}
+
+/* A [4, 5, 6] operand: contiguous, permuted, sliced, or expanded along one dim. */
+static tg_twin cube(int layout, tg_dtype dtype) {
+  const int64_t sizes[3] = {4, 5, 6};
+  switch (layout) {
+  case 0: return tg_twin_view(tg_twin_values(120, dtype, 5, false), 3, sizes,
+                              (const int64_t[]){30, 6, 1}, 0);
+  case 1: /* dims stored in the order 2, 0, 1 */
+    return tg_twin_view(tg_twin_values(120, dtype, 6, false), 3, sizes,
+                        (const int64_t[]){5, 1, 20}, 0);
+  case 2: /* a window of a [6, 7, 8] block */
+    return tg_twin_view(tg_twin_values(336, dtype, 7, false), 3, sizes,
+                        (const int64_t[]){56, 8, 1}, 9);
+  default: /* expanded along dim 1 */
+    return tg_twin_view(tg_twin_values(24, dtype, 8, false), 3, sizes,
+                        (const int64_t[]){6, 0, 1}, 0);
+  }
+}
+
+static tg_twin reduced_out(const int64_t *sizes, int dim, tg_dtype dtype, bool transposed) {
+  int64_t s[3] = {sizes[0], sizes[1], sizes[2]};
+  s[dim] = 1;
+  int64_t n = s[0] * s[1] * s[2];
+  /* transposed: the kept dims in reverse storage order */
+  const int64_t strides[3] = {transposed ? 1 : s[1] * s[2], transposed ? s[0] : s[2],
+                              transposed ? s[0] * s[1] : 1};
+  tg_twin o = tg_twin_view(tg_twin_values(n, dtype, 0, false), 3, s, strides, 0);
+  tg_fill_(o.cpu, NAN);
+  tg_fill_(o.cuda, NAN);
+  return o;
+}
+
+TG_CUDA_TEST(cuda_backend, sum_dim_over_every_dim_and_layout) {
+  for (int d = 0; d < 2; d++)
+    for (int layout = 0; layout < 4; layout++)
+      for (int dim = 0; dim < 3; dim++)
+        for (int t = 0; t < 2; t++) {
+          tg_dtype dt = floating[d];
+          tg_twin x = cube(layout, dt);
+          tg_twin o = reduced_out(tg_sizes(x.cpu), dim, dt, t == 1);
+          check(cpu_be()->sum_dim(o.cpu, x.cpu, dim), cuda_be()->sum_dim(o.cuda, x.cuda, dim));
+          tg_assert_twin_close(o, 10 * TG_RTOL(dt), 10 * TG_ATOL(dt));
+        }
+}
+
+TG_CUDA_TEST(cuda_backend, sum_dim_edge_shapes) {
+  /* [K] -> [1] (a dot with ones), [1, K], [K, 1], and an empty reduced dim (zeros). */
+  const int64_t shapes[][2] = {{1, 257}, {257, 1}, {1, 1}, {3, 0}, {0, 3}};
+  for (int d = 0; d < 2; d++) {
+    tg_dtype dt = floating[d];
+    tg_twin v = tg_twin_values(300, dt, 4, false);
+    tg_twin x1 = tg_twin_view(v, 1, (const int64_t[]){300}, (const int64_t[]){1}, 0);
+    tg_twin o1 = tg_twin_view(tg_twin_values(1, dt, 0, false), 1, (const int64_t[]){1},
+                              (const int64_t[]){1}, 0);
+    check(cpu_be()->sum_dim(o1.cpu, x1.cpu, 0), cuda_be()->sum_dim(o1.cuda, x1.cuda, 0));
+    tg_assert_twin_close(o1, 1e-5, 1e-5);
+    for (int s = 0; s < 5; s++)
+      for (int dim = 0; dim < 2; dim++) {
+        const int64_t *sz = shapes[s];
+        tg_twin x = tg_twin_view(v, 2, sz, (const int64_t[]){sz[1], 1}, 0);
+        int64_t os[2] = {sz[0], sz[1]};
+        os[dim] = 1;
+        tg_twin o = tg_twin_view(tg_twin_values(os[0] * os[1] + 1, dt, 0, false), 2, os,
+                                 (const int64_t[]){os[1], 1}, 0);
+        check(cpu_be()->sum_dim(o.cpu, x.cpu, dim), cuda_be()->sum_dim(o.cuda, x.cuda, dim));
+        tg_assert_twin_close(o, 1e-5, 1e-5);
+      }
+  }
+}
+
+TG_CUDA_TEST(cuda_backend, max_dim_ties_and_nan) {
+  /* rows: ties (first wins), a NaN in the middle, all equal, a -inf */
+  const double v[4][5] = {{1, 3, 3, 2, 0},
+                          {1, NAN, 5, NAN, 2},
+                          {7, 7, 7, 7, 7},
+                          {-INFINITY, -1, -2, -3, -4}};
+  for (int d = 0; d < 2; d++) {
+    tg_dtype dt = floating[d];
+    tg_tensor *h = tg_to_dtype(tg_from_data(2, (const int64_t[]){4, 5}, v, TG_OPTS(.dtype = TG_F64)), dt);
+    tg_twin x = {h, tg_to_device(h, TG_CUDA0)};
+    for (int dim = 0; dim < 2; dim++) {
+      int64_t os[2] = {4, 5};
+      os[dim] = 1;
+      tg_twin val = {tg_empty(2, os, TG_OPTS(.dtype = dt)),
+                     tg_empty(2, os, TG_OPTS(.dtype = dt, .device = TG_CUDA0))};
+      tg_twin idx = {tg_empty(2, os, TG_OPTS(.dtype = TG_I64)),
+                     tg_empty(2, os, TG_OPTS(.dtype = TG_I64, .device = TG_CUDA0))};
+      check(cpu_be()->max_dim(val.cpu, idx.cpu, x.cpu, dim),
+            cuda_be()->max_dim(val.cuda, idx.cuda, x.cuda, dim));
+      tg_assert_twin_close(val, 0, 0);
+      tg_assert_twin_close(idx, 0, 0);
+    }
+    /* and over strided layouts */
+    for (int layout = 0; layout < 4; layout++)
+      for (int dim = 0; dim < 3; dim++) {
+        tg_twin c = cube(layout, dt);
+        tg_twin val = reduced_out(tg_sizes(c.cpu), dim, dt, layout % 2);
+        int64_t os[3] = {4, 5, 6};
+        os[dim] = 1;
+        tg_twin idx = {tg_empty(3, os, TG_OPTS(.dtype = TG_I64)),
+                       tg_empty(3, os, TG_OPTS(.dtype = TG_I64, .device = TG_CUDA0))};
+        check(cpu_be()->max_dim(val.cpu, idx.cpu, c.cpu, dim),
+              cuda_be()->max_dim(val.cuda, idx.cuda, c.cuda, dim));
+        tg_assert_twin_close(val, 0, 0);
+        tg_assert_twin_close(idx, 0, 0);
+      }
+  }
+}
+
+TG_CUDA_TEST(cuda_backend, gemm_every_operand_layout) {
+  const int64_t m = 5, k = 7, n = 3;
+  for (int d = 0; d < 2; d++)
+    for (int la = 0; la < TG_L_NUM; la++)
+      for (int lb = 0; lb < TG_L_NUM; lb++)
+        for (int lo = 0; lo < TG_L_NUM_OUTPUT; lo++)
+          for (int beta_i = 0; beta_i < 2; beta_i++) {
+            tg_scope_begin();
+            tg_dtype dt = floating[d];
+            double beta = beta_i ? 0.5 : 0.0; /* beta 0: out's NaNs must not leak */
+            tg_twin a = tg_twin_matrix((tg_layout)la, m, k, dt, 1, false);
+            tg_twin b = tg_twin_matrix((tg_layout)lb, k, n, dt, 2, false);
+            tg_twin o = beta_i ? tg_twin_matrix((tg_layout)lo, m, n, dt, 3, false)
+                               : out_matrix((tg_layout)lo, m, n, dt);
+            check(cpu_be()->gemm(o.cpu, a.cpu, b.cpu, 1.5, beta),
+                  cuda_be()->gemm(o.cuda, a.cuda, b.cuda, 1.5, beta));
+            cr_assert(tg_test_max_abs_diff(o.cuda, o.cpu) <= (dt == TG_F64 ? 1e-12 : 1e-4),
+                      "a %s, b %s, out %s, beta %g", tg_layout_name((tg_layout)la),
+                      tg_layout_name((tg_layout)lb), tg_layout_name((tg_layout)lo), beta);
+            tg_scope_end();
+          }
+}
+
+TG_CUDA_TEST(cuda_backend, gemm_vectors_and_empty_inner_dim) {
+  const int64_t shapes[][3] = {{1, 9, 1}, {1, 9, 4}, {4, 9, 1}, {6, 1, 5}, {3, 0, 4}};
+  for (int d = 0; d < 2; d++)
+    for (int s = 0; s < 5; s++)
+      for (int beta_i = 0; beta_i < 2; beta_i++) {
+        tg_dtype dt = floating[d];
+        int64_t m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
+        tg_twin a = tg_twin_matrix(TG_L_TRANSPOSED, m, k, dt, 1, false);
+        tg_twin b = tg_twin_matrix(TG_L_CONTIGUOUS, k, n, dt, 2, false);
+        tg_twin o = beta_i ? tg_twin_matrix(TG_L_CONTIGUOUS, m, n, dt, 3, false)
+                           : out_matrix(TG_L_SLICED, m, n, dt);
+        check(cpu_be()->gemm(o.cpu, a.cpu, b.cpu, -1.0, beta_i ? 2.0 : 0.0),
+              cuda_be()->gemm(o.cuda, a.cuda, b.cuda, -1.0, beta_i ? 2.0 : 0.0));
+        tg_assert_twin_close(o, 1e-5, 1e-5);
+      }
+}
+
+TG_CUDA_TEST(cuda_backend, gather_and_scatter_add_rows) {
+  const int64_t index_values[6] = {3, 0, 3, 1, 2, 0};
+  for (int d = 0; d < 2; d++)
+    for (int lx = 0; lx < TG_L_NUM_OUTPUT; lx++) {
+      tg_dtype dt = floating[d];
+      tg_tensor *ih = tg_from_data(1, (const int64_t[]){6}, index_values, TG_OPTS(.dtype = TG_I64));
+      tg_twin idx = {ih, tg_to_device(ih, TG_CUDA0)};
+      tg_twin x = tg_twin_matrix((tg_layout)lx, 6, 4, dt, 1, false);
+      tg_twin g = tg_twin_view(tg_twin_values(12, dt, 0, false), 1, (const int64_t[]){6},
+                               (const int64_t[]){2}, 1);
+      check(cpu_be()->gather_rows(g.cpu, x.cpu, idx.cpu),
+            cuda_be()->gather_rows(g.cuda, x.cuda, idx.cuda));
+      tg_assert_twin_close(g, 0, 0);
+      check(cpu_be()->scatter_add_rows(x.cpu, g.cpu, idx.cpu),
+            cuda_be()->scatter_add_rows(x.cuda, g.cuda, idx.cuda));
+      tg_assert_twin_close(x, TG_RTOL(dt), TG_ATOL(dt));
+    }
+}
+
+TG_CUDA_TEST(cuda_backend, random_fills_match_the_cpu) {
+  for (int d = 0; d < 2; d++)
+    for (int l = 0; l < 2; l++) {
+      tg_dtype dt = floating[d];
+      tg_twin u = out_matrix(l ? TG_L_TRANSPOSED : TG_L_CONTIGUOUS, 7, 13, dt);
+      check(cpu_be()->uniform(u.cpu, 1234, 5, -2.0, 3.0),
+            cuda_be()->uniform(u.cuda, 1234, 5, -2.0, 3.0));
+      /* Philox and the scaling are integer and exact arithmetic: bit-identical. */
+      tg_assert_twin_close(u, 0, 0);
+      tg_twin g = out_matrix(l ? TG_L_STEPPED : TG_L_CONTIGUOUS, 7, 13, dt);
+      check(cpu_be()->normal(g.cpu, 99, 3, 1.0, 0.5), cuda_be()->normal(g.cuda, 99, 3, 1.0, 0.5));
+      /* Normals go through log/sin/cos: libm and CUDA may differ in the last bit. */
+      tg_assert_twin_close(g, 10 * TG_RTOL(dt), 10 * TG_ATOL(dt));
+    }
+}
+
+TG_CUDA_TEST(cuda_backend, rejects_tensors_on_other_devices) {
+  tg_tensor *c = tg_zeros(TG_SHAPE(3), TG_OPTS(.device = TG_CUDA0));
+  tg_tensor *h = tg_zeros(TG_SHAPE(3), TG_OPTS_DEFAULT);
+  cr_assert_eq(cuda_be()->copy(c, h), TG_ERR_DEVICE);
+  tg_expect_error(TG_ERR_DEVICE, "cuda.copy", "cpu:0");
+  cr_assert_eq(cuda_be()->binary(TG_BINARY_ADD, 1, c, c, h), TG_ERR_DEVICE);
+  tg_expect_error(TG_ERR_DEVICE, "cuda.binary");
+}
