@@ -1,0 +1,211 @@
+/* Matrix products: mm, addmm and matmul (1-D and 2-D operands).
+ *
+ * Operands reach the backend's gemm with their own strides: a transposed or sliced view
+ * is never copied here (the backend copies only what its BLAS cannot take). Backward is
+ * written with these same ops on transposed views, so double backward works. */
+#include "ops/backend.h"
+#include "ops/broadcast.h"
+#include "ops/registry.h"
+#include "tensor/tensor_impl.h"
+#include "tg/ops.h"
+
+/* ---- argument checks ---- */
+
+static bool check_floating(const char *op, const char *arg, const tg_tensor *t) {
+  if (tg_dtype_is_floating(t->dtype)) return true;
+  tg_set_error(TG_ERR_DTYPE, "%s: %s has dtype %s; only float32 and float64 are supported", op, arg,
+               tg_dtype_name(t->dtype));
+  return false;
+}
+
+/* dtype and device of t against the reference operand: floating, equal, same device. */
+static bool check_like(const char *op, const char *arg, const tg_tensor *t, const char *ref_arg,
+                       const tg_tensor *ref) {
+  if (!check_floating(op, arg, t)) return false;
+  if (t->dtype != ref->dtype) {
+    tg_set_error(TG_ERR_DTYPE, "%s: %s is %s but %s is %s", op, arg, tg_dtype_name(t->dtype),
+                 ref_arg, tg_dtype_name(ref->dtype));
+    return false;
+  }
+  tg_device d = t->storage->device, rd = ref->storage->device;
+  if (!tg_device_equal(d, rd)) {
+    tg_set_error(TG_ERR_DEVICE, "%s: %s is on %s:%d but %s is on %s:%d", op, arg,
+                 tg_device_type_name(d.type), d.index, ref_arg, tg_device_type_name(rd.type),
+                 rd.index);
+    return false;
+  }
+  return true;
+}
+
+static bool check_matrix(const char *op, const char *arg, const tg_tensor *t) {
+  if (t->ndim == 2) return true;
+  char a[160];
+  tg_set_error(TG_ERR_SHAPE, "%s: %s must be 2-D, got %s", op, arg,
+               tg_format_sizes(a, sizeof a, t->ndim, t->sizes));
+  return false;
+}
+
+/* The inner size of a (its last dim) against b's first dim. */
+static bool check_inner(const char *op, const char *a_arg, const tg_tensor *a, const char *b_arg,
+                        const tg_tensor *b) {
+  if (a->sizes[a->ndim - 1] == b->sizes[0]) return true;
+  char sa[160], sb[160];
+  tg_set_error(TG_ERR_SHAPE, "%s: %s is %s but %s is %s: inner sizes differ", op, a_arg,
+               tg_format_sizes(sa, sizeof sa, a->ndim, a->sizes), b_arg,
+               tg_format_sizes(sb, sizeof sb, b->ndim, b->sizes));
+  return false;
+}
+
+/* mat1 [m, k] @ mat2 [k, n], both floating, alike and on one device. Arguments non-NULL. */
+static bool check_product(const char *op, const tg_tensor *mat1, const tg_tensor *mat2) {
+  return check_matrix(op, "mat1", mat1) && check_matrix(op, "mat2", mat2) &&
+         check_floating(op, "mat1", mat1) && check_like(op, "mat2", mat2, "mat1", mat1) &&
+         check_inner(op, "mat1", mat1, "mat2", mat2);
+}
+
+/* ---- shared forward/backward pieces ---- */
+
+static tg_tensor *mm_op(const tg_tensor *mat1, const tg_tensor *mat2, double alpha) {
+  return tg_apply1(TG__OP(mm), TG__IN(mat1, mat2), TG__SC(alpha));
+}
+
+/* Saves what the gradients need: mat2 for d mat1, mat1 for d mat2 (in that order), so an
+ * operand that needs no gradient is not held (nor version-checked) by the tape. */
+static tg_status save_operands(tg_ctx *ctx, int mat1_index, const tg_tensor *mat1,
+                               const tg_tensor *mat2) {
+  if (tg_ctx_needs_input_grad(ctx, mat1_index) &&
+      tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const[]){mat2}) != TG_OK)
+    return tg_last_error();
+  if (tg_ctx_needs_input_grad(ctx, mat1_index + 1) &&
+      tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const[]){mat1}) != TG_OK)
+    return tg_last_error();
+  return TG_OK;
+}
+
+/* d mat1 = alpha * g @ mat2^T, d mat2 = alpha * mat1^T @ g, on transposed views. */
+static tg_status operand_grads(tg_ctx *ctx, int mat1_index, const tg_tensor *g, double alpha,
+                               tg_tensor **gi) {
+  int slot = 0;
+  if (tg_ctx_needs_input_grad(ctx, mat1_index)) {
+    tg_tensor *mat2 = tg_ctx_saved(ctx, slot++);
+    gi[mat1_index] = mm_op(g, tg_t(mat2), alpha);
+    if (!gi[mat1_index]) return tg_last_error();
+  }
+  if (tg_ctx_needs_input_grad(ctx, mat1_index + 1)) {
+    tg_tensor *mat1 = tg_ctx_saved(ctx, slot++);
+    gi[mat1_index + 1] = mm_op(tg_t(mat1), g, alpha);
+    if (!gi[mat1_index + 1]) return tg_last_error();
+  }
+  return TG_OK;
+}
+
+static tg_tensor *product_output(const tg_tensor *mat1, const tg_tensor *mat2) {
+  return tg_empty(2, (const int64_t[]){mat1->sizes[0], mat2->sizes[1]},
+                  (tg_options){mat1->dtype, mat1->storage->device, false});
+}
+
+/* ---- mm ---- */
+
+tg_status tg__fwd_mm(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const tg_tensor *mat1 = in[0], *mat2 = in[1];
+  const tg_backend *be = tg__backend("tg_mm", mat1->storage->device);
+  tg_tensor *o = be ? product_output(mat1, mat2) : NULL;
+  if (!o || be->gemm(o, mat1, mat2, tg_ctx_scalar(ctx, 0), 0.0) != TG_OK ||
+      save_operands(ctx, 0, mat1, mat2) != TG_OK)
+    return tg_last_error();
+  out[0] = o;
+  return TG_OK;
+}
+
+tg_status tg__bwd_mm(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return operand_grads(ctx, 0, g[0], tg_ctx_scalar(ctx, 0), gi);
+}
+
+tg_tensor *tg_mm(const tg_tensor *mat1, const tg_tensor *mat2) {
+  if (!tg__check_arg("tg_mm", "mat1", mat1) || !tg__check_arg("tg_mm", "mat2", mat2) ||
+      !check_product("tg_mm", mat1, mat2))
+    return NULL;
+  return mm_op(mat1, mat2, 1.0);
+}
+
+/* ---- addmm ---- */
+
+tg_status tg__fwd_addmm(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const tg_tensor *input = in[0], *mat1 = in[1], *mat2 = in[2];
+  double beta = tg_ctx_scalar(ctx, 0), alpha = tg_ctx_scalar(ctx, 1);
+  const tg_backend *be = tg__backend("tg_addmm", mat1->storage->device);
+  tg_tensor *o = be ? product_output(mat1, mat2) : NULL;
+  if (!o) return tg_last_error();
+  /* beta == 0: input is not read at all, so a NaN in it does not leak into out. */
+  if (beta != 0) {
+    tg_tensor *broadcast = tg_expand(input, 2, o->sizes);
+    if (!broadcast || be->copy(o, broadcast) != TG_OK) return tg_last_error();
+  }
+  if (be->gemm(o, mat1, mat2, alpha, beta) != TG_OK || save_operands(ctx, 1, mat1, mat2) != TG_OK)
+    return tg_last_error();
+  out[0] = o;
+  return TG_OK;
+}
+
+tg_status tg__bwd_addmm(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  double beta = tg_ctx_scalar(ctx, 0), alpha = tg_ctx_scalar(ctx, 1);
+  if (tg_ctx_needs_input_grad(ctx, 0)) {
+    tg_tensor *summed = tg_sum_to_size(g[0], tg_ctx_input_ndim(ctx, 0), tg_ctx_input_sizes(ctx, 0));
+    gi[0] = beta == 1 ? summed : tg_mul_scalar(summed, beta);
+    if (!gi[0]) return tg_last_error();
+  }
+  return operand_grads(ctx, 1, g[0], alpha, gi);
+}
+
+tg_tensor *tg_addmm(const tg_tensor *input, const tg_tensor *mat1, const tg_tensor *mat2,
+                    double beta, double alpha) {
+  static const char *op = "tg_addmm";
+  if (!tg__check_arg(op, "input", input) || !tg__check_arg(op, "mat1", mat1) ||
+      !tg__check_arg(op, "mat2", mat2) || !check_product(op, mat1, mat2) ||
+      !check_like(op, "input", input, "mat1", mat1))
+    return NULL;
+  const int64_t out_sizes[2] = {mat1->sizes[0], mat2->sizes[1]};
+  if (!tg__broadcasts_to(input->ndim, input->sizes, 2, out_sizes)) {
+    char a[160], b[160];
+    tg_set_error(TG_ERR_SHAPE,
+                 "tg_addmm: input is %s but mat1 @ mat2 is %s: input does not "
+                 "broadcast to it",
+                 tg_format_sizes(a, sizeof a, input->ndim, input->sizes),
+                 tg_format_sizes(b, sizeof b, 2, out_sizes));
+    return NULL;
+  }
+  return tg_apply1(TG__OP(addmm), TG__IN(input, mat1, mat2), TG__SC(beta, alpha));
+}
+
+/* ---- matmul: 1-D operands become a row (left) or a column (right) of an mm ---- */
+
+tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b) {
+  static const char *op = "tg_matmul";
+  if (!tg__check_arg(op, "a", a) || !tg__check_arg(op, "b", b)) return NULL;
+  char sa[160], sb[160];
+  if (a->ndim == 0 || b->ndim == 0 || a->ndim > 2 || b->ndim > 2) {
+    bool zero_dim = a->ndim == 0 || b->ndim == 0;
+    tg_set_error(zero_dim ? TG_ERR_SHAPE : TG_ERR_UNSUPPORTED, "tg_matmul: a is %s and b is %s: %s",
+                 tg_format_sizes(sa, sizeof sa, a->ndim, a->sizes),
+                 tg_format_sizes(sb, sizeof sb, b->ndim, b->sizes),
+                 zero_dim ? "both operands need at least 1 dim"
+                          : "only 1-D and 2-D operands are supported (no batched matmul)");
+    return NULL;
+  }
+  if (!check_floating(op, "a", a) || !check_like(op, "b", b, "a", a) ||
+      !check_inner(op, "a", a, "b", b))
+    return NULL;
+  if (a->ndim == 2 && b->ndim == 2) return mm_op(a, b, 1.0);
+
+  tg_scope_begin(); /* the row/column views are temporaries */
+  const tg_tensor *left = a->ndim == 1 ? tg_unsqueeze(a, 0) : a;
+  const tg_tensor *right = b->ndim == 1 ? tg_unsqueeze(b, 1) : b;
+  tg_tensor *product = left && right ? mm_op(left, right, 1.0) : NULL;
+  tg_tensor *result = !product             ? NULL
+                      : a->ndim == b->ndim ? tg_reshape(product, 0, NULL) /* dot: 0-dim */
+                      : a->ndim == 1       ? tg_squeeze(product, 0)
+                                           : tg_squeeze(product, 1);
+  tg_tensor *kept = result ? tg_keep(result) : NULL;
+  tg_scope_end();
+  return tg__scoped(kept);
+}

@@ -1,0 +1,291 @@
+/* Softmax, log_softmax and the losses built on them (mse_loss, cross_entropy).
+ *
+ * Forwards run on the backend primitives (max, subtract, exp, sum) and subtract the max
+ * along dim first, so large logits do not overflow. Backwards are written with tg ops on
+ * the saved output or inputs, so double backward works. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "ops/backend.h"
+#include "ops/registry.h"
+#include "tensor/tensor_impl.h"
+#include "tg/ops.h"
+
+/* ---- argument checks ---- */
+
+static bool check_floating(const char *op, const char *arg, const tg_tensor *t) {
+  if (tg_dtype_is_floating(t->dtype)) return true;
+  tg_set_error(TG_ERR_DTYPE, "%s: %s has dtype %s; only float32 and float64 are supported", op, arg,
+               tg_dtype_name(t->dtype));
+  return false;
+}
+
+static bool check_same_device(const char *op, const char *arg, const tg_tensor *t,
+                              const char *ref_arg, const tg_tensor *ref) {
+  tg_device d = t->storage->device, rd = ref->storage->device;
+  if (tg_device_equal(d, rd)) return true;
+  tg_set_error(TG_ERR_DEVICE, "%s: %s is on %s:%d but %s is on %s:%d", op, arg,
+               tg_device_type_name(d.type), d.index, ref_arg, tg_device_type_name(rd.type),
+               rd.index);
+  return false;
+}
+
+/* ---- forward helpers ---- */
+
+static tg_options options_of(const tg_tensor *t, tg_dtype dtype) {
+  return (tg_options){dtype, t->storage->device, false};
+}
+
+/* t itself, or a [1] view of a 0-dim t: the kernels below reduce over a real dim. */
+static tg_tensor *at_least_1d(const tg_tensor *t) {
+  return t->ndim > 0 ? (tg_tensor *)t : tg_reshape(t, 1, (const int64_t[]){1});
+}
+
+/* x with the max along dim subtracted (into out), and the keepdim-shaped scratch that
+ * held the max, for the caller to reuse. x is non-empty. */
+static tg_tensor *subtract_max(const tg_backend *be, tg_tensor *out, const tg_tensor *x, int dim) {
+  int64_t kept[TG_MAX_DIMS];
+  for (int d = 0; d < x->ndim; d++) kept[d] = d == dim ? 1 : x->sizes[d];
+  tg_tensor *max = tg_empty(x->ndim, kept, options_of(x, x->dtype));
+  tg_tensor *argmax = tg_empty(x->ndim, kept, options_of(x, TG_I64));
+  if (!max || !argmax || be->max_dim(max, argmax, x, dim) != TG_OK) return NULL;
+  tg_tensor *max_b = tg_expand(max, x->ndim, x->sizes);
+  if (!max_b || be->binary(TG_BINARY_SUB, 1.0, out, x, max_b) != TG_OK) return NULL;
+  return max;
+}
+
+/* out = log_softmax(x) along dim; x non-empty, at least 1-D. */
+static tg_status log_softmax_into(const tg_backend *be, tg_tensor *out, const tg_tensor *x,
+                                  int dim) {
+  tg_tensor *lse = subtract_max(be, out, x, dim);
+  tg_tensor *e = lse ? tg_empty(x->ndim, x->sizes, options_of(x, x->dtype)) : NULL;
+  if (!e || be->unary(TG_UNARY_EXP, 0, 0, e, out) != TG_OK || be->sum_dim(lse, e, dim) != TG_OK ||
+      be->unary(TG_UNARY_LOG, 0, 0, lse, lse) != TG_OK)
+    return tg_last_error();
+  tg_tensor *lse_b = tg_expand(lse, x->ndim, x->sizes);
+  return lse_b ? be->binary(TG_BINARY_SUB, 1.0, out, out, lse_b) : tg_last_error();
+}
+
+/* out = softmax(x) along dim; x non-empty, at least 1-D. */
+static tg_status softmax_into(const tg_backend *be, tg_tensor *out, const tg_tensor *x, int dim) {
+  tg_tensor *sum = subtract_max(be, out, x, dim);
+  if (!sum || be->unary(TG_UNARY_EXP, 0, 0, out, out) != TG_OK ||
+      be->sum_dim(sum, out, dim) != TG_OK)
+    return tg_last_error();
+  tg_tensor *sum_b = tg_expand(sum, x->ndim, x->sizes);
+  return sum_b ? be->binary(TG_BINARY_DIV, 1.0, out, out, sum_b) : tg_last_error();
+}
+
+/* out (0-dim) = scale * sum of the 1-D tensor v; NaN when v is empty (a mean of nothing). */
+static tg_status scaled_sum_into(const tg_backend *be, tg_tensor *out, const tg_tensor *v,
+                                 double scale) {
+  if (v->sizes[0] == 0) return be->fill(out, NAN);
+  tg_tensor *out1 = at_least_1d(out);
+  if (!out1 || be->sum_dim(out1, v, 0) != TG_OK ||
+      be->unary(TG_UNARY_AFFINE, scale, 0, out1, out1) != TG_OK)
+    return tg_last_error();
+  return TG_OK;
+}
+
+/* ---- log_softmax / softmax ---- */
+
+typedef tg_status (*softmax_kernel)(const tg_backend *, tg_tensor *, const tg_tensor *, int);
+
+static tg_status softmax_forward(const char *op, softmax_kernel kernel, tg_ctx *ctx,
+                                 const tg_tensor *x, tg_tensor **out) {
+  const tg_backend *be = tg__backend(op, x->storage->device);
+  tg_tensor *o = be ? tg_empty(x->ndim, x->sizes, options_of(x, x->dtype)) : NULL;
+  if (!o) return tg_last_error();
+  if (tg__numel(x->ndim, x->sizes) > 0) {
+    tg_tensor *x1 = at_least_1d(x), *o1 = at_least_1d(o);
+    if (!x1 || !o1 || kernel(be, o1, x1, (int)tg_ctx_scalar(ctx, 0)) != TG_OK)
+      return tg_last_error();
+  }
+  /* out[0] first: the context then knows o is this op's output and saves an alias that
+   * does not keep the node alive through its own output. */
+  out[0] = o;
+  return tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const[]){o});
+}
+
+/* sum of t along dim, kept as a size-1 dim (t itself when 0-dim: one element). */
+static tg_tensor *sum_keepdim(const tg_tensor *t, int dim) {
+  return tg_ndim(t) == 0 ? (tg_tensor *)t : tg_sum_dim(t, dim, true);
+}
+
+tg_status tg__fwd_log_softmax(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  return softmax_forward("tg_log_softmax", log_softmax_into, ctx, in[0], out);
+}
+
+/* d x = g - softmax(x) * sum(g, dim), with softmax(x) = exp(y). */
+tg_status tg__bwd_log_softmax(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  tg_tensor *y = tg_ctx_saved(ctx, 0);
+  gi[0] = tg_sub(g[0], tg_mul(tg_exp(y), sum_keepdim(g[0], (int)tg_ctx_scalar(ctx, 0))));
+  return gi[0] ? TG_OK : tg_last_error();
+}
+
+tg_status tg__fwd_softmax(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  return softmax_forward("tg_softmax", softmax_into, ctx, in[0], out);
+}
+
+/* d x = y * (g - sum(g * y, dim)). */
+tg_status tg__bwd_softmax(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  tg_tensor *y = tg_ctx_saved(ctx, 0);
+  gi[0] = tg_mul(y, tg_sub(g[0], sum_keepdim(tg_mul(g[0], y), (int)tg_ctx_scalar(ctx, 0))));
+  return gi[0] ? TG_OK : tg_last_error();
+}
+
+static tg_tensor *softmax_front(const char *op, const tg_op_desc *desc, const tg_tensor *x,
+                                int dim) {
+  if (!tg__check_arg(op, "x", x) || !check_floating(op, "x", x)) return NULL;
+  int d = tg__wrap_dim(op, "dim", dim, x->ndim);
+  if (d < 0) return NULL;
+  return tg_apply1(desc, TG__IN(x), TG__SC((double)d));
+}
+
+tg_tensor *tg_log_softmax(const tg_tensor *x, int dim) {
+  return softmax_front("tg_log_softmax", TG__OP(log_softmax), x, dim);
+}
+
+tg_tensor *tg_softmax(const tg_tensor *x, int dim) {
+  return softmax_front("tg_softmax", TG__OP(softmax), x, dim);
+}
+
+/* ---- mse_loss ---- */
+
+tg_status tg__fwd_mse_loss(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const tg_tensor *input = in[0], *target = in[1];
+  const tg_backend *be = tg__backend("tg_mse_loss", input->storage->device);
+  int64_t numel = tg__numel(input->ndim, input->sizes);
+  tg_tensor *sq = be ? tg_empty(1, &numel, options_of(input, input->dtype)) : NULL;
+  tg_tensor *o = sq ? tg_empty(0, NULL, options_of(input, input->dtype)) : NULL;
+  /* The squared differences, computed straight into a flat buffer. */
+  tg_tensor *sq_view = o ? tg_view(sq, input->ndim, input->sizes) : NULL;
+  if (!sq_view || be->binary(TG_BINARY_SUB, 1.0, sq_view, input, target) != TG_OK ||
+      be->binary(TG_BINARY_MUL, 1.0, sq, sq, sq) != TG_OK ||
+      scaled_sum_into(be, o, sq, 1.0 / (double)numel) != TG_OK ||
+      tg_ctx_save_for_backward(ctx, 2, in) != TG_OK)
+    return tg_last_error();
+  out[0] = o;
+  return TG_OK;
+}
+
+/* d input = 2 (input - target) g / numel = -d target. */
+tg_status tg__bwd_mse_loss(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  tg_tensor *input = tg_ctx_saved(ctx, 0), *target = tg_ctx_saved(ctx, 1);
+  double numel = (double)tg__numel(tg_ctx_input_ndim(ctx, 0), tg_ctx_input_sizes(ctx, 0));
+  tg_tensor *d = tg_mul(tg_sub(input, target), tg_mul_scalar(g[0], 2.0 / numel));
+  if (!d) return tg_last_error();
+  if (tg_ctx_needs_input_grad(ctx, 0)) gi[0] = d;
+  if (tg_ctx_needs_input_grad(ctx, 1) && !(gi[1] = tg_neg(d))) return tg_last_error();
+  return TG_OK;
+}
+
+tg_tensor *tg_mse_loss(const tg_tensor *input, const tg_tensor *target) {
+  static const char *op = "tg_mse_loss";
+  if (!tg__check_arg(op, "input", input) || !tg__check_arg(op, "target", target) ||
+      !check_floating(op, "input", input) || !check_floating(op, "target", target))
+    return NULL;
+  if (target->dtype != input->dtype) {
+    tg_set_error(TG_ERR_DTYPE, "tg_mse_loss: target is %s but input is %s",
+                 tg_dtype_name(target->dtype), tg_dtype_name(input->dtype));
+    return NULL;
+  }
+  if (!check_same_device(op, "target", target, "input", input)) return NULL;
+  bool same = input->ndim == target->ndim;
+  for (int d = 0; same && d < input->ndim; d++) same = input->sizes[d] == target->sizes[d];
+  if (!same) {
+    char a[160], b[160];
+    tg_set_error(TG_ERR_SHAPE, "tg_mse_loss: input is %s but target is %s: sizes must be equal",
+                 tg_format_sizes(a, sizeof a, input->ndim, input->sizes),
+                 tg_format_sizes(b, sizeof b, target->ndim, target->sizes));
+    return NULL;
+  }
+  return tg_apply1(TG__OP(mse_loss), TG__IN(input, target), TG__NO_SC);
+}
+
+/* ---- cross_entropy ---- */
+
+tg_status tg__fwd_cross_entropy(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const tg_tensor *logits = in[0], *target = in[1];
+  const tg_backend *be = tg__backend("tg_cross_entropy", logits->storage->device);
+  const int64_t n = logits->sizes[0];
+  tg_tensor *lsm = be ? tg_empty(2, logits->sizes, options_of(logits, logits->dtype)) : NULL;
+  tg_tensor *picked = lsm ? tg_empty(1, &n, options_of(logits, logits->dtype)) : NULL;
+  tg_tensor *o = picked ? tg_empty(0, NULL, options_of(logits, logits->dtype)) : NULL;
+  if (!o ||
+      (n > 0 && (log_softmax_into(be, lsm, logits, 1) != TG_OK ||
+                 be->gather_rows(picked, lsm, target) != TG_OK)) ||
+      scaled_sum_into(be, o, picked, -1.0 / (double)n) != TG_OK ||
+      tg_ctx_save_for_backward(ctx, 2, in) != TG_OK)
+    return tg_last_error();
+  out[0] = o;
+  return TG_OK;
+}
+
+/* d logits = (softmax(logits) - one_hot(target)) g / n; softmax is recomputed with the tg
+ * op so that double backward sees its dependence on logits. */
+tg_status tg__bwd_cross_entropy(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  if (!tg_ctx_needs_input_grad(ctx, 0)) return TG_OK;
+  tg_tensor *logits = tg_ctx_saved(ctx, 0), *target = tg_ctx_saved(ctx, 1);
+  if (!logits || !target) return tg_last_error();
+  const int64_t n = logits->sizes[0];
+  const tg_backend *be = tg__backend("tg_cross_entropy", logits->storage->device);
+  tg_tensor *one_hot = be ? tg_zeros(2, logits->sizes, options_of(logits, logits->dtype)) : NULL;
+  tg_tensor *ones = one_hot ? tg_ones(1, &n, options_of(logits, logits->dtype)) : NULL;
+  if (!ones || be->scatter_add_rows(one_hot, ones, target) != TG_OK) return tg_last_error();
+  gi[0] = tg_mul(tg_sub(tg_softmax(logits, 1), one_hot), tg_mul_scalar(g[0], 1.0 / (double)n));
+  return gi[0] ? TG_OK : tg_last_error();
+}
+
+/* Every target in [0, classes), checked on the host before anything is computed. */
+static bool check_targets(const tg_tensor *target, int64_t classes) {
+  const int64_t n = target->sizes[0];
+  int64_t *host = malloc(sizeof *host * (size_t)(n > 0 ? n : 1));
+  if (!host) {
+    tg_set_error(TG_ERR_MEMORY, "tg_cross_entropy: out of memory reading %lld targets",
+                 (long long)n);
+    return false;
+  }
+  bool ok = tg_to_host_array(target, host, sizeof *host * (size_t)n) == TG_OK;
+  for (int64_t i = 0; ok && i < n; i++) {
+    if (host[i] < 0 || host[i] >= classes) {
+      tg_set_error(TG_ERR_INDEX,
+                   "tg_cross_entropy: target[%lld] = %lld is outside the class range [0, %lld)",
+                   (long long)i, (long long)host[i], (long long)classes);
+      ok = false;
+    }
+  }
+  free(host);
+  return ok;
+}
+
+tg_tensor *tg_cross_entropy(const tg_tensor *logits, const tg_tensor *target) {
+  static const char *op = "tg_cross_entropy";
+  if (!tg__check_arg(op, "logits", logits) || !tg__check_arg(op, "target", target) ||
+      !check_floating(op, "logits", logits))
+    return NULL;
+  char a[160], b[160];
+  if (logits->ndim != 2) {
+    tg_set_error(TG_ERR_SHAPE, "tg_cross_entropy: logits must be 2-D [n, c], got %s",
+                 tg_format_sizes(a, sizeof a, logits->ndim, logits->sizes));
+    return NULL;
+  }
+  if (target->dtype != TG_I64) {
+    tg_set_error(TG_ERR_DTYPE, "tg_cross_entropy: target has dtype %s; class indices must be int64",
+                 tg_dtype_name(target->dtype));
+    return NULL;
+  }
+  if (target->ndim != 1 || target->sizes[0] != logits->sizes[0]) {
+    tg_set_error(TG_ERR_SHAPE,
+                 "tg_cross_entropy: target is %s but logits is %s: target needs one class "
+                 "index per row ([%lld])",
+                 tg_format_sizes(a, sizeof a, target->ndim, target->sizes),
+                 tg_format_sizes(b, sizeof b, logits->ndim, logits->sizes),
+                 (long long)logits->sizes[0]);
+    return NULL;
+  }
+  if (!check_same_device(op, "target", target, "logits", logits) ||
+      !check_targets(target, logits->sizes[1]))
+    return NULL;
+  return tg_apply1(TG__OP(cross_entropy), TG__IN(logits, target), TG__NO_SC);
+}

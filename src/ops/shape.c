@@ -1,0 +1,152 @@
+/* cat and stack: joining tensors along a dim.
+ *
+ * cat writes each piece into a narrow view of one output; its backward hands each input
+ * the matching narrow view of the gradient (no copies). stack is unsqueeze + cat. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ops/backend.h"
+#include "ops/registry.h"
+#include "tensor/tensor_impl.h"
+#include "tg/ops.h"
+
+/* ---- argument checks ---- */
+
+/* A non-empty list without NULL entries (a NULL entry keeps the error that produced it). */
+static bool check_list(const char *op, int n, const tg_tensor *const *tensors) {
+  if (n <= 0 || !tensors) {
+    tg_set_error(TG_ERR_ARGUMENT, "%s: expects a non-empty list of tensors, got %d%s", op, n,
+                 tensors ? "" : " (tensors is NULL)");
+    return false;
+  }
+  for (int i = 0; i < n; i++) {
+    char arg[32];
+    snprintf(arg, sizeof arg, "tensors[%d]", i);
+    if (!tg__check_arg(op, arg, tensors[i])) return false;
+  }
+  return true;
+}
+
+/* Tensor i has tensor 0's dtype and device. */
+static bool check_alike(const char *op, int i, const tg_tensor *t, const tg_tensor *first) {
+  if (t->dtype != first->dtype) {
+    tg_set_error(TG_ERR_DTYPE, "%s: tensor %d is %s but tensor 0 is %s: all need one dtype", op, i,
+                 tg_dtype_name(t->dtype), tg_dtype_name(first->dtype));
+    return false;
+  }
+  tg_device d = t->storage->device, fd = first->storage->device;
+  if (!tg_device_equal(d, fd)) {
+    tg_set_error(TG_ERR_DEVICE, "%s: tensor %d is on %s:%d but tensor 0 is on %s:%d", op, i,
+                 tg_device_type_name(d.type), d.index, tg_device_type_name(fd.type), fd.index);
+    return false;
+  }
+  return true;
+}
+
+/* Tensor i fits tensor 0: same ndim, same sizes except in dim skip (-1: in none). */
+static bool check_sizes(const char *op, int i, const tg_tensor *t, const tg_tensor *first,
+                        int skip) {
+  bool same = t->ndim == first->ndim;
+  for (int d = 0; same && d < t->ndim; d++) same = d == skip || t->sizes[d] == first->sizes[d];
+  if (same) return true;
+  char a[160], b[160], why[64];
+  if (t->ndim != first->ndim)
+    snprintf(why, sizeof why, "all need the same number of dims");
+  else if (skip >= 0)
+    snprintf(why, sizeof why, "sizes must match except in dim %d", skip);
+  else
+    snprintf(why, sizeof why, "all need equal sizes");
+  tg_set_error(TG_ERR_SHAPE, "%s: tensor %d is %s but tensor 0 is %s: %s", op, i,
+               tg_format_sizes(a, sizeof a, t->ndim, t->sizes),
+               tg_format_sizes(b, sizeof b, first->ndim, first->sizes), why);
+  return false;
+}
+
+/* ---- cat ---- */
+
+tg_status tg__fwd_cat(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const int n = tg_ctx_num_inputs(ctx), dim = (int)tg_ctx_scalar(ctx, 0);
+  const tg_tensor *first = in[0];
+  int64_t sizes[TG_MAX_DIMS];
+  for (int d = 0; d < first->ndim; d++) sizes[d] = first->sizes[d];
+  sizes[dim] = 0;
+  for (int i = 0; i < n; i++) sizes[dim] += in[i]->sizes[dim];
+  const tg_backend *be = tg__backend("tg_cat", first->storage->device);
+  tg_tensor *o =
+      be ? tg_empty(first->ndim, sizes, (tg_options){first->dtype, first->storage->device, false})
+         : NULL;
+  if (!o) return tg_last_error();
+  int64_t start = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t len = in[i]->sizes[dim];
+    if (len == 0) continue;
+    tg_tensor *window = tg_narrow(o, dim, start, len);
+    if (!window || be->copy(window, in[i]) != TG_OK) return tg_last_error();
+    start += len;
+  }
+  out[0] = o;
+  return TG_OK;
+}
+
+tg_status tg__bwd_cat(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  const int n = tg_ctx_num_inputs(ctx), dim = (int)tg_ctx_scalar(ctx, 0);
+  int64_t start = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t len = tg_ctx_input_sizes(ctx, i)[dim];
+    if (tg_ctx_needs_input_grad(ctx, i)) {
+      gi[i] = tg_narrow(g[0], dim, start, len);
+      if (!gi[i]) return tg_last_error();
+    }
+    start += len;
+  }
+  return TG_OK;
+}
+
+tg_tensor *tg_cat(int n, const tg_tensor *const *tensors, int dim) {
+  static const char *op = "tg_cat";
+  if (!check_list(op, n, tensors)) return NULL;
+  const tg_tensor *first = tensors[0];
+  if (first->ndim == 0) {
+    tg_set_error(TG_ERR_SHAPE, "tg_cat: tensor 0 is 0-dim; only tensors with at least 1 dim can "
+                               "be concatenated (use tg_stack)");
+    return NULL;
+  }
+  int d = tg__wrap_dim(op, "dim", dim, first->ndim);
+  if (d < 0) return NULL;
+  for (int i = 1; i < n; i++)
+    if (!check_sizes(op, i, tensors[i], first, d) || !check_alike(op, i, tensors[i], first))
+      return NULL;
+  return tg_apply1(TG__OP(cat), n, tensors, TG__SC((double)d));
+}
+
+/* ---- stack ---- */
+
+tg_tensor *tg_stack(int n, const tg_tensor *const *tensors, int dim) {
+  static const char *op = "tg_stack";
+  if (!check_list(op, n, tensors)) return NULL;
+  const tg_tensor *first = tensors[0];
+  if (first->ndim >= TG_MAX_DIMS) {
+    char a[160];
+    tg_set_error(TG_ERR_SHAPE, "tg_stack: tensor 0 is %s: it already has the maximum of %d dims",
+                 tg_format_sizes(a, sizeof a, first->ndim, first->sizes), TG_MAX_DIMS);
+    return NULL;
+  }
+  int d = tg__wrap_dim(op, "dim", dim, first->ndim + 1);
+  if (d < 0) return NULL;
+  for (int i = 1; i < n; i++)
+    if (!check_sizes(op, i, tensors[i], first, -1) || !check_alike(op, i, tensors[i], first))
+      return NULL;
+  const tg_tensor **pieces = malloc(sizeof *pieces * (size_t)n);
+  if (!pieces) {
+    tg_set_error(TG_ERR_MEMORY, "tg_stack: out of memory for %d pieces", n);
+    return NULL;
+  }
+  tg_scope_begin(); /* the unsqueezed views are temporaries */
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++) ok = (pieces[i] = tg_unsqueeze(tensors[i], d)) != NULL;
+  tg_tensor *result = ok ? tg_cat(n, pieces, d) : NULL;
+  tg_tensor *kept = result ? tg_keep(result) : NULL;
+  tg_scope_end();
+  free(pieces);
+  return tg__scoped(kept);
+}
