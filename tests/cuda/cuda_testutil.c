@@ -3,23 +3,18 @@
 #include <math.h>
 #include <stdlib.h>
 
-static bool scope_open;
-
-void tg_cuda_test_setup(void) {
-  tg_test_setup();
+void tg_cuda_test_begin(void) {
   if (tg_cuda_device_count() == 0) cr_skip_test("no CUDA device");
   tg_scope_begin();
-  scope_open = true;
 }
 
-void tg_cuda_test_teardown(void) {
-  if (scope_open) tg_scope_end();
-  scope_open = false;
+void tg_cuda_test_end(void) {
+  tg_scope_end();
   tg_test_teardown();
   tg_cuda_memory_stats stats;
-  if (tg_cuda_memory_stats_get(&stats) == TG_OK)
-    cr_assert_eq(stats.bytes_in_use, 0, "test left %zu bytes of device memory in use",
-                 stats.bytes_in_use);
+  cr_assert_eq(tg_cuda_memory_stats_get(&stats), TG_OK);
+  cr_assert_eq(stats.bytes_in_use, 0, "test left %zu bytes of device memory in use",
+               stats.bytes_in_use);
 }
 
 double tg_test_value(int64_t i, int salt, bool positive) {

@@ -15,13 +15,20 @@
 
 #define TG_CUDA0 TG_DEVICE_CUDA(0)
 
-/* tg_test_setup, then skip without a CUDA device, then open a scope for the test body.
- * Teardown closes it, runs tg_test_teardown (nothing alive) and checks that no device
- * memory is held (bytes_in_use == 0). */
-void tg_cuda_test_setup(void);
-void tg_cuda_test_teardown(void);
+/* A test of the CUDA device: skipped without one; the body runs inside a scope, then
+ * tg_test_teardown checks that nothing is alive and tg_cuda_test_teardown that no device
+ * memory is held (bytes_in_use == 0). The checks run in the test body, not in .fini,
+ * whose failed assertions Criterion ignores. */
+void tg_cuda_test_begin(void);
+void tg_cuda_test_end(void);
 #define TG_CUDA_TEST(suite, name, ...)                                                      \
-  Test(suite, name, .init = tg_cuda_test_setup, .fini = tg_cuda_test_teardown, ##__VA_ARGS__)
+  static void tg_cuda_test_body_##suite##_##name(void);                                     \
+  Test(suite, name, .init = tg_test_setup, ##__VA_ARGS__) {                                 \
+    tg_cuda_test_begin();                                                                   \
+    tg_cuda_test_body_##suite##_##name();                                                   \
+    tg_cuda_test_end();                                                                     \
+  }                                                                                         \
+  static void tg_cuda_test_body_##suite##_##name(void)
 
 /* Tolerances for comparing a CUDA result with its CPU twin. */
 #define TG_RTOL(dtype) ((dtype) == TG_F64 ? 1e-12 : 1e-5)

@@ -63,11 +63,11 @@ tg_status gemm_typed(const char *op, tg_cu_device *dev, const tg_cu_view &c, ope
   T al = (T)alpha, be = (T)beta;
   const T *A = (const T *)a.data, *B = (const T *)b.data;
   if (oc.row_major) /* C^T (n x m) = B^T A^T; a row-major operand already reads as its ^T */
-    TG_CU_BLAS_TRY(op, tg_cu_blas_gemm(h, ob.row_major ? CUBLAS_OP_N : CUBLAS_OP_T,
+    TG_CU_BLAS_TRY(op, tg_cu_blas_gemm_name(T()), tg_cu_blas_gemm(h, ob.row_major ? CUBLAS_OP_N : CUBLAS_OP_T,
                                        oa.row_major ? CUBLAS_OP_N : CUBLAS_OP_T, n, m, k, &al,
                                        B, ob.ld, A, oa.ld, &be, (T *)c.data, oc.ld));
   else /* C (m x n) = A B */
-    TG_CU_BLAS_TRY(op, tg_cu_blas_gemm(h, oa.row_major ? CUBLAS_OP_T : CUBLAS_OP_N,
+    TG_CU_BLAS_TRY(op, tg_cu_blas_gemm_name(T()), tg_cu_blas_gemm(h, oa.row_major ? CUBLAS_OP_T : CUBLAS_OP_N,
                                        ob.row_major ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &al,
                                        A, oa.ld, B, ob.ld, &be, (T *)c.data, oc.ld));
   return TG_OK;

@@ -32,6 +32,12 @@ static inline cublasStatus_t tg_cu_blas_gemv(cublasHandle_t h, cublasOperation_t
   return cublasDgemv(h, t, m, n, alpha, A, lda, x, incx, beta, y, incy);
 }
 
+/* The names of the functions above, for error messages. */
+static inline const char *tg_cu_blas_gemm_name(float) { return "cublasSgemm"; }
+static inline const char *tg_cu_blas_gemm_name(double) { return "cublasDgemm"; }
+static inline const char *tg_cu_blas_gemv_name(float) { return "cublasSgemv"; }
+static inline const char *tg_cu_blas_gemv_name(double) { return "cublasDgemv"; }
+
 /* cuBLAS takes int sizes, leading dimensions and increments. */
 static inline bool tg_cu_fits_int(int64_t v) { return v >= 0 && v <= 0x7fffffff; }
 

@@ -65,10 +65,11 @@ tg_status tg_cu_blas_fail(const char *op, const char *what, cublasStatus_t statu
     if (tg_cu_err_ != cudaSuccess) return tg_cu_fail((op), #call, tg_cu_err_);              \
   } while (0)
 
-#define TG_CU_BLAS_TRY(op, call)                                                            \
+/* what: the cuBLAS function's name, for the message. */
+#define TG_CU_BLAS_TRY(op, what, call)                                                      \
   do {                                                                                      \
     cublasStatus_t tg_cu_st_ = (call);                                                      \
-    if (tg_cu_st_ != CUBLAS_STATUS_SUCCESS) return tg_cu_blas_fail((op), #call, tg_cu_st_); \
+    if (tg_cu_st_ != CUBLAS_STATUS_SUCCESS) return tg_cu_blas_fail((op), (what), tg_cu_st_); \
   } while (0)
 
 /* Launches kernel(args...) over a one-dimensional grid for n > 0 elements on stream;

@@ -109,8 +109,14 @@ extern "C" tg_status tg__lltm_forward_cuda(const tg_tensor *input, const tg_tens
   tg_cu_view v[9];
   tg_status st = views_checked(op, 9, ts, v);
   if (st != TG_OK) return st;
-  const tg_cu_view &in = v[0], &w = v[1], &bi = v[2], &oh = v[3], &oc = v[4], &nh = v[5],
-                   &nc = v[6], &xv = v[7], &gv = v[8];
+  const tg_cu_view &in = v[0], &w = v[1], &oh = v[3], &oc = v[4], &nh = v[5], &nc = v[6],
+                   &xv = v[7], &gv = v[8];
+  tg_cu_view bi = v[2];
+  if (bi.ndim == 2 && bi.sizes[0] == 1) { /* a [1, 3S] bias: its row */
+    bi.ndim = 1;
+    bi.sizes[0] = bi.sizes[1];
+    bi.strides[0] = bi.strides[1];
+  }
   int64_t B = in.ndim == 2 ? in.sizes[0] : -1, I = in.ndim == 2 ? in.sizes[1] : -1;
   int64_t S = oh.ndim == 2 ? oh.sizes[1] : -1;
   if (B < 0 || S < 0 || !has_sizes(w, 2, 3 * S, S + I) || !has_sizes(bi, 1, 3 * S, 0) ||

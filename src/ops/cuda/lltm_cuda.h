@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-/* input [B, I], weights [3S, S+I], bias [3S], old_h [B, S], old_cell [B, S].
+/* input [B, I], weights [3S, S+I], bias [3S] (or [1, 3S]), old_h [B, S], old_cell [B, S].
  * Writes new_h [B, S], new_cell [B, S], and the two tensors backward needs:
  * X [B, S+I] (cat of old_h and input) and gates [B, 3S] (pre-activations). */
 tg_status tg__lltm_forward_cuda(const tg_tensor *input, const tg_tensor *weights,

@@ -114,7 +114,7 @@ tg_status sum_gemv(const char *op, const tg_cu_view &out, const tg_cu_view &x, i
   if ((st = tg_cu_fill(op, tg_cu_view_dense(ones.ptr, x.dtype, x.device, 1, &len), 1.0)) != TG_OK)
     return st;
   const T one = 1, zero = 0;
-  TG_CU_BLAS_TRY(op, tg_cu_blas_gemv(h, p.trans, p.m, p.n, &one, (const T *)x.data, p.lda,
+  TG_CU_BLAS_TRY(op, tg_cu_blas_gemv_name(T()), tg_cu_blas_gemv(h, p.trans, p.m, p.n, &one, (const T *)x.data, p.lda,
                                      (const T *)ones.ptr, 1, &zero, (T *)out.data, p.incy));
   return TG_OK;
 }
