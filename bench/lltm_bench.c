@@ -148,10 +148,10 @@ enum { IMPL_COMPOSED, IMPL_FUSED, IMPL_GEMMS };
 static const char *const impl_names[] = {"tg_composed", "tg_fused", "tg_gemms"};
 
 /* The GEMMs of the fused op alone, on its operand layouts: forward gates = X @ W^T;
- * backward d_weights = d_gates^T @ X and, with all gradients, d_X = d_gates @ W. X, the
- * outputs and gates (which doubles as d_gates) are made once, outside the timing. */
+ * backward d_weights = d_gates_t @ X (d_gates stored transposed) and, with all gradients,
+ * d_X = d_gates @ W. X and the outputs are made once, outside the timing. */
 typedef struct gemm_buffers {
-  tg_tensor *X, *w_t, *gates, *d_gates_t, *d_w, *d_x;
+  tg_tensor *X, *w_t, *gates, *d_gates_t, *d_gates, *d_w, *d_x;
 } gemm_buffers;
 
 static gemm_buffers gemm_buffers_for(tg_tensor *const in[5]) {
@@ -161,10 +161,11 @@ static gemm_buffers gemm_buffers_for(tg_tensor *const in[5]) {
   g.X = tg_cat(2, (const tg_tensor *const[]){in[3], in[0]}, 1);
   g.w_t = tg_t(in[1]);
   g.gates = tg_zeros(TG_SHAPE(B, 3 * S), o);
-  g.d_gates_t = tg_t(g.gates);
+  g.d_gates_t = tg_zeros(TG_SHAPE(3 * S, B), o);
+  g.d_gates = tg_t(g.d_gates_t);
   g.d_w = tg_zeros(TG_SHAPE(3 * S, S + I), o);
   g.d_x = tg_zeros(TG_SHAPE(B, S + I), o);
-  check(g.X && g.w_t && g.gates && g.d_gates_t && g.d_w && g.d_x, "buffers");
+  check(g.X && g.w_t && g.gates && g.d_gates_t && g.d_gates && g.d_w && g.d_x, "buffers");
   return g;
 }
 
@@ -175,7 +176,7 @@ static void run_gemms(const gemm_buffers *g, const tg_tensor *W, bool all_grads,
     return;
   }
   check(be->gemm(g->d_w, g->d_gates_t, g->X, 1, 0) == TG_OK, "gemm");
-  if (all_grads) check(be->gemm(g->d_x, g->gates, W, 1, 0) == TG_OK, "gemm");
+  if (all_grads) check(be->gemm(g->d_x, g->d_gates, W, 1, 0) == TG_OK, "gemm");
 }
 
 static result time_impl(int impl, tg_tensor *const in[5], bool all_grads, int iters) {

@@ -9,8 +9,9 @@
  * only when weights need a gradient, weights only when old_h or input do. Inputs are
  * saved by reference.
  *
- * CPU backward: one pass for d_gates, d_old_cell and d_bias (a column sum taken in the
- * same pass), then the GEMMs: d_W = d_gates^T @ X (X rebuilt from the saved inputs),
+ * CPU backward: one pass for d_gates (stored transposed, the layout BLIS runs fastest),
+ * d_old_cell and d_bias (a column sum taken in the same pass), then the GEMMs:
+ * d_W = d_gates^T @ X (X rebuilt from the saved inputs),
  * d_X = d_gates @ W as one GEMM when both old_h and input need a
  * gradient (else only the block needed). Nothing is computed for an input that needs no
  * gradient. The backward is not itself differentiable (TG_OP_ONCE_DIFFERENTIABLE).
@@ -266,8 +267,12 @@ tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **g
   const tg_backend *be = tg__backend("tg_lltm", gates->storage->device);
   if (!be) return tg_last_error();
 
-  /* The elementwise pass. */
-  tg_tensor *d_gates = matrix_like(gates, B, 3 * S, false);
+  /* The elementwise pass. d_gates [B, 3S] is stored transposed (d_gates_t [3S, B] is
+   * contiguous): BLIS runs d_weights = d_gates_t @ X up to 1.45x faster from that layout
+   * (measured: 31.8 vs 45.1 ms at B=256, I=S=1024; 2.9 vs 4.3 ms at B=128, I=256, S=512;
+   * equal at the tutorial's size) and d_X = d_gates @ W runs as fast either way. */
+  tg_tensor *d_gates_t = matrix_like(gates, 3 * S, B, false);
+  tg_tensor *d_gates = d_gates_t ? block(d_gates_t, 0, 0, 3 * S, B, true) : NULL;
   tg_tensor *d_bias =
       need_b ? tg_zeros(TG_SHAPE(3 * S), (tg_options){gates->dtype, gates->storage->device, false})
              : NULL;
@@ -283,8 +288,7 @@ tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **g
   if (need_w) {
     d_w = matrix_like(gates, 3 * S, S + I, false);
     tg_tensor *X = concat_x(be, old_h, input);
-    tg_tensor *d_gates_t = block(d_gates, 0, 0, B, 3 * S, true);
-    if (!d_w || !X || !d_gates_t) return tg_last_error();
+    if (!d_w || !X) return tg_last_error();
     if ((st = be->gemm(d_w, d_gates_t, X, 1.0, 0.0)) != TG_OK) return st;
   }
 

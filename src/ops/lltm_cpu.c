@@ -106,6 +106,11 @@ typedef struct backward_args {
     return buf;                                                                             \
   }                                                                                         \
                                                                                             \
+  /* Address of element (b, j) of a strided operand. */                                     \
+  static const char *at##sfx(const strided *m, int64_t b, int64_t j) {                     \
+    return m->data + (size_t)(b * m->s0 + j * m->s1) * sizeof(T);                           \
+  }                                                                                         \
+                                                                                            \
   static void forward_columns##sfx(const forward_args *a, int64_t c0, int64_t c1) {         \
     T bias0[TG_LLTM_TILE], bias1[TG_LLTM_TILE], bias2[TG_LLTM_TILE], cell[TG_LLTM_TILE];    \
     const int64_t S = a->state, bs = a->bias.s1;                                            \
@@ -128,40 +133,44 @@ typedef struct backward_args {
     }                                                                                       \
   }                                                                                         \
                                                                                             \
+  /* d_gates may have any strides: unit column stride is written in place; otherwise (the \
+   * transposed layout the d_weights GEMM prefers) each tile goes through buffers. */      \
   static void backward_columns##sfx(const backward_args *a, int64_t c0, int64_t c1) {       \
-    T gh[TG_LLTM_TILE], gc[TG_LLTM_TILE], cell[TG_LLTM_TILE], scratch[TG_LLTM_TILE];        \
+    T gh[TG_LLTM_TILE], gc[TG_LLTM_TILE], cell[TG_LLTM_TILE], d_cell[TG_LLTM_TILE];         \
+    T t0[TG_LLTM_TILE], t1[TG_LLTM_TILE], t2[TG_LLTM_TILE];                                 \
     static const T zero[TG_LLTM_TILE];                                                      \
-    const int64_t S = a->state;                                                             \
+    const int64_t S = a->state, ds0 = a->d_gates.s0, ds1 = a->d_gates.s1;                   \
     T *db = (T *)a->d_bias.data;                                                            \
     for (int64_t b = 0; b < a->batch; b++) {                                                \
       const T *g = (const T *)a->gates.data + b * a->gates.s0;                              \
-      T *d = (T *)a->d_gates.data + b * a->d_gates.s0;                                      \
+      T *d = (T *)a->d_gates.data + b * ds0;                                                \
       T *doc = a->d_old_cell.data ? (T *)a->d_old_cell.data + b * a->d_old_cell.s0 : NULL;  \
       for (int64_t j = c0; j < c1; j += TG_LLTM_TILE) {                                     \
         const int64_t n = c1 - j < TG_LLTM_TILE ? c1 - j : TG_LLTM_TILE;                    \
-        const T *ghs = a->has_grad_h                                                        \
-                           ? unit_span##sfx(a->grad_h.data + (size_t)(b * a->grad_h.s0 +    \
-                                                                      j * a->grad_h.s1) *   \
-                                                                 sizeof(T),                 \
-                                            a->grad_h.s1, n, gh)                            \
-                           : zero;                                                          \
-        const T *gcs = a->has_grad_cell                                                     \
-                           ? unit_span##sfx(a->grad_cell.data +                             \
-                                                (size_t)(b * a->grad_cell.s0 +              \
-                                                         j * a->grad_cell.s1) *             \
-                                                    sizeof(T),                              \
-                                            a->grad_cell.s1, n, gc)                         \
-                           : zero;                                                          \
-        const T *ocs = unit_span##sfx(                                                      \
-            a->old_cell.data + (size_t)(b * a->old_cell.s0 + j * a->old_cell.s1) * sizeof(T), \
-            a->old_cell.s1, n, cell);                                                       \
-        backward_span##sfx(n, ghs, gcs, ocs, g + j, g + S + j, g + 2 * S + j, d + j,         \
-                           d + S + j, d + 2 * S + j, doc ? doc + j : scratch);              \
+        const T *ghs = a->has_grad_h ? unit_span##sfx(at##sfx(&a->grad_h, b, j),            \
+                                                      a->grad_h.s1, n, gh)                  \
+                                     : zero;                                                \
+        const T *gcs = a->has_grad_cell ? unit_span##sfx(at##sfx(&a->grad_cell, b, j),      \
+                                                         a->grad_cell.s1, n, gc)            \
+                                        : zero;                                             \
+        const T *ocs = unit_span##sfx(at##sfx(&a->old_cell, b, j), a->old_cell.s1, n, cell); \
+        const bool direct = ds1 == 1;                                                       \
+        T *d0 = direct ? d + j : t0, *d1 = direct ? d + S + j : t1;                         \
+        T *d2 = direct ? d + 2 * S + j : t2;                                                \
+        backward_span##sfx(n, ghs, gcs, ocs, g + j, g + S + j, g + 2 * S + j, d0, d1, d2,    \
+                           doc ? doc + j : d_cell);                                         \
+        if (!direct) {                                                                      \
+          for (int64_t k = 0; k < n; k++) {                                                 \
+            d[(j + k) * ds1] = d0[k];                                                       \
+            d[(S + j + k) * ds1] = d1[k];                                                   \
+            d[(2 * S + j + k) * ds1] = d2[k];                                               \
+          }                                                                                 \
+        }                                                                                   \
         if (db) {                                                                           \
           for (int64_t k = 0; k < n; k++) {                                                 \
-            db[j + k] += d[j + k];                                                          \
-            db[S + j + k] += d[S + j + k];                                                  \
-            db[2 * S + j + k] += d[2 * S + j + k];                                          \
+            db[j + k] += d0[k];                                                             \
+            db[S + j + k] += d1[k];                                                         \
+            db[2 * S + j + k] += d2[k];                                                     \
           }                                                                                 \
         }                                                                                   \
       }                                                                                     \

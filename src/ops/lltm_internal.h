@@ -25,7 +25,8 @@ tg_status tg__lltm_cpu_forward(tg_tensor *gates, const tg_tensor *bias, const tg
                                tg_tensor *new_h, tg_tensor *new_cell);
 
 /* Backward pass: from grad_h, grad_cell [B, S] (any strides; NULL = zero), the activations
- * in gates [B, 3S] (contiguous) and old_cell, writes d_gates [B, 3S] (contiguous),
+ * in gates [B, 3S] (contiguous) and old_cell, writes d_gates [B, 3S] (any strides without
+ * overlap; fastest with unit column stride or as the transpose of a contiguous [3S, B]),
  * accumulates the column sums of d_gates into d_bias [3S] (contiguous, zeroed by the
  * caller; NULL = not wanted) and writes d_old_cell [B, S] (contiguous; NULL = not wanted). */
 tg_status tg__lltm_cpu_backward(const tg_tensor *grad_h, const tg_tensor *grad_cell,
