@@ -25,7 +25,9 @@ double tg_test_value(int64_t i, int salt, bool positive) {
 tg_twin tg_twin_values(int64_t n, tg_dtype dtype, int salt, bool positive) {
   double *v = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
   for (int64_t i = 0; i < n; i++) v[i] = tg_test_value(i, salt, positive);
-  tg_tensor *d = tg_from_data(1, (const int64_t[]){n}, v, TG_OPTS(.dtype = TG_F64));
+  /* (An empty tensor through tg_empty: tg_from_data memcpy's into a NULL buffer then.) */
+  tg_tensor *d = n ? tg_from_data(1, (const int64_t[]){n}, v, TG_OPTS(.dtype = TG_F64))
+                   : tg_empty(1, (const int64_t[]){0}, TG_OPTS(.dtype = TG_F64));
   free(v);
   tg_twin t = {tg_to_dtype(d, dtype), NULL};
   t.cuda = tg_to_device(t.cpu, TG_CUDA0);
@@ -42,7 +44,7 @@ tg_twin tg_twin_view(tg_twin base, int ndim, const int64_t *sizes, const int64_t
 }
 
 const char *tg_layout_name(tg_layout layout) {
-  static const char *names[TG_L_NUM] = {"contiguous", "transposed", "sliced",     "stepped",
+  static const char *names[TG_L_NUM] = {"contiguous", "transposed", "sliced",    "stepped",
                                         "expand_row", "expand_col", "expand_all"};
   return names[layout];
 }
@@ -51,13 +53,27 @@ tg_twin tg_twin_matrix(tg_layout layout, int64_t rows, int64_t cols, tg_dtype dt
                        bool positive) {
   int64_t r = rows, c = cols, n, s0, s1, off = 0;
   switch (layout) {
-  case TG_L_CONTIGUOUS: n = r * c, s0 = c, s1 = 1; break;
-  case TG_L_TRANSPOSED: n = r * c, s0 = 1, s1 = r; break;
-  case TG_L_SLICED: off = 3, n = 3 + r * (c + 2), s0 = c + 2, s1 = 1; break;
-  case TG_L_STEPPED: off = 1, n = 1 + 2 * r * c, s0 = 2 * c, s1 = 2; break;
-  case TG_L_EXPAND_ROW: n = c, s0 = 0, s1 = 1; break;
-  case TG_L_EXPAND_COL: n = r, s0 = 1, s1 = 0; break;
-  default: n = 1, s0 = 0, s1 = 0; break;
+  case TG_L_CONTIGUOUS:
+    n = r * c, s0 = c, s1 = 1;
+    break;
+  case TG_L_TRANSPOSED:
+    n = r * c, s0 = 1, s1 = r;
+    break;
+  case TG_L_SLICED:
+    off = 3, n = 3 + r * (c + 2), s0 = c + 2, s1 = 1;
+    break;
+  case TG_L_STEPPED:
+    off = 1, n = 1 + 2 * r * c, s0 = 2 * c, s1 = 2;
+    break;
+  case TG_L_EXPAND_ROW:
+    n = c, s0 = 0, s1 = 1;
+    break;
+  case TG_L_EXPAND_COL:
+    n = r, s0 = 1, s1 = 0;
+    break;
+  default:
+    n = 1, s0 = 0, s1 = 0;
+    break;
   }
   tg_twin base = tg_twin_values(n, dtype, salt, positive);
   return tg_twin_view(base, 2, (const int64_t[]){r, c}, (const int64_t[]){s0, s1}, off);

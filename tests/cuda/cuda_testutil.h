@@ -21,13 +21,13 @@
  * whose failed assertions Criterion ignores. */
 void tg_cuda_test_begin(void);
 void tg_cuda_test_end(void);
-#define TG_CUDA_TEST(suite, name, ...)                                                      \
-  static void tg_cuda_test_body_##suite##_##name(void);                                     \
-  Test(suite, name, .init = tg_test_setup, ##__VA_ARGS__) {                                 \
-    tg_cuda_test_begin();                                                                   \
-    tg_cuda_test_body_##suite##_##name();                                                   \
-    tg_cuda_test_end();                                                                     \
-  }                                                                                         \
+#define TG_CUDA_TEST(suite, name, ...)                                                             \
+  static void tg_cuda_test_body_##suite##_##name(void);                                            \
+  Test(suite, name, .init = tg_test_setup, ##__VA_ARGS__) {                                        \
+    tg_cuda_test_begin();                                                                          \
+    tg_cuda_test_body_##suite##_##name();                                                          \
+    tg_cuda_test_end();                                                                            \
+  }                                                                                                \
   static void tg_cuda_test_body_##suite##_##name(void)
 
 /* Tolerances for comparing a CUDA result with its CPU twin. */

@@ -43,10 +43,10 @@ TG_CUDA_TEST(cuda_allocator, size_classes) {
   tg_cuda_empty_cache();
   tg_cuda_memory_stats s0 = stats();
   tg_scope_begin();
-  device_floats(1);                     /* 4 B -> 512 B */
-  device_floats(129);                   /* 516 B -> 1024 B */
-  device_floats(3 * 1024 * 1024 / 4);   /* 3 MiB -> 4 MiB */
-  device_floats((1 << 20) / 4);         /* exactly 1 MiB -> 1 MiB */
+  device_floats(1);                   /* 4 B -> 512 B */
+  device_floats(129);                 /* 516 B -> 1024 B */
+  device_floats(3 * 1024 * 1024 / 4); /* 3 MiB -> 4 MiB */
+  device_floats((1 << 20) / 4);       /* exactly 1 MiB -> 1 MiB */
   size_t expected = 512 + 1024 + (4u << 20) + (1u << 20);
   cr_assert_eq(stats().bytes_in_use, s0.bytes_in_use + expected);
   cr_assert_geq(stats().peak_bytes_in_use, s0.bytes_in_use + expected);

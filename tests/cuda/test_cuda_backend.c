@@ -56,11 +56,11 @@ TG_CUDA_TEST(cuda_backend, unary_every_kind) {
     double a, b;
     bool positive;
   } cases[] = {
-      {TG_UNARY_NEG, 0, 0, false},     {TG_UNARY_EXP, 0, 0, false},
-      {TG_UNARY_LOG, 0, 0, true},      {TG_UNARY_SQRT, 0, 0, true},
-      {TG_UNARY_SIGMOID, 0, 0, false}, {TG_UNARY_TANH, 0, 0, false},
-      {TG_UNARY_RELU, 0, 0, false},    {TG_UNARY_ELU, 1.3, 0, false},
-      {TG_UNARY_POW, 2.5, 0, true},    {TG_UNARY_AFFINE, -1.5, 0.25, false},
+      {TG_UNARY_NEG, 0, 0, false},       {TG_UNARY_EXP, 0, 0, false},
+      {TG_UNARY_LOG, 0, 0, true},        {TG_UNARY_SQRT, 0, 0, true},
+      {TG_UNARY_SIGMOID, 0, 0, false},   {TG_UNARY_TANH, 0, 0, false},
+      {TG_UNARY_RELU, 0, 0, false},      {TG_UNARY_ELU, 1.3, 0, false},
+      {TG_UNARY_POW, 2.5, 0, true},      {TG_UNARY_AFFINE, -1.5, 0.25, false},
       {TG_UNARY_RECIPROCAL, 0, 0, true}, {TG_UNARY_STEP, 0, 0, false},
       {TG_UNARY_ABS, 0, 0, false},
   };
@@ -125,17 +125,18 @@ TG_CUDA_TEST(cuda_backend, binary_every_kind_with_broadcasting) {
 static tg_twin cube(int layout, tg_dtype dtype) {
   const int64_t sizes[3] = {4, 5, 6};
   switch (layout) {
-  case 0: return tg_twin_view(tg_twin_values(120, dtype, 5, false), 3, sizes,
-                              (const int64_t[]){30, 6, 1}, 0);
+  case 0:
+    return tg_twin_view(tg_twin_values(120, dtype, 5, false), 3, sizes, (const int64_t[]){30, 6, 1},
+                        0);
   case 1: /* dims stored in the order 2, 0, 1 */
-    return tg_twin_view(tg_twin_values(120, dtype, 6, false), 3, sizes,
-                        (const int64_t[]){5, 1, 20}, 0);
+    return tg_twin_view(tg_twin_values(120, dtype, 6, false), 3, sizes, (const int64_t[]){5, 1, 20},
+                        0);
   case 2: /* a window of a [6, 7, 8] block */
-    return tg_twin_view(tg_twin_values(336, dtype, 7, false), 3, sizes,
-                        (const int64_t[]){56, 8, 1}, 9);
+    return tg_twin_view(tg_twin_values(336, dtype, 7, false), 3, sizes, (const int64_t[]){56, 8, 1},
+                        9);
   default: /* expanded along dim 1 */
-    return tg_twin_view(tg_twin_values(24, dtype, 8, false), 3, sizes,
-                        (const int64_t[]){6, 0, 1}, 0);
+    return tg_twin_view(tg_twin_values(24, dtype, 8, false), 3, sizes, (const int64_t[]){6, 0, 1},
+                        0);
   }
 }
 
@@ -192,13 +193,12 @@ TG_CUDA_TEST(cuda_backend, sum_dim_edge_shapes) {
 
 TG_CUDA_TEST(cuda_backend, max_dim_ties_and_nan) {
   /* rows: ties (first wins), a NaN in the middle, all equal, a -inf */
-  const double v[4][5] = {{1, 3, 3, 2, 0},
-                          {1, NAN, 5, NAN, 2},
-                          {7, 7, 7, 7, 7},
-                          {-INFINITY, -1, -2, -3, -4}};
+  const double v[4][5] = {
+      {1, 3, 3, 2, 0}, {1, NAN, 5, NAN, 2}, {7, 7, 7, 7, 7}, {-INFINITY, -1, -2, -3, -4}};
   for (int d = 0; d < 2; d++) {
     tg_dtype dt = floating[d];
-    tg_tensor *h = tg_to_dtype(tg_from_data(2, (const int64_t[]){4, 5}, v, TG_OPTS(.dtype = TG_F64)), dt);
+    tg_tensor *h =
+        tg_to_dtype(tg_from_data(2, (const int64_t[]){4, 5}, v, TG_OPTS(.dtype = TG_F64)), dt);
     tg_twin x = {h, tg_to_device(h, TG_CUDA0)};
     for (int dim = 0; dim < 2; dim++) {
       int64_t os[2] = {4, 5};

@@ -37,7 +37,8 @@ TG_CUDA_TEST(cuda_device, generic_ops_run_on_cuda) {
   tg_twin a = tg_twin_matrix(TG_L_TRANSPOSED, 4, 3, TG_F64, 1, false);
   tg_twin b = tg_twin_matrix(TG_L_EXPAND_ROW, 4, 3, TG_F64, 2, true);
   tg_twin w = tg_twin_matrix(TG_L_CONTIGUOUS, 3, 5, TG_F64, 3, false);
-  tg_tensor *gpu = tg_sum_dim(tg_tanh(tg_mm(tg_div(tg_add(a.cuda, b.cuda), b.cuda), w.cuda)), 1, false);
+  tg_tensor *gpu =
+      tg_sum_dim(tg_tanh(tg_mm(tg_div(tg_add(a.cuda, b.cuda), b.cuda), w.cuda)), 1, false);
   tg_tensor *cpu = tg_sum_dim(tg_tanh(tg_mm(tg_div(tg_add(a.cpu, b.cpu), b.cpu), w.cpu)), 1, false);
   cr_assert(gpu && cpu, "%s", tg_last_error_message());
   cr_assert_eq(tg_tensor_device(gpu).type, TG_CUDA);

@@ -16,7 +16,8 @@ typedef struct dims {
 } dims;
 
 /* B, I, S of 1, 3, 7 and 300, as the design asks. */
-static const dims sizes[] = {{1, 1, 1}, {3, 7, 3}, {7, 3, 7}, {300, 3, 7}, {3, 300, 7}, {7, 3, 300}};
+static const dims sizes[] = {{1, 1, 1},   {3, 7, 3},   {7, 3, 7},
+                             {300, 3, 7}, {3, 300, 7}, {7, 3, 300}};
 #define NUM_SIZES (sizeof sizes / sizeof sizes[0])
 
 static const tg_dtype floating[] = {TG_F32, TG_F64};
@@ -57,9 +58,9 @@ static host_lltm host_new(dims d) {
 }
 
 static void host_free(host_lltm *h) {
-  double *all[] = {h->input, h->W,       h->bias,    h->old_h, h->old_cell, h->grad_h,
-                   h->grad_cell, h->new_h, h->new_cell, h->X,     h->gates,    h->d_input,
-                   h->d_W,   h->d_bias,  h->d_old_h, h->d_old_cell};
+  double *all[] = {h->input,     h->W,      h->bias,     h->old_h,     h->old_cell, h->grad_h,
+                   h->grad_cell, h->new_h,  h->new_cell, h->X,         h->gates,    h->d_input,
+                   h->d_W,       h->d_bias, h->d_old_h,  h->d_old_cell};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
 }
 
@@ -139,7 +140,8 @@ static tg_tensor *cuda_empty(int64_t rows, int64_t cols, tg_dtype dtype) {
   return t;
 }
 
-static void assert_matches(const char *what, const tg_tensor *t, const double *ref, tg_dtype dtype) {
+static void assert_matches(const char *what, const tg_tensor *t, const double *ref,
+                           tg_dtype dtype) {
   int64_t n = tg_numel(t);
   double *got = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
   tg_tensor *h = tg_to_device(tg_to_dtype(t, TG_F64), TG_DEVICE_CPU);
@@ -169,24 +171,24 @@ TG_CUDA_TEST(cuda_lltm, kernels_match_the_reference) {
         /* strided: weights and old_cell transposed in memory, input a column window */
         tg_tensor *input = strided ? tg_narrow(to_cuda_transposed(h.input, B, I, dt), 1, 0, I)
                                    : to_cuda(h.input, B, I, dt);
-        tg_tensor *W = strided ? to_cuda_transposed(h.W, 3 * S, S + I, dt)
-                               : to_cuda(h.W, 3 * S, S + I, dt);
+        tg_tensor *W =
+            strided ? to_cuda_transposed(h.W, 3 * S, S + I, dt) : to_cuda(h.W, 3 * S, S + I, dt);
         tg_tensor *bias = to_cuda(h.bias, 3 * S, 0, dt);
         tg_tensor *old_h = to_cuda(h.old_h, B, S, dt);
-        tg_tensor *old_cell = strided ? to_cuda_transposed(h.old_cell, B, S, dt)
-                                      : to_cuda(h.old_cell, B, S, dt);
+        tg_tensor *old_cell =
+            strided ? to_cuda_transposed(h.old_cell, B, S, dt) : to_cuda(h.old_cell, B, S, dt);
         tg_tensor *new_h = cuda_empty(B, S, dt), *new_cell = cuda_empty(B, S, dt);
         tg_tensor *X = cuda_empty(B, S + I, dt), *gates = cuda_empty(B, 3 * S, dt);
-        cr_assert_eq(tg__lltm_forward_cuda(input, W, bias, old_h, old_cell, new_h, new_cell, X,
-                                           gates),
-                     TG_OK, "%s", tg_last_error_message());
+        cr_assert_eq(
+            tg__lltm_forward_cuda(input, W, bias, old_h, old_cell, new_h, new_cell, X, gates),
+            TG_OK, "%s", tg_last_error_message());
         assert_matches("new_h", new_h, h.new_h, dt);
         assert_matches("new_cell", new_cell, h.new_cell, dt);
         assert_matches("X", X, h.X, dt);
         assert_matches("gates", gates, h.gates, dt);
 
-        tg_tensor *grad_h = strided ? to_cuda_transposed(h.grad_h, B, S, dt)
-                                    : to_cuda(h.grad_h, B, S, dt);
+        tg_tensor *grad_h =
+            strided ? to_cuda_transposed(h.grad_h, B, S, dt) : to_cuda(h.grad_h, B, S, dt);
         tg_tensor *grad_cell = to_cuda(h.grad_cell, B, S, dt);
         tg_tensor *d_input = cuda_empty(B, I, dt), *d_W = cuda_empty(3 * S, S + I, dt);
         tg_tensor *d_bias = cuda_empty(3 * S, 0, dt), *d_old_h = cuda_empty(B, S, dt);
@@ -214,18 +216,18 @@ TG_CUDA_TEST(cuda_lltm, backward_with_missing_gradients_and_outputs) {
     tg_tensor *new_h = cuda_empty(B, S, TG_F64), *new_cell = cuda_empty(B, S, TG_F64);
     tg_tensor *X = cuda_empty(B, S + I, TG_F64), *gates = cuda_empty(B, 3 * S, TG_F64);
     tg_tensor *W = to_cuda(h.W, 3 * S, S + I, TG_F64);
-    cr_assert_eq(tg__lltm_forward_cuda(to_cuda(h.input, B, I, TG_F64), W,
-                                       to_cuda(h.bias, 3 * S, 0, TG_F64),
-                                       to_cuda(h.old_h, B, S, TG_F64),
-                                       to_cuda(h.old_cell, B, S, TG_F64), new_h, new_cell, X, gates),
-                 TG_OK, "%s", tg_last_error_message());
+    cr_assert_eq(
+        tg__lltm_forward_cuda(to_cuda(h.input, B, I, TG_F64), W, to_cuda(h.bias, 3 * S, 0, TG_F64),
+                              to_cuda(h.old_h, B, S, TG_F64), to_cuda(h.old_cell, B, S, TG_F64),
+                              new_h, new_cell, X, gates),
+        TG_OK, "%s", tg_last_error_message());
     tg_tensor *gh = missing ? to_cuda(h.grad_h, B, S, TG_F64) : NULL;
     tg_tensor *gc = missing ? NULL : to_cuda(h.grad_cell, B, S, TG_F64);
     /* only d_weights and d_old_cell asked for */
     tg_tensor *d_W = cuda_empty(3 * S, S + I, TG_F64), *d_old_cell = cuda_empty(B, S, TG_F64);
-    cr_assert_eq(tg__lltm_backward_cuda(gh, gc, new_cell, X, gates, W, NULL, NULL, d_W, NULL,
-                                        d_old_cell),
-                 TG_OK, "%s", tg_last_error_message());
+    cr_assert_eq(
+        tg__lltm_backward_cuda(gh, gc, new_cell, X, gates, W, NULL, NULL, d_W, NULL, d_old_cell),
+        TG_OK, "%s", tg_last_error_message());
     assert_matches("d_weights", d_W, h.d_W, TG_F64);
     assert_matches("d_old_cell", d_old_cell, h.d_old_cell, TG_F64);
     host_free(&h);
@@ -260,19 +262,23 @@ static lltm_run run_op(const host_lltm *h, dims d, tg_device device, tg_dtype dt
   const int64_t rows[5] = {B, 3 * S, 3 * S, B, B}, cols[5] = {I, S + I, 0, S, S};
   tg_tensor *leaf[5];
   for (int i = 0; i < 5; i++) {
-    tg_tensor *t = cols[i] ? tg_from_data(TG_SHAPE(rows[i], cols[i]), src[i], TG_OPTS(.dtype = TG_F64))
-                           : tg_from_data(TG_SHAPE(rows[i]), src[i], TG_OPTS(.dtype = TG_F64));
+    tg_tensor *t = cols[i]
+                       ? tg_from_data(TG_SHAPE(rows[i], cols[i]), src[i], TG_OPTS(.dtype = TG_F64))
+                       : tg_from_data(TG_SHAPE(rows[i]), src[i], TG_OPTS(.dtype = TG_F64));
     leaf[i] = tg_to_device(tg_to_dtype(t, dt), device);
     cr_assert(leaf[i], "%s", tg_last_error_message());
     cr_assert_eq(tg_set_requires_grad(leaf[i], true), TG_OK);
   }
   lltm_run r;
-  tg_status st = fused ? tg_lltm(leaf[0], leaf[1], leaf[2], leaf[3], leaf[4], &r.out[0], &r.out[1])
-                       : tg_lltm_composed(leaf[0], leaf[1], leaf[2], leaf[3], leaf[4], &r.out[0],
-                                          &r.out[1]);
+  tg_status st =
+      fused ? tg_lltm(leaf[0], leaf[1], leaf[2], leaf[3], leaf[4], &r.out[0], &r.out[1])
+            : tg_lltm_composed(leaf[0], leaf[1], leaf[2], leaf[3], leaf[4], &r.out[0], &r.out[1]);
   cr_assert_eq(st, TG_OK, "%s", tg_last_error_message());
-  tg_tensor *gh = tg_to_device(tg_to_dtype(tg_from_data(TG_SHAPE(B, S), h->grad_h, TG_OPTS(.dtype = TG_F64)), dt), device);
-  tg_tensor *gc = tg_to_device(tg_to_dtype(tg_from_data(TG_SHAPE(B, S), h->grad_cell, TG_OPTS(.dtype = TG_F64)), dt), device);
+  tg_tensor *gh = tg_to_device(
+      tg_to_dtype(tg_from_data(TG_SHAPE(B, S), h->grad_h, TG_OPTS(.dtype = TG_F64)), dt), device);
+  tg_tensor *gc = tg_to_device(
+      tg_to_dtype(tg_from_data(TG_SHAPE(B, S), h->grad_cell, TG_OPTS(.dtype = TG_F64)), dt),
+      device);
   tg_tensor *loss = tg_add(tg_sum(tg_mul(r.out[0], gh)), tg_sum(tg_mul(r.out[1], gc)));
   cr_assert(loss, "%s", tg_last_error_message());
   cr_assert_eq(tg_backward(loss, NULL), TG_OK, "%s", tg_last_error_message());

@@ -11,8 +11,8 @@ static const tg_dtype dtypes[] = {TG_F32, TG_F64, TG_I64};
 
 /* Awkward values: signed zero, infinities, NaN, denormals, extremes. */
 static tg_tensor *awkward(tg_dtype dtype) {
-  const double v[12] = {0.0,      -0.0,     INFINITY,  -INFINITY, NAN,    1e-310,
-                        -4.9e-324, 1.4e-45,  3.4e38,    1.0 / 3.0, -7.25, 123456789.0};
+  const double v[12] = {0.0,       -0.0,    INFINITY, -INFINITY, NAN,   1e-310,
+                        -4.9e-324, 1.4e-45, 3.4e38,   1.0 / 3.0, -7.25, 123456789.0};
   tg_tensor *t = tg_from_data(2, (const int64_t[]){3, 4}, v, TG_OPTS(.dtype = TG_F64));
   if (dtype == TG_I64) {
     const int64_t iv[12] = {0, -1, 1, INT64_MAX, INT64_MIN, 42, -42, 7, 8, 9, 10, 11};
@@ -109,7 +109,8 @@ TG_CUDA_TEST(cuda_transfer, printing_a_device_tensor) {
 TG_CUDA_TEST(cuda_transfer, creation_on_cuda_matches_cpu) {
   const tg_dtype fl[] = {TG_F32, TG_F64};
   for (int d = 0; d < 2; d++) {
-    tg_options on_cpu = TG_OPTS(.dtype = fl[d]), on_gpu = TG_OPTS(.dtype = fl[d], .device = TG_CUDA0);
+    tg_options on_cpu = TG_OPTS(.dtype = fl[d]),
+               on_gpu = TG_OPTS(.dtype = fl[d], .device = TG_CUDA0);
     tg_assert_close(tg_zeros(TG_SHAPE(3, 5), on_gpu), tg_zeros(TG_SHAPE(3, 5), on_cpu), 0, 0);
     tg_assert_close(tg_ones(TG_SHAPE(3, 5), on_gpu), tg_ones(TG_SHAPE(3, 5), on_cpu), 0, 0);
     tg_assert_close(tg_full(TG_SHAPE(7), -2.5, on_gpu), tg_full(TG_SHAPE(7), -2.5, on_cpu), 0, 0);

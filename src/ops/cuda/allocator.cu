@@ -15,7 +15,7 @@
 #define SMALL_STEP ((size_t)512)
 #define SMALL_LIMIT ((size_t)1 << 20)
 #define SMALL_CLASSES ((int)(SMALL_LIMIT / SMALL_STEP)) /* 2048: 512 B ... 1 MiB */
-#define LARGE_CLASSES 44                         /* 2 MiB ... 2^63 B */
+#define LARGE_CLASSES 44                                /* 2 MiB ... 2^63 B */
 #define NUM_CLASSES (SMALL_CLASSES + LARGE_CLASSES)
 #define LIVE_BUCKETS 4096
 
@@ -32,7 +32,8 @@ static block *live[LIVE_BUCKETS];             /* blocks handed out, by pointer *
 static tg_cuda_memory_stats stats;
 
 static size_t class_size(size_t nbytes) {
-  if (nbytes <= SMALL_LIMIT) return nbytes ? (nbytes + SMALL_STEP - 1) / SMALL_STEP * SMALL_STEP : SMALL_STEP;
+  if (nbytes <= SMALL_LIMIT)
+    return nbytes ? (nbytes + SMALL_STEP - 1) / SMALL_STEP * SMALL_STEP : SMALL_STEP;
   size_t size = SMALL_LIMIT << 1;
   while (size < nbytes && size << 1 != 0) size <<= 1;
   return size;
@@ -102,8 +103,8 @@ void *tg_cu_alloc(const char *op, int device, size_t nbytes) {
       pthread_mutex_unlock(&lock);
       free(b);
       (void)cudaGetLastError();
-      tg_set_error(TG_ERR_MEMORY, "%s: cannot allocate %zu bytes on cuda:%d (%s)", op, size,
-                   device, b ? cudaGetErrorString(err) : "host out of memory");
+      tg_set_error(TG_ERR_MEMORY, "%s: cannot allocate %zu bytes on cuda:%d (%s)", op, size, device,
+                   b ? cudaGetErrorString(err) : "host out of memory");
       return NULL;
     }
     stats.driver_allocs++;

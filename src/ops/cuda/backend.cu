@@ -19,10 +19,10 @@ tg_status tg_cu_views_of(const char *op, int n, const tg_tensor *const *ts, tg_c
 
 namespace {
 
-#define VIEWS(op, ...)                                                                      \
-  const tg_tensor *const ts_[] = {__VA_ARGS__};                                             \
-  tg_cu_view v[sizeof ts_ / sizeof ts_[0]];                                                 \
-  tg_status st_ = tg_cu_views_of((op), (int)(sizeof ts_ / sizeof ts_[0]), ts_, v);                \
+#define VIEWS(op, ...)                                                                             \
+  const tg_tensor *const ts_[] = {__VA_ARGS__};                                                    \
+  tg_cu_view v[sizeof ts_ / sizeof ts_[0]];                                                        \
+  tg_status st_ = tg_cu_views_of((op), (int)(sizeof ts_ / sizeof ts_[0]), ts_, v);                 \
   if (st_ != TG_OK) return st_
 
 tg_status fill(tg_tensor *out, double value) {
@@ -56,8 +56,7 @@ tg_status max_dim(tg_tensor *values, tg_tensor *indices, const tg_tensor *x, int
   return tg_cu_max_dim("cuda.max_dim", v[0], v[1], v[2], dim);
 }
 
-tg_status gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, double alpha,
-               double beta) {
+tg_status gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, double alpha, double beta) {
   VIEWS("cuda.gemm", out, a, b);
   return tg_cu_gemm("cuda.gemm", v[0], v[1], v[2], alpha, beta);
 }
@@ -85,10 +84,10 @@ tg_status normal(tg_tensor *out, uint64_t seed, uint64_t offset, double a, doubl
 #undef VIEWS
 
 const tg_backend cuda_backend = {
-    "cuda",   fill,        copy, unary, binary, sum_dim, max_dim, gemm, gather_rows,
+    "cuda",           fill,    copy,   unary, binary, sum_dim, max_dim, gemm, gather_rows,
     scatter_add_rows, uniform, normal,
 };
 
-}  // namespace
+} // namespace
 
 const tg_backend *tg__cuda_backend(void) { return &cuda_backend; }

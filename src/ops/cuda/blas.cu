@@ -54,8 +54,8 @@ tg_status readable(const char *op, const tg_cu_view &v, tg_cu_temp *tmp, tg_cu_v
 
 template <typename T>
 tg_status gemm_typed(const char *op, tg_cu_device *dev, const tg_cu_view &c, operand oc,
-                     const tg_cu_view &a, operand oa, const tg_cu_view &b, operand ob,
-                     double alpha, double beta) {
+                     const tg_cu_view &a, operand oa, const tg_cu_view &b, operand ob, double alpha,
+                     double beta) {
   cublasHandle_t h;
   tg_status st = tg_cu_blas_get(op, dev, &h);
   if (st != TG_OK) return st;
@@ -63,17 +63,19 @@ tg_status gemm_typed(const char *op, tg_cu_device *dev, const tg_cu_view &c, ope
   T al = (T)alpha, be = (T)beta;
   const T *A = (const T *)a.data, *B = (const T *)b.data;
   if (oc.row_major) /* C^T (n x m) = B^T A^T; a row-major operand already reads as its ^T */
-    TG_CU_BLAS_TRY(op, tg_cu_blas_gemm_name(T()), tg_cu_blas_gemm(h, ob.row_major ? CUBLAS_OP_N : CUBLAS_OP_T,
-                                       oa.row_major ? CUBLAS_OP_N : CUBLAS_OP_T, n, m, k, &al,
-                                       B, ob.ld, A, oa.ld, &be, (T *)c.data, oc.ld));
+    TG_CU_BLAS_TRY(op, tg_cu_blas_gemm_name(T()),
+                   tg_cu_blas_gemm(h, ob.row_major ? CUBLAS_OP_N : CUBLAS_OP_T,
+                                   oa.row_major ? CUBLAS_OP_N : CUBLAS_OP_T, n, m, k, &al, B, ob.ld,
+                                   A, oa.ld, &be, (T *)c.data, oc.ld));
   else /* C (m x n) = A B */
-    TG_CU_BLAS_TRY(op, tg_cu_blas_gemm_name(T()), tg_cu_blas_gemm(h, oa.row_major ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                       ob.row_major ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &al,
-                                       A, oa.ld, B, ob.ld, &be, (T *)c.data, oc.ld));
+    TG_CU_BLAS_TRY(op, tg_cu_blas_gemm_name(T()),
+                   tg_cu_blas_gemm(h, oa.row_major ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                   ob.row_major ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &al, A, oa.ld,
+                                   B, ob.ld, &be, (T *)c.data, oc.ld));
   return TG_OK;
 }
 
-}  // namespace
+} // namespace
 
 tg_status tg_cu_gemm(const char *op, const tg_cu_view &out, const tg_cu_view &a,
                      const tg_cu_view &b, double alpha, double beta) {
@@ -92,9 +94,10 @@ tg_status tg_cu_gemm(const char *op, const tg_cu_view &out, const tg_cu_view &a,
     return beta == 0 ? tg_cu_fill(op, out, 0.0)
                      : tg_cu_unary_op(op, TG_UNARY_AFFINE, beta, 0.0, out, out);
   if (!tg_cu_fits_int(m) || !tg_cu_fits_int(n) || !tg_cu_fits_int(k))
-    return tg_set_error(TG_ERR_UNSUPPORTED, "%s: gemm sizes [%lld, %lld] x [%lld, %lld] exceed "
-                        "cuBLAS's int range", op, (long long)m, (long long)k, (long long)k,
-                        (long long)n);
+    return tg_set_error(TG_ERR_UNSUPPORTED,
+                        "%s: gemm sizes [%lld, %lld] x [%lld, %lld] exceed "
+                        "cuBLAS's int range",
+                        op, (long long)m, (long long)k, (long long)k, (long long)n);
   tg_cu_device *dev;
   tg_status st = tg_cu_device_get(op, out.device, &dev);
   if (st != TG_OK) return st;
@@ -112,9 +115,8 @@ tg_status tg_cu_gemm(const char *op, const tg_cu_view &out, const tg_cu_view &a,
     layout_of(cv, &oc);
     if (beta != 0 && (st = tg_cu_copy(op, cv, out)) != TG_OK) return st;
   }
-  TG_DISPATCH_FLOATING_TYPES(out.dtype, op, {
-    st = gemm_typed<scalar_t>(op, dev, cv, oc, av, oa, bv, ob, alpha, beta);
-  });
+  TG_DISPATCH_FLOATING_TYPES(
+      out.dtype, op, { st = gemm_typed<scalar_t>(op, dev, cv, oc, av, oa, bv, ob, alpha, beta); });
   if (st == TG_OK && !direct) st = tg_cu_copy(op, out, cv);
   return st;
 }

@@ -8,8 +8,8 @@
 static inline cublasStatus_t tg_cu_blas_gemm(cublasHandle_t h, cublasOperation_t ta,
                                              cublasOperation_t tb, int m, int n, int k,
                                              const float *alpha, const float *A, int lda,
-                                             const float *B, int ldb, const float *beta,
-                                             float *C, int ldc) {
+                                             const float *B, int ldb, const float *beta, float *C,
+                                             int ldc) {
   return cublasSgemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 static inline cublasStatus_t tg_cu_blas_gemm(cublasHandle_t h, cublasOperation_t ta,
@@ -19,16 +19,16 @@ static inline cublasStatus_t tg_cu_blas_gemm(cublasHandle_t h, cublasOperation_t
                                              double *C, int ldc) {
   return cublasDgemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
-static inline cublasStatus_t tg_cu_blas_gemv(cublasHandle_t h, cublasOperation_t t, int m,
-                                             int n, const float *alpha, const float *A, int lda,
-                                             const float *x, int incx, const float *beta,
-                                             float *y, int incy) {
+static inline cublasStatus_t tg_cu_blas_gemv(cublasHandle_t h, cublasOperation_t t, int m, int n,
+                                             const float *alpha, const float *A, int lda,
+                                             const float *x, int incx, const float *beta, float *y,
+                                             int incy) {
   return cublasSgemv(h, t, m, n, alpha, A, lda, x, incx, beta, y, incy);
 }
-static inline cublasStatus_t tg_cu_blas_gemv(cublasHandle_t h, cublasOperation_t t, int m,
-                                             int n, const double *alpha, const double *A,
-                                             int lda, const double *x, int incx,
-                                             const double *beta, double *y, int incy) {
+static inline cublasStatus_t tg_cu_blas_gemv(cublasHandle_t h, cublasOperation_t t, int m, int n,
+                                             const double *alpha, const double *A, int lda,
+                                             const double *x, int incx, const double *beta,
+                                             double *y, int incy) {
   return cublasDgemv(h, t, m, n, alpha, A, lda, x, incx, beta, y, incy);
 }
 

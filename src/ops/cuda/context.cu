@@ -21,8 +21,8 @@ static int call_name_length(const char *what) {
 
 tg_status tg_cu_fail(const char *op, const char *what, cudaError_t err) {
   (void)cudaGetLastError();
-  return tg_set_error(TG_ERR_DEVICE, "%s: %.*s failed: %s (%s)", op, call_name_length(what),
-                      what, cudaGetErrorString(err), cudaGetErrorName(err));
+  return tg_set_error(TG_ERR_DEVICE, "%s: %.*s failed: %s (%s)", op, call_name_length(what), what,
+                      cudaGetErrorString(err), cudaGetErrorName(err));
 }
 
 tg_status tg_cu_blas_fail(const char *op, const char *what, cublasStatus_t status) {

@@ -36,8 +36,8 @@ static inline unsigned tg_cu_blocks(int64_t n) {
 }
 
 /* The grid-stride loop of a one-dimensional launch: i runs over [0, n). */
-#define TG_CU_GRID_STRIDE(i, n)                                                             \
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                 \
+#define TG_CU_GRID_STRIDE(i, n)                                                                    \
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                        \
        i += (int64_t)blockDim.x * gridDim.x)
 
 /* kernel<<<grid, block, 0, stream>>>(args...), returning the launch's error. A template
@@ -59,26 +59,25 @@ static inline cudaError_t tg_launch(void (*kernel)(KArgs...), dim3 grid, dim3 bl
 tg_status tg_cu_fail(const char *op, const char *what, cudaError_t err);
 tg_status tg_cu_blas_fail(const char *op, const char *what, cublasStatus_t status);
 
-#define TG_CU_TRY(op, call)                                                                 \
-  do {                                                                                      \
-    cudaError_t tg_cu_err_ = (call);                                                        \
-    if (tg_cu_err_ != cudaSuccess) return tg_cu_fail((op), #call, tg_cu_err_);              \
+#define TG_CU_TRY(op, call)                                                                        \
+  do {                                                                                             \
+    cudaError_t tg_cu_err_ = (call);                                                               \
+    if (tg_cu_err_ != cudaSuccess) return tg_cu_fail((op), #call, tg_cu_err_);                     \
   } while (0)
 
 /* what: the cuBLAS function's name, for the message. */
-#define TG_CU_BLAS_TRY(op, what, call)                                                      \
-  do {                                                                                      \
-    cublasStatus_t tg_cu_st_ = (call);                                                      \
-    if (tg_cu_st_ != CUBLAS_STATUS_SUCCESS) return tg_cu_blas_fail((op), (what), tg_cu_st_); \
+#define TG_CU_BLAS_TRY(op, what, call)                                                             \
+  do {                                                                                             \
+    cublasStatus_t tg_cu_st_ = (call);                                                             \
+    if (tg_cu_st_ != CUBLAS_STATUS_SUCCESS) return tg_cu_blas_fail((op), (what), tg_cu_st_);       \
   } while (0)
 
 /* Launches kernel(args...) over a one-dimensional grid for n > 0 elements on stream;
  * a failed launch returns the tg error from the enclosing function. */
-#define TG_CU_LAUNCH(op, n, stream, ...)                                                    \
-  do {                                                                                      \
-    cudaError_t tg_cu_err_ =                                                                \
-        tg_launch_1d((n), (stream), __VA_ARGS__);                                           \
-    if (tg_cu_err_ != cudaSuccess) return tg_cu_fail((op), "kernel launch", tg_cu_err_);    \
+#define TG_CU_LAUNCH(op, n, stream, ...)                                                           \
+  do {                                                                                             \
+    cudaError_t tg_cu_err_ = tg_launch_1d((n), (stream), __VA_ARGS__);                             \
+    if (tg_cu_err_ != cudaSuccess) return tg_cu_fail((op), "kernel launch", tg_cu_err_);           \
   } while (0)
 
 template <typename... KArgs, typename... Args>

@@ -44,8 +44,7 @@ static tg_cu_indexer<N> tg_cu_make_indexer(int ndim, const int64_t *sizes,
   int m = 0;
   for (int d = 1; d < n; d++) {
     bool merge = true;
-    for (int k = 0; k < N; k++)
-      merge = merge && ix.strides[k][d] == ix.strides[k][m] * ix.sizes[m];
+    for (int k = 0; k < N; k++) merge = merge && ix.strides[k][d] == ix.strides[k][m] * ix.sizes[m];
     if (merge) {
       ix.sizes[m] *= ix.sizes[d];
     } else {
@@ -79,8 +78,7 @@ __global__ void tg_cu_nullary_kernel(int64_t n, tg_cu_indexer<1> ix, out_t *out,
 }
 
 template <typename F, typename out_t, typename a_t>
-__global__ void tg_cu_unary_kernel(int64_t n, tg_cu_indexer<2> ix, out_t *out, const a_t *a,
-                                   F f) {
+__global__ void tg_cu_unary_kernel(int64_t n, tg_cu_indexer<2> ix, out_t *out, const a_t *a, F f) {
   TG_CU_GRID_STRIDE(i, n) {
     int64_t o[2];
     ix.offsets(i, o);

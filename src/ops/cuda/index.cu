@@ -33,7 +33,7 @@ tg_status check(const char *op, const tg_cu_view &mat, const tg_cu_view &vec,
   return TG_OK;
 }
 
-}  // namespace
+} // namespace
 
 tg_status tg_cu_gather_rows(const char *op, const tg_cu_view &out, const tg_cu_view &x,
                             const tg_cu_view &index) {
@@ -59,8 +59,8 @@ tg_status tg_cu_scatter_add_rows(const char *op, const tg_cu_view &out, const tg
   tg_cu_device *dev;
   if ((st = tg_cu_device_get(op, out.device, &dev)) != TG_OK) return st;
   TG_DISPATCH_FLOATING_TYPES(out.dtype, op, {
-    TG_CU_LAUNCH(op, g.n, dev->stream, scatter_add_rows_kernel<scalar_t>, g,
-                 (scalar_t *)out.data, (const scalar_t *)src.data, (const int64_t *)index.data);
+    TG_CU_LAUNCH(op, g.n, dev->stream, scatter_add_rows_kernel<scalar_t>, g, (scalar_t *)out.data,
+                 (const scalar_t *)src.data, (const int64_t *)index.data);
   });
   return TG_OK;
 }

@@ -55,8 +55,7 @@ __global__ void forward_kernel(int64_t batch, int64_t state, mat<T> gates, mat<T
  * is zero; a missing d_old_cell is not written. */
 template <typename T>
 __global__ void backward_kernel(int64_t batch, int64_t state, mat<T> grad_h, mat<T> grad_cell,
-                                mat<T> new_cell, mat<T> gates, mat<T> d_gates,
-                                mat<T> d_old_cell) {
+                                mat<T> new_cell, mat<T> gates, mat<T> d_gates, mat<T> d_old_cell) {
   TG_CU_GRID_STRIDE(e, batch * state) {
     int64_t b = e / state, j = e % state;
     T gh = grad_h.p ? grad_h(b, j) : T(0);
@@ -96,7 +95,7 @@ tg_status views_checked(const char *op, int n, const tg_tensor *const *ts, tg_cu
   return TG_OK;
 }
 
-}  // namespace
+} // namespace
 
 extern "C" tg_status tg__lltm_forward_cuda(const tg_tensor *input, const tg_tensor *weights,
                                            const tg_tensor *bias, const tg_tensor *old_h,

@@ -9,8 +9,8 @@
 #include "ops/philox.h"
 #include "ops/pointwise_math.h"
 
-#define TG_CU_MATH1(name, ffn, dfn)                                                         \
-  static inline TG_HOST_DEVICE float name(float x) { return ffn(x); }                       \
+#define TG_CU_MATH1(name, ffn, dfn)                                                                \
+  static inline TG_HOST_DEVICE float name(float x) { return ffn(x); }                              \
   static inline TG_HOST_DEVICE double name(double x) { return dfn(x); }
 TG_CU_MATH1(tg_cu_exp, expf, exp)
 TG_CU_MATH1(tg_cu_log, logf, log)
@@ -27,20 +27,34 @@ template <typename T> struct tg_cu_unary_fn {
   T a, b;
   TG_HOST_DEVICE T operator()(T x) const {
     switch (kind) {
-      case TG_UNARY_NEG: return -x;
-      case TG_UNARY_EXP: return tg_cu_exp(x);
-      case TG_UNARY_LOG: return tg_cu_log(x);
-      case TG_UNARY_SQRT: return tg_cu_sqrt(x);
-      case TG_UNARY_SIGMOID: return tg_math_sigmoid(x);
-      case TG_UNARY_TANH: return tg_math_tanh(x);
-      case TG_UNARY_RELU: return tg_math_relu(x);
-      case TG_UNARY_ELU: return tg_math_elu(x, a);
-      case TG_UNARY_POW: return tg_cu_pow(x, a);
-      case TG_UNARY_AFFINE: return a * x + b;
-      case TG_UNARY_RECIPROCAL: return 1 / x;
-      case TG_UNARY_STEP: return tg_math_step(x);
-      case TG_UNARY_ABS: return tg_cu_fabs(x);
-      case TG_NUM_UNARY: break;
+    case TG_UNARY_NEG:
+      return -x;
+    case TG_UNARY_EXP:
+      return tg_cu_exp(x);
+    case TG_UNARY_LOG:
+      return tg_cu_log(x);
+    case TG_UNARY_SQRT:
+      return tg_cu_sqrt(x);
+    case TG_UNARY_SIGMOID:
+      return tg_math_sigmoid(x);
+    case TG_UNARY_TANH:
+      return tg_math_tanh(x);
+    case TG_UNARY_RELU:
+      return tg_math_relu(x);
+    case TG_UNARY_ELU:
+      return tg_math_elu(x, a);
+    case TG_UNARY_POW:
+      return tg_cu_pow(x, a);
+    case TG_UNARY_AFFINE:
+      return a * x + b;
+    case TG_UNARY_RECIPROCAL:
+      return 1 / x;
+    case TG_UNARY_STEP:
+      return tg_math_step(x);
+    case TG_UNARY_ABS:
+      return tg_cu_fabs(x);
+    case TG_NUM_UNARY:
+      break;
     }
     return x;
   }
@@ -51,13 +65,20 @@ template <typename T> struct tg_cu_binary_fn {
   T alpha;
   TG_HOST_DEVICE T operator()(T a, T b) const {
     switch (kind) {
-      case TG_BINARY_ADD: return a + alpha * b;
-      case TG_BINARY_SUB: return a - alpha * b;
-      case TG_BINARY_MUL: return a * b;
-      case TG_BINARY_DIV: return a / b;
-      case TG_BINARY_EQ: return a == b ? 1 : 0;
-      case TG_BINARY_GE: return a >= b ? 1 : 0;
-      case TG_NUM_BINARY: break;
+    case TG_BINARY_ADD:
+      return a + alpha * b;
+    case TG_BINARY_SUB:
+      return a - alpha * b;
+    case TG_BINARY_MUL:
+      return a * b;
+    case TG_BINARY_DIV:
+      return a / b;
+    case TG_BINARY_EQ:
+      return a == b ? 1 : 0;
+    case TG_BINARY_GE:
+      return a >= b ? 1 : 0;
+    case TG_NUM_BINARY:
+      break;
     }
     return a;
   }

@@ -14,8 +14,8 @@ tg_status tg_cu_fill(const char *op, const tg_cu_view &out, double value);
 tg_status tg_cu_copy(const char *op, const tg_cu_view &out, const tg_cu_view &src);
 tg_status tg_cu_unary_op(const char *op, tg_unary_kind kind, double a, double b,
                          const tg_cu_view &out, const tg_cu_view &x);
-tg_status tg_cu_binary_op(const char *op, tg_binary_kind kind, double alpha,
-                          const tg_cu_view &out, const tg_cu_view &a, const tg_cu_view &b);
+tg_status tg_cu_binary_op(const char *op, tg_binary_kind kind, double alpha, const tg_cu_view &out,
+                          const tg_cu_view &a, const tg_cu_view &b);
 /* out (keepdim form) = sum of x over dim: cuBLAS gemv with a ones vector when x is a
  * matrix cuBLAS can read in place, else a kernel. */
 tg_status tg_cu_sum_dim(const char *op, const tg_cu_view &out, const tg_cu_view &x, int dim);

@@ -29,8 +29,8 @@ tg_status tg_cu_unary_op(const char *op, tg_unary_kind kind, double a, double b,
   if ((unsigned)kind >= (unsigned)TG_NUM_UNARY)
     return tg_set_error(TG_ERR_ARGUMENT, "%s: unknown unary kind %d", op, (int)kind);
   if (x.dtype != out.dtype)
-    return tg_set_error(TG_ERR_DTYPE, "%s: input is %s but out is %s", op,
-                        tg_dtype_name(x.dtype), tg_dtype_name(out.dtype));
+    return tg_set_error(TG_ERR_DTYPE, "%s: input is %s but out is %s", op, tg_dtype_name(x.dtype),
+                        tg_dtype_name(out.dtype));
   TG_DISPATCH_FLOATING_TYPES(out.dtype, op, {
     tg_cu_unary_fn<scalar_t> f{kind, (scalar_t)a, (scalar_t)b};
     return tg_cu_unary<scalar_t, scalar_t>(op, out, x, f);
@@ -38,8 +38,8 @@ tg_status tg_cu_unary_op(const char *op, tg_unary_kind kind, double a, double b,
   return TG_OK;
 }
 
-tg_status tg_cu_binary_op(const char *op, tg_binary_kind kind, double alpha,
-                          const tg_cu_view &out, const tg_cu_view &a, const tg_cu_view &b) {
+tg_status tg_cu_binary_op(const char *op, tg_binary_kind kind, double alpha, const tg_cu_view &out,
+                          const tg_cu_view &a, const tg_cu_view &b) {
   if ((unsigned)kind >= (unsigned)TG_NUM_BINARY)
     return tg_set_error(TG_ERR_ARGUMENT, "%s: unknown binary kind %d", op, (int)kind);
   if (a.dtype != out.dtype || b.dtype != out.dtype)

@@ -35,8 +35,8 @@ rows rows_of(const tg_cu_view &x, const tg_cu_view &out, const tg_cu_view *idx, 
 }
 
 template <typename T>
-__global__ void sum_dim_kernel(int64_t n_rows, tg_cu_indexer<2> ix, T *out, const T *x,
-                               int64_t len, int64_t stride) {
+__global__ void sum_dim_kernel(int64_t n_rows, tg_cu_indexer<2> ix, T *out, const T *x, int64_t len,
+                               int64_t stride) {
   TG_CU_GRID_STRIDE(r, n_rows) {
     int64_t o[2];
     ix.offsets(r, o);
@@ -75,8 +75,7 @@ struct gemv_plan {
   int m, n, lda, incy;
 };
 
-bool plan_gemv(int64_t n_rows, int64_t len, int64_t rs, int64_t ks, int64_t ys,
-               gemv_plan *p) {
+bool plan_gemv(int64_t n_rows, int64_t len, int64_t rs, int64_t ks, int64_t ys, gemv_plan *p) {
   if (!tg_cu_fits_int(n_rows) || !tg_cu_fits_int(len)) return false;
   int64_t incy = n_rows > 1 ? ys : 1;
   if (incy < 1 || !tg_cu_fits_int(incy)) return false;
@@ -114,8 +113,9 @@ tg_status sum_gemv(const char *op, const tg_cu_view &out, const tg_cu_view &x, i
   if ((st = tg_cu_fill(op, tg_cu_view_dense(ones.ptr, x.dtype, x.device, 1, &len), 1.0)) != TG_OK)
     return st;
   const T one = 1, zero = 0;
-  TG_CU_BLAS_TRY(op, tg_cu_blas_gemv_name(T()), tg_cu_blas_gemv(h, p.trans, p.m, p.n, &one, (const T *)x.data, p.lda,
-                                     (const T *)ones.ptr, 1, &zero, (T *)out.data, p.incy));
+  TG_CU_BLAS_TRY(op, tg_cu_blas_gemv_name(T()),
+                 tg_cu_blas_gemv(h, p.trans, p.m, p.n, &one, (const T *)x.data, p.lda,
+                                 (const T *)ones.ptr, 1, &zero, (T *)out.data, p.incy));
   return TG_OK;
 }
 
@@ -132,12 +132,12 @@ tg_status sum_kernel(const char *op, const tg_cu_view &out, const tg_cu_view &x,
   return TG_OK;
 }
 
-}  // namespace
+} // namespace
 
 tg_status tg_cu_sum_dim(const char *op, const tg_cu_view &out, const tg_cu_view &x, int dim) {
   if (out.dtype != x.dtype)
-    return tg_set_error(TG_ERR_DTYPE, "%s: input is %s but out is %s", op,
-                        tg_dtype_name(x.dtype), tg_dtype_name(out.dtype));
+    return tg_set_error(TG_ERR_DTYPE, "%s: input is %s but out is %s", op, tg_dtype_name(x.dtype),
+                        tg_dtype_name(out.dtype));
   rows r = rows_of(x, out, NULL, dim);
   int64_t len = x.sizes[dim], stride = x.strides[dim];
   if (r.count == 0) return TG_OK;
@@ -164,8 +164,7 @@ tg_status tg_cu_max_dim(const char *op, const tg_cu_view &values, const tg_cu_vi
   rows r = rows_of(x, values, &indices, dim);
   int64_t len = x.sizes[dim], stride = x.strides[dim];
   if (r.count == 0) return TG_OK;
-  if (len == 0)
-    return tg_set_error(TG_ERR_SHAPE, "%s: max over an empty dim %d", op, dim);
+  if (len == 0) return tg_set_error(TG_ERR_SHAPE, "%s: max over an empty dim %d", op, dim);
   tg_cu_device *dev;
   tg_status st = tg_cu_device_get(op, x.device, &dev);
   if (st != TG_OK) return st;

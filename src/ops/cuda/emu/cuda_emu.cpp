@@ -38,7 +38,7 @@ struct Allocation {
 struct State {
   std::mutex mu;
   char *arena = nullptr;
-  size_t arena_bytes = 0, used = 0; /* [arena, arena + used) has been handed out */
+  size_t arena_bytes = 0, used = 0;       /* [arena, arena + used) has been handed out */
   std::map<uintptr_t, Allocation> allocs; /* by user pointer */
   std::set<const void *> streams, handles;
   int window_depth = 0;
@@ -126,21 +126,30 @@ bool take_failure(int &counter) {
   return true;
 }
 
-}  // namespace
+} // namespace
 
 /* ---- runtime ---- */
 
 const char *cudaGetErrorName(cudaError_t error) {
   switch (error) {
-    case cudaSuccess: return "cudaSuccess";
-    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
-    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
-    case cudaErrorNoDevice: return "cudaErrorNoDevice";
-    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
-    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
-    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+  case cudaSuccess:
+    return "cudaSuccess";
+  case cudaErrorInvalidValue:
+    return "cudaErrorInvalidValue";
+  case cudaErrorMemoryAllocation:
+    return "cudaErrorMemoryAllocation";
+  case cudaErrorInvalidConfiguration:
+    return "cudaErrorInvalidConfiguration";
+  case cudaErrorInsufficientDriver:
+    return "cudaErrorInsufficientDriver";
+  case cudaErrorNoDevice:
+    return "cudaErrorNoDevice";
+  case cudaErrorInvalidDevice:
+    return "cudaErrorInvalidDevice";
+  case cudaErrorInvalidResourceHandle:
+    return "cudaErrorInvalidResourceHandle";
+  case cudaErrorLaunchFailure:
+    return "cudaErrorLaunchFailure";
   }
   return "cudaErrorUnknown";
 }
@@ -148,16 +157,24 @@ const char *cudaGetErrorName(cudaError_t error) {
 /* The runtime's own wording, so messages read the same as on a GPU machine. */
 const char *cudaGetErrorString(cudaError_t error) {
   switch (error) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorInsufficientDriver:
-      return "CUDA driver version is insufficient for CUDA runtime version";
-    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
-    case cudaErrorInvalidDevice: return "invalid device ordinal";
-    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-    case cudaErrorLaunchFailure: return "unspecified launch failure";
+  case cudaSuccess:
+    return "no error";
+  case cudaErrorInvalidValue:
+    return "invalid argument";
+  case cudaErrorMemoryAllocation:
+    return "out of memory";
+  case cudaErrorInvalidConfiguration:
+    return "invalid configuration argument";
+  case cudaErrorInsufficientDriver:
+    return "CUDA driver version is insufficient for CUDA runtime version";
+  case cudaErrorNoDevice:
+    return "no CUDA-capable device is detected";
+  case cudaErrorInvalidDevice:
+    return "invalid device ordinal";
+  case cudaErrorInvalidResourceHandle:
+    return "invalid resource handle";
+  case cudaErrorLaunchFailure:
+    return "unspecified launch failure";
   }
   return "unknown error";
 }
@@ -265,11 +282,20 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpy
   bool dst_dev = in_device(s, dst, count), src_dev = in_device(s, src, count);
   bool ok = true;
   switch (kind) {
-    case cudaMemcpyHostToHost: ok = !dst_dev && !src_dev; break;
-    case cudaMemcpyHostToDevice: ok = dst_dev && !src_dev; break;
-    case cudaMemcpyDeviceToHost: ok = !dst_dev && src_dev; break;
-    case cudaMemcpyDeviceToDevice: ok = dst_dev && src_dev; break;
-    case cudaMemcpyDefault: break;
+  case cudaMemcpyHostToHost:
+    ok = !dst_dev && !src_dev;
+    break;
+  case cudaMemcpyHostToDevice:
+    ok = dst_dev && !src_dev;
+    break;
+  case cudaMemcpyDeviceToHost:
+    ok = !dst_dev && src_dev;
+    break;
+  case cudaMemcpyDeviceToDevice:
+    ok = dst_dev && src_dev;
+    break;
+  case cudaMemcpyDefault:
+    break;
   }
   /* A pointer that starts in device memory but runs past its buffer is an error too. */
   if (!dst_dev && in_device(s, dst, 1)) ok = false;
@@ -343,11 +369,16 @@ struct tg_emu_blas {
 
 const char *cublasGetStatusString(cublasStatus_t status) {
   switch (status) {
-    case CUBLAS_STATUS_SUCCESS: return "the operation completed successfully";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "the library was not initialized";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "the resource allocation failed";
-    case CUBLAS_STATUS_INVALID_VALUE: return "an invalid numeric value was used as an argument";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "the GPU program failed to execute";
+  case CUBLAS_STATUS_SUCCESS:
+    return "the operation completed successfully";
+  case CUBLAS_STATUS_NOT_INITIALIZED:
+    return "the library was not initialized";
+  case CUBLAS_STATUS_ALLOC_FAILED:
+    return "the resource allocation failed";
+  case CUBLAS_STATUS_INVALID_VALUE:
+    return "an invalid numeric value was used as an argument";
+  case CUBLAS_STATUS_EXECUTION_FAILED:
+    return "the GPU program failed to execute";
   }
   return "unknown cuBLAS status";
 }
@@ -399,9 +430,9 @@ cublasStatus_t check_gemm(State &s, cublasHandle_t handle, cublasOperation_t ta,
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t check_gemv(State &s, cublasHandle_t handle, cublasOperation_t trans, int m,
-                          int n, const void *A, int lda, const void *x, int incx, const void *y,
-                          int incy, size_t elem) {
+cublasStatus_t check_gemv(State &s, cublasHandle_t handle, cublasOperation_t trans, int m, int n,
+                          const void *A, int lda, const void *x, int incx, const void *y, int incy,
+                          size_t elem) {
   if (!handle || !s.handles.count(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (m < 0 || n < 0 || lda < (m > 1 ? m : 1) || incx == 0 || incy == 0)
     return CUBLAS_STATUS_INVALID_VALUE;
@@ -429,8 +460,8 @@ trans_t blis_trans(cublasOperation_t op) {
 /* One template for both precisions; BLIS's typed API takes non-const pointers. */
 template <typename T, typename Gemm>
 cublasStatus_t gemm(Gemm blis_gemm, cublasHandle_t handle, cublasOperation_t ta,
-                    cublasOperation_t tb, int m, int n, int k, const T *alpha, const T *A,
-                    int lda, const T *B, int ldb, const T *beta, T *C, int ldc) {
+                    cublasOperation_t tb, int m, int n, int k, const T *alpha, const T *A, int lda,
+                    const T *B, int ldb, const T *beta, T *C, int ldc) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   cublasStatus_t st = check_gemm(s, handle, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, sizeof(T));
@@ -439,17 +470,17 @@ cublasStatus_t gemm(Gemm blis_gemm, cublasHandle_t handle, cublasOperation_t ta,
   T a = *alpha, b = *beta;
   rntm_t rntm = one_thread();
   open_window(s);
-  blis_gemm(blis_trans(ta), blis_trans(tb), m, n, k, &a, (T *)A, 1, lda, (T *)B, 1, ldb, &b, C,
-            1, ldc, NULL, &rntm);
+  blis_gemm(blis_trans(ta), blis_trans(tb), m, n, k, &a, (T *)A, 1, lda, (T *)B, 1, ldb, &b, C, 1,
+            ldc, NULL, &rntm);
   close_window(s);
   return CUBLAS_STATUS_SUCCESS;
 }
 
 /* BLIS, like BLAS, sizes gemv by A as stored (m x n), whatever the transpose. */
 template <typename T, typename Gemv>
-cublasStatus_t gemv(Gemv blis_gemv, cublasHandle_t handle, cublasOperation_t trans, int m,
-                    int n, const T *alpha, const T *A, int lda, const T *x, int incx,
-                    const T *beta, T *y, int incy) {
+cublasStatus_t gemv(Gemv blis_gemv, cublasHandle_t handle, cublasOperation_t trans, int m, int n,
+                    const T *alpha, const T *A, int lda, const T *x, int incx, const T *beta, T *y,
+                    int incy) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   cublasStatus_t st = check_gemv(s, handle, trans, m, n, A, lda, x, incx, y, incy, sizeof(T));
@@ -464,21 +495,21 @@ cublasStatus_t gemv(Gemv blis_gemv, cublasHandle_t handle, cublasOperation_t tra
   return CUBLAS_STATUS_SUCCESS;
 }
 
-}  // namespace
+} // namespace
 
 cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
                            cublasOperation_t transb, int m, int n, int k, const float *alpha,
                            const float *A, int lda, const float *B, int ldb, const float *beta,
                            float *C, int ldc) {
-  return gemm<float>(bli_sgemm_ex, handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta,
-                     C, ldc);
+  return gemm<float>(bli_sgemm_ex, handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C,
+                     ldc);
 }
 cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa,
                            cublasOperation_t transb, int m, int n, int k, const double *alpha,
-                           const double *A, int lda, const double *B, int ldb,
-                           const double *beta, double *C, int ldc) {
-  return gemm<double>(bli_dgemm_ex, handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta,
-                      C, ldc);
+                           const double *A, int lda, const double *B, int ldb, const double *beta,
+                           double *C, int ldc) {
+  return gemm<double>(bli_dgemm_ex, handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C,
+                      ldc);
 }
 cublasStatus_t cublasSgemv(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
                            const float *alpha, const float *A, int lda, const float *x, int incx,
@@ -486,8 +517,8 @@ cublasStatus_t cublasSgemv(cublasHandle_t handle, cublasOperation_t trans, int m
   return gemv<float>(bli_sgemv_ex, handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy);
 }
 cublasStatus_t cublasDgemv(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
-                           const double *alpha, const double *A, int lda, const double *x,
-                           int incx, const double *beta, double *y, int incy) {
+                           const double *alpha, const double *A, int lda, const double *x, int incx,
+                           const double *beta, double *y, int incy) {
   return gemv<double>(bli_dgemv_ex, handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy);
 }
 

@@ -120,14 +120,14 @@ cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
                            float *C, int ldc);
 cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa,
                            cublasOperation_t transb, int m, int n, int k, const double *alpha,
-                           const double *A, int lda, const double *B, int ldb,
-                           const double *beta, double *C, int ldc);
+                           const double *A, int lda, const double *B, int ldb, const double *beta,
+                           double *C, int ldc);
 cublasStatus_t cublasSgemv(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
                            const float *alpha, const float *A, int lda, const float *x, int incx,
                            const float *beta, float *y, int incy);
 cublasStatus_t cublasDgemv(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
-                           const double *alpha, const double *A, int lda, const double *x,
-                           int incx, const double *beta, double *y, int incy);
+                           const double *alpha, const double *A, int lda, const double *x, int incx,
+                           const double *beta, double *y, int incy);
 
 /* ---- kernel launches ---- */
 /* Validates the launch and opens device memory to the host; cudaSuccess or the error the
