@@ -45,6 +45,25 @@ TG_CUDA_TEST(cuda_device, generic_ops_run_on_cuda) {
   tg_assert_close(gpu, cpu, 1e-12, 1e-12);
 }
 
+/* Runs on every machine: with the real runtime and no GPU (or no driver: then
+ * cudaGetDeviceCount fails) this is the clean-error path, with one it is a smoke test. */
+TG_TEST(cuda_device_any, no_device_is_a_clean_error_not_a_crash) {
+  cr_assert(tg_cuda_is_built());
+  int n = tg_cuda_device_count();
+  cr_assert_geq(n, 0);
+  cr_assert_eq(tg_cuda_is_available(), n > 0);
+  tg_tensor *t = tg_zeros(TG_SHAPE(3), TG_OPTS(.device = TG_CUDA0));
+  if (n > 0) {
+    cr_assert(t, "%s", tg_last_error_message());
+    tg_release(t);
+    return;
+  }
+  cr_assert_null(t);
+  tg_expect_error(TG_ERR_DEVICE, "no CUDA device is available");
+  cr_assert_eq(tg_cuda_synchronize(), TG_ERR_DEVICE);
+  tg_expect_error(TG_ERR_DEVICE);
+}
+
 #ifdef TG_CUDA_EMULATION
 
 /* These tests change what the (emulated) driver reports before tg's first CUDA use, which

@@ -131,9 +131,12 @@ tg_status tg__cuda_memcpy(const char *op, void *dst, tg_device dst_device, const
   cudaMemcpyKind kind = to_dev ? (from_dev ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
                                : cudaMemcpyDeviceToHost;
   TG_CU_TRY(op, cudaMemcpyAsync(dst, src, nbytes, kind, dev->stream));
-  /* The host reads dst as soon as we return. (From pageable host memory the runtime has
-   * consumed src before cudaMemcpyAsync returns, so uploads need no wait.) */
-  if (kind == cudaMemcpyDeviceToHost) TG_CU_TRY(op, cudaStreamSynchronize(dev->stream));
+  /* Copies that involve the host or two devices are complete when we return: the host may
+   * read dst or free src at once (a pinned src is not consumed when cudaMemcpyAsync
+   * returns), and a source on another device may go back to that device's cache. Copies
+   * within one device stay queued on its stream. */
+  if (kind != cudaMemcpyDeviceToDevice || dst_device.index != src_device.index)
+    TG_CU_TRY(op, cudaStreamSynchronize(dev->stream));
   return TG_OK;
 }
 
