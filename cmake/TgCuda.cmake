@@ -95,8 +95,8 @@ if(TG_BUILD_TESTS)
     file(CONFIGURE OUTPUT ${wrapper} CONTENT "#include \"${cu}\"\n")
     list(APPEND _tg_emu_wrappers ${wrapper})
   endforeach()
-  add_library(tg_emu STATIC $<TARGET_OBJECTS:tg_core> ${_tg_emu_wrappers}
-                            ${_tg_cuda_dir}/emu/cuda_emu.cpp)
+  file(GLOB _tg_emu_runtime CONFIGURE_DEPENDS ${_tg_cuda_dir}/emu/*.cpp)
+  add_library(tg_emu STATIC $<TARGET_OBJECTS:tg_core> ${_tg_emu_wrappers} ${_tg_emu_runtime})
   target_compile_definitions(tg_emu PRIVATE TG_CUDA_EMULATION)
   target_include_directories(tg_emu PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
                                     PRIVATE ${_tg_cuda_includes} ${BLIS_INCLUDE_DIR})

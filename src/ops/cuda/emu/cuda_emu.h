@@ -3,15 +3,17 @@
  *
  * It declares the subset of the CUDA runtime and cuBLAS that tg uses, under their real
  * names, so the wrapper code around them (error checks, streams, the caching allocator)
- * is the same code that runs on a GPU. Behaviour, implemented in cuda_emu.cpp:
+ * is the same code that runs on a GPU. Behaviour (emu_runtime.cpp, emu_memory.cpp,
+ * emu_blas.cpp):
  *  - device memory is a reserved address range kept PROT_NONE: host code that touches it
  *    faults as it would on a GPU; it is accessible only inside emulated copies, kernel
  *    launches and cuBLAS calls. Fresh buffers hold 0xff bytes (NaN, -1), not zeros, and a
  *    red zone behind each buffer is checked when it is freed (a write past the end
  *    aborts). Copies and cuBLAS calls check that their ranges lie inside one buffer.
  *  - a kernel launch (tg_launch in cuda_common.cuh) runs the kernel as loops over blocks
- *    and threads, one after the other: kernels must not use __syncthreads or shared
- *    memory, and must be correct in any thread order (as they must on a GPU).
+ *    and threads, one after the other, last block and thread first (a kernel that relies
+ *    on threads running in index order fails here): kernels must not use __syncthreads or
+ *    shared memory, and must be correct in any thread order (as they must on a GPU).
  *  - streams exist but every operation completes before returning.
  *  - cuBLAS gemm/gemv validate their arguments like cuBLAS and call BLIS column-major.
  *  - emu_control.h lets tests change the device count or make the next call fail.
@@ -135,8 +137,8 @@ cublasStatus_t cublasDgemv(cublasHandle_t handle, cublasOperation_t trans, int m
 cudaError_t tg_emu_launch_begin(dim3 grid, dim3 block, cudaStream_t stream);
 void tg_emu_launch_end(void);
 
-/* kernel<<<grid, block, 0, stream>>>(args...): the threads run in order, block by block.
- * Arguments are passed by value to every thread, as a launch copies them. */
+/* kernel<<<grid, block, 0, stream>>>(args...): the threads run one at a time, in reverse
+ * index order. Arguments are passed by value to every thread, as a launch copies them. */
 template <typename... KArgs, typename... Args>
 cudaError_t tg_emu_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t stream,
                           const Args &...args) {
@@ -144,13 +146,13 @@ cudaError_t tg_emu_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaS
   if (err != cudaSuccess) return err;
   gridDim = grid;
   blockDim = block;
-  for (unsigned bz = 0; bz < grid.z; bz++)
-    for (unsigned by = 0; by < grid.y; by++)
-      for (unsigned bx = 0; bx < grid.x; bx++) {
+  for (unsigned bz = grid.z; bz-- > 0;)
+    for (unsigned by = grid.y; by-- > 0;)
+      for (unsigned bx = grid.x; bx-- > 0;) {
         blockIdx = uint3{bx, by, bz};
-        for (unsigned tz = 0; tz < block.z; tz++)
-          for (unsigned ty = 0; ty < block.y; ty++)
-            for (unsigned tx = 0; tx < block.x; tx++) {
+        for (unsigned tz = block.z; tz-- > 0;)
+          for (unsigned ty = block.y; ty-- > 0;)
+            for (unsigned tx = block.x; tx-- > 0;) {
               threadIdx = uint3{tx, ty, tz};
               kernel(args...);
             }
