@@ -191,6 +191,38 @@ TG_CUDA_TEST(cuda_backend, sum_dim_edge_shapes) {
   }
 }
 
+/* Layouts cuBLAS cannot read in place, on each side of the kernel / dense-copy choice. */
+TG_CUDA_TEST(cuda_backend, sum_dim_without_a_gemv_layout) {
+  const struct {
+    int ndim;
+    int64_t sizes[3], strides[3];
+    int dim;
+  } cases[] = {
+      {2, {3, 100}, {0, 1}, 1},        /* few long rows, expanded: made dense */
+      {3, {5, 40, 6}, {240, 6, 1}, 1}, /* kept dims that do not collapse: made dense */
+      {2, {3000, 40}, {0, 1}, 1},      /* many rows: the kernel */
+      {3, {5, 9, 6}, {54, 6, 1}, 1},   /* short rows: the kernel */
+  };
+  for (int d = 0; d < 2; d++)
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+      tg_scope_begin();
+      tg_dtype dt = floating[d];
+      const int ndim = cases[c].ndim, dim = cases[c].dim;
+      int64_t n = 1, os[3];
+      for (int k = 0; k < ndim; k++) {
+        n += (cases[c].sizes[k] - 1) * cases[c].strides[k];
+        os[k] = k == dim ? 1 : cases[c].sizes[k];
+      }
+      tg_twin x =
+          tg_twin_view(tg_twin_values(n, dt, 3, false), ndim, cases[c].sizes, cases[c].strides, 0);
+      tg_twin o = {tg_empty(ndim, os, TG_OPTS(.dtype = dt)),
+                   tg_empty(ndim, os, TG_OPTS(.dtype = dt, .device = TG_CUDA0))};
+      check(cpu_be()->sum_dim(o.cpu, x.cpu, dim), cuda_be()->sum_dim(o.cuda, x.cuda, dim));
+      tg_assert_twin_close(o, 1e-5, 1e-4);
+      tg_scope_end();
+    }
+}
+
 TG_CUDA_TEST(cuda_backend, max_dim_ties_and_nan) {
   /* rows: ties (first wins), a NaN in the middle, all equal, a -inf */
   const double v[4][5] = {

@@ -1,11 +1,16 @@
 /* Reductions over one dim. sum: the reduced dim and the kept dims, flattened, form a
  * matrix; when cuBLAS can read it in place (one of the two strides is 1) the sum is a
- * gemv with a vector of ones, else one thread per output element loops over the dim.
+ * gemv with a vector of ones; else one thread per output element loops over the dim, or,
+ * when that leaves the GPU idle, the matrix is made dense for the gemv.
  * max: one thread per output element. */
 #include "allocator.cuh"
 #include "blas.cuh"
 #include "elementwise.cuh"
 #include "ops.cuh"
+
+/* Where sum_dim's kernel beats a dense copy + gemv (see tg_cu_sum_dim). */
+#define TG_CU_SUM_KERNEL_MIN_ROWS 2048
+#define TG_CU_SUM_KERNEL_MAX_LEN 32
 
 namespace {
 
@@ -99,26 +104,29 @@ bool plan_gemv(int64_t n_rows, int64_t len, int64_t rs, int64_t ks, int64_t ys, 
   return false;
 }
 
+/* y = the row sums of the matrix at x, laid out as plan says. */
 template <typename T>
-tg_status sum_gemv(const char *op, const tg_cu_view &out, const tg_cu_view &x, int64_t len,
+tg_status sum_gemv(const char *op, int device, const void *x, void *y, int64_t len,
                    const gemv_plan &p) {
   tg_cu_device *dev;
-  tg_status st = tg_cu_device_get(op, out.device, &dev);
+  tg_status st = tg_cu_device_get(op, device, &dev);
   if (st != TG_OK) return st;
   cublasHandle_t h;
   if ((st = tg_cu_blas_get(op, dev, &h)) != TG_OK) return st;
   tg_cu_temp ones;
-  ones.ptr = tg_cu_alloc(op, out.device, (size_t)len * sizeof(T));
+  ones.ptr = tg_cu_alloc(op, device, (size_t)len * sizeof(T));
   if (!ones.ptr) return tg_last_error();
-  if ((st = tg_cu_fill(op, tg_cu_view_dense(ones.ptr, x.dtype, x.device, 1, &len), 1.0)) != TG_OK)
+  tg_dtype dtype = sizeof(T) == sizeof(double) ? TG_F64 : TG_F32;
+  if ((st = tg_cu_fill(op, tg_cu_view_dense(ones.ptr, dtype, device, 1, &len), 1.0)) != TG_OK)
     return st;
   const T one = 1, zero = 0;
   TG_CU_BLAS_TRY(op, tg_cu_blas_gemv_name(T()),
-                 tg_cu_blas_gemv(h, p.trans, p.m, p.n, &one, (const T *)x.data, p.lda,
-                                 (const T *)ones.ptr, 1, &zero, (T *)out.data, p.incy));
+                 tg_cu_blas_gemv(h, p.trans, p.m, p.n, &one, (const T *)x, p.lda,
+                                 (const T *)ones.ptr, 1, &zero, (T *)y, p.incy));
   return TG_OK;
 }
 
+/* One thread per output element, looping over the reduced dim. */
 template <typename T>
 tg_status sum_kernel(const char *op, const tg_cu_view &out, const tg_cu_view &x, const rows &r,
                      int64_t len, int64_t stride) {
@@ -130,6 +138,33 @@ tg_status sum_kernel(const char *op, const tg_cu_view &out, const tg_cu_view &x,
   TG_CU_LAUNCH(op, r.count, dev->stream, sum_dim_kernel<T>, r.count, ix, (T *)out.data,
                (const T *)x.data, len, stride);
   return TG_OK;
+}
+
+/* x's rows copied to a dense [rows, len] matrix (the reduced dim last), summed by gemv into
+ * a dense [rows] vector, which is copied to out. */
+template <typename T>
+tg_status sum_dense(const char *op, const tg_cu_view &out, const tg_cu_view &x, const rows &r,
+                    int64_t len, int64_t stride) {
+  tg_cu_view xr = x; /* x with the reduced dim moved last */
+  xr.ndim = r.ndim + 1;
+  for (int d = 0; d < r.ndim; d++) xr.sizes[d] = r.sizes[d], xr.strides[d] = r.x_strides[d];
+  xr.sizes[r.ndim] = len;
+  xr.strides[r.ndim] = stride;
+  tg_cu_view outr = out; /* out over the kept dims */
+  outr.ndim = r.ndim;
+  for (int d = 0; d < r.ndim; d++) outr.sizes[d] = r.sizes[d], outr.strides[d] = r.out_strides[d];
+  tg_cu_temp xd, yd;
+  xd.ptr = tg_cu_alloc(op, x.device, (size_t)(r.count * len) * sizeof(T));
+  yd.ptr = xd.ptr ? tg_cu_alloc(op, x.device, (size_t)r.count * sizeof(T)) : NULL;
+  if (!yd.ptr) return tg_last_error();
+  tg_status st = tg_cu_copy(op, tg_cu_view_dense(xd.ptr, x.dtype, x.device, xr.ndim, xr.sizes), xr);
+  gemv_plan plan;
+  if (st == TG_OK && !plan_gemv(r.count, len, len, 1, 1, &plan)) /* only past int range */
+    return sum_kernel<T>(op, out, x, r, len, stride);
+  if (st == TG_OK) st = sum_gemv<T>(op, x.device, xd.ptr, yd.ptr, len, plan);
+  if (st == TG_OK)
+    st = tg_cu_copy(op, outr, tg_cu_view_dense(yd.ptr, x.dtype, x.device, r.ndim, r.sizes));
+  return st;
 }
 
 } // namespace
@@ -148,9 +183,13 @@ tg_status tg_cu_sum_dim(const char *op, const tg_cu_view &out, const tg_cu_view 
   gemv_plan plan;
   bool gemv = ix.ndim <= 1 && plan_gemv(r.count, len, ix.ndim ? ix.strides[0][0] : 0, stride,
                                         ix.ndim ? ix.strides[1][0] : 1, &plan);
+  /* Otherwise: the kernel when it has enough rows to fill the GPU, or short ones; else the
+   * rows are worth a dense copy for cuBLAS (one thread summing 10^6 elements is not). */
+  bool kernel = r.count >= TG_CU_SUM_KERNEL_MIN_ROWS || len <= TG_CU_SUM_KERNEL_MAX_LEN;
   TG_DISPATCH_FLOATING_TYPES(x.dtype, op, {
-    return gemv ? sum_gemv<scalar_t>(op, out, x, len, plan)
-                : sum_kernel<scalar_t>(op, out, x, r, len, stride);
+    if (gemv) return sum_gemv<scalar_t>(op, x.device, x.data, out.data, len, plan);
+    return kernel ? sum_kernel<scalar_t>(op, out, x, r, len, stride)
+                  : sum_dense<scalar_t>(op, out, x, r, len, stride);
   });
   return TG_OK;
 }
