@@ -261,6 +261,34 @@ TG_CUDA_TEST(cuda_backend, max_dim_ties_and_nan) {
   }
 }
 
+/* Few long rows go through per-chunk maxima: ties and NaNs across chunks keep the rules. */
+TG_CUDA_TEST(cuda_backend, max_dim_over_long_rows) {
+  static double v[3][1000];
+  for (int i = 0; i < 1000; i++) v[0][i] = v[1][i] = v[2][i] = tg_test_value(i, 4, false);
+  v[0][300] = v[0][700] = 10;                  /* a tie across chunks: the first wins */
+  v[1][100] = 10, v[1][600] = v[1][900] = NAN; /* the first NaN wins */
+  for (int d = 0; d < 2; d++)
+    for (int transposed = 0; transposed < 2; transposed++) {
+      tg_scope_begin();
+      tg_dtype dt = floating[d];
+      tg_tensor *h = tg_to_dtype(tg_from_data(TG_SHAPE(3, 1000), v, TG_OPTS(.dtype = TG_F64)), dt);
+      if (transposed) h = tg_t(tg_contiguous(tg_t(h)));
+      tg_twin x = {h, tg_to_device(h, TG_CUDA0)};
+      if (transposed) x.cuda = tg_t(tg_contiguous(tg_t(x.cuda)));
+      tg_twin val = {tg_empty(TG_SHAPE(3, 1), TG_OPTS(.dtype = dt)),
+                     tg_empty(TG_SHAPE(3, 1), TG_OPTS(.dtype = dt, .device = TG_CUDA0))};
+      tg_twin idx = {tg_empty(TG_SHAPE(3, 1), TG_OPTS(.dtype = TG_I64)),
+                     tg_empty(TG_SHAPE(3, 1), TG_OPTS(.dtype = TG_I64, .device = TG_CUDA0))};
+      check(cpu_be()->max_dim(val.cpu, idx.cpu, x.cpu, 1),
+            cuda_be()->max_dim(val.cuda, idx.cuda, x.cuda, 1));
+      tg_assert_twin_close(val, 0, 0);
+      tg_assert_twin_close(idx, 0, 0);
+      cr_assert_eq(tg_test_at(idx.cuda, 0), 300);
+      cr_assert_eq(tg_test_at(idx.cuda, 1), 600);
+      tg_scope_end();
+    }
+}
+
 TG_CUDA_TEST(cuda_backend, gemm_every_operand_layout) {
   const int64_t m = 5, k = 7, n = 3;
   for (int d = 0; d < 2; d++)

@@ -2,7 +2,8 @@
  * matrix; when cuBLAS can read it in place (one of the two strides is 1) the sum is a
  * gemv with a vector of ones; else one thread per output element loops over the dim, or,
  * when that leaves the GPU idle, the matrix is made dense for the gemv.
- * max: one thread per output element. */
+ * max: one thread per output element, or, for few long rows, one per chunk of a row and
+ * then one per row over the chunks. */
 #include "allocator.cuh"
 #include "blas.cuh"
 #include "elementwise.cuh"
@@ -11,6 +12,8 @@
 /* Where sum_dim's kernel beats a dense copy + gemv (see tg_cu_sum_dim). */
 #define TG_CU_SUM_KERNEL_MIN_ROWS 2048
 #define TG_CU_SUM_KERNEL_MAX_LEN 32
+/* Elements per thread of max_dim's first pass over few long rows. */
+#define TG_CU_MAX_CHUNK 256
 
 namespace {
 
@@ -52,25 +55,56 @@ __global__ void sum_dim_kernel(int64_t n_rows, tg_cu_indexer<2> ix, T *out, cons
   }
 }
 
-/* First maximum wins; the first NaN beats everything (as on the CPU). */
+/* The maximum of p[k * stride] over [k0, k1) and its index: the first maximum wins, the
+ * first NaN beats everything (as on the CPU). */
+template <typename T>
+TG_HOST_DEVICE void max_over(const T *p, int64_t stride, int64_t k0, int64_t k1, T *best,
+                             int64_t *best_k) {
+  T b = p[k0 * stride];
+  int64_t bk = k0;
+  for (int64_t k = k0 + 1; k < k1 && b == b; k++) {
+    T v = p[k * stride];
+    if (v > b || v != v) b = v, bk = k;
+  }
+  *best = b;
+  *best_k = bk;
+}
+
 template <typename T>
 __global__ void max_dim_kernel(int64_t n_rows, tg_cu_indexer<3> ix, T *values, int64_t *indices,
                                const T *x, int64_t len, int64_t stride) {
   TG_CU_GRID_STRIDE(r, n_rows) {
     int64_t o[3];
     ix.offsets(r, o);
-    const T *p = x + o[0];
-    T best = p[0];
-    int64_t best_k = 0;
-    for (int64_t k = 1; k < len && best == best; k++) {
-      T v = p[k * stride];
-      if (v > best || v != v) {
-        best = v;
-        best_k = k;
-      }
-    }
+    max_over(x + o[0], stride, 0, len, &values[o[1]], &indices[o[2]]);
+  }
+}
+
+/* Few long rows: first the maximum of every chunk of every row, one thread each... */
+template <typename T>
+__global__ void max_chunks_kernel(int64_t n, int64_t chunks, int64_t chunk, tg_cu_indexer<3> ix,
+                                  T *chunk_values, int64_t *chunk_indices, const T *x, int64_t len,
+                                  int64_t stride) {
+  TG_CU_GRID_STRIDE(e, n) {
+    int64_t r = e / chunks, c = e % chunks, o[3];
+    ix.offsets(r, o);
+    int64_t k1 = (c + 1) * chunk < len ? (c + 1) * chunk : len;
+    max_over(x + o[0], stride, c * chunk, k1, &chunk_values[e], &chunk_indices[e]);
+  }
+}
+
+/* ...then, one thread per row, the chunks' maxima in order (keeping the first-wins rules). */
+template <typename T>
+__global__ void max_combine_kernel(int64_t n_rows, int64_t chunks, tg_cu_indexer<3> ix, T *values,
+                                   int64_t *indices, const T *chunk_values,
+                                   const int64_t *chunk_indices) {
+  TG_CU_GRID_STRIDE(r, n_rows) {
+    int64_t o[3], at;
+    ix.offsets(r, o);
+    T best;
+    max_over(chunk_values + r * chunks, 1, 0, chunks, &best, &at);
     values[o[1]] = best;
-    indices[o[2]] = best_k;
+    indices[o[2]] = chunk_indices[r * chunks + at];
   }
 }
 
@@ -209,10 +243,26 @@ tg_status tg_cu_max_dim(const char *op, const tg_cu_view &values, const tg_cu_vi
   if (st != TG_OK) return st;
   const int64_t *strides[3] = {r.x_strides, r.out_strides, r.idx_strides};
   tg_cu_indexer<3> ix = tg_cu_make_indexer<3>(r.ndim, r.sizes, strides);
+  if (r.count >= TG_CU_SUM_KERNEL_MIN_ROWS || len <= TG_CU_MAX_CHUNK) {
+    TG_DISPATCH_FLOATING_TYPES(x.dtype, op, {
+      TG_CU_LAUNCH(op, r.count, dev->stream, max_dim_kernel<scalar_t>, r.count, ix,
+                   (scalar_t *)values.data, (int64_t *)indices.data, (const scalar_t *)x.data, len,
+                   stride);
+    });
+    return TG_OK;
+  }
+  const int64_t chunks = (len + TG_CU_MAX_CHUNK - 1) / TG_CU_MAX_CHUNK, n = r.count * chunks;
+  tg_cu_temp cv, ci;
+  cv.ptr = tg_cu_alloc(op, x.device, (size_t)n * tg_dtype_size(x.dtype));
+  ci.ptr = cv.ptr ? tg_cu_alloc(op, x.device, (size_t)n * sizeof(int64_t)) : NULL;
+  if (!ci.ptr) return tg_last_error();
   TG_DISPATCH_FLOATING_TYPES(x.dtype, op, {
-    TG_CU_LAUNCH(op, r.count, dev->stream, max_dim_kernel<scalar_t>, r.count, ix,
-                 (scalar_t *)values.data, (int64_t *)indices.data, (const scalar_t *)x.data, len,
-                 stride);
+    TG_CU_LAUNCH(op, n, dev->stream, max_chunks_kernel<scalar_t>, n, chunks,
+                 (int64_t)TG_CU_MAX_CHUNK, ix, (scalar_t *)cv.ptr, (int64_t *)ci.ptr,
+                 (const scalar_t *)x.data, len, stride);
+    TG_CU_LAUNCH(op, r.count, dev->stream, max_combine_kernel<scalar_t>, r.count, chunks, ix,
+                 (scalar_t *)values.data, (int64_t *)indices.data, (const scalar_t *)cv.ptr,
+                 (const int64_t *)ci.ptr);
   });
   return TG_OK;
 }
