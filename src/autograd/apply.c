@@ -219,6 +219,7 @@ tg_status tg_apply(const tg_op_desc *op, int n_inputs, const tg_tensor *const *i
   ctx->forward_outputs = NULL;
   ctx->inplace_target = NULL;
 
+  if (st == TG_OK && node) tg__ctx_adopt_saved_outputs(ctx, outputs);
   if (st == TG_OK) {
     for (int j = 0; j < n_outputs; j++) {
       tg_tensor *out = outputs[j];

@@ -149,6 +149,20 @@ void tg_ctx_set_materialize_grads(tg_ctx *ctx, bool materialize) {
   if (ctx) ctx->materialize_grads = materialize;
 }
 
+void tg__ctx_adopt_saved_outputs(tg_ctx *ctx, tg_tensor *const *outputs) {
+  for (int i = 0; i < ctx->n_saved; i++) {
+    tg_saved *s = &ctx->saved[i];
+    for (int j = 0; j < ctx->n_outputs && s->output_nr < 0; j++) {
+      if (s->data != outputs[j]) continue;
+      tg_tensor *alias = tg__alias_raw(s->data);
+      if (!alias) return; /* keeps the strong reference: a leak, never a wrong gradient */
+      tg_release(s->data);
+      s->data = alias;
+      s->output_nr = j;
+    }
+  }
+}
+
 void tg__ctx_release_saved(tg_ctx *ctx) {
   for (int i = 0; i < ctx->n_saved; i++) tg_release(ctx->saved[i].data);
   free(ctx->saved);

@@ -63,6 +63,10 @@ static inline void tg__node_retain(tg_node *node) {
   if (node) atomic_fetch_add(&node->refcount, 1);
 }
 
+/* A forward may save an output before storing it in outputs[]: turn such saves into
+ * detached aliases now, as if the output had been recognised when saved (no cycle). */
+void tg__ctx_adopt_saved_outputs(tg_ctx *ctx, tg_tensor *const *outputs);
+
 /* Frees the saved tensors and user data of a context (idempotent). */
 void tg__ctx_release_saved(tg_ctx *ctx);
 

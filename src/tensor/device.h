@@ -8,7 +8,9 @@
 
 /* The CUDA backend's primitive table, NULL when not built. */
 const tg_backend *tg__cuda_backend(void);
-/* The CUDA caching allocator (device memory), NULL when not built. */
+/* The CUDA caching allocator (device memory), NULL when not built. The allocator interface
+ * has no device argument: it allocates on the current device, which tg__cuda_check_device
+ * sets — call that first (tg__storage_new does). */
 const tg_allocator *tg__cuda_allocator(void);
 /* Copies nbytes between host and device or device and device. CPU<->CPU is not routed
  * here. Records TG_ERR_DEVICE (naming op) when CUDA is missing. */

@@ -194,7 +194,7 @@ tg_tensor *tg_from_data(int ndim, const int64_t *sizes, const void *data, tg_opt
   }
   tg_tensor *host = tg__empty_raw(ndim, sizes, opts.dtype, TG_DEVICE_CPU);
   if (!host) return NULL;
-  memcpy(host->storage->data, data, host->storage->nbytes);
+  if (host->storage->nbytes > 0) memcpy(host->storage->data, data, host->storage->nbytes);
   return finish_leaf(to_device_raw(host, opts.device), opts, "tg_from_data");
 }
 
