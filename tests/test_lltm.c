@@ -212,11 +212,18 @@ TG_TEST(lltm, bias_of_shape_1_by_3s) {
   tg_scope_end();
 }
 
+TG_TEST(lltm, large_sizes_match_composed) {
+  /* Above the size where backward stores d_gates transposed (B * 3S >= 65536). */
+  check_case((lltm_case){64, 8, 400, TG_F32, false, {0}});
+  check_case((lltm_case){40, 3, 600, TG_F64, true, {0}});
+}
+
 TG_TEST(lltm, two_threads_match_composed) {
   /* Sizes above the parallel threshold; columns split across threads and tiles. */
   tg_set_num_threads(2);
   check_case((lltm_case){64, 8, 300, TG_F32, false, {0}});
   check_case((lltm_case){32, 4, 600, TG_F64, true, {0}});
+  check_case((lltm_case){64, 8, 400, TG_F32, true, {0}});
   tg_set_num_threads(0);
 }
 

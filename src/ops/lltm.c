@@ -122,6 +122,9 @@ tg_status tg_lltm(const tg_tensor *input, const tg_tensor *weights, const tg_ten
 
 enum { IN_INPUT, IN_WEIGHTS, IN_BIAS, IN_OLD_H, IN_OLD_CELL };
 
+/* d_gates elements from which backward stores d_gates transposed (see tg__bwd_lltm). */
+#define TG_LLTM_TRANSPOSED_D_GATES_MIN 65536
+
 /* A scope-owned 2-D view of t's block [row0, row0+rows) x [col0, col0+cols), transposed
  * when asked. Made directly (no tape, no checks): the callers' geometry is valid. */
 static tg_tensor *block(const tg_tensor *t, int64_t row0, int64_t col0, int64_t rows,
@@ -267,17 +270,22 @@ tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **g
   const tg_backend *be = tg__backend("tg_lltm", gates->storage->device);
   if (!be) return tg_last_error();
 
-  /* The elementwise pass. d_gates [B, 3S] is stored transposed (d_gates_t [3S, B] is
+  /* The elementwise pass. Large d_gates [B, 3S] are stored transposed (d_gates_t [3S, B]
    * contiguous): BLIS runs d_weights = d_gates_t @ X up to 1.45x faster from that layout
-   * (measured: 31.8 vs 45.1 ms at B=256, I=S=1024; 2.9 vs 4.3 ms at B=128, I=256, S=512;
-   * equal at the tutorial's size) and d_X = d_gates @ W runs as fast either way. */
-  tg_tensor *d_gates_t = matrix_like(gates, 3 * S, B, false);
-  tg_tensor *d_gates = d_gates_t ? block(d_gates_t, 0, 0, 3 * S, B, true) : NULL;
+   * (31.8 vs 45.1 ms at B=256, I=S=1024; 2.9 vs 4.3 ms at B=128, I=256, S=512), and
+   * d_X = d_gates @ W as fast either way. Small ones gain nothing in the GEMM and lose a
+   * little in the pass's scattered stores, so they stay row-major. */
+  const bool transposed = B * 3 * S >= TG_LLTM_TRANSPOSED_D_GATES_MIN;
+  tg_tensor *d_gates_t = transposed ? matrix_like(gates, 3 * S, B, false) : NULL;
+  tg_tensor *d_gates = transposed ? (d_gates_t ? block(d_gates_t, 0, 0, 3 * S, B, true) : NULL)
+                                  : matrix_like(gates, B, 3 * S, false);
+  if (!transposed && d_gates) d_gates_t = block(d_gates, 0, 0, B, 3 * S, true);
   tg_tensor *d_bias =
       need_b ? tg_zeros(TG_SHAPE(3 * S), (tg_options){gates->dtype, gates->storage->device, false})
              : NULL;
   tg_tensor *d_old_cell = need_c ? matrix_like(gates, B, S, false) : NULL;
-  if (!d_gates || (need_b && !d_bias) || (need_c && !d_old_cell)) return tg_last_error();
+  if (!d_gates || !d_gates_t || (need_b && !d_bias) || (need_c && !d_old_cell))
+    return tg_last_error();
   tg_status st =
       tg__lltm_cpu_backward(grads[0], grads[1], gates, old_cell, d_gates, d_bias, d_old_cell);
   if (st != TG_OK) return st;

@@ -9,6 +9,7 @@
  * Threads: above a size threshold the columns are split into one contiguous range per
  * thread, every thread taking all rows of its range, so the bias gradient (a column sum)
  * is accumulated without races or per-thread copies. */
+
 /* The span loops select between computed values (elu, sigmoid, expm1); without trapping
  * math GCC may evaluate both sides, which is what lets it vectorize them. tg never
  * enables floating-point exceptions. Set before the includes: GCC inlines only functions
@@ -20,7 +21,6 @@
 #include "ops/cpu/cpu_internal.h"
 #include "ops/lltm_cpu_math.h"
 #include "ops/lltm_internal.h"
-
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__gnu_linux__)
 #define TG_LLTM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -42,15 +42,12 @@ typedef struct strided {
   int64_t s0, s1;
 } strided;
 
+/* A 1-D tensor is one row (bias [3S]); NULL gives a NULL operand. */
 static strided strided_of(const tg_tensor *t) {
   if (!t) return (strided){0};
-  strided s = {tg_cpu_data(t), t->strides[0], t->ndim > 1 ? t->strides[1] : 0};
-  if (t->ndim == 1) s = (strided){tg_cpu_data(t), 0, t->strides[0]};
-  return s;
+  if (t->ndim == 1) return (strided){tg_cpu_data(t), 0, t->strides[0]};
+  return (strided){tg_cpu_data(t), t->strides[0], t->strides[1]};
 }
-
-/* bias [3S] or [1, 3S]: its column stride. */
-static int64_t bias_stride(const tg_tensor *bias) { return bias->strides[bias->ndim - 1]; }
 
 typedef struct forward_args {
   int64_t batch, state;
@@ -206,7 +203,7 @@ tg_status tg__lltm_cpu_forward(tg_tensor *gates, const tg_tensor *bias, const tg
       .batch = old_cell->sizes[0],
       .state = old_cell->sizes[1],
       .gates = strided_of(gates),
-      .bias = {tg_cpu_data(bias), 0, bias_stride(bias)},
+      .bias = strided_of(bias), /* only its column stride is used: row 0 for every b */
       .old_cell = strided_of(old_cell),
       .new_h = strided_of(new_h),
       .new_cell = strided_of(new_cell),
