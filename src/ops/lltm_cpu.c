@@ -30,6 +30,10 @@
 
 /* Columns per tile: the packing buffers live on the stack. */
 #define TG_LLTM_TILE 256
+/* The blocked backward's buffers, [3][rows][columns] on the stack (24 KB for F32): a
+ * block of rows is a cache line of F32 stores per column. */
+#define TG_LLTM_ROW_BLOCK 16
+#define TG_LLTM_BLOCK_TILE 128
 /* Cell elements from which a pass forks a team: each element costs a few ns vectorized,
  * a fork/join a few microseconds. */
 #define TG_LLTM_PARALLEL_MIN 16384
@@ -130,44 +134,70 @@ typedef struct backward_args {
     }                                                                                       \
   }                                                                                         \
                                                                                             \
-  /* d_gates may have any strides: unit column stride is written in place; otherwise (the \
-   * transposed layout the d_weights GEMM prefers) each tile goes through buffers. */      \
-  static void backward_columns##sfx(const backward_args *a, int64_t c0, int64_t c1) {       \
-    T gh[TG_LLTM_TILE], gc[TG_LLTM_TILE], cell[TG_LLTM_TILE], d_cell[TG_LLTM_TILE];         \
-    T t0[TG_LLTM_TILE], t1[TG_LLTM_TILE], t2[TG_LLTM_TILE];                                 \
+  /* The operands of row b, columns [j, j + n), as unit-stride arrays; runs the span. */   \
+  static void backward_row##sfx(const backward_args *a, int64_t b, int64_t j, int64_t n,     \
+                                T *d0, T *d1, T *d2, T *d_cell, T *scratch) {               \
     static const T zero[TG_LLTM_TILE];                                                      \
-    const int64_t S = a->state, ds0 = a->d_gates.s0, ds1 = a->d_gates.s1;                   \
+    const int64_t S = a->state;                                                             \
+    const T *g = (const T *)a->gates.data + b * a->gates.s0;                                \
+    const T *gh = a->has_grad_h                                                             \
+                      ? unit_span##sfx(at##sfx(&a->grad_h, b, j), a->grad_h.s1, n, scratch) \
+                      : zero;                                                               \
+    const T *gc = a->has_grad_cell ? unit_span##sfx(at##sfx(&a->grad_cell, b, j),           \
+                                                    a->grad_cell.s1, n, scratch + TG_LLTM_TILE) \
+                                   : zero;                                                  \
+    const T *cell = unit_span##sfx(at##sfx(&a->old_cell, b, j), a->old_cell.s1, n,          \
+                                   scratch + 2 * TG_LLTM_TILE);                             \
+    backward_span##sfx(n, gh, gc, cell, g + j, g + S + j, g + 2 * S + j, d0, d1, d2, d_cell);  \
     T *db = (T *)a->d_bias.data;                                                            \
+    if (db) {                                                                               \
+      for (int64_t k = 0; k < n; k++) {                                                     \
+        db[j + k] += d0[k];                                                                 \
+        db[S + j + k] += d1[k];                                                             \
+        db[2 * S + j + k] += d2[k];                                                         \
+      }                                                                                     \
+    }                                                                                       \
+  }                                                                                         \
+                                                                                            \
+  /* d_gates with unit column stride: each row written in place. */                        \
+  static void backward_columns##sfx(const backward_args *a, int64_t c0, int64_t c1) {       \
+    T scratch[3 * TG_LLTM_TILE], d_cell[TG_LLTM_TILE];                                      \
+    const int64_t S = a->state;                                                             \
     for (int64_t b = 0; b < a->batch; b++) {                                                \
-      const T *g = (const T *)a->gates.data + b * a->gates.s0;                              \
-      T *d = (T *)a->d_gates.data + b * ds0;                                                \
+      T *d = (T *)a->d_gates.data + b * a->d_gates.s0;                                      \
       T *doc = a->d_old_cell.data ? (T *)a->d_old_cell.data + b * a->d_old_cell.s0 : NULL;  \
       for (int64_t j = c0; j < c1; j += TG_LLTM_TILE) {                                     \
         const int64_t n = c1 - j < TG_LLTM_TILE ? c1 - j : TG_LLTM_TILE;                    \
-        const T *ghs = a->has_grad_h ? unit_span##sfx(at##sfx(&a->grad_h, b, j),            \
-                                                      a->grad_h.s1, n, gh)                  \
-                                     : zero;                                                \
-        const T *gcs = a->has_grad_cell ? unit_span##sfx(at##sfx(&a->grad_cell, b, j),      \
-                                                         a->grad_cell.s1, n, gc)            \
-                                        : zero;                                             \
-        const T *ocs = unit_span##sfx(at##sfx(&a->old_cell, b, j), a->old_cell.s1, n, cell); \
-        const bool direct = ds1 == 1;                                                       \
-        T *d0 = direct ? d + j : t0, *d1 = direct ? d + S + j : t1;                         \
-        T *d2 = direct ? d + 2 * S + j : t2;                                                \
-        backward_span##sfx(n, ghs, gcs, ocs, g + j, g + S + j, g + 2 * S + j, d0, d1, d2,    \
-                           doc ? doc + j : d_cell);                                         \
-        if (!direct) {                                                                      \
-          for (int64_t k = 0; k < n; k++) {                                                 \
-            d[(j + k) * ds1] = d0[k];                                                       \
-            d[(S + j + k) * ds1] = d1[k];                                                   \
-            d[(2 * S + j + k) * ds1] = d2[k];                                               \
-          }                                                                                 \
+        backward_row##sfx(a, b, j, n, d + j, d + S + j, d + 2 * S + j,                      \
+                          doc ? doc + j : d_cell, scratch);                                 \
+      }                                                                                     \
+    }                                                                                       \
+  }                                                                                         \
+                                                                                            \
+  /* Any other d_gates strides (the transposed layout backward uses for large sizes):       \
+   * blocks of TG_LLTM_ROW_BLOCK rows go through buffers and leave column by column, so     \
+   * the stores are runs of consecutive rows rather than one scattered element per row. */   \
+  static void backward_columns_blocked##sfx(const backward_args *a, int64_t c0,             \
+                                            int64_t c1) {                                   \
+    T scratch[3 * TG_LLTM_TILE], d_cell[TG_LLTM_TILE];                                      \
+    T buf[3][TG_LLTM_ROW_BLOCK][TG_LLTM_BLOCK_TILE];                                        \
+    const int64_t S = a->state, ds0 = a->d_gates.s0, ds1 = a->d_gates.s1;                   \
+    T *d = (T *)a->d_gates.data;                                                            \
+    for (int64_t b0 = 0; b0 < a->batch; b0 += TG_LLTM_ROW_BLOCK) {                          \
+      const int64_t rows = a->batch - b0 < TG_LLTM_ROW_BLOCK ? a->batch - b0                 \
+                                                             : TG_LLTM_ROW_BLOCK;           \
+      for (int64_t j = c0; j < c1; j += TG_LLTM_BLOCK_TILE) {                               \
+        const int64_t n = c1 - j < TG_LLTM_BLOCK_TILE ? c1 - j : TG_LLTM_BLOCK_TILE;        \
+        for (int64_t r = 0; r < rows; r++) {                                                \
+          const int64_t b = b0 + r;                                                         \
+          T *doc = a->d_old_cell.data ? (T *)a->d_old_cell.data + b * a->d_old_cell.s0 + j  \
+                                      : d_cell;                                             \
+          backward_row##sfx(a, b, j, n, buf[0][r], buf[1][r], buf[2][r], doc, scratch);     \
         }                                                                                   \
-        if (db) {                                                                           \
+        for (int q = 0; q < 3; q++) {                                                       \
           for (int64_t k = 0; k < n; k++) {                                                 \
-            db[j + k] += d0[k];                                                             \
-            db[S + j + k] += d1[k];                                                         \
-            db[2 * S + j + k] += d2[k];                                                     \
+            T *dst = d + (q * S + j + k) * ds1 + b0 * ds0;                                  \
+            for (int64_t r = 0; r < rows; r++) dst[r * ds0] = buf[q][r][k];                 \
           }                                                                                 \
         }                                                                                   \
       }                                                                                     \
@@ -238,16 +268,20 @@ tg_status tg__lltm_cpu_backward(const tg_tensor *grad_h, const tg_tensor *grad_c
       .has_grad_h = grad_h != NULL,
       .has_grad_cell = grad_cell != NULL,
   };
-  const bool f32 = gates->dtype == TG_F32;
+  const bool f32 = gates->dtype == TG_F32, direct = a.d_gates.s1 == 1;
   const int ranges = column_ranges(a.batch, a.state);
 #pragma omp parallel for num_threads(ranges) schedule(static) if (ranges > 1)
   for (int r = 0; r < ranges; r++) {
     int64_t c0, c1;
     range_bounds(a.state, r, ranges, &c0, &c1);
-    if (f32)
+    if (f32 && direct)
       backward_columns_f32(&a, c0, c1);
-    else
+    else if (f32)
+      backward_columns_blocked_f32(&a, c0, c1);
+    else if (direct)
       backward_columns_f64(&a, c0, c1);
+    else
+      backward_columns_blocked_f64(&a, c0, c1);
   }
   return TG_OK;
 }
