@@ -26,6 +26,16 @@ tg_status tg_cuda_memory_stats_get(tg_cuda_memory_stats *out);
 /* Returns cached blocks to the driver. */
 tg_status tg_cuda_empty_cache(void);
 
+/* ---- timing with CUDA events on the device's stream ----
+ * start records an event now; elapsed records a second one, waits for it and gives the
+ * milliseconds between them (cudaEventElapsedTime). For benchmarks: host timers would
+ * measure launch time, not kernel time. */
+typedef struct tg_cuda_timer tg_cuda_timer;
+tg_cuda_timer *tg_cuda_timer_new(void); /* NULL + TG_ERR_DEVICE without CUDA or a device */
+tg_status tg_cuda_timer_start(tg_cuda_timer *timer);
+tg_status tg_cuda_timer_elapsed_ms(tg_cuda_timer *timer, double *ms);
+void tg_cuda_timer_free(tg_cuda_timer *timer); /* NULL is a no-op */
+
 #ifdef __cplusplus
 }
 #endif
