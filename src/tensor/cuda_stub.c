@@ -29,3 +29,18 @@ tg_status tg_cuda_memory_stats_get(tg_cuda_memory_stats *out) {
 tg_status tg_cuda_empty_cache(void) {
   return tg_set_error(TG_ERR_DEVICE, "tg_cuda_empty_cache: tg was built without CUDA");
 }
+
+/* There is no device to time: the timer cannot be made, and nothing can be timed. */
+tg_cuda_timer *tg_cuda_timer_new(void) {
+  tg_set_error(TG_ERR_DEVICE, "tg_cuda_timer_new: tg was built without CUDA");
+  return NULL;
+}
+tg_status tg_cuda_timer_start(tg_cuda_timer *timer) {
+  (void)timer;
+  return tg_set_error(TG_ERR_DEVICE, "tg_cuda_timer_start: tg was built without CUDA");
+}
+tg_status tg_cuda_timer_elapsed_ms(tg_cuda_timer *timer, double *ms) {
+  (void)timer, (void)ms;
+  return tg_set_error(TG_ERR_DEVICE, "tg_cuda_timer_elapsed_ms: tg was built without CUDA");
+}
+void tg_cuda_timer_free(tg_cuda_timer *timer) { (void)timer; }

@@ -14,7 +14,8 @@
  *    and threads, one after the other, last block and thread first (a kernel that relies
  *    on threads running in index order fails here): kernels must not use __syncthreads or
  *    shared memory, and must be correct in any thread order (as they must on a GPU).
- *  - streams exist but every operation completes before returning.
+ *  - streams exist but every operation completes before returning; so an event completes
+ *    when it is recorded and holds the host's monotonic clock at that moment.
  *  - cuBLAS gemm/gemv validate their arguments like cuBLAS and call BLIS column-major.
  *  - emu_control.h lets tests change the device count or make the next call fail.
  * Only what tg uses is here; a new CUDA call needs its emulation added. */
@@ -100,6 +101,13 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpy
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+
+typedef struct tg_emu_event *cudaEvent_t;
+cudaError_t cudaEventCreate(cudaEvent_t *event);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = 0);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 
 /* ---- cuBLAS (v2 API, pointer mode host) ---- */
 enum cublasStatus_t {

@@ -1,6 +1,6 @@
 /* Test controls of the CUDA emulation (tg_emu only; plain C). They reach situations a
  * machine cannot be put in on demand: no driver, no device, two devices, a failing
- * cudaMalloc, launch or cuBLAS call. */
+ * cudaMalloc, launch, cuBLAS or event call. */
 #ifndef TG_EMU_CONTROL_H
 #define TG_EMU_CONTROL_H
 
@@ -22,6 +22,11 @@ void tg_emu_set_driver_missing(bool missing);
 void tg_emu_fail_mallocs(int n);
 void tg_emu_fail_launches(int n);
 void tg_emu_fail_blas(int n);
+/* The next n event calls (cudaEventCreate, Record, Synchronize, ElapsedTime) fail with
+ * cudaErrorLaunchFailure, as they do on a GPU once an earlier kernel has faulted. */
+void tg_emu_fail_events(int n);
+/* Emulated CUDA events created and not destroyed. */
+size_t tg_emu_live_events(void);
 /* Emulated cudaMalloc'd buffers alive now, and their bytes. */
 size_t tg_emu_device_allocations(void);
 size_t tg_emu_device_bytes(void);

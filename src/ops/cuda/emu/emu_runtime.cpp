@@ -1,6 +1,8 @@
-/* The emulated CUDA runtime: errors, devices, streams, kernel launches, test controls.
+/* The emulated CUDA runtime: errors, devices, streams, events, kernel launches, test
+ * controls.
  * See cuda_emu.h for what is emulated and why. */
 #include <stdlib.h>
+#include <time.h>
 
 #include "emu_state.h"
 
@@ -171,6 +173,77 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   return stream_ok(s, stream) ? cudaSuccess : record(cudaErrorInvalidResourceHandle);
 }
 
+/* ---- events ---- */
+
+/* Work on a stream is complete when its call returns, so an event completes when it is
+ * recorded: its time is the host's monotonic clock then. */
+struct tg_emu_event {
+  int device;
+  bool recorded;
+  double ms; /* CLOCK_MONOTONIC in milliseconds, when recorded */
+};
+
+static bool event_ok(State &s, cudaEvent_t event) { return event && s.events.count(event); }
+
+cudaError_t cudaEventCreate(cudaEvent_t *event) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  int n = 0;
+  cudaError_t e = device_state(s, &n);
+  if (e != cudaSuccess) return record(e);
+  if (!event) return record(cudaErrorInvalidValue);
+  if (take_failure(s.fail_events)) return record(cudaErrorLaunchFailure);
+  *event = new tg_emu_event{current_device, false, 0.0};
+  s.events.insert(*event);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!event_ok(s, event)) return record(cudaErrorInvalidResourceHandle);
+  s.events.erase(event);
+  delete event;
+  return cudaSuccess;
+}
+
+/* As on a GPU, the event and the stream (the default stream: the current device's) must
+ * belong to one device. */
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!event_ok(s, event) || !stream_ok(s, stream)) return record(cudaErrorInvalidResourceHandle);
+  int stream_device = stream ? stream->device : current_device;
+  if (stream_device != event->device) return record(cudaErrorInvalidResourceHandle);
+  if (take_failure(s.fail_events)) return record(cudaErrorLaunchFailure);
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  event->ms = (double)now.tv_sec * 1e3 + (double)now.tv_nsec * 1e-6;
+  event->recorded = true;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!event_ok(s, event)) return record(cudaErrorInvalidResourceHandle);
+  if (take_failure(s.fail_events)) return record(cudaErrorLaunchFailure);
+  return cudaSuccess;
+}
+
+/* Both events must have been recorded (cudaErrorInvalidResourceHandle otherwise, as the
+ * runtime says). */
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!ms) return record(cudaErrorInvalidValue);
+  if (!event_ok(s, start) || !event_ok(s, end) || !start->recorded || !end->recorded)
+    return record(cudaErrorInvalidResourceHandle);
+  if (take_failure(s.fail_events)) return record(cudaErrorLaunchFailure);
+  *ms = (float)(end->ms - start->ms);
+  return cudaSuccess;
+}
+
 /* ---- launches ---- */
 
 cudaError_t tg_emu_launch_begin(dim3 grid, dim3 block, cudaStream_t stream) {
@@ -221,4 +294,14 @@ void tg_emu_fail_blas(int n) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   s.fail_blas = n;
+}
+void tg_emu_fail_events(int n) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.fail_events = n;
+}
+size_t tg_emu_live_events(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.events.size();
 }

@@ -1,5 +1,5 @@
 /* The emulation's shared state (internal to src/ops/cuda/emu/): the (emulated) devices,
- * device memory, streams, cuBLAS handles and the test controls, behind one mutex. */
+ * device memory, streams, events, cuBLAS handles and the test controls, behind one mutex. */
 #ifndef TG_EMU_STATE_H
 #define TG_EMU_STATE_H
 
@@ -26,11 +26,11 @@ struct State {
   char *arena = nullptr;
   size_t arena_bytes = 0, used = 0;       /* [arena, arena + used) has been handed out */
   std::map<uintptr_t, Allocation> allocs; /* by user pointer */
-  std::set<const void *> streams, handles;
+  std::set<const void *> streams, handles, events;
   int window_depth = 0;
   int device_count = -1; /* -1: not set, read $TG_EMU_DEVICES */
   bool driver_missing = false;
-  int fail_mallocs = 0, fail_launches = 0, fail_blas = 0;
+  int fail_mallocs = 0, fail_launches = 0, fail_blas = 0, fail_events = 0;
   size_t bytes = 0;
 };
 
