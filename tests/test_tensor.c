@@ -142,6 +142,11 @@ TG_TEST(tensor, cuda_without_cuda_build_is_a_device_error) {
   cr_assert_null(tg_to_device(t, TG_DEVICE_CUDA(0)));
   tg_expect_error(TG_ERR_DEVICE, "tg_to_device");
   cr_assert_eq(tg_cuda_device_count(), 0);
+  cr_assert_null(tg_cuda_timer_new());
+  tg_expect_error(TG_ERR_DEVICE, "tg_cuda_timer_new", "without CUDA");
+  tg_cuda_timer_free(NULL);
+  cr_assert_eq(tg_cuda_synchronize(), TG_ERR_DEVICE);
+  tg_expect_error(TG_ERR_DEVICE, "tg_cuda_synchronize");
   tg_scope_end();
 }
 
