@@ -12,6 +12,10 @@ fused op's forward+backward over that of its GEMMs alone; "saved" is the bytes t
 graph keeps for backward over the composed graph's. A second table gives each tg
 implementation's 1-thread time over its time with more threads.
 
+With --repeat N both programs run N times, alternating, and each number is the smallest of
+its N medians: run-to-run drift on a shared or virtual machine (often 10-20% here) then
+biases neither side.
+
 PyTorch runs through bench/pytorch_lltm.py with the first python that imports torch
 (--python, then /usr/bin/python3, then python3); without one the PyTorch columns are empty.
 Both processes inherit this environment, so BLIS settings (BLIS_ARCH_TYPE, ...) apply to
@@ -86,6 +90,8 @@ def main():
     p.add_argument("--modes", default="params,all")
     p.add_argument("--python", help="python interpreter with torch for the PyTorch runs")
     p.add_argument("--no-pytorch", action="store_true")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run both N times, alternating; keep each number's smallest median")
     p.add_argument("--jsonl", help="also write every result line to this file")
     args = p.parse_args()
 
@@ -94,13 +100,15 @@ def main():
         sys.exit(f"compare.py: {bench} not found; build tg first (cmake --build {args.build})")
     common = ["--iters", str(args.iters), "--threads", args.threads, "--sizes", args.sizes,
               "--modes", args.modes]
-    rows = run_jsonl([bench] + common)
     py = None if args.no_pytorch else python_with_torch(args.python)
-    if py:
-        rows += [r for r in run_jsonl([py, os.path.join(HERE, "pytorch_lltm.py")] + common)
-                 if "skipped" not in r]
-    elif not args.no_pytorch:
+    if not py and not args.no_pytorch:
         print("# no python with torch found: PyTorch columns left empty", file=sys.stderr)
+    rows = []
+    for _ in range(max(1, args.repeat)):
+        rows += run_jsonl([bench] + common)
+        if py:
+            rows += [r for r in run_jsonl([py, os.path.join(HERE, "pytorch_lltm.py")] + common)
+                     if "skipped" not in r]
     if args.jsonl:
         with open(args.jsonl, "w") as f:
             for r in rows:
@@ -109,10 +117,13 @@ def main():
     table = {}
     for r in rows:
         key = (r["batch"], r["features"], r["state"], r["threads"], r["mode"])
-        table.setdefault(key, {})[r["impl"]] = r
+        best = table.setdefault(key, {}).setdefault(r["impl"], dict(r))
+        for field in ("forward_us", "backward_us"):
+            best[field] = min(best[field], r[field])
 
     print(f"machine: {machine()}")
-    print(f"median us over {args.iters} iterations, F32, CPU; forward / backward")
+    runs = f", best of {args.repeat} runs" if args.repeat > 1 else ""
+    print(f"median us over {args.iters} iterations{runs}, F32, CPU; forward / backward")
     head = (f"{'B x F x S':>16} {'thr':>3} {'mode':<6} | {'tg fused':^20} | {'tg composed':^20} | "
             f"{'pytorch':^20} | {'tg gemms':^20} | fused vs pytorch | composed vs pytorch | "
             f"fused/gemms | saved fused/composed")
