@@ -11,20 +11,6 @@ static const tg_gradcheck_options quiet = {.quiet = true};
 
 /* ---- helpers ---- */
 
-static tg_tensor *tensor_of(tg_dtype dtype, int ndim, const int64_t *sizes, const double *v) {
-  tg_tensor *t = tg_to_dtype(tg_from_data(ndim, sizes, v, (tg_options){.dtype = TG_F64}), dtype);
-  cr_assert(t, "%s", tg_last_error_message());
-  return t;
-}
-
-static void expect_values(const tg_tensor *t, int64_t n, const double *want, double tol) {
-  cr_assert(t, "%s", tg_last_error_message());
-  cr_assert_eq(tg_numel(t), n);
-  for (int64_t i = 0; i < n; i++)
-    cr_assert(fabs(tg_test_at(t, i) - want[i]) <= tol * (1 + fabs(want[i])),
-              "element %lld: got %.17g, want %.17g", (long long)i, tg_test_at(t, i), want[i]);
-}
-
 typedef struct domain {
   double lo, hi;
   bool mixed_signs;
@@ -187,27 +173,27 @@ TG_TEST(inplace, unary_values_match_out_of_place_on_strided_targets) {
 
 TG_TEST(inplace, unary_values_by_hand) {
   tg_scope_begin();
-  tg_tensor *x = tensor_of(TG_F64, TG_SHAPE(4), (const double[]){-1, 0, 1, 4});
+  tg_tensor *x = tg_test_tensor_of(TG_F64, TG_SHAPE(4), (const double[]){-1, 0, 1, 4});
   cr_assert_eq(tg_relu_(x), TG_OK);
-  expect_values(x, 4, (const double[]){0, 0, 1, 4}, 0);
+  tg_test_expect_values(x, 4, (const double[]){0, 0, 1, 4}, 0);
   cr_assert_eq(tg_add_scalar_(x, 1), TG_OK);
-  expect_values(x, 4, (const double[]){1, 1, 2, 5}, 0);
+  tg_test_expect_values(x, 4, (const double[]){1, 1, 2, 5}, 0);
   cr_assert_eq(tg_mul_scalar_(x, 2), TG_OK);
-  expect_values(x, 4, (const double[]){2, 2, 4, 10}, 0);
+  tg_test_expect_values(x, 4, (const double[]){2, 2, 4, 10}, 0);
   cr_assert_eq(tg_pow_scalar_(x, 2), TG_OK);
-  expect_values(x, 4, (const double[]){4, 4, 16, 100}, 0);
+  tg_test_expect_values(x, 4, (const double[]){4, 4, 16, 100}, 0);
   cr_assert_eq(tg_sqrt_(x), TG_OK);
-  expect_values(x, 4, (const double[]){2, 2, 4, 10}, 0);
+  tg_test_expect_values(x, 4, (const double[]){2, 2, 4, 10}, 0);
   cr_assert_eq(tg_neg_(x), TG_OK);
-  expect_values(x, 4, (const double[]){-2, -2, -4, -10}, 0);
+  tg_test_expect_values(x, 4, (const double[]){-2, -2, -4, -10}, 0);
   cr_assert_eq(tg_elu_(x, 1), TG_OK);
-  expect_values(x, 4, (const double[]){exp(-2) - 1, exp(-2) - 1, exp(-4) - 1, exp(-10) - 1}, 1e-15);
-  tg_tensor *s = tensor_of(TG_F32, TG_SHAPE(3), (const double[]){-1e4, 0, 1e4});
+  tg_test_expect_values(x, 4, (const double[]){exp(-2) - 1, exp(-2) - 1, exp(-4) - 1, exp(-10) - 1}, 1e-15);
+  tg_tensor *s = tg_test_tensor_of(TG_F32, TG_SHAPE(3), (const double[]){-1e4, 0, 1e4});
   cr_assert_eq(tg_sigmoid_(s), TG_OK);
-  expect_values(s, 3, (const double[]){0, 0.5, 1}, 0);
-  tg_tensor *t = tensor_of(TG_F32, TG_SHAPE(3), (const double[]){-1e4, 0, 1e4});
+  tg_test_expect_values(s, 3, (const double[]){0, 0.5, 1}, 0);
+  tg_tensor *t = tg_test_tensor_of(TG_F32, TG_SHAPE(3), (const double[]){-1e4, 0, 1e4});
   cr_assert_eq(tg_tanh_(t), TG_OK);
-  expect_values(t, 3, (const double[]){-1, 0, 1}, 0);
+  tg_test_expect_values(t, 3, (const double[]){-1, 0, 1}, 0);
   tg_scope_end();
 }
 
@@ -344,27 +330,27 @@ TG_TEST(inplace, binary_values_match_out_of_place) {
 
 TG_TEST(inplace, binary_values_by_hand) {
   tg_scope_begin();
-  tg_tensor *a = tensor_of(TG_F64, TG_SHAPE(2, 3), (const double[]){1, 2, 3, 4, 5, 6});
-  tg_tensor *row = tensor_of(TG_F64, TG_SHAPE(3), (const double[]){10, 20, 30});
-  tg_tensor *col = tensor_of(TG_F64, TG_SHAPE(2, 1), (const double[]){2, 4});
+  tg_tensor *a = tg_test_tensor_of(TG_F64, TG_SHAPE(2, 3), (const double[]){1, 2, 3, 4, 5, 6});
+  tg_tensor *row = tg_test_tensor_of(TG_F64, TG_SHAPE(3), (const double[]){10, 20, 30});
+  tg_tensor *col = tg_test_tensor_of(TG_F64, TG_SHAPE(2, 1), (const double[]){2, 4});
   cr_assert_eq(tg_add_(a, row), TG_OK);
-  expect_values(a, 6, (const double[]){11, 22, 33, 14, 25, 36}, 0);
+  tg_test_expect_values(a, 6, (const double[]){11, 22, 33, 14, 25, 36}, 0);
   cr_assert_eq(tg_mul_(a, col), TG_OK);
-  expect_values(a, 6, (const double[]){22, 44, 66, 56, 100, 144}, 0);
+  tg_test_expect_values(a, 6, (const double[]){22, 44, 66, 56, 100, 144}, 0);
   cr_assert_eq(tg_div_(a, col), TG_OK);
-  expect_values(a, 6, (const double[]){11, 22, 33, 14, 25, 36}, 0);
+  tg_test_expect_values(a, 6, (const double[]){11, 22, 33, 14, 25, 36}, 0);
   cr_assert_eq(tg_sub_(a, row), TG_OK);
-  expect_values(a, 6, (const double[]){1, 2, 3, 4, 5, 6}, 0);
+  tg_test_expect_values(a, 6, (const double[]){1, 2, 3, 4, 5, 6}, 0);
   cr_assert_eq(tg_add_scaled_(a, row, 0.1), TG_OK);
-  expect_values(a, 6, (const double[]){2, 4, 6, 5, 7, 9}, 1e-15);
-  tg_tensor *s = tensor_of(TG_F64, 0, (const int64_t[]){1}, (const double[]){2});
+  tg_test_expect_values(a, 6, (const double[]){2, 4, 6, 5, 7, 9}, 1e-15);
+  tg_tensor *s = tg_test_tensor_of(TG_F64, 0, (const int64_t[]){1}, (const double[]){2});
   cr_assert_eq(tg_mul_(a, s), TG_OK);
-  expect_values(a, 6, (const double[]){4, 8, 12, 10, 14, 18}, 1e-15);
+  tg_test_expect_values(a, 6, (const double[]){4, 8, 12, 10, 14, 18}, 1e-15);
   /* b may be a itself, or a part of a: the result is as if b were read first */
   cr_assert_eq(tg_add_(a, a), TG_OK);
-  expect_values(a, 6, (const double[]){8, 16, 24, 20, 28, 36}, 1e-15);
+  tg_test_expect_values(a, 6, (const double[]){8, 16, 24, 20, 28, 36}, 1e-15);
   cr_assert_eq(tg_sub_(a, tg_narrow(a, 0, 0, 1)), TG_OK);
-  expect_values(a, 6, (const double[]){0, 0, 0, 12, 12, 12}, 1e-15);
+  tg_test_expect_values(a, 6, (const double[]){0, 0, 0, 12, 12, 12}, 1e-15);
   tg_scope_end();
 }
 
@@ -374,21 +360,21 @@ TG_TEST(inplace, binary_values_by_hand) {
  * graph, and b's gradient uses a's value from before the write. */
 TG_TEST(inplace, target_joins_the_graph_through_b) {
   tg_scope_begin();
-  tg_tensor *a = tensor_of(TG_F64, TG_SHAPE(3), (const double[]){1, 2, 3});
-  tg_tensor *b = tensor_of(TG_F64, TG_SHAPE(3), (const double[]){5, 6, 7});
+  tg_tensor *a = tg_test_tensor_of(TG_F64, TG_SHAPE(3), (const double[]){1, 2, 3});
+  tg_tensor *b = tg_test_tensor_of(TG_F64, TG_SHAPE(3), (const double[]){5, 6, 7});
   cr_assert_eq(tg_set_requires_grad(b, true), TG_OK);
   cr_assert_eq(tg_mul_(a, b), TG_OK);
   cr_assert(tg_requires_grad(a));
   cr_assert_str_eq(tg_grad_fn_name(a), "mul_");
   cr_assert_eq(tg_backward(tg_sum(a), NULL), TG_OK, "%s", tg_last_error_message());
-  expect_values(tg_grad(b), 3, (const double[]){1, 2, 3}, 0);
+  tg_test_expect_values(tg_grad(b), 3, (const double[]){1, 2, 3}, 0);
   tg_scope_end();
 }
 
 /* A chain of in-place ops on one tensor: each rebases the history. */
 TG_TEST(inplace, chained_history) {
   tg_scope_begin();
-  tg_tensor *x = tensor_of(TG_F64, TG_SHAPE(2), (const double[]){0.5, -1});
+  tg_tensor *x = tg_test_tensor_of(TG_F64, TG_SHAPE(2), (const double[]){0.5, -1});
   cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
   tg_tensor *y = tg_mul_scalar(x, 3);        /* 3x */
   cr_assert_eq(tg_add_scalar_(y, 1), TG_OK); /* 3x + 1 */
@@ -397,7 +383,7 @@ TG_TEST(inplace, chained_history) {
   cr_assert_str_eq(tg_grad_fn_name(y), "exp_");
   cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_OK, "%s", tg_last_error_message());
   double g0 = exp((1.5 + 1) * 0.5) * (6 * 0.5 + 1), g1 = exp((-3 + 1) * -1) * (6 * -1 + 1);
-  expect_values(tg_grad(x), 2, (const double[]){g0, g1}, 1e-14);
+  tg_test_expect_values(tg_grad(x), 2, (const double[]){g0, g1}, 1e-14);
   tg_scope_end();
 }
 
@@ -409,21 +395,21 @@ TG_TEST(inplace, leaf_update_under_no_grad) {
   cr_assert_eq(tg_add_scaled_(w, tg_full_like(w, 2), -0.5), TG_OK);
   tg_no_grad_end();
   cr_assert(tg_is_leaf(w) && tg_requires_grad(w));
-  expect_values(w, 3, (const double[]){0, 0, 0}, 0);
+  tg_test_expect_values(w, 3, (const double[]){0, 0, 0}, 0);
   tg_scope_end();
 }
 
 /* ---- errors: the target is left as it was ---- */
 
 static void expect_unchanged(const tg_tensor *t, const double *want, uint64_t version) {
-  expect_values(t, tg_numel(t), want, 0);
+  tg_test_expect_values(t, tg_numel(t), want, 0);
   cr_assert_eq(tg_version(t), version, "a failed in-place op bumped the version");
 }
 
 TG_TEST(inplace, leaf_that_requires_grad_is_rejected) {
   tg_scope_begin();
   const double v[] = {1, 2, 3};
-  tg_tensor *w = tensor_of(TG_F64, TG_SHAPE(3), v);
+  tg_tensor *w = tg_test_tensor_of(TG_F64, TG_SHAPE(3), v);
   cr_assert_eq(tg_set_requires_grad(w, true), TG_OK);
   uint64_t ver = tg_version(w);
   cr_assert_eq(tg_exp_(w), TG_ERR_STATE);
@@ -442,14 +428,14 @@ TG_TEST(inplace, leaf_that_requires_grad_is_rejected) {
 TG_TEST(inplace, b_that_would_grow_a_is_rejected) {
   tg_scope_begin();
   const double v[] = {1, 2, 3, 4, 5, 6};
-  tg_tensor *a = tensor_of(TG_F32, TG_SHAPE(3), v);
+  tg_tensor *a = tg_test_tensor_of(TG_F32, TG_SHAPE(3), v);
   tg_tensor *b = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   uint64_t ver = tg_version(a);
   cr_assert_eq(tg_add_(a, b), TG_ERR_SHAPE);
   tg_expect_error(TG_ERR_SHAPE,
                   "tg_add_: b is [2, 3] and a is [3]: b does not broadcast to a's sizes");
   expect_unchanged(a, v, ver);
-  tg_tensor *a2 = tensor_of(TG_F32, TG_SHAPE(2, 1), v);
+  tg_tensor *a2 = tg_test_tensor_of(TG_F32, TG_SHAPE(2, 1), v);
   cr_assert_eq(tg_mul_(a2, b), TG_ERR_SHAPE);
   tg_expect_error(TG_ERR_SHAPE, "tg_mul_: b is [2, 3] and a is [2, 1]");
   expect_unchanged(a2, v, ver);
@@ -462,7 +448,7 @@ TG_TEST(inplace, b_that_would_grow_a_is_rejected) {
 TG_TEST(inplace, dtype_mismatch_and_int64_are_rejected) {
   tg_scope_begin();
   const double v[] = {1, 2, 3};
-  tg_tensor *a = tensor_of(TG_F32, TG_SHAPE(3), v);
+  tg_tensor *a = tg_test_tensor_of(TG_F32, TG_SHAPE(3), v);
   uint64_t ver = tg_version(a);
   cr_assert_eq(tg_mul_(a, tg_ones(TG_SHAPE(3), (tg_options){.dtype = TG_F64})), TG_ERR_DTYPE);
   tg_expect_error(TG_ERR_DTYPE, "tg_mul_: a is float32 but b is float64");
@@ -555,7 +541,7 @@ TG_TEST(inplace, only_overwriting_a_value_backward_needs_fails) {
   cr_assert_eq(tg_add_scalar_(z, 3), TG_OK);
   cr_assert_eq(tg_exp_(z), TG_OK);
   cr_assert_eq(tg_backward(tg_sum(z), NULL), TG_OK, "%s", tg_last_error_message());
-  expect_values(tg_grad(a), 2, (const double[]){exp(3.25), exp(3.25)}, 1e-15);
+  tg_test_expect_values(tg_grad(a), 2, (const double[]){exp(3.25), exp(3.25)}, 1e-15);
   tg_scope_end();
 }
 
@@ -576,6 +562,6 @@ TG_TEST(inplace, view_target_while_recording_is_refused_untouched) {
   tg_no_grad_begin();
   cr_assert_eq(tg_exp_(row), TG_OK);
   tg_no_grad_end();
-  expect_values(y, 6, (const double[]){2, 2, 2, exp(2), exp(2), exp(2)}, 1e-15);
+  tg_test_expect_values(y, 6, (const double[]){2, 2, 2, exp(2), exp(2), exp(2)}, 1e-15);
   tg_scope_end();
 }

@@ -11,21 +11,6 @@ static const tg_gradcheck_options quiet = {.quiet = true};
 
 /* ---- helpers ---- */
 
-/* A tensor of dtype holding the given values (row-major). */
-static tg_tensor *tensor_of(tg_dtype dtype, int ndim, const int64_t *sizes, const double *v) {
-  tg_tensor *t = tg_to_dtype(tg_from_data(ndim, sizes, v, (tg_options){.dtype = TG_F64}), dtype);
-  cr_assert(t, "%s", tg_last_error_message());
-  return t;
-}
-
-static void expect_values(const tg_tensor *t, int64_t n, const double *want, double tol) {
-  cr_assert(t, "%s", tg_last_error_message());
-  cr_assert_eq(tg_numel(t), n);
-  for (int64_t i = 0; i < n; i++)
-    cr_assert(fabs(tg_test_at(t, i) - want[i]) <= tol * (1 + fabs(want[i])),
-              "element %lld: got %.17g, want %.17g", (long long)i, tg_test_at(t, i), want[i]);
-}
-
 /* Values in [lo, hi] from a fixed generator; with mixed_signs every third one is negated, so
  * they stay at least lo away from 0 (relu, elu and div have a kink or pole there). */
 static tg_tensor *values(int ndim, const int64_t *sizes, uint64_t seed, double lo, double hi,
@@ -157,34 +142,34 @@ TG_TEST(pointwise, unary_values_by_hand) {
   tg_scope_begin();
   for (int dt = TG_F32; dt <= TG_F64; dt++) {
     double tol = dt == TG_F32 ? 1e-6 : 1e-14;
-    tg_tensor *x = tensor_of((tg_dtype)dt, TG_SHAPE(4), (const double[]){-1, 0, 1, 4});
-    expect_values(tg_neg(x), 4, (const double[]){1, 0, -1, -4}, tol);
-    expect_values(tg_exp(x), 4, (const double[]){exp(-1), 1, exp(1), exp(4)}, tol);
-    expect_values(tg_relu(x), 4, (const double[]){0, 0, 1, 4}, tol);
-    expect_values(tg_elu(x, 1.0), 4, (const double[]){exp(-1) - 1, 0, 1, 4}, tol);
-    expect_values(tg_elu(x, 0.5), 4, (const double[]){0.5 * (exp(-1) - 1), 0, 1, 4}, tol);
-    expect_values(tg_sigmoid(x), 4,
+    tg_tensor *x = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(4), (const double[]){-1, 0, 1, 4});
+    tg_test_expect_values(tg_neg(x), 4, (const double[]){1, 0, -1, -4}, tol);
+    tg_test_expect_values(tg_exp(x), 4, (const double[]){exp(-1), 1, exp(1), exp(4)}, tol);
+    tg_test_expect_values(tg_relu(x), 4, (const double[]){0, 0, 1, 4}, tol);
+    tg_test_expect_values(tg_elu(x, 1.0), 4, (const double[]){exp(-1) - 1, 0, 1, 4}, tol);
+    tg_test_expect_values(tg_elu(x, 0.5), 4, (const double[]){0.5 * (exp(-1) - 1), 0, 1, 4}, tol);
+    tg_test_expect_values(tg_sigmoid(x), 4,
                   (const double[]){1 / (1 + exp(1)), 0.5, 1 / (1 + exp(-1)), 1 / (1 + exp(-4))},
                   tol);
-    expect_values(tg_tanh(x), 4, (const double[]){tanh(-1), 0, tanh(1), tanh(4)}, tol);
-    expect_values(tg_pow_scalar(x, 3), 4, (const double[]){-1, 0, 1, 64}, tol);
-    expect_values(tg_pow_scalar(x, 2), 4, (const double[]){1, 0, 1, 16}, tol);
-    tg_tensor *p = tensor_of((tg_dtype)dt, TG_SHAPE(3), (const double[]){1, 4, 9});
-    expect_values(tg_sqrt(p), 3, (const double[]){1, 2, 3}, tol);
-    expect_values(tg_log(p), 3, (const double[]){0, log(4), log(9)}, tol);
-    expect_values(tg_pow_scalar(p, 0.5), 3, (const double[]){1, 2, 3}, tol);
-    expect_values(tg_add_scalar(x, 1.5), 4, (const double[]){0.5, 1.5, 2.5, 5.5}, tol);
-    expect_values(tg_sub_scalar(x, 1.5), 4, (const double[]){-2.5, -1.5, -0.5, 2.5}, tol);
-    expect_values(tg_rsub_scalar(x, 1.5), 4, (const double[]){2.5, 1.5, 0.5, -2.5}, tol);
-    expect_values(tg_mul_scalar(x, -2), 4, (const double[]){2, 0, -2, -8}, tol);
-    expect_values(tg_div_scalar(x, 4), 4, (const double[]){-0.25, 0, 0.25, 1}, tol);
+    tg_test_expect_values(tg_tanh(x), 4, (const double[]){tanh(-1), 0, tanh(1), tanh(4)}, tol);
+    tg_test_expect_values(tg_pow_scalar(x, 3), 4, (const double[]){-1, 0, 1, 64}, tol);
+    tg_test_expect_values(tg_pow_scalar(x, 2), 4, (const double[]){1, 0, 1, 16}, tol);
+    tg_tensor *p = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(3), (const double[]){1, 4, 9});
+    tg_test_expect_values(tg_sqrt(p), 3, (const double[]){1, 2, 3}, tol);
+    tg_test_expect_values(tg_log(p), 3, (const double[]){0, log(4), log(9)}, tol);
+    tg_test_expect_values(tg_pow_scalar(p, 0.5), 3, (const double[]){1, 2, 3}, tol);
+    tg_test_expect_values(tg_add_scalar(x, 1.5), 4, (const double[]){0.5, 1.5, 2.5, 5.5}, tol);
+    tg_test_expect_values(tg_sub_scalar(x, 1.5), 4, (const double[]){-2.5, -1.5, -0.5, 2.5}, tol);
+    tg_test_expect_values(tg_rsub_scalar(x, 1.5), 4, (const double[]){2.5, 1.5, 0.5, -2.5}, tol);
+    tg_test_expect_values(tg_mul_scalar(x, -2), 4, (const double[]){2, 0, -2, -8}, tol);
+    tg_test_expect_values(tg_div_scalar(x, 4), 4, (const double[]){-0.25, 0, 0.25, 1}, tol);
     cr_assert_eq(tg_tensor_dtype(tg_exp(x)), (tg_dtype)dt);
   }
   /* 0-dim in, 0-dim out */
   tg_tensor *s = tg_full(0, (const int64_t[]){1}, 2.0, (tg_options){.dtype = TG_F64});
   tg_tensor *e = tg_exp(s);
   cr_assert_eq(tg_ndim(e), 0);
-  expect_values(e, 1, (const double[]){exp(2)}, 1e-15);
+  tg_test_expect_values(e, 1, (const double[]){exp(2)}, 1e-15);
   tg_expect_ok();
   tg_scope_end();
 }
@@ -215,7 +200,7 @@ TG_TEST(pointwise, sigmoid_tanh_elu_stay_finite_at_1e4_with_finite_gradients) {
   unary_fn fns[] = {tg_sigmoid, tg_tanh, elu_1, elu_0_3, tg_relu};
   for (int dt = TG_F32; dt <= TG_F64; dt++) {
     for (int k = 0; k < 5; k++) {
-      tg_tensor *x = tensor_of((tg_dtype)dt, TG_SHAPE(5), (const double[]){-1e4, -50, 0, 50, 1e4});
+      tg_tensor *x = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(5), (const double[]){-1e4, -50, 0, 50, 1e4});
       cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
       tg_tensor *y = fns[k](x);
       cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_OK, "%s", tg_last_error_message());
@@ -228,10 +213,10 @@ TG_TEST(pointwise, sigmoid_tanh_elu_stay_finite_at_1e4_with_finite_gradients) {
     }
   }
   /* and the limits are right */
-  tg_tensor *x = tensor_of(TG_F64, TG_SHAPE(2), (const double[]){-1e4, 1e4});
-  expect_values(tg_sigmoid(x), 2, (const double[]){0, 1}, 0);
-  expect_values(tg_tanh(x), 2, (const double[]){-1, 1}, 0);
-  expect_values(tg_elu(x, 2.0), 2, (const double[]){-2, 1e4}, 0);
+  tg_tensor *x = tg_test_tensor_of(TG_F64, TG_SHAPE(2), (const double[]){-1e4, 1e4});
+  tg_test_expect_values(tg_sigmoid(x), 2, (const double[]){0, 1}, 0);
+  tg_test_expect_values(tg_tanh(x), 2, (const double[]){-1, 1}, 0);
+  tg_test_expect_values(tg_elu(x, 2.0), 2, (const double[]){-2, 1e4}, 0);
   tg_scope_end();
 }
 
@@ -240,7 +225,7 @@ TG_TEST(pointwise, relu_and_elu_gradient_at_zero) {
   tg_scope_begin();
   tg_tensor *x = tg_zeros(TG_SHAPE(1), (tg_options){.dtype = TG_F64, .requires_grad = true});
   cr_assert_eq(tg_backward(tg_sum(tg_add(tg_relu(x), tg_elu(x, 0.25))), NULL), TG_OK);
-  expect_values(tg_grad(x), 1, (const double[]){0.25}, 1e-15);
+  tg_test_expect_values(tg_grad(x), 1, (const double[]){0.25}, 1e-15);
   tg_scope_end();
 }
 
@@ -343,41 +328,41 @@ TG_TEST(pointwise, binary_values_and_broadcasting_by_hand) {
   for (int dt = TG_F32; dt <= TG_F64; dt++) {
     tg_dtype t = (tg_dtype)dt;
     double tol = dt == TG_F32 ? 1e-6 : 1e-15;
-    tg_tensor *a = tensor_of(t, TG_SHAPE(2, 3), (const double[]){1, 2, 3, 4, 5, 6});
-    tg_tensor *b = tensor_of(t, TG_SHAPE(3), (const double[]){10, 20, 40});
+    tg_tensor *a = tg_test_tensor_of(t, TG_SHAPE(2, 3), (const double[]){1, 2, 3, 4, 5, 6});
+    tg_tensor *b = tg_test_tensor_of(t, TG_SHAPE(3), (const double[]){10, 20, 40});
     tg_tensor *sum = tg_add(a, b);
     tg_assert_sizes(sum, 2, 3);
     cr_assert_eq(tg_tensor_dtype(sum), t);
-    expect_values(sum, 6, (const double[]){11, 22, 43, 14, 25, 46}, tol);
-    expect_values(tg_add(b, a), 6, (const double[]){11, 22, 43, 14, 25, 46}, tol);
-    expect_values(tg_sub(a, b), 6, (const double[]){-9, -18, -37, -6, -15, -34}, tol);
-    expect_values(tg_sub(b, a), 6, (const double[]){9, 18, 37, 6, 15, 34}, tol);
-    expect_values(tg_mul(a, b), 6, (const double[]){10, 40, 120, 40, 100, 240}, tol);
-    expect_values(tg_div(a, b), 6, (const double[]){0.1, 0.1, 0.075, 0.4, 0.25, 0.15}, tol);
-    expect_values(tg_add_scaled(a, b, -0.5), 6, (const double[]){-4, -8, -17, -1, -5, -14}, tol);
+    tg_test_expect_values(sum, 6, (const double[]){11, 22, 43, 14, 25, 46}, tol);
+    tg_test_expect_values(tg_add(b, a), 6, (const double[]){11, 22, 43, 14, 25, 46}, tol);
+    tg_test_expect_values(tg_sub(a, b), 6, (const double[]){-9, -18, -37, -6, -15, -34}, tol);
+    tg_test_expect_values(tg_sub(b, a), 6, (const double[]){9, 18, 37, 6, 15, 34}, tol);
+    tg_test_expect_values(tg_mul(a, b), 6, (const double[]){10, 40, 120, 40, 100, 240}, tol);
+    tg_test_expect_values(tg_div(a, b), 6, (const double[]){0.1, 0.1, 0.075, 0.4, 0.25, 0.15}, tol);
+    tg_test_expect_values(tg_add_scaled(a, b, -0.5), 6, (const double[]){-4, -8, -17, -1, -5, -14}, tol);
 
     /* [2, 1] (op) [1, 3] -> [2, 3] */
-    tg_tensor *col = tensor_of(t, TG_SHAPE(2, 1), (const double[]){1, 2});
-    tg_tensor *row = tensor_of(t, TG_SHAPE(1, 3), (const double[]){10, 20, 30});
+    tg_tensor *col = tg_test_tensor_of(t, TG_SHAPE(2, 1), (const double[]){1, 2});
+    tg_tensor *row = tg_test_tensor_of(t, TG_SHAPE(1, 3), (const double[]){10, 20, 30});
     tg_tensor *outer = tg_mul(col, row);
     tg_assert_sizes(outer, 2, 3);
-    expect_values(outer, 6, (const double[]){10, 20, 30, 20, 40, 60}, tol);
+    tg_test_expect_values(outer, 6, (const double[]){10, 20, 30, 20, 40, 60}, tol);
     tg_assert_sizes(tg_add(row, col), 2, 3);
 
     /* 0-dim scalars: with each other (0-dim result) and with tensors */
-    tg_tensor *s = tensor_of(t, 0, (const int64_t[]){1}, (const double[]){4});
+    tg_tensor *s = tg_test_tensor_of(t, 0, (const int64_t[]){1}, (const double[]){4});
     tg_tensor *s2 = tg_mul(s, s);
     cr_assert_eq(tg_ndim(s2), 0);
-    expect_values(s2, 1, (const double[]){16}, tol);
-    expect_values(tg_div(s, b), 3, (const double[]){0.4, 0.2, 0.1}, tol);
+    tg_test_expect_values(s2, 1, (const double[]){16}, tol);
+    tg_test_expect_values(tg_div(s, b), 3, (const double[]){0.4, 0.2, 0.1}, tol);
     tg_assert_sizes(tg_sub(a, s), 2, 3);
-    expect_values(tg_sub(a, s), 6, (const double[]){-3, -2, -1, 0, 1, 2}, tol);
+    tg_test_expect_values(tg_sub(a, s), 6, (const double[]){-3, -2, -1, 0, 1, 2}, tol);
 
     /* more dims on the left: [3] with [2, 1, 3] */
-    tg_tensor *c = tensor_of(t, TG_SHAPE(2, 1, 3), (const double[]){0, 0, 0, 1, 1, 1});
+    tg_tensor *c = tg_test_tensor_of(t, TG_SHAPE(2, 1, 3), (const double[]){0, 0, 0, 1, 1, 1});
     tg_tensor *bc = tg_add(b, c);
     tg_assert_sizes(bc, 2, 1, 3);
-    expect_values(bc, 6, (const double[]){10, 20, 40, 11, 21, 41}, tol);
+    tg_test_expect_values(bc, 6, (const double[]){10, 20, 40, 11, 21, 41}, tol);
 
     /* empty dims broadcast too */
     tg_tensor *e = tg_zeros(TG_SHAPE(0, 3), (tg_options){.dtype = t});
@@ -433,10 +418,10 @@ TG_TEST(pointwise, grad_fn_names) {
 /* d(a*a)/da through one tensor used twice: gradients meet. */
 TG_TEST(pointwise, same_tensor_as_both_operands) {
   tg_scope_begin();
-  tg_tensor *a = tensor_of(TG_F64, TG_SHAPE(3), (const double[]){1, -2, 3});
+  tg_tensor *a = tg_test_tensor_of(TG_F64, TG_SHAPE(3), (const double[]){1, -2, 3});
   cr_assert_eq(tg_set_requires_grad(a, true), TG_OK);
   cr_assert_eq(tg_backward(tg_sum(tg_mul(a, a)), NULL), TG_OK);
-  expect_values(tg_grad(a), 3, (const double[]){2, -4, 6}, 0);
+  tg_test_expect_values(tg_grad(a), 3, (const double[]){2, -4, 6}, 0);
   tg_scope_end();
 }
 

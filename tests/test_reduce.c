@@ -10,20 +10,6 @@ static const tg_gradcheck_options quiet = {.quiet = true};
 
 /* ---- helpers ---- */
 
-static tg_tensor *tensor_of(tg_dtype dtype, int ndim, const int64_t *sizes, const double *v) {
-  tg_tensor *t = tg_to_dtype(tg_from_data(ndim, sizes, v, (tg_options){.dtype = TG_F64}), dtype);
-  cr_assert(t, "%s", tg_last_error_message());
-  return t;
-}
-
-static void expect_values(const tg_tensor *t, int64_t n, const double *want, double tol) {
-  cr_assert(t, "%s", tg_last_error_message());
-  cr_assert_eq(tg_numel(t), n);
-  for (int64_t i = 0; i < n; i++)
-    cr_assert(fabs(tg_test_at(t, i) - want[i]) <= tol * (1 + fabs(want[i])),
-              "element %lld: got %.17g, want %.17g", (long long)i, tg_test_at(t, i), want[i]);
-}
-
 static tg_tensor *random_f64(int ndim, const int64_t *sizes, uint64_t seed) {
   tg_generator *gen = tg_generator_new(seed);
   tg_tensor *t = tg_uniform(ndim, sizes, -2, 2, (tg_options){.dtype = TG_F64}, gen);
@@ -164,26 +150,26 @@ TG_TEST(reduce, sum_and_mean_by_hand) {
   tg_scope_begin();
   for (int dt = TG_F32; dt <= TG_F64; dt++) {
     tg_dtype t = (tg_dtype)dt;
-    tg_tensor *x = tensor_of(t, TG_SHAPE(2, 3), (const double[]){1, 2, 3, 4, 5, 6});
+    tg_tensor *x = tg_test_tensor_of(t, TG_SHAPE(2, 3), (const double[]){1, 2, 3, 4, 5, 6});
     tg_tensor *s = tg_sum(x);
     cr_assert_eq(tg_ndim(s), 0);
     cr_assert_eq(tg_tensor_dtype(s), t);
-    expect_values(s, 1, (const double[]){21}, 0);
+    tg_test_expect_values(s, 1, (const double[]){21}, 0);
     tg_tensor *s0 = tg_sum_dim(x, 0, false);
     tg_assert_sizes(s0, 3);
-    expect_values(s0, 3, (const double[]){5, 7, 9}, 0);
+    tg_test_expect_values(s0, 3, (const double[]){5, 7, 9}, 0);
     tg_tensor *s1 = tg_sum_dim(x, 1, true);
     tg_assert_sizes(s1, 2, 1);
-    expect_values(s1, 2, (const double[]){6, 15}, 0);
+    tg_test_expect_values(s1, 2, (const double[]){6, 15}, 0);
     tg_assert_sizes(tg_sum_dim(x, -2, true), 1, 3);
-    expect_values(tg_sum_dim(x, -1, false), 2, (const double[]){6, 15}, 0);
+    tg_test_expect_values(tg_sum_dim(x, -1, false), 2, (const double[]){6, 15}, 0);
     tg_tensor *m = tg_mean(x);
     cr_assert_eq(tg_ndim(m), 0);
-    expect_values(m, 1, (const double[]){3.5}, 0);
-    expect_values(tg_mean_dim(x, 0, false), 3, (const double[]){2.5, 3.5, 4.5}, 1e-15);
+    tg_test_expect_values(m, 1, (const double[]){3.5}, 0);
+    tg_test_expect_values(tg_mean_dim(x, 0, false), 3, (const double[]){2.5, 3.5, 4.5}, 1e-15);
     tg_tensor *m1 = tg_mean_dim(x, 1, true);
     tg_assert_sizes(m1, 2, 1);
-    expect_values(m1, 2, (const double[]){2, 5}, 1e-15);
+    tg_test_expect_values(m1, 2, (const double[]){2, 5}, 1e-15);
   }
   tg_scope_end();
 }
@@ -192,20 +178,20 @@ TG_TEST(reduce, zero_dim_and_empty_inputs) {
   tg_scope_begin();
   tg_options o = {.dtype = TG_F64};
   tg_tensor *s = tg_full(0, (const int64_t[]){1}, 3.0, o);
-  expect_values(tg_sum(s), 1, (const double[]){3}, 0);
+  tg_test_expect_values(tg_sum(s), 1, (const double[]){3}, 0);
   tg_tensor *sd = tg_sum_dim(s, 0, false);
   cr_assert_eq(tg_ndim(sd), 0);
-  expect_values(sd, 1, (const double[]){3}, 0);
+  tg_test_expect_values(sd, 1, (const double[]){3}, 0);
   cr_assert_eq(tg_ndim(tg_mean_dim(s, -1, true)), 0);
-  expect_values(tg_max(s), 1, (const double[]){3}, 0);
+  tg_test_expect_values(tg_max(s), 1, (const double[]){3}, 0);
   tg_tensor *v, *i;
   cr_assert_eq(tg_max_dim(s, 0, false, &v, &i), TG_OK);
   cr_assert_eq(tg_ndim(v), 0);
-  expect_values(i, 1, (const double[]){0}, 0);
+  tg_test_expect_values(i, 1, (const double[]){0}, 0);
 
   tg_tensor *e = tg_zeros(TG_SHAPE(0, 3), o);
-  expect_values(tg_sum(e), 1, (const double[]){0}, 0);
-  expect_values(tg_sum_dim(e, 0, false), 3, (const double[]){0, 0, 0}, 0);
+  tg_test_expect_values(tg_sum(e), 1, (const double[]){0}, 0);
+  tg_test_expect_values(tg_sum_dim(e, 0, false), 3, (const double[]){0, 0, 0}, 0);
   tg_assert_sizes(tg_sum_dim(e, 1, false), 0);
   cr_assert(isnan(tg_test_at(tg_mean(e), 0)), "the mean of nothing is NaN, as in PyTorch");
   tg_expect_ok();
@@ -216,28 +202,28 @@ TG_TEST(reduce, max_and_max_dim_by_hand) {
   tg_scope_begin();
   for (int dt = TG_F32; dt <= TG_F64; dt++) {
     tg_dtype t = (tg_dtype)dt;
-    tg_tensor *x = tensor_of(t, TG_SHAPE(2, 3), (const double[]){1, 7, 7, -4, -5, 2});
+    tg_tensor *x = tg_test_tensor_of(t, TG_SHAPE(2, 3), (const double[]){1, 7, 7, -4, -5, 2});
     tg_tensor *m = tg_max(x);
     cr_assert_eq(tg_ndim(m), 0);
-    expect_values(m, 1, (const double[]){7}, 0);
+    tg_test_expect_values(m, 1, (const double[]){7}, 0);
     tg_tensor *v, *i;
     cr_assert_eq(tg_max_dim(x, 1, false, &v, &i), TG_OK);
     tg_assert_sizes(v, 2);
     tg_assert_sizes(i, 2);
     cr_assert_eq(tg_tensor_dtype(i), TG_I64);
     cr_assert_eq(tg_tensor_dtype(v), t);
-    expect_values(v, 2, (const double[]){7, 2}, 0);
-    expect_values(i, 2, (const double[]){1, 2}, 0); /* the first of tied maxima */
+    tg_test_expect_values(v, 2, (const double[]){7, 2}, 0);
+    tg_test_expect_values(i, 2, (const double[]){1, 2}, 0); /* the first of tied maxima */
     cr_assert_eq(tg_max_dim(x, -2, true, &v, &i), TG_OK);
     tg_assert_sizes(v, 1, 3);
     tg_assert_sizes(i, 1, 3);
-    expect_values(v, 3, (const double[]){1, 7, 7}, 0);
-    expect_values(i, 3, (const double[]){0, 0, 0}, 0);
+    tg_test_expect_values(v, 3, (const double[]){1, 7, 7}, 0);
+    tg_test_expect_values(i, 3, (const double[]){0, 0, 0}, 0);
     /* either output may be left out */
     cr_assert_eq(tg_max_dim(x, 0, false, NULL, &i), TG_OK);
-    expect_values(i, 3, (const double[]){0, 0, 0}, 0);
+    tg_test_expect_values(i, 3, (const double[]){0, 0, 0}, 0);
     cr_assert_eq(tg_max_dim(x, 0, false, &v, NULL), TG_OK);
-    expect_values(v, 3, (const double[]){1, 7, 7}, 0);
+    tg_test_expect_values(v, 3, (const double[]){1, 7, 7}, 0);
   }
   tg_scope_end();
 }
@@ -257,17 +243,17 @@ TG_TEST(reduce, max_dim_without_a_scope_does_not_leak) {
 /* The gradient of max is shared among tied maxima; max_dim's goes to the index it returns. */
 TG_TEST(reduce, max_gradients_with_ties) {
   tg_scope_begin();
-  tg_tensor *x = tensor_of(TG_F64, TG_SHAPE(2, 3), (const double[]){1, 7, 7, -4, -5, 2});
+  tg_tensor *x = tg_test_tensor_of(TG_F64, TG_SHAPE(2, 3), (const double[]){1, 7, 7, -4, -5, 2});
   cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
   cr_assert_eq(tg_backward(tg_max(x), NULL), TG_OK);
-  expect_values(tg_grad(x), 6, (const double[]){0, 0.5, 0.5, 0, 0, 0}, 0);
+  tg_test_expect_values(tg_grad(x), 6, (const double[]){0, 0.5, 0.5, 0, 0, 0}, 0);
   cr_assert_eq(tg_zero_grad(x), TG_OK);
   tg_tensor *v, *i;
   cr_assert_eq(tg_max_dim(x, 1, false, &v, &i), TG_OK);
   cr_assert(tg_requires_grad(v));
   cr_assert(!tg_requires_grad(i), "indices are not differentiable");
-  cr_assert_eq(tg_backward(v, tensor_of(TG_F64, TG_SHAPE(2), (const double[]){10, 20})), TG_OK);
-  expect_values(tg_grad(x), 6, (const double[]){0, 10, 0, 0, 0, 20}, 0);
+  cr_assert_eq(tg_backward(v, tg_test_tensor_of(TG_F64, TG_SHAPE(2), (const double[]){10, 20})), TG_OK);
+  tg_test_expect_values(tg_grad(x), 6, (const double[]){0, 10, 0, 0, 0, 20}, 0);
   tg_scope_end();
 }
 
@@ -318,31 +304,31 @@ TG_TEST(reduce, float_sums_are_accurate) {
 
 TG_TEST(reduce, sum_to_size_by_hand) {
   tg_scope_begin();
-  tg_tensor *x = tensor_of(TG_F64, TG_SHAPE(2, 3), (const double[]){1, 2, 3, 4, 5, 6});
+  tg_tensor *x = tg_test_tensor_of(TG_F64, TG_SHAPE(2, 3), (const double[]){1, 2, 3, 4, 5, 6});
   tg_tensor *r = tg_sum_to_size(x, TG_SHAPE(1, 3));
   tg_assert_sizes(r, 1, 3);
-  expect_values(r, 3, (const double[]){5, 7, 9}, 0);
+  tg_test_expect_values(r, 3, (const double[]){5, 7, 9}, 0);
   r = tg_sum_to_size(x, TG_SHAPE(3));
   tg_assert_sizes(r, 3);
-  expect_values(r, 3, (const double[]){5, 7, 9}, 0);
+  tg_test_expect_values(r, 3, (const double[]){5, 7, 9}, 0);
   r = tg_sum_to_size(x, TG_SHAPE(2, 1));
   tg_assert_sizes(r, 2, 1);
-  expect_values(r, 2, (const double[]){6, 15}, 0);
+  tg_test_expect_values(r, 2, (const double[]){6, 15}, 0);
   r = tg_sum_to_size(x, TG_SHAPE(1, 1));
   tg_assert_sizes(r, 1, 1);
-  expect_values(r, 1, (const double[]){21}, 0);
+  tg_test_expect_values(r, 1, (const double[]){21}, 0);
   r = tg_sum_to_size(x, 0, (const int64_t[]){1});
   cr_assert_eq(tg_ndim(r), 0);
-  expect_values(r, 1, (const double[]){21}, 0);
+  tg_test_expect_values(r, 1, (const double[]){21}, 0);
   /* already the right sizes: x itself, nothing summed (as in PyTorch) */
   r = tg_sum_to_size(x, TG_SHAPE(2, 3));
   cr_assert(tg_shares_storage(r, x));
-  expect_values(r, 6, (const double[]){1, 2, 3, 4, 5, 6}, 0);
+  tg_test_expect_values(r, 6, (const double[]){1, 2, 3, 4, 5, 6}, 0);
   /* leading dims and inner unit dims together */
   tg_tensor *y = tg_ones(TG_SHAPE(4, 2, 3), (tg_options){.dtype = TG_F64});
   r = tg_sum_to_size(y, TG_SHAPE(2, 1));
   tg_assert_sizes(r, 2, 1);
-  expect_values(r, 2, (const double[]){12, 12}, 0);
+  tg_test_expect_values(r, 2, (const double[]){12, 12}, 0);
   tg_scope_end();
 }
 
@@ -358,7 +344,7 @@ TG_TEST(reduce, sum_backward_expands_without_copying) {
                TG_OK, "%s", tg_last_error_message());
   tg_assert_sizes(g, 3, 4);
   cr_assert(tg_stride(g, 0) == 0 && tg_stride(g, 1) == 0);
-  expect_values(g, 12, (const double[]){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0);
+  tg_test_expect_values(g, 12, (const double[]){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0);
   tg_scope_end();
 }
 

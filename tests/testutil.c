@@ -103,3 +103,24 @@ void tg_test_assert_sizes_impl(const char *file, int line, const tg_tensor *t, i
     cr_assert_eq(tg_size(t, d), sizes[d], "%s:%d: size[%d] is %lld, expected %lld", file, line,
                  d, (long long)tg_size(t, d), (long long)sizes[d]);
 }
+
+tg_tensor *tg_test_tensor_of(tg_dtype dtype, int ndim, const int64_t *sizes, const double *values) {
+  tg_tensor *t =
+      tg_to_dtype(tg_from_data(ndim, sizes, values, (tg_options){.dtype = TG_F64}), dtype);
+  cr_assert(t, "%s", tg_last_error_message());
+  return t;
+}
+
+void tg_test_expect_values(const tg_tensor *t, int64_t n, const double *want, double tol) {
+  cr_assert(t, "%s", tg_last_error_message());
+  cr_assert_eq(tg_numel(t), n);
+  int64_t got_n;
+  double *got = host_values(t, &got_n);
+  for (int64_t i = 0; i < n; i++) {
+    if (fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i]))) continue;
+    double g = got[i];
+    free(got);
+    cr_assert_fail("element %lld: got %.17g, want %.17g", (long long)i, g, want[i]);
+  }
+  free(got);
+}

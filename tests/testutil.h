@@ -44,6 +44,11 @@ void tg_test_assert_sizes_impl(const char *file, int line, const tg_tensor *t, i
                                const int64_t *sizes);
 #define tg_assert_sizes(t, ...) tg_test_assert_sizes_impl(__FILE__, __LINE__, (t), TG_SHAPE(__VA_ARGS__))
 
+/* A tensor of dtype holding the given values (row-major); asserts on failure. */
+tg_tensor *tg_test_tensor_of(tg_dtype dtype, int ndim, const int64_t *sizes, const double *values);
+/* Asserts t has n elements equal to want within tol * (1 + |want|). */
+void tg_test_expect_values(const tg_tensor *t, int64_t n, const double *want, double tol);
+
 /* Element of t at a flat logical (row-major) position, as double. */
 double tg_test_at(const tg_tensor *t, int64_t flat_index);
 
