@@ -65,8 +65,10 @@ static bool parse_sizes(const char *text, options *o) {
     o->sizes[o->n_sizes][0] = b, o->sizes[o->n_sizes][1] = f, o->sizes[o->n_sizes][2] = s;
     o->n_sizes++;
     p += used;
-    if (*p == ',') p++;
-    else if (*p) return false;
+    if (*p == ',')
+      p++;
+    else if (*p)
+      return false;
   }
   return o->n_sizes > 0 && !*p;
 }
@@ -181,7 +183,8 @@ static void run_gemms(const gemm_buffers *g, const tg_tensor *W, bool all_grads,
 
 static result time_impl(int impl, tg_tensor *const in[5], bool all_grads, int iters) {
   const int warmup = iters / 10 > 3 ? iters / 10 : 3;
-  double *fwd = malloc(sizeof(double) * (size_t)iters), *bwd = malloc(sizeof(double) * (size_t)iters);
+  double *fwd = malloc(sizeof(double) * (size_t)iters),
+         *bwd = malloc(sizeof(double) * (size_t)iters);
   check(fwd && bwd, "malloc");
   result r = {0};
   const gemm_buffers g = impl == IMPL_GEMMS ? gemm_buffers_for(in) : (gemm_buffers){0};
@@ -195,8 +198,9 @@ static result time_impl(int impl, tg_tensor *const in[5], bool all_grads, int it
       run_gemms(&g, in[1], all_grads, true);
       t2 = now_us();
     } else {
-      tg_status st = impl == IMPL_FUSED ? tg_lltm(in[0], in[1], in[2], in[3], in[4], &h, &c)
-                                        : tg_lltm_composed(in[0], in[1], in[2], in[3], in[4], &h, &c);
+      tg_status st = impl == IMPL_FUSED
+                         ? tg_lltm(in[0], in[1], in[2], in[3], in[4], &h, &c)
+                         : tg_lltm_composed(in[0], in[1], in[2], in[3], in[4], &h, &c);
       t1 = now_us();
       check(st == TG_OK, "forward");
       if (i == 0)

@@ -70,8 +70,12 @@ static bool parse_device(const char *text, tg_device *out) {
 
 /* Returns 0 to run, 1 on a bad command line, 2 after --help. */
 static int parse_args(int argc, char **argv, config *cfg) {
-  *cfg = (config){.batch = 16, .features = 32, .state = 128, .dtype = TG_F32,
-                  .device = TG_DEVICE_CPU, .iters = 100};
+  *cfg = (config){.batch = 16,
+                  .features = 32,
+                  .state = 128,
+                  .dtype = TG_F32,
+                  .device = TG_DEVICE_CPU,
+                  .iters = 100};
   for (int i = 1; i < argc; i++) {
     const char *flag = argv[i];
     if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
@@ -172,8 +176,8 @@ static void compare_paths(tg_lltm_cell *cell, tg_tensor *const inputs[5],
   tg_tensor *out[2][2], *grads[2][5];
   for (int k = 0; k < 2; k++) {
     tg_lltm_impl impl = k == 0 ? TG_LLTM_FUSED : TG_LLTM_COMPOSED;
-    if (tg_lltm_cell_forward(cell, impl, inputs[0], inputs[3], inputs[4], &out[k][0],
-                             &out[k][1]) != TG_OK)
+    if (tg_lltm_cell_forward(cell, impl, inputs[0], inputs[3], inputs[4], &out[k][0], &out[k][1]) !=
+        TG_OK)
       fail(k == 0 ? "fused forward" : "composed forward");
     tg_tensor *loss = loss_of(out[k][0], out[k][1]);
     if (!loss || tg_autograd_grad(1, (const tg_tensor *const[]){loss}, NULL, 5,
@@ -191,9 +195,9 @@ static void compare_paths(tg_lltm_cell *cell, tg_tensor *const inputs[5],
 
 static tg_status lltm_fn(void *user, const tg_tensor *const *in, tg_tensor **out) {
   tg_lltm_impl impl = *(const tg_lltm_impl *)user;
-  return impl == TG_LLTM_FUSED ? tg_lltm(in[0], in[1], in[2], in[3], in[4], &out[0], &out[1])
-                               : tg_lltm_composed(in[0], in[1], in[2], in[3], in[4], &out[0],
-                                                  &out[1]);
+  return impl == TG_LLTM_FUSED
+             ? tg_lltm(in[0], in[1], in[2], in[3], in[4], &out[0], &out[1])
+             : tg_lltm_composed(in[0], in[1], in[2], in[3], in[4], &out[0], &out[1]);
 }
 
 /* Gradcheck at batch 3, features 17, state 5 in F64 on cfg's device: "ok", or the
@@ -337,9 +341,10 @@ static void print_json(const config *cfg, const double diffs[N_COMPARED], const 
     printf("\"%s\": {\"forward_us\": %.3f, \"backward_us\": %.3f, \"saved_bytes\": %lld}, ",
            k ? "fused" : "composed", t[k]->forward_us, t[k]->backward_us,
            (long long)t[k]->saved_bytes);
-  printf("\"fused_over_composed\": {\"forward\": %.4f, \"backward\": %.4f, \"saved_bytes\": %.4f}}\n",
-         fused->forward_us / composed->forward_us, fused->backward_us / composed->backward_us,
-         (double)fused->saved_bytes / (double)composed->saved_bytes);
+  printf(
+      "\"fused_over_composed\": {\"forward\": %.4f, \"backward\": %.4f, \"saved_bytes\": %.4f}}\n",
+      fused->forward_us / composed->forward_us, fused->backward_us / composed->backward_us,
+      (double)fused->saved_bytes / (double)composed->saved_bytes);
 }
 
 int main(int argc, char **argv) {
@@ -349,8 +354,8 @@ int main(int argc, char **argv) {
   if (cfg.threads > 0) tg_set_num_threads(cfg.threads);
 
   tg_generator *gen = tg_generator_new(42);
-  tg_lltm_cell *cell = tg_lltm_cell_new(cfg.features, cfg.state,
-                                        (tg_options){.dtype = cfg.dtype, .device = cfg.device}, gen);
+  tg_lltm_cell *cell = tg_lltm_cell_new(
+      cfg.features, cfg.state, (tg_options){.dtype = cfg.dtype, .device = cfg.device}, gen);
   tg_generator_free(gen);
   if (!cell) fail("creating the LLTM cell");
 

@@ -15,7 +15,7 @@ enum { IN_INPUT, IN_WEIGHTS, IN_BIAS, IN_OLD_H, IN_OLD_CELL, N_IN };
 typedef struct lltm_case {
   int64_t batch, features, state;
   tg_dtype dtype;
-  bool strided;     /* transposed weights, sliced input/old_h/old_cell, strided bias */
+  bool strided;        /* transposed weights, sliced input/old_h/old_cell, strided bias */
   bool requires[N_IN]; /* which inputs require grad (all when none is set) */
 } lltm_case;
 
@@ -28,8 +28,8 @@ static tg_tensor *values(int64_t rows, int64_t cols, double lo, double hi, tg_dt
   case 1: /* transposed */
     return tg_t(tg_uniform(TG_SHAPE(cols, rows), lo, hi, o, NULL));
   case 2: /* sliced: rows 1.., every other column from 1 */
-    return tg_narrow(tg_slice(tg_uniform(TG_SHAPE(rows + 2, 2 * cols + 1), lo, hi, o, NULL), 1,
-                              1, 2 * cols + 1, 2),
+    return tg_narrow(tg_slice(tg_uniform(TG_SHAPE(rows + 2, 2 * cols + 1), lo, hi, o, NULL), 1, 1,
+                              2 * cols + 1, 2),
                      0, 1, rows);
   default:
     return tg_uniform(TG_SHAPE(rows, cols), lo, hi, o, NULL);
@@ -135,7 +135,8 @@ static void check_case(lltm_case c) {
 }
 
 static void check_sizes(tg_dtype dtype, bool strided) {
-  static const int64_t sizes[][3] = {{1, 1, 1}, {3, 5, 7}, {2, 3, 300}, {16, 32, 128}, {1, 32, 128}};
+  static const int64_t sizes[][3] = {
+      {1, 1, 1}, {3, 5, 7}, {2, 3, 300}, {16, 32, 128}, {1, 32, 128}};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
     check_case((lltm_case){sizes[k][0], sizes[k][1], sizes[k][2], dtype, strided, {0}});
 }
@@ -177,13 +178,11 @@ TG_TEST(lltm, one_output_unused) {
 TG_TEST(lltm, only_some_inputs_require_grad) {
   /* The tutorial's benchmark (weights and bias only), and each input alone: the official
    * Python baseline got "only input requires grad" wrong. */
-  static const bool sets[][N_IN] = {{false, true, true, false, false},
-                                    {true, false, false, false, false},
-                                    {false, true, false, false, false},
-                                    {false, false, true, false, false},
-                                    {false, false, false, true, false},
-                                    {false, false, false, false, true},
-                                    {true, false, false, true, false}};
+  static const bool sets[][N_IN] = {
+      {false, true, true, false, false},  {true, false, false, false, false},
+      {false, true, false, false, false}, {false, false, true, false, false},
+      {false, false, false, true, false}, {false, false, false, false, true},
+      {true, false, false, true, false}};
   for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
     tg_scope_begin();
     lltm_case c = {3, 4, 5, TG_F64, k % 2 == 1, {0}};
@@ -238,18 +237,17 @@ static void check_extremes(tg_dtype dtype) {
   tg_scope_begin();
   double bias[3 * 81], cell[9 * 81];
   for (int j = 0; j < S; j++) {
-    bias[j] = v[j % n];         /* input gate */
-    bias[S + j] = v[j / n];     /* output gate */
+    bias[j] = v[j % n];               /* input gate */
+    bias[S + j] = v[j / n];           /* output gate */
     bias[2 * S + j] = v[(j + 4) % n]; /* candidate */
     for (int b = 0; b < B; b++) cell[b * S + j] = v[(b + j) % n];
   }
   tg_options o = {.dtype = TG_F64};
-  tg_tensor *in[N_IN] = {
-      tg_to_dtype(tg_uniform(TG_SHAPE(B, I), -1, 1, o, NULL), dtype),
-      tg_zeros(TG_SHAPE(3 * S, S + I), TG_OPTS(.dtype = dtype)),
-      tg_to_dtype(tg_from_data(TG_SHAPE(3 * S), bias, o), dtype),
-      tg_to_dtype(tg_uniform(TG_SHAPE(B, S), -1, 1, o, NULL), dtype),
-      tg_to_dtype(tg_from_data(TG_SHAPE(B, S), cell, o), dtype)};
+  tg_tensor *in[N_IN] = {tg_to_dtype(tg_uniform(TG_SHAPE(B, I), -1, 1, o, NULL), dtype),
+                         tg_zeros(TG_SHAPE(3 * S, S + I), TG_OPTS(.dtype = dtype)),
+                         tg_to_dtype(tg_from_data(TG_SHAPE(3 * S), bias, o), dtype),
+                         tg_to_dtype(tg_uniform(TG_SHAPE(B, S), -1, 1, o, NULL), dtype),
+                         tg_to_dtype(tg_from_data(TG_SHAPE(B, S), cell, o), dtype)};
   for (int i = 0; i < N_IN; i++) cr_assert_eq(tg_set_requires_grad(in[i], true), TG_OK);
   tg_tensor *g = tg_to_dtype(tg_uniform(TG_SHAPE(B, S), -1, 1, o, NULL), dtype);
   assert_paths_agree_with(in, g, g, rtol_of(dtype));
@@ -300,14 +298,13 @@ static void gradcheck_path(lltm_fn fn, bool strided, bool broadcast) {
   tg_tensor *in[N_IN];
   make_inputs(&c, in);
   if (broadcast) {
-    in[IN_BIAS] = tg_uniform(TG_SHAPE(1), -1, 1, TG_OPTS(.dtype = TG_F64, .requires_grad = true),
-                             NULL);
-    in[IN_OLD_CELL] = tg_uniform(TG_SHAPE(1, 5), -1, 1,
-                                 TG_OPTS(.dtype = TG_F64, .requires_grad = true), NULL);
+    in[IN_BIAS] =
+        tg_uniform(TG_SHAPE(1), -1, 1, TG_OPTS(.dtype = TG_F64, .requires_grad = true), NULL);
+    in[IN_OLD_CELL] =
+        tg_uniform(TG_SHAPE(1, 5), -1, 1, TG_OPTS(.dtype = TG_F64, .requires_grad = true), NULL);
   }
   gradcheck_user u = {fn, broadcast};
-  cr_assert_eq(tg_gradcheck(lltm_gc, &u, N_IN, in, 2, quiet), TG_OK, "%s",
-               tg_last_error_message());
+  cr_assert_eq(tg_gradcheck(lltm_gc, &u, N_IN, in, 2, quiet), TG_OK, "%s", tg_last_error_message());
   tg_scope_end();
 }
 
@@ -370,8 +367,8 @@ TG_TEST(lltm, fused_saves_at_most_60_percent_of_composed) {
                                               (const tg_tensor *const *)in);
       /* The fused op keeps only the gate activations, [B, 3S]. */
       cr_assert_eq(fused, 3 * c.batch * c.state * 4, "fused saves %lld bytes", (long long)fused);
-      cr_assert_leq(10 * fused, 6 * composed, "fused %lld vs composed %lld bytes",
-                    (long long)fused, (long long)composed);
+      cr_assert_leq(10 * fused, 6 * composed, "fused %lld vs composed %lld bytes", (long long)fused,
+                    (long long)composed);
       tg_scope_end();
     }
   }
@@ -384,9 +381,9 @@ TG_TEST(lltm, saved_bytes_of_a_graph) {
   tg_tensor *y = tg_tanh(x); /* saves its 80-byte output (or its input) */
   int64_t all = tg_graph_saved_bytes(1, (const tg_tensor *const[]){y}, 0, NULL);
   cr_assert_eq(all, 80);
-  cr_assert_eq(tg_graph_saved_bytes(1, (const tg_tensor *const[]){y}, 2,
-                                    (const tg_tensor *const[]){x, y}),
-               0);
+  cr_assert_eq(
+      tg_graph_saved_bytes(1, (const tg_tensor *const[]){y}, 2, (const tg_tensor *const[]){x, y}),
+      0);
   cr_assert_eq(tg_graph_saved_bytes(-1, NULL, 0, NULL), -1);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_graph_saved_bytes");
   tg_scope_end();
@@ -479,21 +476,33 @@ TG_TEST(lltm, bad_inputs) {
     const char *needle;
   } cases[] = {
       {IN_WEIGHTS, tg_zeros(TG_SHAPE(3 * S, S + I + 1), o), TG_ERR_SHAPE, "weights is [15, 10]"},
-      {IN_WEIGHTS, tg_zeros(TG_SHAPE(3 * S + 1, S + I), o), TG_ERR_SHAPE, "[3*state, state+features] = [15, 9]"},
+      {IN_WEIGHTS, tg_zeros(TG_SHAPE(3 * S + 1, S + I), o), TG_ERR_SHAPE,
+       "[3*state, state+features] = [15, 9]"},
       {IN_WEIGHTS, tg_zeros(TG_SHAPE(3 * S * (S + I)), o), TG_ERR_SHAPE, "weights is [135]"},
-      {IN_BIAS, tg_zeros(TG_SHAPE(3 * S - 1), o), TG_ERR_SHAPE, "bias is [14] but must be [3*state] = [15]"},
+      {IN_BIAS, tg_zeros(TG_SHAPE(3 * S - 1), o), TG_ERR_SHAPE,
+       "bias is [14] but must be [3*state] = [15]"},
       {IN_BIAS, tg_zeros(TG_SHAPE(3, S), o), TG_ERR_SHAPE, "bias is [3, 5]"},
-      {IN_OLD_H, tg_zeros(TG_SHAPE(B * S), o), TG_ERR_SHAPE, "old_h must be 2-D [batch, state], got [15]"},
-      {IN_OLD_H, tg_zeros(TG_SHAPE(B + 1, S), o), TG_ERR_SHAPE, "old_h is [4, 5] but input is [3, 4]: batch sizes differ"},
-      {IN_OLD_H, tg_zeros(TG_SHAPE(B, S + 1), o), TG_ERR_SHAPE, "old_cell is [3, 5] but old_h is [3, 6]"},
-      {IN_OLD_CELL, tg_zeros(TG_SHAPE(B, S + 1), o), TG_ERR_SHAPE, "old_cell is [3, 6] but old_h is [3, 5]"},
+      {IN_OLD_H, tg_zeros(TG_SHAPE(B * S), o), TG_ERR_SHAPE,
+       "old_h must be 2-D [batch, state], got [15]"},
+      {IN_OLD_H, tg_zeros(TG_SHAPE(B + 1, S), o), TG_ERR_SHAPE,
+       "old_h is [4, 5] but input is [3, 4]: batch sizes differ"},
+      {IN_OLD_H, tg_zeros(TG_SHAPE(B, S + 1), o), TG_ERR_SHAPE,
+       "old_cell is [3, 5] but old_h is [3, 6]"},
+      {IN_OLD_CELL, tg_zeros(TG_SHAPE(B, S + 1), o), TG_ERR_SHAPE,
+       "old_cell is [3, 6] but old_h is [3, 5]"},
       {IN_OLD_CELL, tg_zeros(TG_SHAPE(B + 1, S), o), TG_ERR_SHAPE, "old_cell is [4, 5]"},
-      {IN_INPUT, tg_zeros(TG_SHAPE(B, I, 1), o), TG_ERR_SHAPE, "input must be 2-D [batch, features], got [3, 4, 1]"},
-      {IN_INPUT, tg_zeros(TG_SHAPE(B + 1, I), o), TG_ERR_SHAPE, "old_h is [3, 5] but input is [4, 4]: batch sizes differ"},
-      {IN_INPUT, tg_zeros(TG_SHAPE(B, I + 2), o), TG_ERR_SHAPE, "weights is [15, 9] but must be [3*state, state+features] = [15, 11]"},
-      {IN_WEIGHTS, tg_zeros(TG_SHAPE(3 * S, S + I), TG_OPTS(.dtype = TG_F64)), TG_ERR_DTYPE, "weights is float64 but input is float32"},
-      {IN_OLD_CELL, tg_zeros(TG_SHAPE(B, S), TG_OPTS(.dtype = TG_F64)), TG_ERR_DTYPE, "old_cell is float64 but input is float32"},
-      {IN_BIAS, tg_zeros(TG_SHAPE(3 * S), TG_OPTS(.dtype = TG_I64)), TG_ERR_DTYPE, "bias has dtype int64; the LLTM needs F32 or F64"},
+      {IN_INPUT, tg_zeros(TG_SHAPE(B, I, 1), o), TG_ERR_SHAPE,
+       "input must be 2-D [batch, features], got [3, 4, 1]"},
+      {IN_INPUT, tg_zeros(TG_SHAPE(B + 1, I), o), TG_ERR_SHAPE,
+       "old_h is [3, 5] but input is [4, 4]: batch sizes differ"},
+      {IN_INPUT, tg_zeros(TG_SHAPE(B, I + 2), o), TG_ERR_SHAPE,
+       "weights is [15, 9] but must be [3*state, state+features] = [15, 11]"},
+      {IN_WEIGHTS, tg_zeros(TG_SHAPE(3 * S, S + I), TG_OPTS(.dtype = TG_F64)), TG_ERR_DTYPE,
+       "weights is float64 but input is float32"},
+      {IN_OLD_CELL, tg_zeros(TG_SHAPE(B, S), TG_OPTS(.dtype = TG_F64)), TG_ERR_DTYPE,
+       "old_cell is float64 but input is float32"},
+      {IN_BIAS, tg_zeros(TG_SHAPE(3 * S), TG_OPTS(.dtype = TG_I64)), TG_ERR_DTYPE,
+       "bias has dtype int64; the LLTM needs F32 or F64"},
       {IN_INPUT, NULL, TG_ERR_ARGUMENT, "input"},
       {IN_OLD_H, NULL, TG_ERR_ARGUMENT, "old_h"},
   };

@@ -91,7 +91,8 @@ TG_TEST(nn, lltm_cell_errors) {
 
   tg_lltm_cell *cell = tg_lltm_cell_new(3, 4, TG_OPTS_DEFAULT, NULL);
   tg_scope_begin();
-  tg_tensor *x = tg_zeros(TG_SHAPE(2, 3), TG_OPTS_DEFAULT), *h = tg_zeros(TG_SHAPE(2, 4), TG_OPTS_DEFAULT);
+  tg_tensor *x = tg_zeros(TG_SHAPE(2, 3), TG_OPTS_DEFAULT),
+            *h = tg_zeros(TG_SHAPE(2, 4), TG_OPTS_DEFAULT);
   tg_tensor *nh = (tg_tensor *)1, *nc = (tg_tensor *)1;
   cr_assert_eq(tg_lltm_cell_forward(cell, (tg_lltm_impl)7, x, h, h, &nh, &nc), TG_ERR_ARGUMENT);
   cr_assert(nh == NULL && nc == NULL);
@@ -158,8 +159,10 @@ TG_TEST(nn, sgd_plain_momentum_nesterov_weight_decay) {
   tg_tensor *p[4] = {param_with_grad(1.0, 0.5), param_with_grad(1.0, 0.5),
                      param_with_grad(1.0, 0.5), param_with_grad(1.0, 0.5)};
   tg_optimizer *plain = tg_sgd_new(1, &p[0], (tg_sgd_options){.lr = 0.1});
-  tg_optimizer *mom = tg_sgd_new(1, &p[1], (tg_sgd_options){.lr = 0.1, .momentum = 0.9, .dampening = 0.5});
-  tg_optimizer *nest = tg_sgd_new(1, &p[2], (tg_sgd_options){.lr = 0.1, .momentum = 0.9, .nesterov = true});
+  tg_optimizer *mom =
+      tg_sgd_new(1, &p[1], (tg_sgd_options){.lr = 0.1, .momentum = 0.9, .dampening = 0.5});
+  tg_optimizer *nest =
+      tg_sgd_new(1, &p[2], (tg_sgd_options){.lr = 0.1, .momentum = 0.9, .nesterov = true});
   tg_optimizer *wd = tg_sgd_new(1, &p[3], (tg_sgd_options){.lr = 0.1, .weight_decay = 0.2});
   cr_assert(plain && mom && nest && wd, "%s", tg_last_error_message());
   for (int step = 0; step < 2; step++) {

@@ -47,8 +47,8 @@ tg_lltm_cell *tg_lltm_cell_new(int64_t input_features, int64_t state_size, tg_op
 void tg_lltm_cell_free(tg_lltm_cell *cell); /* NULL is a no-op */
 /* input [B, I], old_h and old_cell [B, S] -> new_h, new_cell [B, S] through either path. */
 tg_status tg_lltm_cell_forward(const tg_lltm_cell *cell, tg_lltm_impl impl, const tg_tensor *input,
-                               const tg_tensor *old_h, const tg_tensor *old_cell,
-                               tg_tensor **new_h, tg_tensor **new_cell);
+                               const tg_tensor *old_h, const tg_tensor *old_cell, tg_tensor **new_h,
+                               tg_tensor **new_cell);
 tg_tensor *tg_lltm_cell_weights(const tg_lltm_cell *cell);
 tg_tensor *tg_lltm_cell_bias(const tg_lltm_cell *cell);
 int64_t tg_lltm_cell_input_features(const tg_lltm_cell *cell);

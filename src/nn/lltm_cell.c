@@ -32,10 +32,10 @@ tg_lltm_cell *tg_lltm_cell_new(int64_t input_features, int64_t state_size, tg_op
   cell->state_size = state_size;
   /* The tutorial's reset_parameters: every parameter uniform(-1/sqrt(S), +1/sqrt(S)). */
   const double stdv = 1.0 / sqrt((double)state_size);
-  cell->params[0] = tg__nn_uniform_param(TG_SHAPE(3 * state_size, state_size + input_features),
-                                         stdv, opts, gen);
-  cell->params[1] = cell->params[0] ? tg__nn_uniform_param(TG_SHAPE(3 * state_size), stdv, opts, gen)
-                                    : NULL;
+  cell->params[0] =
+      tg__nn_uniform_param(TG_SHAPE(3 * state_size, state_size + input_features), stdv, opts, gen);
+  cell->params[1] =
+      cell->params[0] ? tg__nn_uniform_param(TG_SHAPE(3 * state_size), stdv, opts, gen) : NULL;
   if (!cell->params[1]) {
     tg_lltm_cell_free(cell);
     return NULL;
@@ -51,8 +51,8 @@ void tg_lltm_cell_free(tg_lltm_cell *cell) {
 }
 
 tg_status tg_lltm_cell_forward(const tg_lltm_cell *cell, tg_lltm_impl impl, const tg_tensor *input,
-                               const tg_tensor *old_h, const tg_tensor *old_cell,
-                               tg_tensor **new_h, tg_tensor **new_cell) {
+                               const tg_tensor *old_h, const tg_tensor *old_cell, tg_tensor **new_h,
+                               tg_tensor **new_cell) {
   if (new_h) *new_h = NULL;
   if (new_cell) *new_cell = NULL;
   if (!cell) return tg_set_error(TG_ERR_ARGUMENT, "tg_lltm_cell_forward: cell is NULL");

@@ -33,8 +33,8 @@ static bool check_dtype_device(const char *op, const char *arg, const tg_tensor 
     return false;
   }
   if (t->dtype != input->dtype) {
-    tg_set_error(TG_ERR_DTYPE, "%s: %s is %s but input is %s: all five tensors need one dtype",
-                 op, arg, tg_dtype_name(t->dtype), tg_dtype_name(input->dtype));
+    tg_set_error(TG_ERR_DTYPE, "%s: %s is %s but input is %s: all five tensors need one dtype", op,
+                 arg, tg_dtype_name(t->dtype), tg_dtype_name(input->dtype));
     return false;
   }
   tg_device d = t->storage->device, di = input->storage->device;
@@ -81,8 +81,7 @@ tg_status tg__lltm_check(const char *op, const tg_tensor *input, const tg_tensor
     return tg_set_error(TG_ERR_SHAPE, "%s: old_cell is %s but old_h is %s: they must match", op,
                         tg_format_sizes(a, sizeof a, old_cell->ndim, old_cell->sizes),
                         tg_format_sizes(b, sizeof b, old_h->ndim, old_h->sizes));
-  bool weights_ok =
-      weights->ndim == 2 && weights->sizes[0] == 3 * S && weights->sizes[1] == S + I;
+  bool weights_ok = weights->ndim == 2 && weights->sizes[0] == 3 * S && weights->sizes[1] == S + I;
   if (!weights_ok)
     return tg_set_error(TG_ERR_SHAPE,
                         "%s: weights is %s but must be [3*state, state+features] = "
@@ -92,9 +91,10 @@ tg_status tg__lltm_check(const char *op, const tg_tensor *input, const tg_tensor
   bool bias_ok = (bias->ndim == 1 && bias->sizes[0] == 3 * S) ||
                  (bias->ndim == 2 && bias->sizes[0] == 1 && bias->sizes[1] == 3 * S);
   if (!bias_ok)
-    return tg_set_error(TG_ERR_SHAPE, "%s: bias is %s but must be [3*state] = [%lld] (or [1, %lld])",
-                        op, tg_format_sizes(a, sizeof a, bias->ndim, bias->sizes),
-                        (long long)(3 * S), (long long)(3 * S));
+    return tg_set_error(TG_ERR_SHAPE,
+                        "%s: bias is %s but must be [3*state] = [%lld] (or [1, %lld])", op,
+                        tg_format_sizes(a, sizeof a, bias->ndim, bias->sizes), (long long)(3 * S),
+                        (long long)(3 * S));
   if (dims) *dims = (tg_lltm_dims){B, I, S};
   return TG_OK;
 }
@@ -127,8 +127,8 @@ enum { IN_INPUT, IN_WEIGHTS, IN_BIAS, IN_OLD_H, IN_OLD_CELL };
 
 /* A scope-owned 2-D view of t's block [row0, row0+rows) x [col0, col0+cols), transposed
  * when asked. Made directly (no tape, no checks): the callers' geometry is valid. */
-static tg_tensor *block(const tg_tensor *t, int64_t row0, int64_t col0, int64_t rows,
-                        int64_t cols, bool transposed) {
+static tg_tensor *block(const tg_tensor *t, int64_t row0, int64_t col0, int64_t rows, int64_t cols,
+                        bool transposed) {
   tg_tensor *v = tg__alias_raw(t);
   if (!v) return NULL;
   v->offset = t->offset + row0 * t->strides[0] + col0 * t->strides[1];
@@ -163,8 +163,7 @@ static tg_tensor *concat_x(const tg_backend *be, const tg_tensor *old_h, const t
   tg_tensor *X = matrix_like(input, B, S + I, false);
   tg_tensor *x_h = X ? block(X, 0, 0, B, S, false) : NULL;
   tg_tensor *x_in = X ? block(X, 0, S, B, I, false) : NULL;
-  if (!x_h || !x_in || be->copy(x_h, old_h) != TG_OK || be->copy(x_in, input) != TG_OK)
-    return NULL;
+  if (!x_h || !x_in || be->copy(x_h, old_h) != TG_OK || be->copy(x_in, input) != TG_OK) return NULL;
   return X;
 }
 
@@ -193,7 +192,8 @@ tg_status tg__fwd_lltm_cpu(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **
   st = tg_ctx_save_for_backward(ctx, 2, (const tg_tensor *const[]){gates, old_cell});
   if (st == TG_OK && p.x_for_weights)
     st = tg_ctx_save_for_backward(ctx, 2, (const tg_tensor *const[]){input, old_h});
-  if (st == TG_OK && p.w_for_x) st = tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const[]){W});
+  if (st == TG_OK && p.w_for_x)
+    st = tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const[]){W});
   if (st != TG_OK) return st;
   out[0] = new_h;
   out[1] = new_cell;

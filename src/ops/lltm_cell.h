@@ -33,54 +33,53 @@
  * math functions (SIG(x), TANH(x), ELU(x, alpha), D_ELU(z, alpha) as in pointwise_math.h),
  * so a backend can instantiate the same formulas over its own fast math (the CPU's
  * vectorizable float math lives in ops/lltm_cpu_math.h). */
-#define TG_LLTM_CELL_DEFINE(T, sfx, one, SIG, TANH, ELU, D_ELU)                             \
-  /* Forward of one element from the three pre-activations and old_cell. */                \
-  static inline TG_HOST_DEVICE void tg_lltm_cell_forward##sfx(                              \
-      T g0, T g1, T g2, T old_cell, T *ig, T *og, T *cand, T *new_cell, T *new_h) {         \
-    T i = SIG(g0), o = SIG(g1), c = ELU(g2, one);                                           \
-    T nc = old_cell + c * i;                                                                \
-    *ig = i;                                                                                \
-    *og = o;                                                                                \
-    *cand = c;                                                                              \
-    *new_cell = nc;                                                                         \
-    *new_h = TANH(nc) * o;                                                                  \
-  }                                                                                         \
-  /* new_cell recomputed from old_cell and the activations: the same expression as the    \
-   * forward, so the same bits. */                                                          \
-  static inline TG_HOST_DEVICE T tg_lltm_cell_new_cell##sfx(T old_cell, T ig, T cand) {     \
-    return old_cell + cand * ig;                                                            \
-  }                                                                                         \
-  /* elu'(g2) from the activation cand = elu(g2). */                                        \
-  static inline TG_HOST_DEVICE T tg_lltm_cell_d_elu_from_cand##sfx(T cand) {                \
-    return cand > 0 ? one : cand + one;                                                     \
-  }                                                                                         \
-  /* Backward of one element from the activations, t = tanh(new_cell) and elu'(g2).         \
-   * grad_h / grad_cell are 0 for an output that got no gradient. */                        \
-  static inline TG_HOST_DEVICE void tg_lltm_cell_backward##sfx(                             \
-      T grad_h, T grad_cell, T ig, T og, T cand, T t, T d_elu_g2, T *d_g0, T *d_g1, T *d_g2,  \
-      T *d_old_cell) {                                                                      \
-    T d_new_cell = grad_cell + grad_h * og * (one - t * t);                                 \
-    *d_old_cell = d_new_cell;                                                               \
-    *d_g0 = d_new_cell * cand * (ig * (one - ig));                                          \
-    *d_g1 = grad_h * t * (og * (one - og));                                                 \
-    *d_g2 = d_new_cell * ig * d_elu_g2;                                                     \
-  }                                                                                         \
-  /* Backward from what the CPU forward keeps: the activations and old_cell. */             \
-  static inline TG_HOST_DEVICE void tg_lltm_cell_backward_from_act##sfx(                    \
-      T grad_h, T grad_cell, T old_cell, T ig, T og, T cand, T *d_g0, T *d_g1, T *d_g2,     \
-      T *d_old_cell) {                                                                      \
-    T t = TANH(tg_lltm_cell_new_cell##sfx(old_cell, ig, cand));                             \
-    tg_lltm_cell_backward##sfx(grad_h, grad_cell, ig, og, cand, t,                          \
-                               tg_lltm_cell_d_elu_from_cand##sfx(cand), d_g0, d_g1, d_g2,   \
-                               d_old_cell);                                                 \
-  }                                                                                         \
-  /* Backward from the pre-activations and new_cell (what the CUDA forward keeps). */       \
-  static inline TG_HOST_DEVICE void tg_lltm_cell_backward_from_preact##sfx(                 \
-      T grad_h, T grad_cell, T new_cell, T g0, T g1, T g2, T *d_g0, T *d_g1, T *d_g2,       \
-      T *d_old_cell) {                                                                      \
-    tg_lltm_cell_backward##sfx(grad_h, grad_cell, SIG(g0), SIG(g1), ELU(g2, one),           \
-                               TANH(new_cell), D_ELU(g2, one), d_g0, d_g1, d_g2,            \
-                               d_old_cell);                                                 \
+#define TG_LLTM_CELL_DEFINE(T, sfx, one, SIG, TANH, ELU, D_ELU)                                    \
+  /* Forward of one element from the three pre-activations and old_cell. */                        \
+  static inline TG_HOST_DEVICE void tg_lltm_cell_forward##sfx(                                     \
+      T g0, T g1, T g2, T old_cell, T *ig, T *og, T *cand, T *new_cell, T *new_h) {                \
+    T i = SIG(g0), o = SIG(g1), c = ELU(g2, one);                                                  \
+    T nc = old_cell + c * i;                                                                       \
+    *ig = i;                                                                                       \
+    *og = o;                                                                                       \
+    *cand = c;                                                                                     \
+    *new_cell = nc;                                                                                \
+    *new_h = TANH(nc) * o;                                                                         \
+  }                                                                                                \
+  /* new_cell recomputed from old_cell and the activations: the same expression as the             \
+   * forward, so the same bits. */                                                                 \
+  static inline TG_HOST_DEVICE T tg_lltm_cell_new_cell##sfx(T old_cell, T ig, T cand) {            \
+    return old_cell + cand * ig;                                                                   \
+  }                                                                                                \
+  /* elu'(g2) from the activation cand = elu(g2). */                                               \
+  static inline TG_HOST_DEVICE T tg_lltm_cell_d_elu_from_cand##sfx(T cand) {                       \
+    return cand > 0 ? one : cand + one;                                                            \
+  }                                                                                                \
+  /* Backward of one element from the activations, t = tanh(new_cell) and elu'(g2).                \
+   * grad_h / grad_cell are 0 for an output that got no gradient. */                               \
+  static inline TG_HOST_DEVICE void tg_lltm_cell_backward##sfx(T grad_h, T grad_cell, T ig, T og,  \
+                                                               T cand, T t, T d_elu_g2, T *d_g0,   \
+                                                               T *d_g1, T *d_g2, T *d_old_cell) {  \
+    T d_new_cell = grad_cell + grad_h * og * (one - t * t);                                        \
+    *d_old_cell = d_new_cell;                                                                      \
+    *d_g0 = d_new_cell * cand * (ig * (one - ig));                                                 \
+    *d_g1 = grad_h * t * (og * (one - og));                                                        \
+    *d_g2 = d_new_cell * ig * d_elu_g2;                                                            \
+  }                                                                                                \
+  /* Backward from what the CPU forward keeps: the activations and old_cell. */                    \
+  static inline TG_HOST_DEVICE void tg_lltm_cell_backward_from_act##sfx(                           \
+      T grad_h, T grad_cell, T old_cell, T ig, T og, T cand, T *d_g0, T *d_g1, T *d_g2,            \
+      T *d_old_cell) {                                                                             \
+    T t = TANH(tg_lltm_cell_new_cell##sfx(old_cell, ig, cand));                                    \
+    tg_lltm_cell_backward##sfx(grad_h, grad_cell, ig, og, cand, t,                                 \
+                               tg_lltm_cell_d_elu_from_cand##sfx(cand), d_g0, d_g1, d_g2,          \
+                               d_old_cell);                                                        \
+  }                                                                                                \
+  /* Backward from the pre-activations and new_cell (what the CUDA forward keeps). */              \
+  static inline TG_HOST_DEVICE void tg_lltm_cell_backward_from_preact##sfx(                        \
+      T grad_h, T grad_cell, T new_cell, T g0, T g1, T g2, T *d_g0, T *d_g1, T *d_g2,              \
+      T *d_old_cell) {                                                                             \
+    tg_lltm_cell_backward##sfx(grad_h, grad_cell, SIG(g0), SIG(g1), ELU(g2, one), TANH(new_cell),  \
+                               D_ELU(g2, one), d_g0, d_g1, d_g2, d_old_cell);                      \
   }
 
 TG_LLTM_CELL_DEFINE(float, _f, 1.0f, tg_sigmoid_f, tg_tanh_f, tg_elu_f, tg_d_elu_f)
@@ -88,14 +87,14 @@ TG_LLTM_CELL_DEFINE(double, _d, 1.0, tg_sigmoid_d, tg_tanh_d, tg_elu_d, tg_d_elu
 
 /* ---- type-generic spellings (the first argument's type picks the precision) ---- */
 #ifdef __cplusplus
-#define TG__LLTM_CELL_OVERLOAD(name)                                                        \
-  template <typename... A>                                                                  \
-  static inline TG_HOST_DEVICE auto name(float x, A... a)->decltype(name##_f(x, a...)) {    \
-    return name##_f(x, a...);                                                               \
-  }                                                                                         \
-  template <typename... A>                                                                  \
-  static inline TG_HOST_DEVICE auto name(double x, A... a)->decltype(name##_d(x, a...)) {   \
-    return name##_d(x, a...);                                                               \
+#define TG__LLTM_CELL_OVERLOAD(name)                                                               \
+  template <typename... A>                                                                         \
+  static inline TG_HOST_DEVICE auto name(float x, A... a)->decltype(name##_f(x, a...)) {           \
+    return name##_f(x, a...);                                                                      \
+  }                                                                                                \
+  template <typename... A>                                                                         \
+  static inline TG_HOST_DEVICE auto name(double x, A... a)->decltype(name##_d(x, a...)) {          \
+    return name##_d(x, a...);                                                                      \
   }
 TG__LLTM_CELL_OVERLOAD(tg_lltm_cell_forward)
 TG__LLTM_CELL_OVERLOAD(tg_lltm_cell_new_cell)
@@ -105,14 +104,14 @@ TG__LLTM_CELL_OVERLOAD(tg_lltm_cell_backward_from_act)
 TG__LLTM_CELL_OVERLOAD(tg_lltm_cell_backward_from_preact)
 #undef TG__LLTM_CELL_OVERLOAD
 #else
-#define TG__LLTM_GENERIC(name, x) _Generic((x), float: name##_f, double: name##_d)
+#define TG__LLTM_GENERIC(name, x) _Generic((x), float : name##_f, double : name##_d)
 #define tg_lltm_cell_forward(g0, ...) TG__LLTM_GENERIC(tg_lltm_cell_forward, g0)(g0, __VA_ARGS__)
 #define tg_lltm_cell_new_cell(c, ...) TG__LLTM_GENERIC(tg_lltm_cell_new_cell, c)(c, __VA_ARGS__)
 #define tg_lltm_cell_d_elu_from_cand(c) TG__LLTM_GENERIC(tg_lltm_cell_d_elu_from_cand, c)(c)
 #define tg_lltm_cell_backward(gh, ...) TG__LLTM_GENERIC(tg_lltm_cell_backward, gh)(gh, __VA_ARGS__)
-#define tg_lltm_cell_backward_from_act(gh, ...)                                             \
+#define tg_lltm_cell_backward_from_act(gh, ...)                                                    \
   TG__LLTM_GENERIC(tg_lltm_cell_backward_from_act, gh)(gh, __VA_ARGS__)
-#define tg_lltm_cell_backward_from_preact(gh, ...)                                          \
+#define tg_lltm_cell_backward_from_preact(gh, ...)                                                 \
   TG__LLTM_GENERIC(tg_lltm_cell_backward_from_preact, gh)(gh, __VA_ARGS__)
 #endif
 

@@ -66,142 +66,139 @@ typedef struct backward_args {
 
 /* ---- span kernels and column-range drivers, per element type ---- */
 
-#define TG__LLTM_DEFINE_PASSES(T, sfx, cell, CLONES)                                        \
-  CLONES static void forward_span##sfx(                                                     \
-      int64_t n, const T *restrict b0, const T *restrict b1, const T *restrict b2,           \
-      const T *restrict old_cell, T *restrict a0, T *restrict a1, T *restrict a2,           \
-      T *restrict new_h, T *restrict new_cell) {                                            \
-    for (int64_t j = 0; j < n; j++) {                                                       \
-      T ig, og, cand, c, h;                                                                 \
-      tg_lltm_cell_forward##cell(a0[j] + b0[j], a1[j] + b1[j], a2[j] + b2[j], old_cell[j],  \
-                                 &ig, &og, &cand, &c, &h);                                  \
-      a0[j] = ig;                                                                           \
-      a1[j] = og;                                                                           \
-      a2[j] = cand;                                                                         \
-      new_cell[j] = c;                                                                      \
-      new_h[j] = h;                                                                         \
-    }                                                                                       \
-  }                                                                                         \
-                                                                                            \
-  CLONES static void backward_span##sfx(                                                    \
-      int64_t n, const T *restrict grad_h, const T *restrict grad_cell,                     \
-      const T *restrict old_cell, const T *restrict a0, const T *restrict a1,               \
-      const T *restrict a2, T *restrict d0, T *restrict d1, T *restrict d2,                 \
-      T *restrict d_old_cell) {                                                             \
-    for (int64_t j = 0; j < n; j++) {                                                       \
-      T g0, g1, g2, dc;                                                                     \
-      tg_lltm_cell_backward_from_act##cell(grad_h[j], grad_cell[j], old_cell[j], a0[j],     \
-                                           a1[j], a2[j], &g0, &g1, &g2, &dc);               \
-      d0[j] = g0;                                                                           \
-      d1[j] = g1;                                                                           \
-      d2[j] = g2;                                                                           \
-      d_old_cell[j] = dc;                                                                   \
-    }                                                                                       \
-  }                                                                                         \
-                                                                                            \
-  /* n elements from p (stride apart) as a unit-stride array: p itself, or a copy in buf. */ \
-  static const T *unit_span##sfx(const char *p, int64_t stride, int64_t n, T *buf) {        \
-    const T *src = (const T *)p;                                                            \
-    if (stride == 1) return src;                                                            \
-    for (int64_t j = 0; j < n; j++) buf[j] = src[j * stride];                               \
-    return buf;                                                                             \
-  }                                                                                         \
-                                                                                            \
-  /* Address of element (b, j) of a strided operand. */                                     \
-  static const char *at##sfx(const strided *m, int64_t b, int64_t j) {                     \
-    return m->data + (size_t)(b * m->s0 + j * m->s1) * sizeof(T);                           \
-  }                                                                                         \
-                                                                                            \
-  static void forward_columns##sfx(const forward_args *a, int64_t c0, int64_t c1) {         \
-    T bias0[TG_LLTM_TILE], bias1[TG_LLTM_TILE], bias2[TG_LLTM_TILE], cell[TG_LLTM_TILE];    \
-    const int64_t S = a->state, bs = a->bias.s1;                                            \
-    const T *bias = (const T *)a->bias.data;                                                \
-    for (int64_t b = 0; b < a->batch; b++) {                                                \
-      T *g = (T *)a->gates.data + b * a->gates.s0;                                          \
-      const char *oc = a->old_cell.data + (size_t)(b * a->old_cell.s0) * sizeof(T);         \
-      T *nh = (T *)a->new_h.data + b * a->new_h.s0;                                         \
-      T *nc = (T *)a->new_cell.data + b * a->new_cell.s0;                                   \
-      for (int64_t j = c0; j < c1; j += TG_LLTM_TILE) {                                     \
-        const int64_t n = c1 - j < TG_LLTM_TILE ? c1 - j : TG_LLTM_TILE;                    \
-        forward_span##sfx(                                                                  \
-            n, unit_span##sfx((const char *)(bias + j * bs), bs, n, bias0),                 \
-            unit_span##sfx((const char *)(bias + (S + j) * bs), bs, n, bias1),              \
-            unit_span##sfx((const char *)(bias + (2 * S + j) * bs), bs, n, bias2),          \
-            unit_span##sfx(oc + (size_t)(j * a->old_cell.s1) * sizeof(T), a->old_cell.s1,   \
-                           n, cell),                                                        \
-            g + j, g + S + j, g + 2 * S + j, nh + j, nc + j);                               \
-      }                                                                                     \
-    }                                                                                       \
-  }                                                                                         \
-                                                                                            \
-  /* The operands of row b, columns [j, j + n), as unit-stride arrays; runs the span. */   \
-  static void backward_row##sfx(const backward_args *a, int64_t b, int64_t j, int64_t n,     \
-                                T *d0, T *d1, T *d2, T *d_cell, T *scratch) {               \
-    static const T zero[TG_LLTM_TILE];                                                      \
-    const int64_t S = a->state;                                                             \
-    const T *g = (const T *)a->gates.data + b * a->gates.s0;                                \
-    const T *gh = a->has_grad_h                                                             \
-                      ? unit_span##sfx(at##sfx(&a->grad_h, b, j), a->grad_h.s1, n, scratch) \
-                      : zero;                                                               \
-    const T *gc = a->has_grad_cell ? unit_span##sfx(at##sfx(&a->grad_cell, b, j),           \
-                                                    a->grad_cell.s1, n, scratch + TG_LLTM_TILE) \
-                                   : zero;                                                  \
-    const T *cell = unit_span##sfx(at##sfx(&a->old_cell, b, j), a->old_cell.s1, n,          \
-                                   scratch + 2 * TG_LLTM_TILE);                             \
-    backward_span##sfx(n, gh, gc, cell, g + j, g + S + j, g + 2 * S + j, d0, d1, d2, d_cell);  \
-    T *db = (T *)a->d_bias.data;                                                            \
-    if (db) {                                                                               \
-      for (int64_t k = 0; k < n; k++) {                                                     \
-        db[j + k] += d0[k];                                                                 \
-        db[S + j + k] += d1[k];                                                             \
-        db[2 * S + j + k] += d2[k];                                                         \
-      }                                                                                     \
-    }                                                                                       \
-  }                                                                                         \
-                                                                                            \
-  /* d_gates with unit column stride: each row written in place. */                        \
-  static void backward_columns##sfx(const backward_args *a, int64_t c0, int64_t c1) {       \
-    T scratch[3 * TG_LLTM_TILE], d_cell[TG_LLTM_TILE];                                      \
-    const int64_t S = a->state;                                                             \
-    for (int64_t b = 0; b < a->batch; b++) {                                                \
-      T *d = (T *)a->d_gates.data + b * a->d_gates.s0;                                      \
-      T *doc = a->d_old_cell.data ? (T *)a->d_old_cell.data + b * a->d_old_cell.s0 : NULL;  \
-      for (int64_t j = c0; j < c1; j += TG_LLTM_TILE) {                                     \
-        const int64_t n = c1 - j < TG_LLTM_TILE ? c1 - j : TG_LLTM_TILE;                    \
-        backward_row##sfx(a, b, j, n, d + j, d + S + j, d + 2 * S + j,                      \
-                          doc ? doc + j : d_cell, scratch);                                 \
-      }                                                                                     \
-    }                                                                                       \
-  }                                                                                         \
-                                                                                            \
-  /* Any other d_gates strides (the transposed layout backward uses for large sizes):       \
-   * blocks of TG_LLTM_ROW_BLOCK rows go through buffers and leave column by column, so     \
-   * the stores are runs of consecutive rows rather than one scattered element per row. */   \
-  static void backward_columns_blocked##sfx(const backward_args *a, int64_t c0,             \
-                                            int64_t c1) {                                   \
-    T scratch[3 * TG_LLTM_TILE], d_cell[TG_LLTM_TILE];                                      \
-    T buf[3][TG_LLTM_ROW_BLOCK][TG_LLTM_BLOCK_TILE];                                        \
-    const int64_t S = a->state, ds0 = a->d_gates.s0, ds1 = a->d_gates.s1;                   \
-    T *d = (T *)a->d_gates.data;                                                            \
-    for (int64_t b0 = 0; b0 < a->batch; b0 += TG_LLTM_ROW_BLOCK) {                          \
-      const int64_t rows = a->batch - b0 < TG_LLTM_ROW_BLOCK ? a->batch - b0                 \
-                                                             : TG_LLTM_ROW_BLOCK;           \
-      for (int64_t j = c0; j < c1; j += TG_LLTM_BLOCK_TILE) {                               \
-        const int64_t n = c1 - j < TG_LLTM_BLOCK_TILE ? c1 - j : TG_LLTM_BLOCK_TILE;        \
-        for (int64_t r = 0; r < rows; r++) {                                                \
-          const int64_t b = b0 + r;                                                         \
-          T *doc = a->d_old_cell.data ? (T *)a->d_old_cell.data + b * a->d_old_cell.s0 + j  \
-                                      : d_cell;                                             \
-          backward_row##sfx(a, b, j, n, buf[0][r], buf[1][r], buf[2][r], doc, scratch);     \
-        }                                                                                   \
-        for (int q = 0; q < 3; q++) {                                                       \
-          for (int64_t k = 0; k < n; k++) {                                                 \
-            T *dst = d + (q * S + j + k) * ds1 + b0 * ds0;                                  \
-            for (int64_t r = 0; r < rows; r++) dst[r * ds0] = buf[q][r][k];                 \
-          }                                                                                 \
-        }                                                                                   \
-      }                                                                                     \
-    }                                                                                       \
+#define TG__LLTM_DEFINE_PASSES(T, sfx, cell, CLONES)                                               \
+  CLONES static void forward_span##sfx(int64_t n, const T *restrict b0, const T *restrict b1,      \
+                                       const T *restrict b2, const T *restrict old_cell,           \
+                                       T *restrict a0, T *restrict a1, T *restrict a2,             \
+                                       T *restrict new_h, T *restrict new_cell) {                  \
+    for (int64_t j = 0; j < n; j++) {                                                              \
+      T ig, og, cand, c, h;                                                                        \
+      tg_lltm_cell_forward##cell(a0[j] + b0[j], a1[j] + b1[j], a2[j] + b2[j], old_cell[j], &ig,    \
+                                 &og, &cand, &c, &h);                                              \
+      a0[j] = ig;                                                                                  \
+      a1[j] = og;                                                                                  \
+      a2[j] = cand;                                                                                \
+      new_cell[j] = c;                                                                             \
+      new_h[j] = h;                                                                                \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  CLONES static void backward_span##sfx(int64_t n, const T *restrict grad_h,                       \
+                                        const T *restrict grad_cell, const T *restrict old_cell,   \
+                                        const T *restrict a0, const T *restrict a1,                \
+                                        const T *restrict a2, T *restrict d0, T *restrict d1,      \
+                                        T *restrict d2, T *restrict d_old_cell) {                  \
+    for (int64_t j = 0; j < n; j++) {                                                              \
+      T g0, g1, g2, dc;                                                                            \
+      tg_lltm_cell_backward_from_act##cell(grad_h[j], grad_cell[j], old_cell[j], a0[j], a1[j],     \
+                                           a2[j], &g0, &g1, &g2, &dc);                             \
+      d0[j] = g0;                                                                                  \
+      d1[j] = g1;                                                                                  \
+      d2[j] = g2;                                                                                  \
+      d_old_cell[j] = dc;                                                                          \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* n elements from p (stride apart) as a unit-stride array: p itself, or a copy in buf. */       \
+  static const T *unit_span##sfx(const char *p, int64_t stride, int64_t n, T *buf) {               \
+    const T *src = (const T *)p;                                                                   \
+    if (stride == 1) return src;                                                                   \
+    for (int64_t j = 0; j < n; j++) buf[j] = src[j * stride];                                      \
+    return buf;                                                                                    \
+  }                                                                                                \
+                                                                                                   \
+  /* Address of element (b, j) of a strided operand. */                                            \
+  static const char *at##sfx(const strided *m, int64_t b, int64_t j) {                             \
+    return m->data + (size_t)(b * m->s0 + j * m->s1) * sizeof(T);                                  \
+  }                                                                                                \
+                                                                                                   \
+  static void forward_columns##sfx(const forward_args *a, int64_t c0, int64_t c1) {                \
+    T bias0[TG_LLTM_TILE], bias1[TG_LLTM_TILE], bias2[TG_LLTM_TILE], cell[TG_LLTM_TILE];           \
+    const int64_t S = a->state, bs = a->bias.s1;                                                   \
+    const T *bias = (const T *)a->bias.data;                                                       \
+    for (int64_t b = 0; b < a->batch; b++) {                                                       \
+      T *g = (T *)a->gates.data + b * a->gates.s0;                                                 \
+      const char *oc = a->old_cell.data + (size_t)(b * a->old_cell.s0) * sizeof(T);                \
+      T *nh = (T *)a->new_h.data + b * a->new_h.s0;                                                \
+      T *nc = (T *)a->new_cell.data + b * a->new_cell.s0;                                          \
+      for (int64_t j = c0; j < c1; j += TG_LLTM_TILE) {                                            \
+        const int64_t n = c1 - j < TG_LLTM_TILE ? c1 - j : TG_LLTM_TILE;                           \
+        forward_span##sfx(n, unit_span##sfx((const char *)(bias + j * bs), bs, n, bias0),          \
+                          unit_span##sfx((const char *)(bias + (S + j) * bs), bs, n, bias1),       \
+                          unit_span##sfx((const char *)(bias + (2 * S + j) * bs), bs, n, bias2),   \
+                          unit_span##sfx(oc + (size_t)(j * a->old_cell.s1) * sizeof(T),            \
+                                         a->old_cell.s1, n, cell),                                 \
+                          g + j, g + S + j, g + 2 * S + j, nh + j, nc + j);                        \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* The operands of row b, columns [j, j + n), as unit-stride arrays; runs the span. */           \
+  static void backward_row##sfx(const backward_args *a, int64_t b, int64_t j, int64_t n, T *d0,    \
+                                T *d1, T *d2, T *d_cell, T *scratch) {                             \
+    static const T zero[TG_LLTM_TILE];                                                             \
+    const int64_t S = a->state;                                                                    \
+    const T *g = (const T *)a->gates.data + b * a->gates.s0;                                       \
+    const T *gh = a->has_grad_h                                                                    \
+                      ? unit_span##sfx(at##sfx(&a->grad_h, b, j), a->grad_h.s1, n, scratch)        \
+                      : zero;                                                                      \
+    const T *gc = a->has_grad_cell ? unit_span##sfx(at##sfx(&a->grad_cell, b, j), a->grad_cell.s1, \
+                                                    n, scratch + TG_LLTM_TILE)                     \
+                                   : zero;                                                         \
+    const T *cell = unit_span##sfx(at##sfx(&a->old_cell, b, j), a->old_cell.s1, n,                 \
+                                   scratch + 2 * TG_LLTM_TILE);                                    \
+    backward_span##sfx(n, gh, gc, cell, g + j, g + S + j, g + 2 * S + j, d0, d1, d2, d_cell);      \
+    T *db = (T *)a->d_bias.data;                                                                   \
+    if (db) {                                                                                      \
+      for (int64_t k = 0; k < n; k++) {                                                            \
+        db[j + k] += d0[k];                                                                        \
+        db[S + j + k] += d1[k];                                                                    \
+        db[2 * S + j + k] += d2[k];                                                                \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* d_gates with unit column stride: each row written in place. */                                \
+  static void backward_columns##sfx(const backward_args *a, int64_t c0, int64_t c1) {              \
+    T scratch[3 * TG_LLTM_TILE], d_cell[TG_LLTM_TILE];                                             \
+    const int64_t S = a->state;                                                                    \
+    for (int64_t b = 0; b < a->batch; b++) {                                                       \
+      T *d = (T *)a->d_gates.data + b * a->d_gates.s0;                                             \
+      T *doc = a->d_old_cell.data ? (T *)a->d_old_cell.data + b * a->d_old_cell.s0 : NULL;         \
+      for (int64_t j = c0; j < c1; j += TG_LLTM_TILE) {                                            \
+        const int64_t n = c1 - j < TG_LLTM_TILE ? c1 - j : TG_LLTM_TILE;                           \
+        backward_row##sfx(a, b, j, n, d + j, d + S + j, d + 2 * S + j, doc ? doc + j : d_cell,     \
+                          scratch);                                                                \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* Any other d_gates strides (the transposed layout backward uses for large sizes):              \
+   * blocks of TG_LLTM_ROW_BLOCK rows go through buffers and leave column by column, so            \
+   * the stores are runs of consecutive rows rather than one scattered element per row. */         \
+  static void backward_columns_blocked##sfx(const backward_args *a, int64_t c0, int64_t c1) {      \
+    T scratch[3 * TG_LLTM_TILE], d_cell[TG_LLTM_TILE];                                             \
+    T buf[3][TG_LLTM_ROW_BLOCK][TG_LLTM_BLOCK_TILE];                                               \
+    const int64_t S = a->state, ds0 = a->d_gates.s0, ds1 = a->d_gates.s1;                          \
+    T *d = (T *)a->d_gates.data;                                                                   \
+    for (int64_t b0 = 0; b0 < a->batch; b0 += TG_LLTM_ROW_BLOCK) {                                 \
+      const int64_t rows = a->batch - b0 < TG_LLTM_ROW_BLOCK ? a->batch - b0 : TG_LLTM_ROW_BLOCK;  \
+      for (int64_t j = c0; j < c1; j += TG_LLTM_BLOCK_TILE) {                                      \
+        const int64_t n = c1 - j < TG_LLTM_BLOCK_TILE ? c1 - j : TG_LLTM_BLOCK_TILE;               \
+        for (int64_t r = 0; r < rows; r++) {                                                       \
+          const int64_t b = b0 + r;                                                                \
+          T *doc =                                                                                 \
+              a->d_old_cell.data ? (T *)a->d_old_cell.data + b * a->d_old_cell.s0 + j : d_cell;    \
+          backward_row##sfx(a, b, j, n, buf[0][r], buf[1][r], buf[2][r], doc, scratch);            \
+        }                                                                                          \
+        for (int q = 0; q < 3; q++) {                                                              \
+          for (int64_t k = 0; k < n; k++) {                                                        \
+            T *dst = d + (q * S + j + k) * ds1 + b0 * ds0;                                         \
+            for (int64_t r = 0; r < rows; r++) dst[r * ds0] = buf[q][r][k];                        \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
   }
 
 TG__LLTM_DEFINE_PASSES(float, _f32, _vf, TG_LLTM_CLONES)

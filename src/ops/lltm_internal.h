@@ -17,7 +17,8 @@ tg_status tg__lltm_check(const char *op, const tg_tensor *input, const tg_tensor
                          const tg_tensor *bias, const tg_tensor *old_h, const tg_tensor *old_cell,
                          tg_lltm_dims *dims);
 
-/* F32 or F64 (checked by the caller). Forward pass over gates [B, 3S] (contiguous, holding X @ W^T on entry): adds bias
+/* F32 or F64 (checked by the caller). Forward pass over gates [B, 3S] (contiguous, holding X @ W^T
+ * on entry): adds bias
  * ([3S] or [1, 3S], any strides), computes the cell with old_cell [B, S] (any strides) and
  * writes new_h, new_cell [B, S] (contiguous). gates is overwritten with the activations
  * (input gate, output gate, candidate) that backward reads. */
