@@ -408,3 +408,19 @@ TG_TEST(linalg, operands_on_different_devices) {
   tg_expect_error(TG_ERR_DEVICE, "tg_matmul: b is on");
   tg_scope_end();
 }
+
+TG_TEST(linalg, gradient_of_a_transposed_operand_comes_back_in_its_layout) {
+  tg_scope_begin();
+  tg_options f64 = {.dtype = TG_F64, .requires_grad = true};
+  tg_tensor *w = tg_randn(TG_SHAPE(3, 4), f64, NULL); /* used as w^T, like nn.Linear */
+  tg_tensor *x = tg_randn(TG_SHAPE(2, 4), f64, NULL);
+  tg_tensor *y = tg_mm(x, tg_t(w));
+  cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_OK);
+  cr_assert(tg_is_contiguous(tg_grad(w)));
+  /* d w[i][j] = sum over rows of x[:, j] (g is all ones) */
+  for (int j = 0; j < 4; j++) {
+    double want = tg_test_at(x, j) + tg_test_at(x, 4 + j);
+    for (int i = 0; i < 3; i++) cr_assert_float_eq(tg_test_at(tg_grad(w), i * 4 + j), want, 1e-12);
+  }
+  tg_scope_end();
+}
