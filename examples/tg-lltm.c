@@ -231,6 +231,27 @@ static void sync_device(const config *cfg) {
   if (cfg->device.type == TG_CUDA && tg_cuda_synchronize() != TG_OK) fail("cuda synchronize");
 }
 
+/* On CUDA: the time between two events on tg's stream (kernel time, not launch time); on
+ * the CPU: the host clock. */
+typedef struct stopwatch {
+  tg_cuda_timer *timer;
+  double t0;
+} stopwatch;
+
+static void stopwatch_start(stopwatch *w) {
+  if (!w->timer)
+    w->t0 = now_us();
+  else if (tg_cuda_timer_start(w->timer) != TG_OK)
+    fail("cuda timer");
+}
+
+static double stopwatch_us(stopwatch *w) {
+  double ms;
+  if (!w->timer) return now_us() - w->t0;
+  if (tg_cuda_timer_elapsed_ms(w->timer, &ms) != TG_OK) fail("cuda timer");
+  return ms * 1000.0;
+}
+
 static timing time_path(tg_lltm_impl impl, const config *cfg, tg_lltm_cell *cell,
                         tg_tensor *const inputs[5]) {
   const int warmup = cfg->iters / 10 > 3 ? cfg->iters / 10 : 3;
@@ -241,28 +262,30 @@ static timing time_path(tg_lltm_impl impl, const config *cfg, tg_lltm_cell *cell
     exit(1);
   }
   timing t = {0};
+  stopwatch watch = {0};
+  if (cfg->device.type == TG_CUDA && !(watch.timer = tg_cuda_timer_new())) fail("cuda timer");
   for (int i = 0; i < warmup + cfg->iters; i++) {
     tg_scope_begin();
     tg_tensor *new_h, *new_cell;
     sync_device(cfg);
-    double t0 = now_us();
+    stopwatch_start(&watch);
     if (tg_lltm_cell_forward(cell, impl, inputs[0], inputs[3], inputs[4], &new_h, &new_cell) !=
         TG_OK)
       fail("forward");
-    sync_device(cfg);
-    double t1 = now_us();
+    double forward_us = stopwatch_us(&watch);
     if (i == 0)
       t.saved_bytes = tg_graph_saved_bytes(2, (const tg_tensor *const[]){new_h, new_cell}, 5,
                                            (const tg_tensor *const *)inputs);
+    stopwatch_start(&watch);
     if (tg_backward(loss_of(new_h, new_cell), NULL) != TG_OK) fail("backward");
-    sync_device(cfg);
-    double t2 = now_us();
+    double backward_us = stopwatch_us(&watch);
     tg_scope_end();
     if (i >= warmup) {
-      fwd[i - warmup] = t1 - t0;
-      bwd[i - warmup] = t2 - t1;
+      fwd[i - warmup] = forward_us;
+      bwd[i - warmup] = backward_us;
     }
   }
+  tg_cuda_timer_free(watch.timer);
   t.forward_us = median(fwd, cfg->iters);
   t.backward_us = median(bwd, cfg->iters);
   free(fwd);
