@@ -90,9 +90,6 @@ tg_status tg_cpu_normal(tg_tensor *out, uint64_t seed, uint64_t offset, double a
 /* Sets BLIS's thread count to tg's default once, unless the user chose one (through
  * tg_set_num_threads or BLIS's environment variables). Called before every GEMM. */
 void tg_cpu_blis_threads_init(void);
-/* Picks BLIS's kernels where BLIS itself would not (cpu_blis_arch.c); call before any bli_
- * function. */
-void tg_cpu_blis_arch_init(void);
 
 /* ---- small helpers ---- */
 static inline char *tg_cpu_data(const tg_tensor *t) {

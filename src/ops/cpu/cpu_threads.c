@@ -34,7 +34,6 @@ static bool blis_env_configured(void) {
 }
 
 void tg_cpu_blis_threads_init(void) {
-  tg_cpu_blis_arch_init();
   if (atomic_load(&blis_configured)) return;
   if (!atomic_exchange(&blis_configured, true) && !blis_env_configured())
     bli_thread_set_num_threads(tg_cpu_default_threads());
@@ -47,7 +46,6 @@ void tg_set_num_threads(int n) {
   const int count = n > 0 ? n : fallback;
   omp_set_num_threads(count);
   atomic_store(&blis_configured, true);
-  tg_cpu_blis_arch_init();
   bli_thread_set_num_threads(count);
 }
 
