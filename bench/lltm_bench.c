@@ -15,8 +15,10 @@
  * with forward_us, backward_us (medians) and, for the first two, saved_bytes: what the
  * graph keeps for backward beyond the five inputs (tg_graph_saved_bytes).
  *
- *   lltm_bench [--iters N] [--threads 1,2] [--modes params,all]
- *              [--sizes 16x32x128,64x1024x128,128x256x512,256x1024x1024] */
+ *   lltm_bench [--iters N] [--threads 1,2] [--modes params,all] [--device cpu|cuda]
+ *              [--sizes 16x32x128,64x1024x128,128x256x512,256x1024x1024]
+ *
+ * On CUDA every timed span is measured with events on tg's stream (tg_cuda_timer). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -37,7 +39,11 @@ typedef struct options {
   bool all_grads[2];
   int n_sizes;
   int64_t sizes[MAX_LIST][3];
+  tg_device device;
 } options;
+
+/* The device every tensor of the run lives on (set once from --device). */
+static tg_device bench_device;
 
 /* ---- command line ---- */
 
@@ -101,9 +107,12 @@ static int parse_args(int argc, char **argv, options *o) {
       ok = parse_modes(value, o);
     } else if (ok && strcmp(flag, "--sizes") == 0) {
       ok = parse_sizes(value, o);
+    } else if (ok && strcmp(flag, "--device") == 0) {
+      ok = strcmp(value, "cpu") == 0 || strcmp(value, "cuda") == 0;
+      o->device = strcmp(value, "cuda") == 0 ? TG_DEVICE_CUDA(0) : TG_DEVICE_CPU;
     } else {
       fprintf(stderr,
-              "usage: lltm_bench [--iters N] [--threads 1,2] [--modes params,all]\n"
+              "usage: lltm_bench [--iters N] [--threads 1,2] [--modes params,all] [--device cpu|cuda]\n"
               "                  [--sizes BxFxS,...] (default %s)\n",
               default_sizes);
       return strcmp(flag, "--help") == 0 ? 2 : 1;
@@ -123,6 +132,29 @@ static double now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+/* CUDA: the time between two events on tg's stream (kernel time); CPU: the host clock. */
+static tg_cuda_timer *cuda_timer;
+static double span_t0;
+
+static void span_start(void) {
+  if (!cuda_timer)
+    span_t0 = now_us();
+  else if (tg_cuda_timer_start(cuda_timer) != TG_OK) {
+    fprintf(stderr, "lltm_bench: cuda timer: %s\n", tg_last_error_message());
+    exit(1);
+  }
+}
+
+static double span_us(void) {
+  double ms;
+  if (!cuda_timer) return now_us() - span_t0;
+  if (tg_cuda_timer_elapsed_ms(cuda_timer, &ms) != TG_OK) {
+    fprintf(stderr, "lltm_bench: cuda timer: %s\n", tg_last_error_message());
+    exit(1);
+  }
+  return ms * 1000.0;
 }
 
 static int compare_doubles(const void *a, const void *b) {
@@ -158,7 +190,7 @@ typedef struct gemm_buffers {
 
 static gemm_buffers gemm_buffers_for(tg_tensor *const in[5]) {
   const int64_t B = tg_size(in[0], 0), I = tg_size(in[0], 1), S = tg_size(in[3], 1);
-  tg_options o = {0};
+  tg_options o = {.device = bench_device};
   gemm_buffers g;
   g.X = tg_cat(2, (const tg_tensor *const[]){in[3], in[0]}, 1);
   g.w_t = tg_t(in[1]);
@@ -172,7 +204,8 @@ static gemm_buffers gemm_buffers_for(tg_tensor *const in[5]) {
 }
 
 static void run_gemms(const gemm_buffers *g, const tg_tensor *W, bool all_grads, bool backward) {
-  const tg_backend *be = tg__backend("lltm_bench", TG_DEVICE_CPU);
+  const tg_backend *be = tg__backend("lltm_bench", bench_device);
+  check(be != NULL, "backend");
   if (!backward) {
     check(be->gemm(g->gates, g->X, g->w_t, 1, 0) == TG_OK, "gemm");
     return;
@@ -191,28 +224,31 @@ static result time_impl(int impl, tg_tensor *const in[5], bool all_grads, int it
   for (int i = 0; i < warmup + iters; i++) {
     tg_scope_begin();
     tg_tensor *h = NULL, *c = NULL;
-    double t0 = now_us(), t1, t2;
+    double forward_us, backward_us;
+    span_start();
     if (impl == IMPL_GEMMS) {
       run_gemms(&g, in[1], all_grads, false);
-      t1 = now_us();
+      forward_us = span_us();
+      span_start();
       run_gemms(&g, in[1], all_grads, true);
-      t2 = now_us();
+      backward_us = span_us();
     } else {
       tg_status st = impl == IMPL_FUSED
                          ? tg_lltm(in[0], in[1], in[2], in[3], in[4], &h, &c)
                          : tg_lltm_composed(in[0], in[1], in[2], in[3], in[4], &h, &c);
-      t1 = now_us();
+      forward_us = span_us();
       check(st == TG_OK, "forward");
       if (i == 0)
         r.saved_bytes = tg_graph_saved_bytes(2, (const tg_tensor *const[]){h, c}, 5,
                                              (const tg_tensor *const *)in);
+      span_start();
       check(tg_backward(tg_add(tg_sum(h), tg_sum(c)), NULL) == TG_OK, "backward");
-      t2 = now_us();
+      backward_us = span_us();
     }
     tg_scope_end();
     if (i >= warmup) {
-      fwd[i - warmup] = t1 - t0;
-      bwd[i - warmup] = t2 - t1;
+      fwd[i - warmup] = forward_us;
+      bwd[i - warmup] = backward_us;
     }
   }
   r.forward_us = median(fwd, iters);
@@ -227,7 +263,8 @@ static void make_inputs(const int64_t size[3], bool all_grads, tg_tensor *in[5])
   const int64_t B = size[0], I = size[1], S = size[2];
   tg_generator *gen = tg_generator_new(42);
   const double stdv = 1.0 / sqrt((double)S);
-  tg_options p = {.requires_grad = true}, x = {.requires_grad = all_grads};
+  tg_options p = {.device = bench_device, .requires_grad = true},
+             x = {.device = bench_device, .requires_grad = all_grads};
   in[0] = tg_randn(TG_SHAPE(B, I), x, gen);
   in[1] = tg_uniform(TG_SHAPE(3 * S, S + I), -stdv, stdv, p, gen);
   in[2] = tg_uniform(TG_SHAPE(3 * S), -stdv, stdv, p, gen);
@@ -241,6 +278,11 @@ int main(int argc, char **argv) {
   options o;
   int parsed = parse_args(argc, argv, &o);
   if (parsed) return parsed == 2 ? 0 : 1;
+  bench_device = o.device;
+  if (o.device.type == TG_CUDA && !(cuda_timer = tg_cuda_timer_new())) {
+    fprintf(stderr, "lltm_bench: --device cuda: %s\n", tg_last_error_message());
+    return 1;
+  }
   for (int t = 0; t < o.n_threads; t++) {
     tg_set_num_threads(o.threads[t]);
     for (int s = 0; s < o.n_sizes; s++) {
@@ -252,11 +294,11 @@ int main(int argc, char **argv) {
           result r = time_impl(impl, in, o.all_grads[m], o.iters);
           tg_scope_end();
           printf("{\"impl\": \"%s\", \"batch\": %lld, \"features\": %lld, \"state\": %lld, "
-                 "\"threads\": %d, \"mode\": \"%s\", \"forward_us\": %.3f, "
-                 "\"backward_us\": %.3f, ",
+                 "\"threads\": %d, \"mode\": \"%s\", \"device\": \"%s\", "
+                 "\"forward_us\": %.3f, \"backward_us\": %.3f, ",
                  impl_names[impl], (long long)o.sizes[s][0], (long long)o.sizes[s][1],
                  (long long)o.sizes[s][2], o.threads[t], o.all_grads[m] ? "all" : "params",
-                 r.forward_us, r.backward_us);
+                 tg_device_type_name(o.device.type), r.forward_us, r.backward_us);
           if (impl != IMPL_GEMMS) printf("\"saved_bytes\": %lld, ", (long long)r.saved_bytes);
           printf("\"iters\": %d}\n", o.iters);
           fflush(stdout);
@@ -264,5 +306,6 @@ int main(int argc, char **argv) {
       }
     }
   }
+  tg_cuda_timer_free(cuda_timer);
   return 0;
 }
