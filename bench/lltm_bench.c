@@ -24,10 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ops/backend.h" /* tg__backend: the raw GEMMs of the tg_gemms line */
 #include "tg/tg.h"
+#include "timing.h"
 
 #define MAX_LIST 16
 static const char *const default_sizes = "16x32x128,64x1024x128,128x256x512,256x1024x1024";
@@ -128,43 +128,23 @@ static int parse_args(int argc, char **argv, options *o) {
 
 /* ---- timing ---- */
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-/* CUDA: the time between two events on tg's stream (kernel time); CPU: the host clock. */
-static tg_cuda_timer *cuda_timer;
-static double span_t0;
+/* The stopwatch of every timed span (events on CUDA, the host clock on the CPU). */
+static tg_bench_stopwatch watch;
 
 static void span_start(void) {
-  if (!cuda_timer)
-    span_t0 = now_us();
-  else if (tg_cuda_timer_start(cuda_timer) != TG_OK) {
+  if (tg_bench_stopwatch_start(&watch) != TG_OK) {
     fprintf(stderr, "lltm_bench: cuda timer: %s\n", tg_last_error_message());
     exit(1);
   }
 }
 
 static double span_us(void) {
-  double ms;
-  if (!cuda_timer) return now_us() - span_t0;
-  if (tg_cuda_timer_elapsed_ms(cuda_timer, &ms) != TG_OK) {
+  double us;
+  if (tg_bench_stopwatch_us(&watch, &us) != TG_OK) {
     fprintf(stderr, "lltm_bench: cuda timer: %s\n", tg_last_error_message());
     exit(1);
   }
-  return ms * 1000.0;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, compare_doubles);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return us;
 }
 
 static void check(bool ok, const char *what) {
@@ -251,8 +231,8 @@ static result time_impl(int impl, tg_tensor *const in[5], bool all_grads, int it
       bwd[i - warmup] = backward_us;
     }
   }
-  r.forward_us = median(fwd, iters);
-  r.backward_us = median(bwd, iters);
+  r.forward_us = tg_bench_median(fwd, iters);
+  r.backward_us = tg_bench_median(bwd, iters);
   free(fwd);
   free(bwd);
   return r;
@@ -279,7 +259,7 @@ int main(int argc, char **argv) {
   int parsed = parse_args(argc, argv, &o);
   if (parsed) return parsed == 2 ? 0 : 1;
   bench_device = o.device;
-  if (o.device.type == TG_CUDA && !(cuda_timer = tg_cuda_timer_new())) {
+  if (o.device.type == TG_CUDA && !(watch.timer = tg_cuda_timer_new())) {
     fprintf(stderr, "lltm_bench: --device cuda: %s\n", tg_last_error_message());
     return 1;
   }
@@ -306,6 +286,6 @@ int main(int argc, char **argv) {
       }
     }
   }
-  tg_cuda_timer_free(cuda_timer);
+  tg_cuda_timer_free(watch.timer);
   return 0;
 }

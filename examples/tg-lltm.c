@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "../bench/timing.h" /* stopwatch and median, shared with the benchmark */
 #include "tg/tg.h"
 
 typedef struct config {
@@ -126,22 +126,6 @@ static int parse_args(int argc, char **argv, config *cfg) {
 
 /* ---- helpers ---- */
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, compare_doubles);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static void fail(const char *what) {
   fprintf(stderr, "tg-lltm: %s failed: %s\n", what, tg_last_error_message());
   exit(1);
@@ -231,25 +215,14 @@ static void sync_device(const config *cfg) {
   if (cfg->device.type == TG_CUDA && tg_cuda_synchronize() != TG_OK) fail("cuda synchronize");
 }
 
-/* On CUDA: the time between two events on tg's stream (kernel time, not launch time); on
- * the CPU: the host clock. */
-typedef struct stopwatch {
-  tg_cuda_timer *timer;
-  double t0;
-} stopwatch;
-
-static void stopwatch_start(stopwatch *w) {
-  if (!w->timer)
-    w->t0 = now_us();
-  else if (tg_cuda_timer_start(w->timer) != TG_OK)
-    fail("cuda timer");
+static void stopwatch_start(tg_bench_stopwatch *w) {
+  if (tg_bench_stopwatch_start(w) != TG_OK) fail("cuda timer");
 }
 
-static double stopwatch_us(stopwatch *w) {
-  double ms;
-  if (!w->timer) return now_us() - w->t0;
-  if (tg_cuda_timer_elapsed_ms(w->timer, &ms) != TG_OK) fail("cuda timer");
-  return ms * 1000.0;
+static double stopwatch_us(tg_bench_stopwatch *w) {
+  double us;
+  if (tg_bench_stopwatch_us(w, &us) != TG_OK) fail("cuda timer");
+  return us;
 }
 
 static timing time_path(tg_lltm_impl impl, const config *cfg, tg_lltm_cell *cell,
@@ -262,7 +235,7 @@ static timing time_path(tg_lltm_impl impl, const config *cfg, tg_lltm_cell *cell
     exit(1);
   }
   timing t = {0};
-  stopwatch watch = {0};
+  tg_bench_stopwatch watch = {0};
   if (cfg->device.type == TG_CUDA && !(watch.timer = tg_cuda_timer_new())) fail("cuda timer");
   for (int i = 0; i < warmup + cfg->iters; i++) {
     tg_scope_begin();
@@ -286,8 +259,8 @@ static timing time_path(tg_lltm_impl impl, const config *cfg, tg_lltm_cell *cell
     }
   }
   tg_cuda_timer_free(watch.timer);
-  t.forward_us = median(fwd, cfg->iters);
-  t.backward_us = median(bwd, cfg->iters);
+  t.forward_us = tg_bench_median(fwd, cfg->iters);
+  t.backward_us = tg_bench_median(bwd, cfg->iters);
   free(fwd);
   free(bwd);
   return t;

@@ -15,8 +15,7 @@ const tg_backend *tg__backend(const char *op, tg_device device) {
   return be;
 }
 
-/* A contiguous host copy of t (t's dtype), refcount 1, not scoped. */
-static tg_tensor *host_contiguous(const char *op, const tg_tensor *t) {
+tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t) {
   tg_tensor *h = tg__empty_raw(t->ndim, t->sizes, t->dtype, TG_DEVICE_CPU);
   if (!h) return NULL;
   tg_status st;
@@ -310,13 +309,9 @@ tg_status tg_to_host_array(const tg_tensor *t, void *out, size_t out_bytes) {
   if (!out || out_bytes < need)
     return tg_set_error(TG_ERR_ARGUMENT, "tg_to_host_array: out holds %zu bytes, need %zu",
                         out ? out_bytes : 0, need);
-  tg_tensor *h = host_contiguous("tg_to_host_array", t);
+  tg_tensor *h = tg__host_contiguous("tg_to_host_array", t);
   if (!h) return tg_last_error();
   if (need) memcpy(out, h->storage->data, need);
   tg_release(h);
   return TG_OK;
-}
-
-tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t) {
-  return host_contiguous(op, t);
 }

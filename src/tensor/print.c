@@ -9,8 +9,6 @@
 
 enum { PRINT_THRESHOLD = 1000, EDGE_ITEMS = 3 };
 
-tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t);
-
 typedef struct strbuf {
   char *data;
   size_t len, cap;

@@ -52,6 +52,8 @@ void tg__storage_release(tg_storage *s);
 tg_tensor *tg__empty_raw(int ndim, const int64_t *sizes, tg_dtype dtype, tg_device device);
 /* Same geometry/storage, fresh object, no autograd state, NOT in a scope. */
 tg_tensor *tg__alias_raw(const tg_tensor *t);
+/* A contiguous host copy of t in t's dtype (refcount 1, NOT in a scope); NULL on error. */
+tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t);
 /* Hands a fresh reference (refcount 1) to the innermost scope; returns t. */
 tg_tensor *tg__scoped(tg_tensor *t);
 
