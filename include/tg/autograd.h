@@ -88,6 +88,13 @@ tg_status tg_apply(const tg_op_desc *op, int n_inputs, const tg_tensor *const *i
 /* One-output form; NULL on error. */
 tg_tensor *tg_apply1(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
                      int n_scalars, const double *scalars);
+/* tg_apply with integer parameters as well (sizes, dims, indices, steps): kept exactly in
+ * the context (tg_ctx_int), since a double holds integers only up to 2^53. */
+tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
+                      int n_scalars, const double *scalars, int n_ints, const int64_t *ints,
+                      int n_outputs, tg_tensor **outputs);
+tg_tensor *tg_apply1_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
+                        int n_scalars, const double *scalars, int n_ints, const int64_t *ints);
 
 /* Registry: built-in ops are always there; user ops are added at run time (the desc is
  * copied; its name must be new). */
@@ -98,6 +105,7 @@ const tg_op_desc *tg_op_at(int index);
 
 /* ---- the context of one op call ---- */
 #define TG_CTX_MAX_SCALARS 16
+#define TG_CTX_MAX_INTS 16
 int tg_ctx_num_inputs(const tg_ctx *ctx);
 int tg_ctx_num_outputs(const tg_ctx *ctx);
 /* Saves tensors (inputs, outputs or intermediates) for backward; version-checked. */
@@ -110,6 +118,11 @@ double tg_ctx_scalar(const tg_ctx *ctx, int index);
 int tg_ctx_num_scalars(const tg_ctx *ctx);
 /* Keeps a scalar attribute for backward (index < TG_CTX_MAX_SCALARS). */
 tg_status tg_ctx_set_scalar(tg_ctx *ctx, int index, double value);
+/* Integer parameters (tg_apply_ex), exact; 0 outside 0..tg_ctx_num_ints - 1. */
+int64_t tg_ctx_int(const tg_ctx *ctx, int index);
+int tg_ctx_num_ints(const tg_ctx *ctx);
+/* Keeps an integer attribute for backward (index < TG_CTX_MAX_INTS). */
+tg_status tg_ctx_set_int(tg_ctx *ctx, int index, int64_t value);
 /* Arbitrary data for backward; free_fn (may be NULL) runs when the node dies. */
 void tg_ctx_set_data(tg_ctx *ctx, void *data, void (*free_fn)(void *));
 void *tg_ctx_data(const tg_ctx *ctx);

@@ -87,8 +87,9 @@ static tg_node *node_new(const tg_op_desc *op, int n_inputs, int n_outputs) {
 /* ---- apply ---- */
 
 static tg_status check_call(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
-                            int n_scalars, const double *scalars, int n_outputs,
-                            tg_tensor **outputs, tg_device *device) {
+                            int n_scalars, const double *scalars, int n_ints,
+                            const int64_t *ints, int n_outputs, tg_tensor **outputs,
+                            tg_device *device) {
   if (!op) return tg_set_error(TG_ERR_ARGUMENT, "tg_apply: op is NULL");
   const char *name = op->name;
   if (!outputs || n_outputs <= 0)
@@ -102,6 +103,9 @@ static tg_status check_call(const tg_op_desc *op, int n_inputs, const tg_tensor 
   if (n_scalars < 0 || n_scalars > TG_CTX_MAX_SCALARS || (n_scalars > 0 && !scalars))
     return tg_set_error(TG_ERR_ARGUMENT, "%s: %d scalars (at most %d)", name, n_scalars,
                         TG_CTX_MAX_SCALARS);
+  if (n_ints < 0 || n_ints > TG_CTX_MAX_INTS || (n_ints > 0 && !ints))
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: %d integer parameters (at most %d)", name, n_ints,
+                        TG_CTX_MAX_INTS);
   if (n_inputs > 0 && !inputs)
     return tg_set_error(TG_ERR_ARGUMENT, "%s: inputs is NULL", name);
   for (int i = 0; i < n_inputs; i++) {
@@ -140,10 +144,17 @@ static tg_edge edge_to(const tg_tensor *input) {
 
 tg_status tg_apply(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
                    int n_scalars, const double *scalars, int n_outputs, tg_tensor **outputs) {
+  return tg_apply_ex(op, n_inputs, inputs, n_scalars, scalars, 0, NULL, n_outputs, outputs);
+}
+
+tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
+                      int n_scalars, const double *scalars, int n_ints, const int64_t *ints,
+                      int n_outputs, tg_tensor **outputs) {
   if (outputs)
     for (int j = 0; j < n_outputs; j++) outputs[j] = NULL;
   tg_device device;
-  tg_status st = check_call(op, n_inputs, inputs, n_scalars, scalars, n_outputs, outputs, &device);
+  tg_status st = check_call(op, n_inputs, inputs, n_scalars, scalars, n_ints, ints, n_outputs,
+                            outputs, &device);
   if (st != TG_OK) return st;
 
   bool inplace = (op->flags & TG_OP_INPLACE) != 0;
@@ -194,6 +205,8 @@ tg_status tg_apply(const tg_op_desc *op, int n_inputs, const tg_tensor *const *i
   ctx->materialize_grads = !(op->flags & TG_OP_NO_MATERIALIZE_GRADS);
   ctx->n_scalars = n_scalars;
   if (n_scalars > 0) memcpy(ctx->scalars, scalars, sizeof(double) * (size_t)n_scalars);
+  ctx->n_ints = n_ints;
+  if (n_ints > 0) memcpy(ctx->ints, ints, sizeof(int64_t) * (size_t)n_ints);
   for (int i = 0; i < n_inputs; i++) {
     fill_meta(&ctx->inputs[i], inputs[i]);
     ctx->needs_input_grad[i] = record && inputs[i]->requires_grad;
@@ -288,5 +301,13 @@ tg_tensor *tg_apply1(const tg_op_desc *op, int n_inputs, const tg_tensor *const 
                      int n_scalars, const double *scalars) {
   tg_tensor *out = NULL;
   if (tg_apply(op, n_inputs, inputs, n_scalars, scalars, 1, &out) != TG_OK) return NULL;
+  return out;
+}
+
+tg_tensor *tg_apply1_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
+                        int n_scalars, const double *scalars, int n_ints, const int64_t *ints) {
+  tg_tensor *out = NULL;
+  if (tg_apply_ex(op, n_inputs, inputs, n_scalars, scalars, n_ints, ints, 1, &out) != TG_OK)
+    return NULL;
   return out;
 }

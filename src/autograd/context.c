@@ -100,6 +100,23 @@ tg_status tg_ctx_set_scalar(tg_ctx *ctx, int index, double value) {
   return TG_OK;
 }
 
+int64_t tg_ctx_int(const tg_ctx *ctx, int index) {
+  if (!ctx || index < 0 || index >= ctx->n_ints) return 0;
+  return ctx->ints[index];
+}
+
+int tg_ctx_num_ints(const tg_ctx *ctx) { return ctx ? ctx->n_ints : 0; }
+
+tg_status tg_ctx_set_int(tg_ctx *ctx, int index, int64_t value) {
+  if (!ctx) return tg_set_error(TG_ERR_ARGUMENT, "tg_ctx_set_int: ctx is NULL");
+  if (index < 0 || index >= TG_CTX_MAX_INTS)
+    return tg_set_error(TG_ERR_INDEX, "tg_ctx_set_int: index %d is outside 0..%d", index,
+                        TG_CTX_MAX_INTS - 1);
+  ctx->ints[index] = value;
+  if (index >= ctx->n_ints) ctx->n_ints = index + 1;
+  return TG_OK;
+}
+
 void tg_ctx_set_data(tg_ctx *ctx, void *data, void (*free_fn)(void *)) {
   if (!ctx) return;
   if (ctx->data && ctx->free_data) ctx->free_data(ctx->data);

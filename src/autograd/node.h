@@ -41,6 +41,8 @@ struct tg_ctx {
   int n_saved;
   double scalars[TG_CTX_MAX_SCALARS];
   int n_scalars;
+  int64_t ints[TG_CTX_MAX_INTS];
+  int n_ints;
   void *data;
   void (*free_data)(void *);
   bool materialize_grads;

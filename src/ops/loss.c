@@ -98,7 +98,7 @@ static tg_status softmax_forward(const char *op, softmax_kernel kernel, tg_ctx *
   if (!o) return tg_last_error();
   if (tg__numel(x->ndim, x->sizes) > 0) {
     tg_tensor *x1 = at_least_1d(x), *o1 = at_least_1d(o);
-    if (!x1 || !o1 || kernel(be, o1, x1, (int)tg_ctx_scalar(ctx, 0)) != TG_OK)
+    if (!x1 || !o1 || kernel(be, o1, x1, (int)tg_ctx_int(ctx, 0)) != TG_OK)
       return tg_last_error();
   }
   /* out[0] first: the context then knows o is this op's output and saves an alias that
@@ -119,7 +119,7 @@ tg_status tg__fwd_log_softmax(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor
 /* d x = g - softmax(x) * sum(g, dim), with softmax(x) = exp(y). */
 tg_status tg__bwd_log_softmax(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   tg_tensor *y = tg_ctx_saved(ctx, 0);
-  gi[0] = tg_sub(g[0], tg_mul(tg_exp(y), sum_keepdim(g[0], (int)tg_ctx_scalar(ctx, 0))));
+  gi[0] = tg_sub(g[0], tg_mul(tg_exp(y), sum_keepdim(g[0], (int)tg_ctx_int(ctx, 0))));
   return gi[0] ? TG_OK : tg_last_error();
 }
 
@@ -130,7 +130,7 @@ tg_status tg__fwd_softmax(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **o
 /* d x = y * (g - sum(g * y, dim)). */
 tg_status tg__bwd_softmax(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   tg_tensor *y = tg_ctx_saved(ctx, 0);
-  gi[0] = tg_mul(y, tg_sub(g[0], sum_keepdim(tg_mul(g[0], y), (int)tg_ctx_scalar(ctx, 0))));
+  gi[0] = tg_mul(y, tg_sub(g[0], sum_keepdim(tg_mul(g[0], y), (int)tg_ctx_int(ctx, 0))));
   return gi[0] ? TG_OK : tg_last_error();
 }
 
@@ -139,7 +139,7 @@ static tg_tensor *softmax_front(const char *op, const tg_op_desc *desc, const tg
   if (!tg__check_arg(op, "x", x) || !check_floating(op, "x", x)) return NULL;
   int d = tg__wrap_dim(op, "dim", dim, x->ndim);
   if (d < 0) return NULL;
-  return tg_apply1(desc, TG__IN(x), TG__SC((double)d));
+  return tg_apply1_ex(desc, TG__IN(x), TG__NO_SC, TG__INTS(d));
 }
 
 tg_tensor *tg_log_softmax(const tg_tensor *x, int dim) {

@@ -154,36 +154,36 @@ tg_status tg__bwd_mean(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
 }
 
 tg_status tg__fwd_sum_dim(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  out[0] = sum_one_dim("tg_sum_dim", in[0], (int)tg_ctx_scalar(ctx, 0), tg_ctx_scalar(ctx, 1) != 0);
+  out[0] = sum_one_dim("tg_sum_dim", in[0], (int)tg_ctx_int(ctx, 0), tg_ctx_int(ctx, 1) != 0);
   return out[0] ? TG_OK : tg_last_error();
 }
 
 tg_status tg__bwd_sum_dim(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  RETURN_GRAD(expand_back(ctx, g[0], (int)tg_ctx_scalar(ctx, 0), tg_ctx_scalar(ctx, 1) != 0));
+  RETURN_GRAD(expand_back(ctx, g[0], (int)tg_ctx_int(ctx, 0), tg_ctx_int(ctx, 1) != 0));
 }
 
 tg_status tg__fwd_mean_dim(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  int dim = (int)tg_ctx_scalar(ctx, 0);
-  out[0] = sum_one_dim("tg_mean_dim", in[0], dim, tg_ctx_scalar(ctx, 1) != 0);
+  int dim = (int)tg_ctx_int(ctx, 0);
+  out[0] = sum_one_dim("tg_mean_dim", in[0], dim, tg_ctx_int(ctx, 1) != 0);
   if (!out[0]) return tg_last_error();
   int64_t n = in[0]->ndim == 0 ? 1 : in[0]->sizes[dim];
   return scale_inplace("tg_mean_dim", out[0], 1.0 / (double)n);
 }
 
 tg_status tg__bwd_mean_dim(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  int dim = (int)tg_ctx_scalar(ctx, 0);
+  int dim = (int)tg_ctx_int(ctx, 0);
   tg_tensor *scaled = tg_mul_scalar(g[0], 1.0 / (double)input_dim_size(ctx, dim));
-  RETURN_GRAD(expand_back(ctx, scaled, dim, tg_ctx_scalar(ctx, 1) != 0));
+  RETURN_GRAD(expand_back(ctx, scaled, dim, tg_ctx_int(ctx, 1) != 0));
 }
 
 /* ---- sum_to_size ---- */
 
 tg_status tg__fwd_sum_to_size(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *x = in[0];
-  int ndim = tg_ctx_num_scalars(ctx), lead = x->ndim - ndim;
+  int ndim = tg_ctx_num_ints(ctx), lead = x->ndim - ndim;
   int64_t sizes[TG_MAX_DIMS];
   bool reduce[TG_MAX_DIMS];
-  for (int d = 0; d < ndim; d++) sizes[d] = (int64_t)tg_ctx_scalar(ctx, d);
+  for (int d = 0; d < ndim; d++) sizes[d] = tg_ctx_int(ctx, d);
   for (int d = 0; d < x->ndim; d++) reduce[d] = d < lead || sizes[d - lead] == 1;
   tg_tensor *k = sum_keepdim("tg_sum_to_size", x, reduce);
   out[0] = k ? reshaped(k, ndim, sizes) : NULL;
@@ -250,8 +250,8 @@ static tg_tensor *argmax_one_hot(const tg_tensor *x, const tg_tensor *indices, i
 
 tg_status tg__fwd_max_dim(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *x = in[0];
-  int dim = (int)tg_ctx_scalar(ctx, 0);
-  bool keepdim = tg_ctx_scalar(ctx, 1) != 0;
+  int dim = (int)tg_ctx_int(ctx, 0);
+  bool keepdim = tg_ctx_int(ctx, 1) != 0;
   const tg_backend *be = tg__backend("tg_max_dim", x->storage->device);
   if (!be) return tg_last_error();
   if (x->ndim == 0) { /* one element along a single implicit dim */
@@ -278,9 +278,9 @@ tg_status tg__fwd_max_dim(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **o
 }
 
 tg_status tg__bwd_max_dim(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  int dim = (int)tg_ctx_scalar(ctx, 0);
+  int dim = (int)tg_ctx_int(ctx, 0);
   if (tg_ctx_input_ndim(ctx, 0) == 0) RETURN_GRAD(tg__scoped(tg_retain(g[0])));
-  tg_tensor *spread = expand_back(ctx, g[0], dim, tg_ctx_scalar(ctx, 1) != 0);
+  tg_tensor *spread = expand_back(ctx, g[0], dim, tg_ctx_int(ctx, 1) != 0);
   RETURN_GRAD(tg_mul(spread, tg_ctx_saved(ctx, 0)));
 }
 
@@ -305,7 +305,7 @@ static tg_tensor *reduce_dim(const char *op, const tg_op_desc *desc, const tg_te
   if (!check_input(op, x)) return NULL;
   int d = tg__wrap_dim(op, "dim", dim, x->ndim);
   if (d < 0) return NULL;
-  return tg_apply1(desc, 1, (const tg_tensor *const[]){x}, TG__SC((double)d, keepdim ? 1.0 : 0.0));
+  return tg_apply1_ex(desc, 1, (const tg_tensor *const[]){x}, TG__NO_SC, TG__INTS(d, keepdim));
 }
 
 tg_tensor *tg_sum_dim(const tg_tensor *x, int dim, bool keepdim) {
@@ -341,8 +341,8 @@ tg_status tg_max_dim(const tg_tensor *x, int dim, bool keepdim, tg_tensor **valu
                         tg_format_sizes(a, sizeof a, x->ndim, x->sizes), d);
   }
   tg_tensor *out[2];
-  tg_status st = tg_apply(TG__OP(max_dim), 1, (const tg_tensor *const[]){x},
-                          TG__SC((double)d, keepdim ? 1.0 : 0.0), 2, out);
+  tg_status st = tg_apply_ex(TG__OP(max_dim), 1, (const tg_tensor *const[]){x}, TG__NO_SC,
+                             TG__INTS(d, keepdim), 2, out);
   if (st != TG_OK) return st;
   /* With no scope open the caller owns both results: drop the one it did not ask for. */
   if (values)
@@ -367,7 +367,6 @@ tg_tensor *tg_sum_to_size(const tg_tensor *x, int ndim, const int64_t *sizes) {
   bool same = ndim == x->ndim;
   for (int d = 0; same && d < ndim; d++) same = sizes[d] == x->sizes[d];
   if (same) return tg__scoped(tg_retain(x)); /* nothing to sum, as in PyTorch */
-  double sc[TG_MAX_DIMS];
-  for (int d = 0; d < ndim; d++) sc[d] = (double)sizes[d];
-  return tg_apply1(TG__OP(sum_to_size), 1, (const tg_tensor *const[]){x}, ndim, sc);
+  return tg_apply1_ex(TG__OP(sum_to_size), 1, (const tg_tensor *const[]){x}, TG__NO_SC, ndim,
+                      sizes);
 }

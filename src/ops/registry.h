@@ -38,5 +38,8 @@ extern const tg_op_desc tg__builtin_ops[TG_NUM_BUILTIN_OPS];
 #define TG__SC(...) (int)(sizeof((const double[]){__VA_ARGS__}) / sizeof(double)),            \
                     (const double[]){__VA_ARGS__}
 #define TG__NO_SC 0, NULL
+/* Integer parameters for tg_apply_ex / tg_apply1_ex, after the scalars. */
+#define TG__INTS(...) (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),          \
+                      (const int64_t[]){__VA_ARGS__}
 
 #endif

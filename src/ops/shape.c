@@ -4,9 +4,11 @@
  * the matching narrow view of the gradient (no copies). stack is unsqueeze + cat. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ops/backend.h"
 #include "ops/registry.h"
+#include "tensor/checked.h"
 #include "tensor/tensor_impl.h"
 #include "tg/ops.h"
 
@@ -65,7 +67,7 @@ static bool check_sizes(const char *op, int i, const tg_tensor *t, const tg_tens
 /* ---- cat ---- */
 
 tg_status tg__fwd_cat(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  const int n = tg_ctx_num_inputs(ctx), dim = (int)tg_ctx_scalar(ctx, 0);
+  const int n = tg_ctx_num_inputs(ctx), dim = (int)tg_ctx_int(ctx, 0);
   const tg_tensor *first = in[0];
   int64_t sizes[TG_MAX_DIMS];
   for (int d = 0; d < first->ndim; d++) sizes[d] = first->sizes[d];
@@ -89,7 +91,7 @@ tg_status tg__fwd_cat(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) 
 }
 
 tg_status tg__bwd_cat(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  const int n = tg_ctx_num_inputs(ctx), dim = (int)tg_ctx_scalar(ctx, 0);
+  const int n = tg_ctx_num_inputs(ctx), dim = (int)tg_ctx_int(ctx, 0);
   int64_t start = 0;
   for (int i = 0; i < n; i++) {
     int64_t len = tg_ctx_input_sizes(ctx, i)[dim];
@@ -116,7 +118,20 @@ tg_tensor *tg_cat(int n, const tg_tensor *const *tensors, int dim) {
   for (int i = 1; i < n; i++)
     if (!check_sizes(op, i, tensors[i], first, d) || !check_alike(op, i, tensors[i], first))
       return NULL;
-  return tg_apply1(TG__OP(cat), n, tensors, TG__SC((double)d));
+  /* Expanded inputs can be huge: the joined size and the result's extent must fit int64. */
+  int64_t sizes[TG_MAX_DIMS], extent;
+  memcpy(sizes, first->sizes, sizeof(int64_t) * (size_t)first->ndim);
+  bool overflow = false;
+  for (int i = 1; i < n; i++) overflow |= tg__add_ovf(sizes[d], tensors[i]->sizes[d], &sizes[d]);
+  if (overflow || tg__extent_ovf(first->ndim, sizes, &extent)) {
+    char a[160];
+    tg_set_error(TG_ERR_SHAPE,
+                 "tg_cat: %d tensors of shape %s along dim %d: the result's number "
+                 "of elements overflows int64",
+                 n, tg_format_sizes(a, sizeof a, first->ndim, first->sizes), d);
+    return NULL;
+  }
+  return tg_apply1_ex(TG__OP(cat), n, tensors, TG__NO_SC, TG__INTS(d));
 }
 
 /* ---- stack ---- */

@@ -155,7 +155,7 @@ tg_tensor *tg_contiguous(const tg_tensor *t) {
 
 tg_status tg__fwd_to_dtype(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *t = in[0];
-  tg_dtype dtype = (tg_dtype)tg_ctx_scalar(ctx, 0);
+  tg_dtype dtype = (tg_dtype)tg_ctx_int(ctx, 0);
   tg_tensor *o = tg__empty_raw(t->ndim, t->sizes, dtype, t->storage->device);
   const tg_backend *be = o ? tg__backend("tg_to_dtype", t->storage->device) : NULL;
   if (!be || be->copy(o, t) != TG_OK) {
@@ -178,13 +178,13 @@ tg_tensor *tg_to_dtype(const tg_tensor *t, tg_dtype dtype) {
     return NULL;
   }
   if (dtype == t->dtype) return tg__scoped(tg_retain(t));
-  return tg_apply1(TG__OP(to_dtype), 1, (const tg_tensor *const[]){t}, 1,
-                   (const double[]){(double)dtype});
+  return tg_apply1_ex(TG__OP(to_dtype), 1, (const tg_tensor *const[]){t}, TG__NO_SC,
+                      TG__INTS(dtype));
 }
 
 tg_status tg__fwd_to_device(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *t = in[0];
-  tg_device device = {(tg_device_type)tg_ctx_scalar(ctx, 0), (int)tg_ctx_scalar(ctx, 1)};
+  tg_device device = {(tg_device_type)tg_ctx_int(ctx, 0), (int)tg_ctx_int(ctx, 1)};
   tg_tensor *o = tg__empty_raw(t->ndim, t->sizes, t->dtype, device);
   if (!o || copy_same_sizes("tg_to_device", o, t) != TG_OK) {
     tg_release(o);
@@ -211,8 +211,8 @@ tg_tensor *tg_to_device(const tg_tensor *t, tg_device device) {
   /* The forward runs with the tensor's device kernel table; both slots point at it. */
   tg_tensor *out = NULL;
   const tg_op_desc *op = TG__OP(to_device);
-  tg_apply(op, 1, (const tg_tensor *const[]){t}, 2,
-           (const double[]){(double)device.type, (double)device.index}, 1, &out);
+  tg_apply_ex(op, 1, (const tg_tensor *const[]){t}, TG__NO_SC, TG__INTS(device.type, device.index),
+              1, &out);
   return out;
 }
 

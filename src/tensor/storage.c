@@ -25,6 +25,10 @@ static const tg_allocator cpu_default_allocator = {"cpu", cpu_alloc, cpu_free, N
 
 static const tg_allocator *installed[TG_NUM_DEVICE_TYPES];
 
+/* Empty CPU storages point here instead of at NULL: kernels form data + offset pointers, and
+ * NULL + 0 is undefined behaviour in C. Zero bytes of it are ever read or written. */
+static _Alignas(64) char empty_cpu_block[64];
+
 const tg_allocator *tg_get_allocator(tg_device_type type) {
   if ((unsigned)type >= TG_NUM_DEVICE_TYPES) return NULL;
   if (installed[type]) return installed[type];
@@ -54,7 +58,7 @@ tg_storage *tg__storage_new(size_t nbytes, tg_device device) {
     tg_set_error(TG_ERR_MEMORY, "tg_empty: out of memory for a storage header");
     return NULL;
   }
-  s->data = NULL;
+  s->data = device.type == TG_CPU ? empty_cpu_block : NULL;
   if (nbytes > 0) {
     s->data = allocator->alloc(allocator->ctx, nbytes);
     if (!s->data) {
@@ -79,7 +83,7 @@ void tg__storage_retain(tg_storage *s) { atomic_fetch_add(&s->refcount, 1); }
 
 void tg__storage_release(tg_storage *s) {
   if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
-  if (s->data) s->allocator->free(s->allocator->ctx, s->data, s->nbytes);
+  if (s->nbytes > 0 && s->data) s->allocator->free(s->allocator->ctx, s->data, s->nbytes);
   free(s);
   tg__live_dec();
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checked.h"
 #include "ops/backend.h"
 #include "tensor_impl.h"
 
@@ -77,11 +78,12 @@ static bool check_geometry(const char *op, int ndim, const int64_t *sizes, tg_dt
       return tg_set_error(TG_ERR_SHAPE, "%s: sizes %s: size of dim %d is negative", op,
                           tg_format_sizes(buf, sizeof buf, ndim, sizes), d),
              false;
-    if (sizes[d] > 0 && numel > INT64_MAX / 8 / sizes[d])
+    /* Zeros count as 1 so that contiguous strides of every dim fit too. */
+    if (sizes[d] > 1 && numel > INT64_MAX / 8 / sizes[d])
       return tg_set_error(TG_ERR_SHAPE, "%s: sizes %s: too many elements", op,
                           tg_format_sizes(buf, sizeof buf, ndim, sizes)),
              false;
-    numel *= sizes[d];
+    numel *= sizes[d] > 1 ? sizes[d] : 1;
   }
   return true;
 }
@@ -173,7 +175,24 @@ tg_tensor *tg_arange(double start, double end, double step, tg_options opts) {
     return NULL;
   }
   double span = ceil((end - start) / step);
+  /* Converting a double that does not fit int64 is undefined: bound it first (the limit
+   * leaves room for 8-byte elements). */
+  if (!(span < (double)(INT64_MAX / 8))) {
+    tg_set_error(TG_ERR_SHAPE, "tg_arange: start %g, end %g, step %g: %g elements are too many",
+                 start, end, step, span);
+    return NULL;
+  }
   int64_t n = span > 0 ? (int64_t)span : 0;
+  if (n > 0 && !tg_dtype_is_floating(opts.dtype)) {
+    double last = start + (double)(n - 1) * step;
+    double lo = start < last ? start : last, hi = start < last ? last : start;
+    if (!(lo >= -0x1p63 && hi < 0x1p63)) {
+      tg_set_error(TG_ERR_ARGUMENT,
+                   "tg_arange: start %g, end %g, step %g: values outside int64 for %s", start, end,
+                   step, tg_dtype_name(opts.dtype));
+      return NULL;
+    }
+  }
   tg_tensor *host = tg__empty_raw(1, &n, opts.dtype, TG_DEVICE_CPU);
   if (!host) return NULL;
   for (int64_t i = 0; i < n; i++) {
@@ -237,6 +256,7 @@ uint64_t tg_version(const tg_tensor *t) { return t ? atomic_load(&t->storage->ve
 
 bool tg_is_contiguous(const tg_tensor *t) {
   if (!t) return false;
+  if (tg__numel(t->ndim, t->sizes) == 0) return true; /* no element sits anywhere */
   int64_t expected = 1;
   for (int d = t->ndim - 1; d >= 0; d--) {
     if (t->sizes[d] == 1) continue;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checked.h"
 #include "ops/backend.h"
 #include "ops/registry.h"
 #include "tensor_impl.h"
@@ -19,11 +20,16 @@ static bool view_strides(int ndim, const int64_t *sizes, const int64_t *strides,
   }
   int view_d = new_ndim - 1;
   int64_t chunk_base_stride = strides[ndim - 1], tensor_numel = 1, view_numel = 1;
+  /* Strides of size-1 dims can be anything, so the products are checked: an overflow means
+   * no view (tg_reshape then copies). */
   for (int d = ndim - 1; d >= 0; d--) {
+    int64_t chunk_stride;
     tensor_numel *= sizes[d];
-    if (d == 0 || (sizes[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride)) {
+    if (d == 0 ||
+        (sizes[d - 1] != 1 && (tg__mul_ovf(tensor_numel, chunk_base_stride, &chunk_stride) ||
+                               strides[d - 1] != chunk_stride))) {
       while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
-        new_strides[view_d] = view_numel * chunk_base_stride;
+        if (tg__mul_ovf(view_numel, chunk_base_stride, &new_strides[view_d])) return false;
         view_numel *= new_sizes[view_d];
         view_d--;
       }
@@ -43,8 +49,7 @@ static bool infer_sizes(const char *op, const tg_tensor *t, int ndim, const int6
                         int64_t *out) {
   char a[160], b[160];
   if (ndim < 0 || ndim > TG_MAX_DIMS || (ndim > 0 && !sizes))
-    return tg_set_error(TG_ERR_SHAPE, "%s: ndim %d is outside 0..%d", op, ndim, TG_MAX_DIMS),
-           false;
+    return tg_set_error(TG_ERR_SHAPE, "%s: ndim %d is outside 0..%d", op, ndim, TG_MAX_DIMS), false;
   int infer = -1;
   int64_t known = 1, numel = tg__numel(t->ndim, t->sizes);
   for (int d = 0; d < ndim; d++) {
@@ -58,8 +63,12 @@ static bool infer_sizes(const char *op, const tg_tensor *t, int ndim, const int6
       return tg_set_error(TG_ERR_SHAPE, "%s: sizes %s: size of dim %d is negative", op,
                           tg_format_sizes(a, sizeof a, ndim, sizes), d),
              false;
-    } else {
-      known *= sizes[d];
+    } else if (tg__mul_ovf(known, sizes[d], &known)) {
+      return tg_set_error(TG_ERR_SHAPE,
+                          "%s: sizes %s: the number of elements overflows int64 (input %s)", op,
+                          tg_format_sizes(a, sizeof a, ndim, sizes),
+                          tg_format_sizes(b, sizeof b, t->ndim, t->sizes)),
+             false;
     }
     out[d] = sizes[d];
   }
@@ -77,6 +86,16 @@ static bool infer_sizes(const char *op, const tg_tensor *t, int ndim, const int6
                         tg_format_sizes(a, sizeof a, ndim, sizes),
                         tg_format_sizes(b, sizeof b, t->ndim, t->sizes), (long long)numel),
            false;
+  /* An empty input matches any sizes with a 0, but the others must still keep contiguous
+   * strides within int64. */
+  int64_t extent;
+  if (tg__extent_ovf(ndim, out, &extent))
+    return tg_set_error(TG_ERR_SHAPE,
+                        "%s: sizes %s: the product of the non-zero sizes overflows int64 "
+                        "(input %s)",
+                        op, tg_format_sizes(a, sizeof a, ndim, sizes),
+                        tg_format_sizes(b, sizeof b, t->ndim, t->sizes)),
+           false;
   return true;
 }
 
@@ -85,9 +104,10 @@ static tg_tensor *make_view(const tg_tensor *t, int ndim, const int64_t *sizes,
   return tg__scoped(tg__tensor_new(t->storage, offset, ndim, sizes, strides, t->dtype));
 }
 
-static void scalars_to_sizes(const tg_ctx *ctx, int first, int64_t *sizes, int *ndim) {
-  *ndim = tg_ctx_num_scalars(ctx) - first;
-  for (int d = 0; d < *ndim; d++) sizes[d] = (int64_t)tg_ctx_scalar(ctx, first + d);
+/* Sizes, dims and indices travel as the op's integer parameters, never through a double. */
+static void ints_to_sizes(const tg_ctx *ctx, int first, int64_t *sizes, int *ndim) {
+  *ndim = tg_ctx_num_ints(ctx) - first;
+  for (int d = 0; d < *ndim; d++) sizes[d] = tg_ctx_int(ctx, first + d);
 }
 
 /* ---- view / reshape ---- */
@@ -95,7 +115,7 @@ static void scalars_to_sizes(const tg_ctx *ctx, int first, int64_t *sizes, int *
 tg_status tg__fwd_view(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS];
   int ndim;
-  scalars_to_sizes(ctx, 0, sizes, &ndim);
+  ints_to_sizes(ctx, 0, sizes, &ndim);
   const tg_tensor *t = in[0];
   if (!view_strides(t->ndim, t->sizes, t->strides, ndim, sizes, strides)) {
     char a[160], b[160], c[160];
@@ -116,9 +136,7 @@ tg_status tg__bwd_view(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
 }
 
 static tg_tensor *view_op(const tg_tensor *t, int ndim, const int64_t *sizes) {
-  double sc[TG_MAX_DIMS];
-  for (int d = 0; d < ndim; d++) sc[d] = (double)sizes[d];
-  return tg_apply1(TG__OP(view), 1, (const tg_tensor *const[]){t}, ndim, sc);
+  return tg_apply1_ex(TG__OP(view), 1, (const tg_tensor *const[]){t}, TG__NO_SC, ndim, sizes);
 }
 
 tg_tensor *tg_view(const tg_tensor *t, int ndim, const int64_t *sizes) {
@@ -130,8 +148,7 @@ tg_tensor *tg_view(const tg_tensor *t, int ndim, const int64_t *sizes) {
 
 tg_tensor *tg_reshape(const tg_tensor *t, int ndim, const int64_t *sizes) {
   int64_t resolved[TG_MAX_DIMS], strides[TG_MAX_DIMS];
-  if (!tg__check_arg("tg_reshape", "t", t) ||
-      !infer_sizes("tg_reshape", t, ndim, sizes, resolved))
+  if (!tg__check_arg("tg_reshape", "t", t) || !infer_sizes("tg_reshape", t, ndim, sizes, resolved))
     return NULL;
   if (view_strides(t->ndim, t->sizes, t->strides, ndim, resolved, strides))
     return view_op(t, ndim, resolved);
@@ -182,7 +199,7 @@ tg_status tg__fwd_permute(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **o
   const tg_tensor *t = in[0];
   int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS];
   for (int d = 0; d < t->ndim; d++) {
-    int src = (int)tg_ctx_scalar(ctx, d);
+    int src = (int)tg_ctx_int(ctx, d);
     sizes[d] = t->sizes[src];
     strides[d] = t->strides[src];
   }
@@ -191,8 +208,8 @@ tg_status tg__fwd_permute(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **o
 }
 
 tg_status tg__bwd_permute(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  int n = tg_ctx_num_scalars(ctx), inverse[TG_MAX_DIMS];
-  for (int d = 0; d < n; d++) inverse[(int)tg_ctx_scalar(ctx, d)] = d;
+  int n = tg_ctx_num_ints(ctx), inverse[TG_MAX_DIMS];
+  for (int d = 0; d < n; d++) inverse[tg_ctx_int(ctx, d)] = d;
   gi[0] = tg_permute(g[0], n, inverse);
   return gi[0] ? TG_OK : tg_last_error();
 }
@@ -205,7 +222,7 @@ tg_tensor *tg_permute(const tg_tensor *t, int ndim, const int *dims) {
                  tg_format_sizes(a, sizeof a, t->ndim, t->sizes));
     return NULL;
   }
-  double sc[TG_MAX_DIMS];
+  int64_t order[TG_MAX_DIMS];
   bool seen[TG_MAX_DIMS] = {false};
   for (int d = 0; d < ndim; d++) {
     int w = tg__wrap_dim("tg_permute", "dims entry", dims[d], ndim);
@@ -215,9 +232,9 @@ tg_tensor *tg_permute(const tg_tensor *t, int ndim, const int *dims) {
       return NULL;
     }
     seen[w] = true;
-    sc[d] = w;
+    order[d] = w;
   }
-  return tg_apply1(TG__OP(permute), 1, (const tg_tensor *const[]){t}, ndim, sc);
+  return tg_apply1_ex(TG__OP(permute), 1, (const tg_tensor *const[]){t}, TG__NO_SC, ndim, order);
 }
 
 tg_tensor *tg_transpose(const tg_tensor *t, int dim0, int dim1) {
@@ -244,44 +261,61 @@ tg_tensor *tg_t(const tg_tensor *t) {
 
 /* ---- slice / narrow / select / chunk / split ---- */
 
-static void slice_geometry(const tg_tensor *t, int dim, int64_t start, int64_t end, int64_t step,
-                           int64_t *sizes, int64_t *strides, int64_t *offset) {
+/* start, end are clamped to 0 <= start <= end <= sizes[dim] and step > 0. */
+static tg_status slice_geometry(const tg_tensor *t, int dim, int64_t start, int64_t end,
+                                int64_t step, int64_t *sizes, int64_t *strides, int64_t *offset) {
   memcpy(sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
   memcpy(strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
-  sizes[dim] = end > start ? (end - start + step - 1) / step : 0;
-  strides[dim] = t->strides[dim] * step;
-  *offset = t->offset + (sizes[dim] > 0 ? start * t->strides[dim] : 0);
+  /* 1 + (len - 1) / step, not (len + step - 1) / step: that overflows for a large step. */
+  sizes[dim] = end > start ? 1 + (end - start - 1) / step : 0;
+  /* A dim of size <= 1 never uses its stride, and step * stride may not fit there (slicing
+   * twice with a huge step): keep the old stride then. Otherwise (size >= 2) step < n so the
+   * product stays within the dim's existing span. */
+  int64_t stride;
+  if (!tg__mul_ovf(t->strides[dim], step, &stride))
+    strides[dim] = stride;
+  else if (sizes[dim] > 1)
+    return tg_set_error(TG_ERR_SHAPE, "tg_slice: stride %lld times step %lld overflows int64",
+                        (long long)t->strides[dim], (long long)step);
+  int64_t shift = 0;
+  if (sizes[dim] > 0 &&
+      (tg__mul_ovf(start, t->strides[dim], &shift) || tg__add_ovf(t->offset, shift, offset)))
+    return tg_set_error(TG_ERR_SHAPE,
+                        "tg_slice: offset %lld + start %lld * stride %lld overflows int64",
+                        (long long)t->offset, (long long)start, (long long)t->strides[dim]);
+  if (sizes[dim] == 0) *offset = t->offset;
+  return TG_OK;
 }
 
 tg_status tg__fwd_slice(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS], offset;
-  slice_geometry(in[0], (int)tg_ctx_scalar(ctx, 0), (int64_t)tg_ctx_scalar(ctx, 1),
-                 (int64_t)tg_ctx_scalar(ctx, 2), (int64_t)tg_ctx_scalar(ctx, 3), sizes, strides,
-                 &offset);
+  tg_status st = slice_geometry(in[0], (int)tg_ctx_int(ctx, 0), tg_ctx_int(ctx, 1),
+                                tg_ctx_int(ctx, 2), tg_ctx_int(ctx, 3), sizes, strides, &offset);
+  if (st != TG_OK) return st;
   out[0] = make_view(in[0], in[0]->ndim, sizes, strides, offset);
   return out[0] ? TG_OK : tg_last_error();
 }
 
 /* backward of slice: zeros of the input's sizes with the slice filled by the gradient. */
 tg_status tg__bwd_slice(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  double sc[4 + TG_MAX_DIMS];
+  int64_t params[4 + TG_MAX_DIMS];
   int n = tg_ctx_input_ndim(ctx, 0);
-  for (int k = 0; k < 4; k++) sc[k] = tg_ctx_scalar(ctx, k);
-  for (int d = 0; d < n; d++) sc[4 + d] = (double)tg_ctx_input_sizes(ctx, 0)[d];
-  gi[0] = tg_apply1(TG__OP(slice_backward), 1, g, 4 + n, sc);
+  for (int k = 0; k < 4; k++) params[k] = tg_ctx_int(ctx, k);
+  for (int d = 0; d < n; d++) params[4 + d] = tg_ctx_input_sizes(ctx, 0)[d];
+  gi[0] = tg_apply1_ex(TG__OP(slice_backward), 1, g, TG__NO_SC, 4 + n, params);
   return gi[0] ? TG_OK : tg_last_error();
 }
 
 tg_status tg__fwd_slice_backward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   int64_t base[TG_MAX_DIMS];
   int ndim;
-  scalars_to_sizes(ctx, 4, base, &ndim);
+  ints_to_sizes(ctx, 4, base, &ndim);
   tg_tensor *z = tg_zeros(ndim, base, (tg_options){in[0]->dtype, in[0]->storage->device, false});
   if (!z) return tg_last_error();
   int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS], offset;
-  slice_geometry(z, (int)tg_ctx_scalar(ctx, 0), (int64_t)tg_ctx_scalar(ctx, 1),
-                 (int64_t)tg_ctx_scalar(ctx, 2), (int64_t)tg_ctx_scalar(ctx, 3), sizes, strides,
-                 &offset);
+  tg_status st = slice_geometry(z, (int)tg_ctx_int(ctx, 0), tg_ctx_int(ctx, 1), tg_ctx_int(ctx, 2),
+                                tg_ctx_int(ctx, 3), sizes, strides, &offset);
+  if (st != TG_OK) return st;
   tg_tensor *window = make_view(z, ndim, sizes, strides, offset);
   if (!window || tg_copy_(window, in[0]) != TG_OK) return tg_last_error();
   out[0] = z;
@@ -289,8 +323,9 @@ tg_status tg__fwd_slice_backward(tg_ctx *ctx, const tg_tensor *const *in, tg_ten
 }
 
 tg_status tg__bwd_slice_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  gi[0] = tg_apply1(TG__OP(slice), 1, g, 4, (const double[]){
-      tg_ctx_scalar(ctx, 0), tg_ctx_scalar(ctx, 1), tg_ctx_scalar(ctx, 2), tg_ctx_scalar(ctx, 3)});
+  gi[0] = tg_apply1_ex(
+      TG__OP(slice), 1, g, TG__NO_SC,
+      TG__INTS(tg_ctx_int(ctx, 0), tg_ctx_int(ctx, 1), tg_ctx_int(ctx, 2), tg_ctx_int(ctx, 3)));
   return gi[0] ? TG_OK : tg_last_error();
 }
 
@@ -311,8 +346,8 @@ tg_tensor *tg_slice(const tg_tensor *t, int dim, int64_t start, int64_t end, int
   if (end < 0) end += n;
   start = start < 0 ? 0 : start > n ? n : start;
   end = end < start ? start : end > n ? n : end;
-  return tg_apply1(TG__OP(slice), 1, (const tg_tensor *const[]){t}, 4,
-                   (const double[]){d, (double)start, (double)end, (double)step});
+  return tg_apply1_ex(TG__OP(slice), 1, (const tg_tensor *const[]){t}, TG__NO_SC,
+                      TG__INTS(d, start, end, step));
 }
 
 tg_tensor *tg_narrow(const tg_tensor *t, int dim, int64_t start, int64_t length) {
@@ -334,14 +369,14 @@ tg_tensor *tg_narrow(const tg_tensor *t, int dim, int64_t start, int64_t length)
                  tg_format_sizes(a, sizeof a, t->ndim, t->sizes));
     return NULL;
   }
-  return tg_apply1(TG__OP(slice), 1, (const tg_tensor *const[]){t}, 4,
-                   (const double[]){d, (double)start, (double)(start + length), 1});
+  return tg_apply1_ex(TG__OP(slice), 1, (const tg_tensor *const[]){t}, TG__NO_SC,
+                      TG__INTS(d, start, start + length, 1));
 }
 
 tg_status tg__fwd_select(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *t = in[0];
-  int dim = (int)tg_ctx_scalar(ctx, 0);
-  int64_t index = (int64_t)tg_ctx_scalar(ctx, 1);
+  int dim = (int)tg_ctx_int(ctx, 0);
+  int64_t index = tg_ctx_int(ctx, 1);
   int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS];
   for (int k = 0, n = 0; k < t->ndim; k++)
     if (k != dim) {
@@ -353,29 +388,29 @@ tg_status tg__fwd_select(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **ou
 }
 
 tg_status tg__bwd_select(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  double sc[2 + TG_MAX_DIMS];
+  int64_t params[2 + TG_MAX_DIMS];
   int n = tg_ctx_input_ndim(ctx, 0);
-  sc[0] = tg_ctx_scalar(ctx, 0);
-  sc[1] = tg_ctx_scalar(ctx, 1);
-  for (int d = 0; d < n; d++) sc[2 + d] = (double)tg_ctx_input_sizes(ctx, 0)[d];
-  gi[0] = tg_apply1(TG__OP(select_backward), 1, g, 2 + n, sc);
+  params[0] = tg_ctx_int(ctx, 0);
+  params[1] = tg_ctx_int(ctx, 1);
+  for (int d = 0; d < n; d++) params[2 + d] = tg_ctx_input_sizes(ctx, 0)[d];
+  gi[0] = tg_apply1_ex(TG__OP(select_backward), 1, g, TG__NO_SC, 2 + n, params);
   return gi[0] ? TG_OK : tg_last_error();
 }
 
 tg_status tg__fwd_select_backward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   int64_t base[TG_MAX_DIMS];
   int ndim;
-  scalars_to_sizes(ctx, 2, base, &ndim);
+  ints_to_sizes(ctx, 2, base, &ndim);
   tg_tensor *z = tg_zeros(ndim, base, (tg_options){in[0]->dtype, in[0]->storage->device, false});
-  tg_tensor *window = tg_select(z, (int)tg_ctx_scalar(ctx, 0), (int64_t)tg_ctx_scalar(ctx, 1));
+  tg_tensor *window = tg_select(z, (int)tg_ctx_int(ctx, 0), tg_ctx_int(ctx, 1));
   if (!window || tg_copy_(window, in[0]) != TG_OK) return tg_last_error();
   out[0] = z;
   return TG_OK;
 }
 
 tg_status tg__bwd_select_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  gi[0] = tg_apply1(TG__OP(select), 1, g, 2,
-                    (const double[]){tg_ctx_scalar(ctx, 0), tg_ctx_scalar(ctx, 1)});
+  gi[0] = tg_apply1_ex(TG__OP(select), 1, g, TG__NO_SC,
+                       TG__INTS(tg_ctx_int(ctx, 0), tg_ctx_int(ctx, 1)));
   return gi[0] ? TG_OK : tg_last_error();
 }
 
@@ -390,14 +425,16 @@ tg_tensor *tg_select(const tg_tensor *t, int dim, int64_t index) {
   int64_t n = t->sizes[d];
   if (index < -n || index >= n) {
     char a[160];
-    tg_set_error(TG_ERR_INDEX, "tg_select: index %lld is out of range for dim %d of size %lld "
-                 "(tensor %s)", (long long)index, d, (long long)n,
+    tg_set_error(TG_ERR_INDEX,
+                 "tg_select: index %lld is out of range for dim %d of size %lld "
+                 "(tensor %s)",
+                 (long long)index, d, (long long)n,
                  tg_format_sizes(a, sizeof a, t->ndim, t->sizes));
     return NULL;
   }
   if (index < 0) index += n;
-  return tg_apply1(TG__OP(select), 1, (const tg_tensor *const[]){t}, 2,
-                   (const double[]){d, (double)index});
+  return tg_apply1_ex(TG__OP(select), 1, (const tg_tensor *const[]){t}, TG__NO_SC,
+                      TG__INTS(d, index));
 }
 
 /* Views of split_size along dim; every one or none is returned. */
@@ -406,10 +443,12 @@ static tg_status split_views(const char *op, const tg_tensor *t, int64_t split_s
   int d = tg__wrap_dim(op, "dim", dim, t->ndim);
   if (d < 0) return tg_last_error();
   int64_t n = t->sizes[d];
-  int count = n == 0 ? 1 : (int)((n + split_size - 1) / split_size);
-  if (count > max_out)
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: %d pieces need room but out holds %d", op, count,
-                        max_out);
+  /* 1 + (n - 1) / split_size: (n + split_size - 1) would overflow for a large split_size. */
+  int64_t pieces = n == 0 ? 1 : 1 + (n - 1) / split_size;
+  if (pieces > max_out)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: %lld pieces need room but out holds %d", op,
+                        (long long)pieces, max_out);
+  int count = (int)pieces;
   for (int k = 0; k < count; k++) {
     int64_t start = (int64_t)k * split_size;
     int64_t len = n - start < split_size ? n - start : split_size;
@@ -457,7 +496,7 @@ tg_status tg__fwd_expand(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **ou
   const tg_tensor *t = in[0];
   int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS];
   int ndim;
-  scalars_to_sizes(ctx, 0, sizes, &ndim);
+  ints_to_sizes(ctx, 0, sizes, &ndim);
   int lead = ndim - t->ndim;
   for (int d = 0; d < ndim; d++) {
     int src = d - lead;
@@ -480,7 +519,7 @@ tg_tensor *tg_expand(const tg_tensor *t, int ndim, const int64_t *sizes) {
                  tg_format_sizes(a, sizeof a, t->ndim, t->sizes), ndim);
     return NULL;
   }
-  double sc[TG_MAX_DIMS];
+  int64_t resolved[TG_MAX_DIMS];
   int lead = ndim - t->ndim;
   for (int d = 0; d < ndim; d++) {
     int64_t want = sizes[d];
@@ -494,16 +533,23 @@ tg_tensor *tg_expand(const tg_tensor *t, int ndim, const int64_t *sizes) {
       want = t->sizes[src];
     }
     if (want < 0 || (src >= 0 && t->sizes[src] != 1 && t->sizes[src] != want)) {
-      tg_set_error(TG_ERR_SHAPE,
-                   "tg_expand: cannot expand %s to %s: dim %d has size %lld, not 1",
+      tg_set_error(TG_ERR_SHAPE, "tg_expand: cannot expand %s to %s: dim %d has size %lld, not 1",
                    tg_format_sizes(a, sizeof a, t->ndim, t->sizes),
                    tg_format_sizes(b, sizeof b, ndim, sizes), d,
                    (long long)(src >= 0 ? t->sizes[src] : want));
       return NULL;
     }
-    sc[d] = (double)want;
+    resolved[d] = want;
   }
-  return tg_apply1(TG__OP(expand), 1, (const tg_tensor *const[]){t}, ndim, sc);
+  /* The result's element count (and tg_numel) must fit int64. */
+  int64_t extent;
+  if (tg__extent_ovf(ndim, resolved, &extent)) {
+    tg_set_error(
+        TG_ERR_SHAPE, "tg_expand: cannot expand %s to %s: the number of elements overflows int64",
+        tg_format_sizes(a, sizeof a, t->ndim, t->sizes), tg_format_sizes(b, sizeof b, ndim, sizes));
+    return NULL;
+  }
+  return tg_apply1_ex(TG__OP(expand), 1, (const tg_tensor *const[]){t}, TG__NO_SC, ndim, resolved);
 }
 
 tg_tensor *tg_expand_as(const tg_tensor *t, const tg_tensor *other) {
@@ -528,23 +574,26 @@ tg_tensor *tg_as_strided(const tg_tensor *t, int ndim, const int64_t *sizes, con
                  "no-grad region)");
     return NULL;
   }
-  int64_t lo = offset, hi = offset;
+  /* Every size is checked, zeros or not: a 0 makes the tensor empty, not the check done. */
   for (int d = 0; d < ndim; d++) {
     if (sizes[d] < 0) {
       tg_set_error(TG_ERR_SHAPE, "tg_as_strided: sizes %s: size of dim %d is negative",
                    tg_format_sizes(a, sizeof a, ndim, sizes), d);
       return NULL;
     }
-    if (sizes[d] == 0) lo = hi = offset;
-    if (sizes[d] == 0) break;
-    int64_t span = (sizes[d] - 1) * strides[d];
-    if (span < 0) lo += span; else hi += span;
   }
+  int64_t extent;
+  if (tg__extent_ovf(ndim, sizes, &extent)) {
+    tg_set_error(TG_ERR_SHAPE, "tg_as_strided: sizes %s: the number of elements overflows int64",
+                 tg_format_sizes(a, sizeof a, ndim, sizes));
+    return NULL;
+  }
+  int64_t lo, hi;
   int64_t capacity = (int64_t)(t->storage->nbytes / tg_dtype_size(t->dtype));
-  if (offset < 0 || lo < 0 || (tg__numel(ndim, sizes) > 0 && hi >= capacity)) {
+  if (!tg__span_in_bounds(ndim, sizes, strides, offset, capacity, &lo, &hi)) {
     tg_set_error(TG_ERR_INDEX,
                  "tg_as_strided: sizes %s, strides %s, offset %lld reach elements %lld..%lld "
-                 "outside the storage of %lld elements",
+                 "(or overflow int64) outside the storage of %lld elements",
                  tg_format_sizes(a, sizeof a, ndim, sizes),
                  tg_format_sizes(b, sizeof b, ndim, strides), (long long)offset, (long long)lo,
                  (long long)hi, (long long)capacity);

@@ -2,6 +2,7 @@
 #include <omp.h>
 
 #include "ops/cpu/cpu_internal.h"
+#include "tensor/checked.h"
 
 tg_cpu_operand tg_cpu_operand_of(const tg_tensor *t) {
   tg_cpu_operand op = {tg_cpu_data(t), tg_dtype_size(t->dtype), t->strides};
@@ -20,8 +21,14 @@ void tg_cpu_iter_init(tg_cpu_iter *it, int ndim, const int64_t *sizes, int nops,
   }
   /* Keep the dims that are not 1: a size-1 dim contributes nothing to any address. */
   int n = 0;
+  for (int d = 0; d < ndim; d++) it->numel *= sizes[d];
+  if (it->numel == 0) { /* nothing to walk; strides of an empty tensor may be anything */
+    it->ndim = 1;
+    it->sizes[0] = 0;
+    for (int k = 0; k < nops; k++) it->strides[k][0] = 0;
+    return;
+  }
   for (int d = 0; d < ndim; d++) {
-    it->numel *= sizes[d];
     if (sizes[d] == 1) continue;
     it->sizes[n] = sizes[d];
     for (int k = 0; k < nops; k++) it->strides[k][n] = ops[k].strides[d];
@@ -47,8 +54,12 @@ void tg_cpu_iter_init(tg_cpu_iter *it, int ndim, const int64_t *sizes, int nops,
   for (int d = 0; d < n; d++) {
     if (m > 0) {
       bool mergeable = true;
-      for (int k = 0; k < nops; k++)
-        if (it->strides[k][m - 1] != it->strides[k][d] * it->sizes[d]) mergeable = false;
+      /* Checked: an operand's stride times the size may pass its span by one stride. */
+      for (int k = 0; k < nops; k++) {
+        int64_t step;
+        if (tg__mul_ovf(it->strides[k][d], it->sizes[d], &step) || it->strides[k][m - 1] != step)
+          mergeable = false;
+      }
       if (mergeable) {
         it->sizes[m - 1] *= it->sizes[d];
         for (int k = 0; k < nops; k++) it->strides[k][m - 1] = it->strides[k][d];

@@ -1,0 +1,56 @@
+/* Overflow-checked int64 arithmetic for sizes, strides and offsets. Each returns true when
+ * the exact result does not fit (and then *out is unspecified). Not part of the public API. */
+#ifndef TG_CHECKED_H
+#define TG_CHECKED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+static inline bool tg__mul_ovf(int64_t a, int64_t b, int64_t *out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+static inline bool tg__add_ovf(int64_t a, int64_t b, int64_t *out) {
+  return __builtin_add_overflow(a, b, out);
+}
+static inline bool tg__sub_ovf(int64_t a, int64_t b, int64_t *out) {
+  return __builtin_sub_overflow(a, b, out);
+}
+
+/* The product of the sizes with 0 counted as 1: the number of elements a contiguous layout
+ * of these sizes would have if no dim were empty. tg keeps it within int64 for every tensor,
+ * so numel and contiguous strides never overflow even when a later dim is 0. True on
+ * overflow. Sizes must be non-negative. */
+static inline bool tg__extent_ovf(int ndim, const int64_t *sizes, int64_t *out) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++)
+    if (tg__mul_ovf(n, sizes[d] > 1 ? sizes[d] : 1, &n)) return true;
+  *out = n;
+  return false;
+}
+
+/* Checks that (sizes, strides, offset) only reach elements [0, capacity) when numel > 0,
+ * with exact arithmetic, and that offset lies in [0, capacity]. Writes the lowest and
+ * highest element reached (offset for an empty tensor). False when out of bounds or when an
+ * intermediate overflows. */
+static inline bool tg__span_in_bounds(int ndim, const int64_t *sizes, const int64_t *strides,
+                                      int64_t offset, int64_t capacity, int64_t *lo_out,
+                                      int64_t *hi_out) {
+  int64_t lo = offset, hi = offset;
+  bool empty = false;
+  for (int d = 0; d < ndim; d++) empty |= sizes[d] == 0;
+  *lo_out = *hi_out = offset;
+  if (offset < 0 || offset > capacity) return false;
+  if (empty) return true;
+  /* lo only falls and hi only rises, so an overflow of either means out of bounds. */
+  for (int d = 0; d < ndim; d++) {
+    int64_t span;
+    if (tg__mul_ovf(sizes[d] - 1, strides[d], &span) ||
+        (span < 0 ? tg__add_ovf(lo, span, &lo) : tg__add_ovf(hi, span, &hi)))
+      return false;
+    *lo_out = lo;
+    *hi_out = hi;
+  }
+  return lo >= 0 && hi < capacity;
+}
+
+#endif
