@@ -182,8 +182,7 @@ static tg_status sort_forward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor
 }
 
 static bool saved_index_requires_grad;
-static tg_status sort_backward(tg_ctx *ctx, const tg_tensor *const *grad_out,
-                               tg_tensor **grad_in) {
+static tg_status sort_backward(tg_ctx *ctx, const tg_tensor *const *grad_out, tg_tensor **grad_in) {
   tg_tensor *index = tg_ctx_saved(ctx, 0);
   tg_tensor *g = tg_contiguous(grad_out[0]);
   if (!index || !g) return tg_last_error();
@@ -229,10 +228,18 @@ static const tg_op_desc test_ops[] = {
     {"test_linear", -1, 1, {linear_forward}, linear_backward, 0},
     {"test_mul_constant", 1, 1, {mul_constant_forward}, mul_constant_backward, 0},
     {"test_scale_two", 1, 2, {scale_two_forward}, scale_two_backward, 0},
-    {"test_scale_two_no_materialize", 1, 2, {scale_two_forward}, scale_two_backward,
+    {"test_scale_two_no_materialize",
+     1,
+     2,
+     {scale_two_forward},
+     scale_two_backward,
      TG_OP_NO_MATERIALIZE_GRADS},
-    {"test_scale_two_ctx_no_materialize", 1, 2, {scale_two_forward_unmaterialized},
-     scale_two_backward, 0},
+    {"test_scale_two_ctx_no_materialize",
+     1,
+     2,
+     {scale_two_forward_unmaterialized},
+     scale_two_backward,
+     0},
     {"test_cube", 1, 2, {cube_forward}, cube_backward, 0},
     {"test_cube_wrong", 1, 1, {cube_wrong_forward}, cube_wrong_backward, 0},
     {"test_cube_marked", 1, 2, {cube_marked_forward}, cube_marked_backward, 0},
@@ -352,8 +359,7 @@ TG_TEST(registry, tg_apply_checks_its_arguments) {
                         (double[TG_CTX_MAX_SCALARS + 1]){0}, 1, out),
                TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "test_mul_constant", "scalars");
-  cr_assert_eq(tg_apply(NULL, 1, (const tg_tensor *const[]){x}, 0, NULL, 1, out),
-               TG_ERR_ARGUMENT);
+  cr_assert_eq(tg_apply(NULL, 1, (const tg_tensor *const[]){x}, 0, NULL, 1, out), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_apply");
   /* A NULL input keeps the error that produced it. */
   tg_tensor *bad = tg_mm(x, x);
@@ -376,14 +382,15 @@ TG_TEST(custom_function, linear_values_and_gradcheck) {
   tg_tensor *w = tg_from_data(TG_SHAPE(2, 3), (double[]){1, 0, -1, 0.5, 0.5, 0.5}, f64_grad);
   tg_tensor *b = tg_from_data(TG_SHAPE(2), (double[]){10, 20}, f64_grad);
   tg_tensor *y = tg_apply1(lin, 3, (const tg_tensor *const[]){x, w, b}, 0, NULL);
-  tg_tensor *want = tg_from_data(TG_SHAPE(2, 2), (double[]){1 - 3 + 10, 3 + 20, 4 - 6 + 10, 7.5 + 20},
-                                 f64);
+  tg_tensor *want =
+      tg_from_data(TG_SHAPE(2, 2), (double[]){1 - 3 + 10, 3 + 20, 4 - 6 + 10, 7.5 + 20}, f64);
   tg_assert_close(y, want, 0, 1e-12);
   cr_assert_str_eq(tg_grad_fn_name(y), "test_linear");
   cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_OK, "%s", tg_last_error_message());
   tg_assert_close(tg_grad(b), tg_full(TG_SHAPE(2), 2, f64), 0, 0);
-  tg_assert_close(tg_grad(x), tg_from_data(TG_SHAPE(2, 3), (double[]){1.5, 0.5, -0.5, 1.5, 0.5, -0.5}, f64),
-                  0, 1e-12);
+  tg_assert_close(tg_grad(x),
+                  tg_from_data(TG_SHAPE(2, 3), (double[]){1.5, 0.5, -0.5, 1.5, 0.5, -0.5}, f64), 0,
+                  1e-12);
   tg_assert_close(tg_grad(w), tg_from_data(TG_SHAPE(2, 3), (double[]){5, 7, 9, 5, 7, 9}, f64), 0,
                   1e-12);
 
@@ -404,8 +411,8 @@ TG_TEST(custom_function, linear_with_strided_and_broadcast_inputs) {
   register_test_ops();
   tg_scope_begin();
   call with_bias = {"test_linear", 3, 1, 0, {0}};
-  tg_tensor *x_t = tg_t(randn64(TG_SHAPE(3, 4), true, 4));                    /* transposed */
-  tg_tensor *w_sl = tg_slice(randn64(TG_SHAPE(7, 6), true, 5), 1, 1, 6, 2);   /* offset, step */
+  tg_tensor *x_t = tg_t(randn64(TG_SHAPE(3, 4), true, 4));                  /* transposed */
+  tg_tensor *w_sl = tg_slice(randn64(TG_SHAPE(7, 6), true, 5), 1, 1, 6, 2); /* offset, step */
   w_sl = tg_narrow(w_sl, 0, 2, 5);
   cr_assert(!tg_is_contiguous(x_t) && !tg_is_contiguous(w_sl) && tg_offset(w_sl) > 0);
   tg_tensor *b1 = randn64(TG_SHAPE(1), true, 6); /* one bias broadcast over 5 outputs */
@@ -613,7 +620,8 @@ TG_TEST(custom_function, once_differentiable_refuses_double_backward) {
   tg_expect_error(TG_ERR_STATE, "test_sort", "once-differentiable");
 
   tg_tensor *out[2], *dx;
-  cr_assert_eq(tg_apply(op("test_sort"), 1, (const tg_tensor *const[]){in}, 0, NULL, 2, out), TG_OK);
+  cr_assert_eq(tg_apply(op("test_sort"), 1, (const tg_tensor *const[]){in}, 0, NULL, 2, out),
+               TG_OK);
   tg_tensor *loss = tg_sum(tg_mul(out[0], out[0]));
   cr_assert_eq(tg_autograd_grad(1, (const tg_tensor *const[]){loss}, NULL, 1,
                                 (const tg_tensor *const[]){in}, &dx,
@@ -652,4 +660,89 @@ TG_TEST(custom_function, context_data_lives_as_long_as_the_node) {
   cr_assert_eq(data_frees, 3, "an unrecorded call frees it at once");
   tg_scope_end();
   tg_release(x);
+}
+
+/* ---- user in-place ops and the version counter ---- */
+
+/* x *= 2 (or x = exp(x)) written through the data pointer, the way a user kernel would:
+ * tg_apply bumps the version for it (PyTorch's mark_dirty). */
+static tg_status scale_inplace(const tg_tensor *const *in, tg_tensor **out, bool exp_) {
+  tg_tensor *x = (tg_tensor *)in[0];
+  if (!tg_is_contiguous(x) || tg_tensor_dtype(x) != TG_F64)
+    return tg_set_error(TG_ERR_ARGUMENT, "test_inplace: wants a contiguous F64 tensor");
+  double *d = tg_data_ptr(x);
+  for (int64_t i = 0; i < tg_numel(x); i++) d[i] = exp_ ? exp(d[i]) : 2 * d[i];
+  out[0] = x;
+  return TG_OK;
+}
+static tg_status dbl_forward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  (void)ctx;
+  return scale_inplace(in, out, false);
+}
+static tg_status dbl_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  (void)ctx;
+  gi[0] = tg_mul_scalar(g[0], 2.0);
+  return gi[0] ? TG_OK : tg_last_error();
+}
+/* Saves its output (the target, after the write): its own backward must accept it. */
+static tg_status exp_forward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  tg_status st = scale_inplace(in, out, true);
+  return st != TG_OK ? st : tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const *)out);
+}
+static tg_status exp_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  tg_tensor *y = tg_ctx_saved(ctx, 0);
+  gi[0] = y ? tg_mul(g[0], y) : NULL;
+  return gi[0] ? TG_OK : tg_last_error();
+}
+static const tg_op_desc user_dbl_ = {"test_user_dbl_", 1, 1, {[TG_CPU] = dbl_forward}, dbl_backward,
+                                     TG_OP_INPLACE};
+static const tg_op_desc user_exp_ = {"test_user_exp_", 1, 1, {[TG_CPU] = exp_forward}, exp_backward,
+                                     TG_OP_INPLACE};
+
+TG_TEST(custom_function, user_inplace_op_invalidates_what_others_saved) {
+  tg_scope_begin();
+  tg_tensor *x = tg_from_data(TG_SHAPE(3), (double[]){1, 2, 3}, f64_grad);
+  tg_tensor *y = tg_mul_scalar(x, 1.0);
+  tg_tensor *m = tg_mul(y, y); /* saves y */
+  uint64_t v = tg_version(y);
+  cr_assert_not_null(tg_apply1(&user_dbl_, 1, (const tg_tensor *const[]){y}, 0, NULL), "%s",
+                     tg_last_error_message());
+  cr_assert_eq(tg_version(y), v + 1, "bumped once");
+  /* Without the bump backward returned TG_OK with dx = 12 (correct: 6). */
+  cr_assert_eq(tg_backward(tg_sum(m), NULL), TG_ERR_STATE);
+  tg_expect_error(TG_ERR_STATE, "mul", "modified by an in-place operation");
+  cr_assert_null(tg_grad(x));
+  tg_scope_end();
+}
+
+TG_TEST(custom_function, user_inplace_op_under_no_grad_bumps_the_version) {
+  tg_scope_begin();
+  tg_tensor *x = tg_from_data(TG_SHAPE(3), (double[]){1, 2, 3}, f64_grad);
+  tg_tensor *m = tg_mul(x, x); /* saves the leaf x */
+  tg_no_grad_begin();
+  cr_assert_not_null(tg_apply1(&user_dbl_, 1, (const tg_tensor *const[]){x}, 0, NULL));
+  tg_no_grad_end();
+  cr_assert_eq(tg_backward(tg_sum(m), NULL), TG_ERR_STATE);
+  tg_expect_error(TG_ERR_STATE, "modified by an in-place operation");
+  tg_scope_end();
+}
+
+TG_TEST(custom_function, user_inplace_op_then_backward_is_right) {
+  tg_scope_begin();
+  tg_tensor *x = tg_from_data(TG_SHAPE(3), (double[]){1, 2, 3}, f64_grad);
+  tg_tensor *y = tg_mul_scalar(x, 1.0);
+  cr_assert_not_null(tg_apply1(&user_dbl_, 1, (const tg_tensor *const[]){y}, 0, NULL));
+  cr_assert_str_eq(tg_grad_fn_name(y), "test_user_dbl_");
+  tg_tensor *m = tg_mul(y, y); /* after the write: m = 4x^2, dm/dx = 8x */
+  cr_assert_eq(tg_backward(tg_sum(m), NULL), TG_OK, "%s", tg_last_error_message());
+  tg_assert_close(tg_grad(x), tg_from_data(TG_SHAPE(3), (double[]){8, 16, 24}, f64), 0, 0);
+  /* An op that saves its own output: stamped after the write, so its backward accepts it. */
+  tg_tensor *z = tg_mul_scalar(x, 1.0);
+  cr_assert_not_null(tg_apply1(&user_exp_, 1, (const tg_tensor *const[]){z}, 0, NULL), "%s",
+                     tg_last_error_message());
+  cr_assert_eq(tg_set_grad(x, NULL), TG_OK);
+  cr_assert_eq(tg_backward(tg_sum(z), NULL), TG_OK, "%s", tg_last_error_message());
+  tg_assert_close(tg_grad(x), tg_from_data(TG_SHAPE(3), (double[]){exp(1), exp(2), exp(3)}, f64),
+                  1e-15, 0);
+  tg_scope_end();
 }

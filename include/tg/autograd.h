@@ -8,6 +8,17 @@
 extern "C" {
 #endif
 
+/* ---- threads ----
+ * Per thread: the error, grad mode, scopes, the default generator. Safe to share: reading
+ * tensors and using them as op inputs while nobody writes them; retain/release (atomic);
+ * backward from several threads into shared leaves (hogwild): accumulation into a leaf's
+ * grad, and tg_grad/tg_set_grad/tg_zero_grad, run under a per-leaf lock, so each thread's
+ * gradient is added exactly once. Not safe: two backward passes at once through the same
+ * node (a shared tensor with a grad_fn) — the later one fails with TG_ERR_STATE — and any
+ * in-place write (ops, optimizer steps, tg_set_requires_grad, tg_op_register) racing with
+ * other use of the same tensor. The tensor tg_grad returns may be released by another
+ * thread's tg_set_grad, tg_zero_grad or create_graph backward: read grads after joining. */
+
 /* ---- per-tensor state ---- */
 bool tg_requires_grad(const tg_tensor *t);
 /* Only leaves (tensors without grad_fn) of a floating dtype can change this. */

@@ -129,6 +129,15 @@ static tg_status check_call(const tg_op_desc *op, int n_inputs, const tg_tensor 
   return TG_OK;
 }
 
+/* What an in-place op saved of its outputs is its result: stamp it with the version after
+ * the write and tg_apply's bump, or its own backward would see it as modified. */
+static void stamp_saved_outputs(tg_ctx *ctx, const tg_storage *written) {
+  for (int i = 0; i < ctx->n_saved; i++) {
+    tg_saved *s = &ctx->saved[i];
+    if (s->output_nr >= 0 && s->data->storage == written) s->version = tg_version(s->data);
+  }
+}
+
 static tg_edge edge_to(const tg_tensor *input) {
   tg_edge e = {0};
   if (!input->requires_grad) return e;
@@ -217,6 +226,7 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
 
   ctx->forward_outputs = outputs;
   ctx->inplace_target = inplace && n_inputs > 0 ? inputs[0] : NULL;
+  uint64_t version_before = ctx->inplace_target ? tg_version(inputs[0]) : 0;
   bool was_enabled = tg_set_grad_enabled(false);
   tg_scope_begin();
   st = op->forward[device.type](ctx, inputs, outputs);
@@ -231,8 +241,15 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
   tg_set_grad_enabled(was_enabled);
   ctx->forward_outputs = NULL;
   ctx->inplace_target = NULL;
+  /* An in-place forward wrote input 0. Built-in kernels bump its version; a user op that
+   * writes through the data pointer does not, so bump it here (once: PyTorch's mark_dirty)
+   * and what other nodes saved of it is invalidated: a later backward through them fails. */
+  bool wrote = st == TG_OK && inplace && n_inputs > 0;
+  if (wrote && tg_version(inputs[0]) == version_before) tg__bump_version((tg_tensor *)inputs[0]);
+
 
   if (st == TG_OK && node) tg__ctx_adopt_saved_outputs(ctx, outputs);
+  if (st == TG_OK && node && wrote) stamp_saved_outputs(ctx, inputs[0]->storage);
   if (st == TG_OK) {
     for (int j = 0; j < n_outputs; j++) {
       tg_tensor *out = outputs[j];

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grad_lock.h"
 #include "node.h"
 #include "ops/backend.h"
 #include "tg/ops.h"
@@ -31,33 +32,51 @@ static int newest_first(const void *a, const void *b) {
   return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Every node reachable from the roots, newest first, each with a zeroed grads array. */
-static tg_status collect(int n_roots, tg_node *const *roots, node_list *order) {
+/* Every node reachable from the roots, newest first, each with a zeroed grads array and
+ * claimed for this pass. A node another pass holds (a backward on another thread through a
+ * shared part of the graph, or one called from inside a backward) is an error: the passes
+ * would share its scratch grads. run_backward gives the claims back. */
+static tg_status collect(const char *name, int n_roots, tg_node *const *roots,
+                         node_list *order) {
   uint64_t epoch = atomic_fetch_add(&visit_epoch_counter, 1) + 1;
   node_list stack = {0};
   tg_status st = TG_OK;
-  for (int r = 0; r < n_roots; r++)
-    if (roots[r] && roots[r]->visit_epoch != epoch) {
-      roots[r]->visit_epoch = epoch;
-      if (!list_push(&stack, roots[r])) st = TG_ERR_MEMORY;
-    }
+  const tg_node *busy = NULL;
+  for (int r = 0; r < n_roots && st == TG_OK; r++)
+    if (roots[r] && !list_push(&stack, roots[r])) st = TG_ERR_MEMORY;
   while (st == TG_OK && stack.count > 0) {
     tg_node *n = stack.items[--stack.count];
-    n->grads = calloc((size_t)n->ctx.n_outputs, sizeof *n->grads);
-    if (!n->grads || !list_push(order, n)) {
+    unsigned long long owner = 0;
+    if (!atomic_compare_exchange_strong(&n->backward_owner, &owner, epoch)) {
+      if (owner == epoch) continue; /* reached twice */
+      busy = n;
+      st = TG_ERR_STATE;
+      break;
+    }
+    if (!list_push(order, n)) {
+      atomic_store(&n->backward_owner, 0);
       st = TG_ERR_MEMORY;
       break;
     }
-    for (int i = 0; i < n->ctx.n_inputs; i++) {
+    n->grads = calloc((size_t)n->ctx.n_outputs, sizeof *n->grads);
+    if (!n->grads) {
+      st = TG_ERR_MEMORY;
+      break;
+    }
+    for (int i = 0; i < n->ctx.n_inputs && st == TG_OK; i++) {
       tg_node *next = n->edges[i].node;
-      if (next && next->visit_epoch != epoch) {
-        next->visit_epoch = epoch;
-        if (!list_push(&stack, next)) st = TG_ERR_MEMORY;
-      }
+      if (next && atomic_load(&next->backward_owner) != epoch && !list_push(&stack, next))
+        st = TG_ERR_MEMORY;
     }
   }
   free(stack.items);
-  if (st != TG_OK) return tg_set_error(st, "tg_backward: out of memory walking the graph");
+  if (busy)
+    return tg_set_error(TG_ERR_STATE,
+                        "%s: the graph through %s is being differentiated by another backward "
+                        "at the same time (on another thread, or one called from a backward); "
+                        "threads may share leaves but not tensors with a grad_fn",
+                        name, busy->ctx.op->name);
+  if (st != TG_OK) return tg_set_error(st, "%s: out of memory walking the graph", name);
   if (order->count > 1) qsort(order->items, order->count, sizeof *order->items, newest_first);
   return TG_OK;
 }
@@ -85,8 +104,9 @@ static tg_status accumulate(tg_tensor **slot, const tg_tensor *g, bool create_gr
   return TG_OK;
 }
 
-/* leaf.grad += g (a contiguous copy the first time, so .grad never aliases graph memory). */
-static tg_status accumulate_leaf(tg_tensor *leaf, const tg_tensor *g, bool create_graph) {
+/* leaf.grad += g (a contiguous copy the first time, so .grad never aliases graph memory).
+ * Called with leaf's grad lock held. */
+static tg_status accumulate_leaf_locked(tg_tensor *leaf, const tg_tensor *g, bool create_graph) {
   if (create_graph) return accumulate(&leaf->grad, g, true);
   const tg_backend *be = tg__backend("tg_backward", g->storage->device);
   if (!be) return tg_last_error();
@@ -103,6 +123,15 @@ static tg_status accumulate_leaf(tg_tensor *leaf, const tg_tensor *g, bool creat
   if (leaf->grad->grad_fn) return accumulate(&leaf->grad, g, false); /* from a create_graph run */
   tg_status st = be->binary(TG_BINARY_ADD, 1.0, leaf->grad, leaf->grad, g);
   if (st == TG_OK) tg__bump_version(leaf->grad);
+  return st;
+}
+
+/* Threads running backward into a shared leaf (hogwild) serialise on its grad lock: the
+ * check-and-set of .grad and the in-place sum would otherwise lose one thread's gradient. */
+static tg_status accumulate_leaf(tg_tensor *leaf, const tg_tensor *g, bool create_graph) {
+  tg__grad_lock(leaf);
+  tg_status st = accumulate_leaf_locked(leaf, g, create_graph);
+  tg__grad_unlock(leaf);
   return st;
 }
 
@@ -275,7 +304,7 @@ static tg_status run_backward(int n_roots, const tg_tensor *const *roots,
     grads0[r] = tg_retain(g);
     root_nodes[r] = root->grad_fn;
   }
-  if ((st = collect(n_roots, root_nodes, &order)) != TG_OK) goto done;
+  if ((st = collect(name, n_roots, root_nodes, &order)) != TG_OK) goto done;
 
   /* Seed the roots. */
   for (int r = 0; r < n_roots && st == TG_OK; r++) {
@@ -336,6 +365,7 @@ done:
       for (int j = 0; j < node->ctx.n_outputs; j++) tg_release(node->grads[j]);
     free(node->grads);
     node->grads = NULL;
+    atomic_store(&node->backward_owner, 0); /* last: the scratch is free for the next pass */
   }
   free(order.items);
   if (grads0)

@@ -56,7 +56,9 @@ struct tg_node {
   tg_edge *edges; /* one per input */
   /* scratch of the backward engine */
   tg_tensor **grads; /* n_outputs */
-  uint64_t visit_epoch;
+  /* the backward pass that holds this node (its epoch), 0 when none: two passes must not
+   * share the scratch above */
+  atomic_ullong backward_owner;
 };
 
 /* Releases a node; long chains are released with a work list, not recursion. */

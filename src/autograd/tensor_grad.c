@@ -1,4 +1,5 @@
 /* Per-tensor autograd state: requires_grad, .grad, grad_fn, detach. */
+#include "grad_lock.h"
 #include "node.h"
 #include "ops/backend.h"
 
@@ -20,7 +21,14 @@ tg_status tg_set_requires_grad(tg_tensor *t, bool requires_grad) {
   return TG_OK;
 }
 
-tg_tensor *tg_grad(const tg_tensor *t) { return t ? t->grad : NULL; }
+/* .grad is read, swapped and zeroed under the same lock backward accumulates under. */
+tg_tensor *tg_grad(const tg_tensor *t) {
+  if (!t) return NULL;
+  tg__grad_lock(t);
+  tg_tensor *g = t->grad;
+  tg__grad_unlock(t);
+  return g;
+}
 
 tg_status tg_set_grad(tg_tensor *t, const tg_tensor *grad) {
   if (!tg__check_arg("tg_set_grad", "t", t)) return tg_last_error();
@@ -40,24 +48,30 @@ tg_status tg_set_grad(tg_tensor *t, const tg_tensor *grad) {
                           tg_device_type_name(grad->storage->device.type),
                           tg_device_type_name(t->storage->device.type));
   }
+  tg_retain(grad);
+  tg__grad_lock(t);
   tg_tensor *old = t->grad;
-  t->grad = tg_retain(grad);
-  tg_release(old);
+  t->grad = (tg_tensor *)grad;
+  tg__grad_unlock(t);
+  tg_release(old); /* outside the lock: it may free a graph */
   return TG_OK;
 }
 
 tg_status tg_zero_grad(tg_tensor *t) {
   if (!tg__check_arg("tg_zero_grad", "t", t)) return tg_last_error();
-  if (!t->grad) return TG_OK;
-  if (t->grad->grad_fn) { /* a graph-carrying grad from create_graph: drop it */
-    tg_release(t->grad);
+  tg_tensor *drop = NULL;
+  tg_status st = TG_OK;
+  tg__grad_lock(t);
+  if (t->grad && t->grad->grad_fn) { /* a graph-carrying grad from create_graph: drop it */
+    drop = t->grad;
     t->grad = NULL;
-    return TG_OK;
+  } else if (t->grad) {
+    const tg_backend *be = tg__backend("tg_zero_grad", t->grad->storage->device);
+    st = be ? be->fill(t->grad, 0.0) : tg_last_error();
+    if (st == TG_OK) tg__bump_version(t->grad);
   }
-  const tg_backend *be = tg__backend("tg_zero_grad", t->grad->storage->device);
-  if (!be) return tg_last_error();
-  tg_status st = be->fill(t->grad, 0.0);
-  if (st == TG_OK) tg__bump_version(t->grad);
+  tg__grad_unlock(t);
+  tg_release(drop); /* outside the lock: it may free a graph */
   return st;
 }
 

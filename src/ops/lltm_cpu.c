@@ -22,7 +22,10 @@
 #include "ops/lltm_cpu_math.h"
 #include "ops/lltm_internal.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__gnu_linux__)
+/* Not under ThreadSanitizer: the clones' ifunc resolver is instrumented and runs while the
+ * executable is relocated, before the TSan runtime is initialised (a crash at start-up). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__gnu_linux__) && \
+    !defined(__SANITIZE_THREAD__)
 #define TG_LLTM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define TG_LLTM_CLONES
