@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what tg needs to build and test on Debian/Ubuntu, and only what is missing:
-# compiler, CMake, pkg-config, BLIS, Criterion, valgrind (gcc's libgomp provides OpenMP).
+# compiler, CMake, pkg-config, BLIS, Criterion, valgrind (gcc's libgomp provides OpenMP), and
+# for scripts/fuzz-smoke.sh clang 14 with its libFuzzer/sanitizer runtimes and libomp.
 # Silent when everything is present. Runs apt-get as root, or through sudo.
 set -euo pipefail
-packages=(build-essential cmake pkg-config libblis-dev libcriterion-dev valgrind)
+packages=(build-essential cmake pkg-config libblis-dev libcriterion-dev valgrind
+  clang libclang-rt-14-dev libomp-14-dev)
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "deps: not a Debian system; install by hand: ${packages[*]}" >&2

@@ -72,19 +72,18 @@ static bool check_geometry(const char *op, int ndim, const int64_t *sizes, tg_dt
     return tg_set_error(TG_ERR_ARGUMENT, "%s: sizes is NULL for ndim %d", op, ndim), false;
   if ((unsigned)dtype >= TG_NUM_DTYPES)
     return tg_set_error(TG_ERR_DTYPE, "%s: invalid dtype %d", op, (int)dtype), false;
-  int64_t numel = 1;
-  for (int d = 0; d < ndim; d++) {
+  for (int d = 0; d < ndim; d++)
     if (sizes[d] < 0)
       return tg_set_error(TG_ERR_SHAPE, "%s: sizes %s: size of dim %d is negative", op,
                           tg_format_sizes(buf, sizeof buf, ndim, sizes), d),
              false;
-    /* Zeros count as 1 so that contiguous strides of every dim fit too. */
-    if (sizes[d] > 1 && numel > INT64_MAX / 8 / sizes[d])
-      return tg_set_error(TG_ERR_SHAPE, "%s: sizes %s: too many elements", op,
-                          tg_format_sizes(buf, sizeof buf, ndim, sizes)),
-             false;
-    numel *= sizes[d] > 1 ? sizes[d] : 1;
-  }
+  /* The same bound as every view (contiguous strides fit int64, zeros counted as 1), and the
+   * bytes of the elements there are must fit too; an empty tensor has none. */
+  int64_t extent; /* numel <= extent, so tg__numel cannot overflow once extent fits */
+  if (tg__extent_ovf(ndim, sizes, &extent) || tg__numel(ndim, sizes) > INT64_MAX / 8)
+    return tg_set_error(TG_ERR_SHAPE, "%s: sizes %s: too many elements", op,
+                        tg_format_sizes(buf, sizeof buf, ndim, sizes)),
+           false;
   return true;
 }
 
