@@ -32,7 +32,11 @@ typedef struct tg_options {
     __VA_ARGS__                                                                             \
   }
 
-/* ---- lifetimes ---- */
+/* ---- lifetimes ----
+ * tg_scope_begin never aborts. The first 32 nesting levels of a thread need no allocation;
+ * when a deeper level cannot be allocated it records TG_ERR_MEMORY and opens a "failed"
+ * scope: every op that returns a tensor in it fails with TG_ERR_MEMORY, and the matching
+ * tg_scope_end closes it as usual (tg_scope_depth counts it), so begin/end stay paired. */
 void tg_scope_begin(void);
 /* Releases every tensor returned since the matching tg_scope_begin. */
 void tg_scope_end(void);

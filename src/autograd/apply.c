@@ -3,43 +3,42 @@
 #include <string.h>
 
 #include "node.h"
+#include "tensor/host_memory.h"
 
 static atomic_ullong next_sequence_nr;
 
 /* ---- nodes ---- */
 
-static void free_node(tg_node *node, tg_node ***stack, size_t *count, size_t *capacity) {
+/* Frees one node whose count reached 0; children whose count reaches 0 too are pushed on the
+ * intrusive list *todo instead of recursing, so a long chain needs no stack and no memory. */
+static void free_node(tg_node *node, tg_node **todo) {
   tg__ctx_release_saved(&node->ctx);
   for (int i = 0; i < node->ctx.n_inputs; i++) {
     tg_edge *e = &node->edges[i];
     tg_release(e->leaf);
     if (e->node && atomic_fetch_sub(&e->node->refcount, 1) == 1) {
-      if (*count == *capacity) {
-        size_t cap = *capacity ? *capacity * 2 : 64;
-        tg_node **grown = realloc(*stack, sizeof *grown * cap);
-        if (!grown) continue; /* leaks rather than recursing without bound */
-        *stack = grown;
-        *capacity = cap;
-      }
-      (*stack)[(*count)++] = e->node;
+      e->node->release_next = *todo;
+      *todo = e->node;
     }
   }
-  free(node->edges);
-  free(node->ctx.inputs);
-  free(node->ctx.outputs);
-  free(node->ctx.needs_input_grad);
-  free(node->ctx.non_differentiable);
-  free(node);
+  tg__host_free(node->edges);
+  tg__host_free(node->ctx.inputs);
+  tg__host_free(node->ctx.outputs);
+  tg__host_free(node->ctx.needs_input_grad);
+  tg__host_free(node->ctx.non_differentiable);
+  tg__host_free(node);
   tg__live_dec();
 }
 
 void tg__node_release(tg_node *node) {
   if (!node || atomic_fetch_sub(&node->refcount, 1) != 1) return;
-  tg_node **stack = NULL;
-  size_t count = 0, capacity = 0;
-  free_node(node, &stack, &count, &capacity);
-  while (count > 0) free_node(stack[--count], &stack, &count, &capacity);
-  free(stack);
+  tg_node *todo = NULL;
+  free_node(node, &todo);
+  while (todo) {
+    tg_node *next = todo;
+    todo = next->release_next;
+    free_node(next, &todo);
+  }
 }
 
 static void fill_meta(tg_meta *m, const tg_tensor *t) {
@@ -52,30 +51,30 @@ static void fill_meta(tg_meta *m, const tg_tensor *t) {
 /* Allocates the per-input/output arrays of a context; false on out-of-memory. */
 static bool ctx_alloc(tg_ctx *ctx, int n_inputs, int n_outputs) {
   size_t ni = (size_t)(n_inputs > 0 ? n_inputs : 1), no = (size_t)(n_outputs > 0 ? n_outputs : 1);
-  ctx->inputs = calloc(ni, sizeof *ctx->inputs);
-  ctx->outputs = calloc(no, sizeof *ctx->outputs);
-  ctx->needs_input_grad = calloc(ni, sizeof *ctx->needs_input_grad);
-  ctx->non_differentiable = calloc(no, sizeof *ctx->non_differentiable);
+  ctx->inputs = tg__host_calloc(ni, sizeof *ctx->inputs);
+  ctx->outputs = tg__host_calloc(no, sizeof *ctx->outputs);
+  ctx->needs_input_grad = tg__host_calloc(ni, sizeof *ctx->needs_input_grad);
+  ctx->non_differentiable = tg__host_calloc(no, sizeof *ctx->non_differentiable);
   return ctx->inputs && ctx->outputs && ctx->needs_input_grad && ctx->non_differentiable;
 }
 
 static void ctx_free_arrays(tg_ctx *ctx) {
-  free(ctx->inputs);
-  free(ctx->outputs);
-  free(ctx->needs_input_grad);
-  free(ctx->non_differentiable);
+  tg__host_free(ctx->inputs);
+  tg__host_free(ctx->outputs);
+  tg__host_free(ctx->needs_input_grad);
+  tg__host_free(ctx->non_differentiable);
 }
 
 static tg_node *node_new(const tg_op_desc *op, int n_inputs, int n_outputs) {
-  tg_node *node = calloc(1, sizeof *node);
+  tg_node *node = tg__host_calloc(1, sizeof *node);
   if (!node) return NULL;
   atomic_init(&node->refcount, 1);
   node->sequence_nr = atomic_fetch_add(&next_sequence_nr, 1);
-  node->edges = calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *node->edges);
+  node->edges = tg__host_calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *node->edges);
   if (!node->edges || !ctx_alloc(&node->ctx, n_inputs, n_outputs)) {
     ctx_free_arrays(&node->ctx);
-    free(node->edges);
-    free(node);
+    tg__host_free(node->edges);
+    tg__host_free(node);
     return NULL;
   }
   node->ctx.op = op;
@@ -197,6 +196,10 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
     }
   }
 
+  /* Room for the outputs in the caller's scope first: once forward ran (an in-place op wrote
+   * its target) registering them must not fail. */
+  if (tg__scope_reserve((size_t)n_outputs) != TG_OK) return tg_last_error();
+
   tg_ctx local = {0};
   tg_node *node = NULL;
   tg_ctx *ctx = &local;
@@ -228,8 +231,8 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
   ctx->inplace_target = inplace && n_inputs > 0 ? inputs[0] : NULL;
   uint64_t version_before = ctx->inplace_target ? tg_version(inputs[0]) : 0;
   bool was_enabled = tg_set_grad_enabled(false);
-  tg_scope_begin();
-  st = op->forward[device.type](ctx, inputs, outputs);
+  st = tg__scope_open();
+  if (st == TG_OK) st = op->forward[device.type](ctx, inputs, outputs);
   for (int j = 0; j < n_outputs; j++) {
     if (st == TG_OK && !outputs[j])
       st = tg_last_error() != TG_OK
@@ -247,8 +250,7 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
   bool wrote = st == TG_OK && inplace && n_inputs > 0;
   if (wrote && tg_version(inputs[0]) == version_before) tg__bump_version((tg_tensor *)inputs[0]);
 
-
-  if (st == TG_OK && node) tg__ctx_adopt_saved_outputs(ctx, outputs);
+  if (st == TG_OK && node) st = tg__ctx_adopt_saved_outputs(ctx, outputs);
   if (st == TG_OK && node && wrote) stamp_saved_outputs(ctx, inputs[0]->storage);
   if (st == TG_OK) {
     for (int j = 0; j < n_outputs; j++) {
@@ -303,7 +305,7 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
       tg_release(out); /* the caller keeps its own reference to the target */
     }
     else
-      tg__scoped(out);
+      tg__scoped(out); /* cannot fail: reserved above */
   }
   if (node)
     tg__node_release(node); /* outputs hold it now */

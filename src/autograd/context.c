@@ -1,7 +1,6 @@
 /* The context of one op call: what forward leaves for backward. */
-#include <stdlib.h>
-
 #include "node.h"
+#include "tensor/host_memory.h"
 
 int tg_ctx_num_inputs(const tg_ctx *ctx) { return ctx ? ctx->n_inputs : 0; }
 int tg_ctx_num_outputs(const tg_ctx *ctx) { return ctx ? ctx->n_outputs : 0; }
@@ -23,7 +22,7 @@ tg_status tg_ctx_save_for_backward(tg_ctx *ctx, int n, const tg_tensor *const *t
     if (!tensors[i])
       return tg_set_error(TG_ERR_ARGUMENT, "tg_ctx_save_for_backward: tensor %d is NULL", i);
   if (!ctx->node) return TG_OK; /* not recorded: nothing will run backward */
-  tg_saved *grown = realloc(ctx->saved, sizeof *grown * (size_t)(ctx->n_saved + n));
+  tg_saved *grown = tg__host_realloc(ctx->saved, sizeof *grown * (size_t)(ctx->n_saved + n));
   if (!grown) return tg_set_error(TG_ERR_MEMORY, "tg_ctx_save_for_backward: out of memory");
   ctx->saved = grown;
   for (int i = 0; i < n; i++) {
@@ -166,23 +165,24 @@ void tg_ctx_set_materialize_grads(tg_ctx *ctx, bool materialize) {
   if (ctx) ctx->materialize_grads = materialize;
 }
 
-void tg__ctx_adopt_saved_outputs(tg_ctx *ctx, tg_tensor *const *outputs) {
+tg_status tg__ctx_adopt_saved_outputs(tg_ctx *ctx, tg_tensor *const *outputs) {
   for (int i = 0; i < ctx->n_saved; i++) {
     tg_saved *s = &ctx->saved[i];
     for (int j = 0; j < ctx->n_outputs && s->output_nr < 0; j++) {
       if (s->data != outputs[j]) continue;
       tg_tensor *alias = tg__alias_raw(s->data);
-      if (!alias) return; /* keeps the strong reference: a leak, never a wrong gradient */
+      if (!alias) return tg_last_error(); /* the op fails: its outputs never get the node */
       tg_release(s->data);
       s->data = alias;
       s->output_nr = j;
     }
   }
+  return TG_OK;
 }
 
 void tg__ctx_release_saved(tg_ctx *ctx) {
   for (int i = 0; i < ctx->n_saved; i++) tg_release(ctx->saved[i].data);
-  free(ctx->saved);
+  tg__host_free(ctx->saved);
   ctx->saved = NULL;
   ctx->n_saved = 0;
   if (ctx->data && ctx->free_data) ctx->free_data(ctx->data);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
 #include "tg/autograd.h"
 
@@ -73,7 +74,7 @@ static tg_status check_inputs(gc_problem *p) {
   if (!(p->opts.eps >= 0) || !(p->opts.atol >= 0) || !(p->opts.rtol >= 0))
     return tg_set_error(TG_ERR_ARGUMENT, "%s: eps %g, atol %g, rtol %g must not be negative",
                         name, p->opts.eps, p->opts.atol, p->opts.rtol);
-  p->diff = calloc((size_t)p->n_inputs, sizeof *p->diff);
+  p->diff = tg__host_calloc((size_t)p->n_inputs, sizeof *p->diff);
   if (!p->diff) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
   for (int i = 0; i < p->n_inputs; i++) {
     const tg_tensor *t = p->inputs[i];
@@ -220,14 +221,14 @@ static tg_status analytical_jacobian(gc_problem *p, tg_tensor *const *outs) {
   int n_roots = 0;
   for (int j = 0; j < p->n_outputs; j++) n_roots += p->outs[j].differentiable;
   if (n_roots == 0) return TG_OK; /* p->jac stays zero (calloc) */
-  const tg_tensor **roots = calloc((size_t)n_roots, sizeof *roots);
-  tg_tensor **seeds = calloc((size_t)n_roots, sizeof *seeds);
-  const tg_tensor **targets = calloc((size_t)p->n_diff, sizeof *targets);
-  tg_tensor **grads = calloc((size_t)p->n_diff, sizeof *grads);
+  const tg_tensor **roots = tg__host_calloc((size_t)n_roots, sizeof *roots);
+  tg_tensor **seeds = tg__host_calloc((size_t)n_roots, sizeof *seeds);
+  const tg_tensor **targets = tg__host_calloc((size_t)p->n_diff, sizeof *targets);
+  tg_tensor **grads = tg__host_calloc((size_t)p->n_diff, sizeof *grads);
   int64_t max_in = 1;
   for (int d = 0; d < p->n_diff; d++)
     if (numel_of(p->inputs[p->diff[d]]) > max_in) max_in = numel_of(p->inputs[p->diff[d]]);
-  double *scratch = malloc(sizeof(double) * (size_t)max_in);
+  double *scratch = tg__host_malloc(sizeof(double) * (size_t)max_in);
   tg_status st = TG_OK;
   if (!roots || !seeds || !targets || !grads || !scratch) {
     st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory", p->name);
@@ -265,11 +266,11 @@ static tg_status analytical_jacobian(gc_problem *p, tg_tensor *const *outs) {
     r++;
   }
 done:
-  free(roots);
-  free(seeds);
-  free(targets);
-  free(grads);
-  free(scratch);
+  tg__host_free(roots);
+  tg__host_free(seeds);
+  tg__host_free(targets);
+  tg__host_free(grads);
+  tg__host_free(scratch);
   return st;
 }
 
@@ -319,9 +320,9 @@ static tg_status evaluate_at(const gc_problem *p, tg_tensor *x, const int64_t *i
 /* Central differences for every element of every differentiable input, each column compared
  * with the analytical one as soon as it is known. Inputs are restored exactly. */
 static tg_status numerical_check(gc_problem *p) {
-  double *plus = malloc(sizeof(double) * (size_t)(p->n_rows > 0 ? p->n_rows : 1));
-  double *minus = malloc(sizeof(double) * (size_t)(p->n_rows > 0 ? p->n_rows : 1));
-  tg_tensor **outs = calloc((size_t)p->n_outputs, sizeof *outs);
+  double *plus = tg__host_malloc(sizeof(double) * (size_t)(p->n_rows > 0 ? p->n_rows : 1));
+  double *minus = tg__host_malloc(sizeof(double) * (size_t)(p->n_rows > 0 ? p->n_rows : 1));
+  tg_tensor **outs = tg__host_calloc((size_t)p->n_outputs, sizeof *outs);
   tg_status st = TG_OK;
   if (!plus || !minus || !outs) st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory", p->name);
   double eps = p->opts.eps;
@@ -348,9 +349,9 @@ static tg_status numerical_check(gc_problem *p) {
       }
     }
   }
-  free(plus);
-  free(minus);
-  free(outs);
+  tg__host_free(plus);
+  tg__host_free(minus);
+  tg__host_free(outs);
   return st;
 }
 
@@ -373,10 +374,10 @@ static tg_status gradcheck_impl(const char *name, tg_gradcheck_fn fn, void *user
   tg_tensor **outs = NULL;
   tg_status st = check_inputs(&p);
   if (st != TG_OK) goto done;
-  p.outs = calloc((size_t)n_outputs, sizeof *p.outs);
-  p.jac = calloc((size_t)p.n_diff, sizeof *p.jac);
-  before = calloc((size_t)n_inputs, sizeof *before);
-  outs = calloc((size_t)n_outputs, sizeof *outs);
+  p.outs = tg__host_calloc((size_t)n_outputs, sizeof *p.outs);
+  p.jac = tg__host_calloc((size_t)p.n_diff, sizeof *p.jac);
+  before = tg__host_calloc((size_t)n_inputs, sizeof *before);
+  outs = tg__host_calloc((size_t)n_outputs, sizeof *outs);
   if (!p.outs || !p.jac || !before || !outs) {
     st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
     goto done;
@@ -388,7 +389,7 @@ static tg_status gradcheck_impl(const char *name, tg_gradcheck_fn fn, void *user
   if (st == TG_OK) st = describe_outputs(&p, outs);
   for (int d = 0; d < p.n_diff && st == TG_OK; d++) {
     size_t cells = (size_t)(p.n_rows * numel_of(inputs[p.diff[d]]));
-    p.jac[d] = calloc(cells > 0 ? cells : 1, sizeof(double));
+    p.jac[d] = tg__host_calloc(cells > 0 ? cells : 1, sizeof(double));
     if (!p.jac[d]) st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory for the Jacobian", name);
   }
   if (st == TG_OK) st = analytical_jacobian(&p, outs);
@@ -412,12 +413,12 @@ static tg_status gradcheck_impl(const char *name, tg_gradcheck_fn fn, void *user
   }
 done:
   if (p.jac)
-    for (int d = 0; d < p.n_diff; d++) free(p.jac[d]);
-  free(p.jac);
-  free(p.outs);
-  free(p.diff);
-  free(before);
-  free(outs);
+    for (int d = 0; d < p.n_diff; d++) tg__host_free(p.jac[d]);
+  tg__host_free(p.jac);
+  tg__host_free(p.outs);
+  tg__host_free(p.diff);
+  tg__host_free(before);
+  tg__host_free(outs);
   return st;
 }
 
@@ -438,9 +439,9 @@ typedef struct gradgrad_fn {
 
 static tg_status gradgrad_eval(void *user, const tg_tensor *const *in, tg_tensor **out) {
   const gradgrad_fn *g = user;
-  tg_tensor **outs = calloc((size_t)g->n_outputs, sizeof *outs);
-  const tg_tensor **roots = calloc((size_t)g->n_v, sizeof *roots);
-  const tg_tensor **targets = calloc((size_t)g->n_diff, sizeof *targets);
+  tg_tensor **outs = tg__host_calloc((size_t)g->n_outputs, sizeof *outs);
+  const tg_tensor **roots = tg__host_calloc((size_t)g->n_v, sizeof *roots);
+  const tg_tensor **targets = tg__host_calloc((size_t)g->n_diff, sizeof *targets);
   tg_status st = TG_OK;
   if (!outs || !roots || !targets) {
     st = tg_set_error(TG_ERR_MEMORY, "tg_gradgradcheck: out of memory");
@@ -465,9 +466,9 @@ static tg_status gradgrad_eval(void *user, const tg_tensor *const *in, tg_tensor
   for (int d = 0; d < g->n_diff && st == TG_OK; d++)
     if (!out[d] && !(out[d] = tg_zeros_like(targets[d]))) st = tg_last_error();
 done:
-  free(outs);
-  free(roots);
-  free(targets);
+  tg__host_free(outs);
+  tg__host_free(roots);
+  tg__host_free(targets);
   return st;
 }
 
@@ -483,9 +484,9 @@ tg_status tg_gradgradcheck(tg_gradcheck_fn fn, void *user, int n_inputs, tg_tens
   if (st != TG_OK) goto done;
   g.n_diff = p.n_diff;
   g.diff = p.diff;
-  g.v_output = calloc((size_t)n_outputs, sizeof *g.v_output);
-  outs = calloc((size_t)n_outputs, sizeof *outs);
-  all = calloc((size_t)(n_inputs + n_outputs), sizeof *all);
+  g.v_output = tg__host_calloc((size_t)n_outputs, sizeof *g.v_output);
+  outs = tg__host_calloc((size_t)n_outputs, sizeof *outs);
+  all = tg__host_calloc((size_t)(n_inputs + n_outputs), sizeof *all);
   gen = tg_generator_new(GRADGRAD_SEED);
   if (!g.v_output || !outs || !all || !gen) {
     st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
@@ -523,9 +524,9 @@ tg_status tg_gradgradcheck(tg_gradcheck_fn fn, void *user, int n_inputs, tg_tens
   tg_scope_end();
 done:
   tg_generator_free(gen);
-  free(p.diff);
-  free(g.v_output);
-  free(outs);
-  free(all);
+  tg__host_free(p.diff);
+  tg__host_free(g.v_output);
+  tg__host_free(outs);
+  tg__host_free(all);
   return st;
 }

@@ -59,6 +59,7 @@ struct tg_node {
   /* the backward pass that holds this node (its epoch), 0 when none: two passes must not
    * share the scratch above */
   atomic_ullong backward_owner;
+  tg_node *release_next; /* tg__node_release's work list: freeing a graph allocates nothing */
 };
 
 /* Releases a node; long chains are released with a work list, not recursion. */
@@ -68,8 +69,9 @@ static inline void tg__node_retain(tg_node *node) {
 }
 
 /* A forward may save an output before storing it in outputs[]: turn such saves into
- * detached aliases now, as if the output had been recognised when saved (no cycle). */
-void tg__ctx_adopt_saved_outputs(tg_ctx *ctx, tg_tensor *const *outputs);
+ * detached aliases now, as if the output had been recognised when saved (no cycle). On
+ * out-of-memory the op must fail (a strong reference would be a cycle). */
+tg_status tg__ctx_adopt_saved_outputs(tg_ctx *ctx, tg_tensor *const *outputs);
 
 /* Frees the saved tensors and user data of a context (idempotent). */
 void tg__ctx_release_saved(tg_ctx *ctx);

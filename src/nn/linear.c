@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "tensor/host_memory.h"
 #include "nn/params.h"
 #include "tensor/tensor_impl.h"
 #include "tg/nn.h"
@@ -25,7 +26,7 @@ tg_linear *tg_linear_new(int64_t in_features, int64_t out_features, bool bias, t
                  tg_dtype_name(opts.dtype));
     return NULL;
   }
-  tg_linear *m = calloc(1, sizeof *m);
+  tg_linear *m = tg__host_calloc(1, sizeof *m);
   if (!m) {
     tg_set_error(TG_ERR_MEMORY, "tg_linear_new: out of memory");
     return NULL;
@@ -52,7 +53,7 @@ void tg_linear_free(tg_linear *m) {
   if (!m) return;
   tg_release(m->params[0]);
   tg_release(m->params[1]);
-  free(m);
+  tg__host_free(m);
 }
 
 tg_tensor *tg_linear_forward(const tg_linear *m, const tg_tensor *x) {

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "tensor/host_memory.h"
 #include "nn/params.h"
 #include "tg/nn.h"
 
@@ -23,7 +24,7 @@ tg_lltm_cell *tg_lltm_cell_new(int64_t input_features, int64_t state_size, tg_op
                  tg_dtype_name(opts.dtype));
     return NULL;
   }
-  tg_lltm_cell *cell = calloc(1, sizeof *cell);
+  tg_lltm_cell *cell = tg__host_calloc(1, sizeof *cell);
   if (!cell) {
     tg_set_error(TG_ERR_MEMORY, "tg_lltm_cell_new: out of memory");
     return NULL;
@@ -47,7 +48,7 @@ void tg_lltm_cell_free(tg_lltm_cell *cell) {
   if (!cell) return;
   tg_release(cell->params[0]);
   tg_release(cell->params[1]);
-  free(cell);
+  tg__host_free(cell);
 }
 
 tg_status tg_lltm_cell_forward(const tg_lltm_cell *cell, tg_lltm_impl impl, const tg_tensor *input,

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
 #include "tg/nn.h"
 
@@ -28,11 +29,11 @@ void tg_optimizer_free(tg_optimizer *opt) {
     if (opt->state1) tg_release(opt->state1[i]);
     if (opt->state2) tg_release(opt->state2[i]);
   }
-  free(opt->params);
-  free(opt->state1);
-  free(opt->state2);
-  free(opt->steps);
-  free(opt);
+  tg__host_free(opt->params);
+  tg__host_free(opt->state1);
+  tg__host_free(opt->state2);
+  tg__host_free(opt->steps);
+  tg__host_free(opt);
 }
 
 static tg_optimizer *optimizer_new(const char *op, optimizer_kind kind, int n,
@@ -53,13 +54,13 @@ static tg_optimizer *optimizer_new(const char *op, optimizer_kind kind, int n,
       return NULL;
     }
   }
-  tg_optimizer *opt = calloc(1, sizeof *opt);
+  tg_optimizer *opt = tg__host_calloc(1, sizeof *opt);
   if (opt) {
     opt->kind = kind;
-    opt->params = calloc((size_t)n, sizeof *opt->params);
-    opt->state1 = calloc((size_t)n, sizeof *opt->state1);
-    opt->state2 = calloc((size_t)n, sizeof *opt->state2);
-    opt->steps = calloc((size_t)n, sizeof *opt->steps);
+    opt->params = tg__host_calloc((size_t)n, sizeof *opt->params);
+    opt->state1 = tg__host_calloc((size_t)n, sizeof *opt->state1);
+    opt->state2 = tg__host_calloc((size_t)n, sizeof *opt->state2);
+    opt->steps = tg__host_calloc((size_t)n, sizeof *opt->steps);
   }
   if (!opt || !opt->params || !opt->state1 || !opt->state2 || !opt->steps) {
     tg_optimizer_free(opt);

@@ -14,6 +14,8 @@ tg_status tg_lltm_composed(const tg_tensor *input, const tg_tensor *weights, con
   tg_status st = tg__lltm_check("tg_lltm_composed", input, weights, bias, old_h, old_cell, NULL);
   if (st != TG_OK) return st;
 
+  /* Room for the two results in the caller's scope first, so handing them over cannot fail. */
+  if ((st = tg__scope_reserve(2)) != TG_OK) return st;
   /* Intermediates live in an inner scope; only the two results reach the caller's. */
   tg_scope_begin();
   tg_tensor *X = tg_cat(2, (const tg_tensor *const[]){old_h, input}, 1);

@@ -3,6 +3,7 @@
  * the distinct storages their saved tensors hold. */
 #include <stdlib.h>
 
+#include "tensor/host_memory.h"
 #include "autograd/node.h"
 #include "tg/lltm.h"
 
@@ -24,7 +25,7 @@ static size_t ptr_hash(const void *p) {
 static int ptr_set_add(ptr_set *s, const void *p) {
   if (2 * (s->count + 1) > s->capacity) {
     size_t cap = s->capacity ? 2 * s->capacity : 64;
-    const void **slots = calloc(cap, sizeof *slots);
+    const void **slots = tg__host_calloc(cap, sizeof *slots);
     if (!slots) return -1;
     for (size_t i = 0; i < s->capacity; i++) {
       if (!s->slots[i]) continue;
@@ -32,7 +33,7 @@ static int ptr_set_add(ptr_set *s, const void *p) {
       while (slots[h]) h = (h + 1) & (cap - 1);
       slots[h] = s->slots[i];
     }
-    free(s->slots);
+    tg__host_free(s->slots);
     s->slots = slots;
     s->capacity = cap;
   }
@@ -55,7 +56,7 @@ typedef struct node_stack {
 static bool push(node_stack *s, tg_node *node) {
   if (s->count == s->capacity) {
     size_t cap = s->capacity ? 2 * s->capacity : 64;
-    tg_node **grown = realloc(s->items, cap * sizeof *grown);
+    tg_node **grown = tg__host_realloc(s->items, cap * sizeof *grown);
     if (!grown) return false;
     s->items = grown;
     s->capacity = cap;
@@ -98,9 +99,9 @@ int64_t tg_graph_saved_bytes(int n_outputs, const tg_tensor *const *outputs, int
     }
     for (int e = 0; e < ctx->n_inputs && ok; e++) ok = visit(&nodes, &todo, node->edges[e].node);
   }
-  free(todo.items);
-  free(nodes.slots);
-  free(storages.slots);
+  tg__host_free(todo.items);
+  tg__host_free(nodes.slots);
+  tg__host_free(storages.slots);
   if (!ok) {
     tg_set_error(TG_ERR_MEMORY, "tg_graph_saved_bytes: out of memory walking the graph");
     return -1;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "tensor/host_memory.h"
 #include "ops/backend.h"
 #include "ops/registry.h"
 #include "tensor/tensor_impl.h"
@@ -240,7 +241,7 @@ tg_status tg__bwd_cross_entropy(tg_ctx *ctx, const tg_tensor *const *g, tg_tenso
 /* Every target in [0, classes), checked on the host before anything is computed. */
 static bool check_targets(const tg_tensor *target, int64_t classes) {
   const int64_t n = target->sizes[0];
-  int64_t *host = malloc(sizeof *host * (size_t)(n > 0 ? n : 1));
+  int64_t *host = tg__host_malloc(sizeof *host * (size_t)(n > 0 ? n : 1));
   if (!host) {
     tg_set_error(TG_ERR_MEMORY, "tg_cross_entropy: out of memory reading %lld targets",
                  (long long)n);
@@ -255,7 +256,7 @@ static bool check_targets(const tg_tensor *target, int64_t classes) {
       ok = false;
     }
   }
-  free(host);
+  tg__host_free(host);
   return ok;
 }
 

@@ -114,7 +114,7 @@ tg_status tg__bwd_div(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
 tg_status tg__bwd_add_scalar(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   (void)ctx;
   gi[0] = tg__scoped(tg_retain(g[0]));
-  return TG_OK;
+  return gi[0] ? TG_OK : tg_last_error();
 }
 
 tg_status tg__bwd_mul_scalar(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {

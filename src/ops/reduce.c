@@ -20,8 +20,10 @@ static tg_tensor *reshaped(const tg_tensor *k, int ndim, const int64_t *sizes) {
 }
 
 /* x as one dense 1-D run if its elements fill a block of memory in some order (contiguous,
- * transposed, permuted): a new reference, or NULL (no error) when it does not. */
-static tg_tensor *dense_flat(const tg_tensor *x) {
+ * transposed, permuted): *flat is a new reference, or NULL when x is not dense; the status
+ * says whether the header could be allocated, so "not dense" and "out of memory" differ. */
+static tg_status dense_flat(const tg_tensor *x, tg_tensor **flat) {
+  *flat = NULL;
   int order[TG_MAX_DIMS], n = 0;
   for (int d = 0; d < x->ndim; d++)
     if (x->sizes[d] != 1) order[n++] = d;
@@ -33,11 +35,12 @@ static tg_tensor *dense_flat(const tg_tensor *x) {
     }
   int64_t expect = 1;
   for (int i = n - 1; i >= 0; i--) {
-    if (x->strides[order[i]] != expect) return NULL;
+    if (x->strides[order[i]] != expect) return TG_OK; /* not dense: *flat stays NULL */
     expect *= x->sizes[order[i]];
   }
   int64_t numel = tg__numel(x->ndim, x->sizes);
-  return tg__tensor_new(x->storage, x->offset, 1, &numel, (const int64_t[]){1}, x->dtype);
+  *flat = tg__tensor_new(x->storage, x->offset, 1, &numel, (const int64_t[]){1}, x->dtype);
+  return *flat ? TG_OK : tg_last_error();
 }
 
 /* Sum of x over the dims flagged in reduce, in keepdim form (x's ndim, reduced dims of
@@ -51,7 +54,9 @@ static tg_tensor *sum_keepdim(const char *op, const tg_tensor *x, const bool *re
     sizes[d] = reduce[d] ? 1 : x->sizes[d];
     all &= reduce[d];
   }
-  tg_tensor *flat = all && x->ndim > 0 ? dense_flat(x) : NULL;
+  tg_tensor *flat = NULL;
+  /* Out of memory is an error, not a reason to take the other path (which rounds differently). */
+  if (all && x->ndim > 0 && dense_flat(x, &flat) != TG_OK) return NULL;
   if (flat) { /* one pass over all elements: a single accumulation, the most accurate */
     tg_tensor *out = tg_empty(1, (const int64_t[]){1}, options_of(x, x->dtype));
     tg_status st = out ? be->sum_dim(out, flat, 0) : tg_last_error();

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "registry.h"
+#include "tensor/host_memory.h"
 
 #define TG_OP(name, nin, nout, fl)                                                          \
   [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, tg__bwd_##name, fl},
@@ -49,16 +50,16 @@ tg_status tg_op_register(const tg_op_desc *desc) {
                         desc->name, desc->n_inputs, desc->n_outputs);
   if (user_count == user_capacity) {
     int cap = user_capacity ? user_capacity * 2 : 8;
-    tg_op_desc **grown = realloc(user_ops, sizeof *grown * (size_t)cap);
+    tg_op_desc **grown = tg__host_realloc(user_ops, sizeof *grown * (size_t)cap);
     if (!grown) return tg_set_error(TG_ERR_MEMORY, "tg_op_register: out of memory");
     user_ops = grown;
     user_capacity = cap;
   }
-  tg_op_desc *copy = malloc(sizeof *copy);
-  char *name = malloc(strlen(desc->name) + 1);
+  tg_op_desc *copy = tg__host_malloc(sizeof *copy);
+  char *name = tg__host_malloc(strlen(desc->name) + 1);
   if (!copy || !name) {
-    free(copy);
-    free(name);
+    tg__host_free(copy);
+    tg__host_free(name);
     return tg_set_error(TG_ERR_MEMORY, "tg_op_register: out of memory");
   }
   strcpy(name, desc->name);

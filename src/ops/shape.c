@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/host_memory.h"
 #include "ops/backend.h"
 #include "ops/registry.h"
 #include "tensor/checked.h"
@@ -151,7 +152,7 @@ tg_tensor *tg_stack(int n, const tg_tensor *const *tensors, int dim) {
   for (int i = 1; i < n; i++)
     if (!check_sizes(op, i, tensors[i], first, -1) || !check_alike(op, i, tensors[i], first))
       return NULL;
-  const tg_tensor **pieces = malloc(sizeof *pieces * (size_t)n);
+  const tg_tensor **pieces = tg__host_malloc(sizeof *pieces * (size_t)n);
   if (!pieces) {
     tg_set_error(TG_ERR_MEMORY, "tg_stack: out of memory for %d pieces", n);
     return NULL;
@@ -162,6 +163,6 @@ tg_tensor *tg_stack(int n, const tg_tensor *const *tensors, int dim) {
   tg_tensor *result = ok ? tg_cat(n, pieces, d) : NULL;
   tg_tensor *kept = result ? tg_keep(result) : NULL;
   tg_scope_end();
-  free(pieces);
+  tg__host_free(pieces);
   return tg__scoped(kept);
 }

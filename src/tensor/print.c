@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "autograd/node.h"
+#include "host_memory.h"
 #include "tensor_impl.h"
 
 enum { PRINT_THRESHOLD = 1000, EDGE_ITEMS = 3 };
@@ -32,7 +33,7 @@ static void sb_printf(strbuf *sb, const char *fmt, ...) {
       return;
     }
     size_t cap = (sb->cap ? sb->cap * 2 : 256) + (size_t)n;
-    char *grown = realloc(sb->data, cap);
+    char *grown = tg__host_realloc(sb->data, cap);
     if (!grown) {
       sb->failed = true;
       return;
@@ -129,7 +130,7 @@ char *tg_to_string(const tg_tensor *t) {
   int64_t numel = tg__numel(t->ndim, t->sizes);
   tg_tensor *h = tg__host_contiguous("tg_to_string", t);
   if (!h) return NULL;
-  double *values = malloc(sizeof(double) * (size_t)(numel > 0 ? numel : 1));
+  double *values = tg__host_malloc(sizeof(double) * (size_t)numel);
   if (!values) {
     tg_release(h);
     tg_set_error(TG_ERR_MEMORY, "tg_to_string: out of memory");
@@ -179,9 +180,9 @@ char *tg_to_string(const tg_tensor *t) {
   else if (t->requires_grad)
     sb_printf(&sb, ", requires_grad=true");
   sb_printf(&sb, ")");
-  free(values);
+  tg__host_free(values);
   if (sb.failed) {
-    free(sb.data);
+    tg__host_free(sb.data);
     tg_set_error(TG_ERR_MEMORY, "tg_to_string: out of memory");
     return NULL;
   }
@@ -193,7 +194,7 @@ tg_status tg_fprint(FILE *f, const tg_tensor *t) {
   char *s = tg_to_string(t);
   if (!s) return tg_last_error();
   fprintf(f, "%s\n", s);
-  free(s);
+  tg__host_free(s);
   return TG_OK;
 }
 

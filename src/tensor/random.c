@@ -1,7 +1,6 @@
 /* Seedable generators. A draw of n elements uses counters offset..offset+n-1 and then
  * advances the offset, so results depend only on the seed and the sequence of draws. */
-#include <stdlib.h>
-
+#include "host_memory.h"
 #include "ops/backend.h"
 #include "tensor_impl.h"
 #include "tg/autograd.h"
@@ -14,7 +13,7 @@ struct tg_generator {
 static _Thread_local tg_generator default_generator = {0, 0};
 
 tg_generator *tg_generator_new(uint64_t seed) {
-  tg_generator *g = malloc(sizeof *g);
+  tg_generator *g = tg__host_malloc(sizeof *g);
   if (!g) {
     tg_set_error(TG_ERR_MEMORY, "tg_generator_new: out of memory");
     return NULL;
@@ -24,7 +23,7 @@ tg_generator *tg_generator_new(uint64_t seed) {
   return g;
 }
 
-void tg_generator_free(tg_generator *gen) { free(gen); }
+void tg_generator_free(tg_generator *gen) { tg__host_free(gen); }
 
 void tg_generator_seed(tg_generator *gen, uint64_t seed) {
   if (!gen) return;

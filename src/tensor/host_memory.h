@@ -1,0 +1,44 @@
+/* Host memory: every allocation tg itself makes (tensor and storage headers, the default CPU
+ * allocator's data, tape nodes, scope arrays, work lists, scratch) goes through these, so a
+ * test can make any one of them fail. Not part of the public API. */
+#ifndef TG_HOST_MEMORY_H
+#define TG_HOST_MEMORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#ifdef __cplusplus
+}
+#endif
+
+#endif
+
+/* malloc/calloc/realloc/aligned_alloc with one meaning for NULL: out of memory. A size of 0
+ * allocates a minimal block (so NULL never means "empty"); calloc's count * size and the
+ * aligned rounding are overflow-checked. tg__host_aligned_alloc rounds n up to a multiple of
+ * alignment (a power of two, at least sizeof(void *)) itself. A failed realloc leaves p as it
+ * was. All blocks are freed with tg__host_free (which accepts NULL). */
+void *tg__host_malloc(size_t n);
+void *tg__host_calloc(size_t count, size_t size);
+void *tg__host_realloc(void *p, size_t n);
+void *tg__host_aligned_alloc(size_t alignment, size_t n);
+void tg__host_free(void *p);
+
+/* Fault injection, for tests. Every allocation attempt above (free excepted) takes a number
+ * from one process-wide atomic counter. tg__host_fail_allocation(k) makes the k-th attempt
+ * from now (k = 1: the next one) fail as if out of memory, once; k = 0 disarms it. The
+ * counter is global, so the k-th attempt is well defined only while a single thread
+ * allocates. A test counts the attempts of a step with tg__host_allocation_count (before and
+ * after), then runs the step once for each k in 1..N. tg__host_injected_failures counts the
+ * failures injected so far: whether the armed one has fired. */
+void tg__host_fail_allocation(int64_t k);
+int64_t tg__host_allocation_count(void);
+int64_t tg__host_injected_failures(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

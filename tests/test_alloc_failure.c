@@ -1,0 +1,490 @@
+/* Allocation failure: every host allocation tg makes can fail (tensor/host_memory.h), and
+ * whichever one does, a call reports an error or gives the right answer; it never crashes,
+ * leaks, returns a freed tensor or succeeds with an error pending.
+ *
+ * A sweep runs a step once cleanly, counting its allocations N and recording its results,
+ * then once more for every k in 1..N+2 with the k-th allocation failing. All of it runs in
+ * one process (Criterion forks per test, not per k). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tensor/host_memory.h"
+#include "testutil.h"
+
+enum { MAX_RESULTS = 1024, B = 3, I = 4, S = 5 };
+
+/* A step: builds what it needs, runs, writes its results into out (up to MAX_RESULTS) and
+ * frees everything, returning the first error. */
+typedef tg_status (*step_fn)(void *user, double *out, int *n_out);
+
+/* A NULL without an error recorded: a bug the sweep reports. */
+#define NULL_WITHOUT_ERROR ((tg_status)1000)
+static tg_status status_of(const void *p) {
+  if (p) return TG_OK;
+  return tg_last_error() != TG_OK ? tg_last_error() : NULL_WITHOUT_ERROR;
+}
+
+/* The sweep in progress, for messages. */
+static const char *current_sweep = "";
+static int64_t current_k;
+
+/* A call that returned TG_OK must not leave an error behind (one it swallowed). */
+static tg_status clean(tg_status st) {
+  if (st == TG_OK)
+    cr_assert_eq(tg_last_error(), TG_OK,
+                 "%s, k=%lld: a call succeeded with an error pending: %s (%s)", current_sweep,
+                 (long long)current_k, tg_status_name(tg_last_error()), tg_last_error_message());
+  return st;
+}
+
+/* Appends t's elements (any dtype, any strides) to out. */
+static tg_status append(const tg_tensor *t, double *out, int *n) {
+  if (!t) return status_of(t);
+  int64_t numel = tg_numel(t);
+  cr_assert(*n + numel <= MAX_RESULTS, "too many results");
+  tg_scope_begin();
+  tg_tensor *d = tg_contiguous(tg_to_dtype(t, TG_F64));
+  tg_status st = status_of(d);
+  if (st == TG_OK) st = clean(tg_to_host_array(d, out + *n, sizeof(double) * (size_t)numel));
+  tg_scope_end();
+  if (st == TG_OK) *n += (int)numel;
+  return st;
+}
+
+typedef struct sweep_result {
+  int64_t n;        /* allocations of one clean step */
+  int failed;       /* runs that reported an error */
+  int succeeded;    /* runs that succeeded although an allocation failed */
+  int not_injected; /* runs where the k-th allocation never came */
+} sweep_result;
+
+static sweep_result sweep(const char *name, step_fn step, void *user) {
+  static double ref[MAX_RESULTS], got[MAX_RESULTS];
+  sweep_result r = {0};
+  int64_t live = tg_live_objects();
+  int n_ref = 0;
+  current_sweep = name;
+  current_k = 0;
+  tg_clear_error();
+  int64_t before = tg__host_allocation_count();
+  tg_status st = step(user, ref, &n_ref);
+  r.n = tg__host_allocation_count() - before;
+  cr_assert_eq(st, TG_OK, "%s: clean run failed: %s", name, tg_last_error_message());
+  cr_assert_eq(tg_last_error(), TG_OK, "%s: clean run left an error: %s", name,
+               tg_last_error_message());
+  cr_assert_gt(r.n, 0, "%s: no allocation counted", name);
+
+  for (int64_t k = 1; k <= r.n + 2; k++) {
+    tg_clear_error();
+    int64_t fired = tg__host_injected_failures();
+    int n_got = 0;
+    current_k = k;
+    tg__host_fail_allocation(k);
+    st = step(user, got, &n_got);
+    tg__host_fail_allocation(0);
+    bool injected = tg__host_injected_failures() != fired;
+    cr_assert_neq(st, NULL_WITHOUT_ERROR, "%s, k=%lld: NULL returned with no error recorded", name,
+                  (long long)k);
+    if (st == TG_OK) {
+      cr_assert_eq(tg_last_error(), TG_OK, "%s, k=%lld: success with an error pending: %s (%s)",
+                   name, (long long)k, tg_status_name(tg_last_error()), tg_last_error_message());
+      cr_assert_eq(n_got, n_ref, "%s, k=%lld: %d results, expected %d", name, (long long)k, n_got,
+                   n_ref);
+      for (int i = 0; i < n_ref; i++)
+        cr_assert(got[i] == ref[i] || (isnan(got[i]) && isnan(ref[i])),
+                  "%s, k=%lld: result %d is %.17g, expected %.17g", name, (long long)k, i, got[i],
+                  ref[i]);
+      if (injected)
+        r.succeeded++;
+      else
+        r.not_injected++;
+    } else {
+      cr_assert(injected, "%s, k=%lld: failed with no allocation failing: %s", name, (long long)k,
+                tg_last_error_message());
+      cr_assert_eq(tg_last_error(), TG_ERR_MEMORY, "%s, k=%lld: got %s (%s), expected %s", name,
+                   (long long)k, tg_status_name(tg_last_error()), tg_last_error_message(),
+                   tg_status_name(TG_ERR_MEMORY));
+      cr_assert(tg_last_error_message()[0] != '\0', "%s, k=%lld: no error message", name,
+                (long long)k);
+      r.failed++;
+    }
+    tg_clear_error();
+    cr_assert_eq(tg_scope_depth(), 0, "%s, k=%lld: %d scope(s) left open", name, (long long)k,
+                 tg_scope_depth());
+    cr_assert_eq(tg_live_objects(), live, "%s, k=%lld: %lld live objects, expected %lld", name,
+                 (long long)k, (long long)tg_live_objects(), (long long)live);
+  }
+  cr_assert(r.not_injected >= 2, "%s: the sweep did not reach past the last allocation", name);
+  cr_log_info("%s: %lld allocations swept: %d errors, %d successes despite the failure, %d "
+              "past the end",
+              name, (long long)r.n, r.failed, r.succeeded, r.not_injected);
+  return r;
+}
+
+/* ---- training steps: forward over two time steps, loss, backward, one Adam step ---- */
+
+static tg_status lltm_training_step(void *user, double *out, int *n_out) {
+  tg_lltm_impl impl = *(const tg_lltm_impl *)user;
+  tg_generator *gen = tg_generator_new(7);
+  tg_lltm_cell *cell = gen ? tg_lltm_cell_new(I, S, TG_OPTS_DEFAULT, gen) : NULL;
+  tg_linear *readout = cell ? tg_linear_new(S, 1, true, TG_OPTS_DEFAULT, gen) : NULL;
+  tg_optimizer *opt = NULL;
+  tg_tensor *params[4];
+  int n_params = 0;
+  if (readout) {
+    n_params = tg_lltm_cell_parameters(cell, params, 2);
+    n_params += tg_linear_parameters(readout, params + n_params, 2);
+    opt = tg_adam_new(n_params, params, (tg_adam_options){.lr = 1e-2});
+  }
+  tg_status st = status_of(opt);
+
+  if (st == TG_OK) {
+    tg_scope_begin();
+    tg_tensor *h = tg_zeros(TG_SHAPE(B, S), TG_OPTS_DEFAULT);
+    tg_tensor *c = tg_zeros(TG_SHAPE(B, S), TG_OPTS_DEFAULT);
+    tg_tensor *target = tg_randn(TG_SHAPE(B, 1), TG_OPTS_DEFAULT, gen);
+    tg_tensor *loss = tg_zeros(0, NULL, TG_OPTS_DEFAULT);
+    for (int t = 0; t < 2 && st == TG_OK; t++) {
+      tg_tensor *x = tg_randn(TG_SHAPE(B, I), TG_OPTS_DEFAULT, gen);
+      st = tg_lltm_cell_forward(cell, impl, x, h, c, &h, &c);
+      if (st == TG_OK)
+        st = status_of(loss = tg_add(loss, tg_mse_loss(tg_linear_forward(readout, h), target)));
+    }
+    if (st == TG_OK) st = append(loss, out, n_out);
+    if (st == TG_OK) st = clean(tg_optimizer_zero_grad(opt));
+    if (st == TG_OK) st = clean(tg_backward(loss, NULL));
+    if (st == TG_OK) st = clean(tg_optimizer_step(opt));
+    tg_scope_end();
+  }
+  for (int p = 0; p < n_params && st == TG_OK; p++) st = append(params[p], out, n_out);
+  for (int p = 0; p < n_params && st == TG_OK; p++) st = append(tg_grad(params[p]), out, n_out);
+
+  tg_optimizer_free(opt);
+  tg_linear_free(readout);
+  tg_lltm_cell_free(cell);
+  tg_generator_free(gen);
+  return st;
+}
+
+TG_TEST(alloc_failure, fused_training_step) {
+  tg_lltm_impl impl = TG_LLTM_FUSED;
+  sweep_result r = sweep("fused LLTM training step", lltm_training_step, &impl);
+  cr_assert_gt(r.failed, 0);
+}
+
+TG_TEST(alloc_failure, composed_training_step) {
+  tg_lltm_impl impl = TG_LLTM_COMPOSED;
+  sweep_result r = sweep("composed LLTM training step", lltm_training_step, &impl);
+  cr_assert_gt(r.failed, 0);
+}
+
+/* ---- generic ops, forward and backward ---- */
+
+typedef enum generic_case { SUM_TRANSPOSED, SUM_NARROWED, MM, CAT } generic_case;
+
+static tg_status generic_step(void *user, double *out, int *n_out) {
+  generic_case which = *(const generic_case *)user;
+  tg_generator *gen = tg_generator_new(3);
+  tg_status st = status_of(gen);
+  tg_scope_begin();
+  tg_tensor *a = gen ? tg_randn(TG_SHAPE(4, 6), TG_OPTS(.requires_grad = true), gen) : NULL;
+  tg_tensor *b = a ? tg_randn(TG_SHAPE(6, 5), TG_OPTS(.requires_grad = true), gen) : NULL;
+  tg_tensor *y = NULL;
+  if (st == TG_OK && (st = status_of(b)) == TG_OK) {
+    switch (which) {
+    case SUM_TRANSPOSED:
+      y = tg_sum(tg_t(a));
+      break; /* dense, not contiguous */
+    case SUM_NARROWED:
+      y = tg_sum(tg_narrow(tg_t(a), 0, 1, 4));
+      break; /* not dense */
+    case MM:
+      y = tg_mm(a, b);
+      break;
+    case CAT:
+      y = tg_cat(3, (const tg_tensor *const[]){a, tg_t(b), tg_mul_scalar(a, 2.0)}, 0);
+      break;
+    }
+    st = append(y, out, n_out);
+  }
+  if (st == TG_OK) st = clean(tg_backward(tg_sum(tg_mul(y, y)), NULL));
+  if (st == TG_OK) st = append(tg_grad(a), out, n_out);
+  if (st == TG_OK && which != SUM_TRANSPOSED && which != SUM_NARROWED)
+    st = append(tg_grad(b), out, n_out);
+  tg_scope_end();
+  tg_generator_free(gen);
+  return st;
+}
+
+TG_TEST(alloc_failure, generic_ops) {
+  static const struct {
+    generic_case which;
+    const char *name;
+  } cases[] = {{SUM_TRANSPOSED, "sum of a transposed tensor"},
+               {SUM_NARROWED, "sum of a narrowed transposed tensor"},
+               {MM, "mm"},
+               {CAT, "cat"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    generic_case which = cases[i].which;
+    sweep(cases[i].name, generic_step, &which);
+  }
+}
+
+/* ---- the bugs of issue 8, one by one ---- */
+
+/* A scope that must grow to register an op's result: the op fails cleanly, never returns a
+ * released tensor. */
+static tg_status add_scalar_in_full_scope(void *user, double *out, int *n_out) {
+  const tg_tensor *x = user;
+  tg_status st = TG_OK;
+  tg_scope_begin();
+  for (int i = 0; i < 16 && st == TG_OK; i++)
+    st = status_of(tg_zeros(TG_SHAPE(2), TG_OPTS_DEFAULT));
+  tg_tensor *y = st == TG_OK ? tg_add_scalar(x, 1.0) : NULL;
+  if (st == TG_OK) st = append(y, out, n_out); /* reads y: a use-after-free if y was released */
+  tg_scope_end();
+  return st;
+}
+
+TG_TEST(alloc_failure, op_result_in_a_full_scope) {
+  tg_tensor *x = tg_ones(TG_SHAPE(3), TG_OPTS_DEFAULT);
+  cr_assert(x);
+  sweep("add_scalar with a full scope", add_scalar_in_full_scope, x);
+  /* Directly: 16 tensors fill the first block of a scope; the next registration grows it. */
+  tg_scope_begin();
+  for (int i = 0; i < 16; i++) tg_zeros(TG_SHAPE(2), TG_OPTS_DEFAULT);
+  for (int k = 1; k <= 8; k++) {
+    tg__host_fail_allocation(k);
+    tg_tensor *y = tg_add_scalar(x, 1.0);
+    tg__host_fail_allocation(0);
+    if (!y) {
+      tg_expect_error(TG_ERR_MEMORY);
+      continue;
+    }
+    double v;
+    cr_assert_eq(tg_get(y, (const int64_t[]){2}, &v), TG_OK);
+    cr_assert_eq(v, 2.0);
+  }
+  tg_scope_end();
+  tg_release(x);
+}
+
+/* tg_scope_begin at every depth up to past the first block, with its allocation failing:
+ * never aborts; the scope still pairs with one tg_scope_end and the ops in it fail. */
+TG_TEST(alloc_failure, scope_begin_never_aborts) {
+  tg_tensor *x = tg_ones(TG_SHAPE(3), TG_OPTS_DEFAULT);
+  cr_assert(x);
+  int64_t live = tg_live_objects();
+  int failed_begins = 0;
+  for (int depth = 1; depth <= 80; depth++) {
+    for (int d = 1; d < depth; d++) tg_scope_begin();
+    cr_assert_eq(tg_last_error(), TG_OK);
+    int64_t fired = tg__host_injected_failures();
+    tg__host_fail_allocation(1);
+    tg_scope_begin();
+    tg__host_fail_allocation(0);
+    cr_assert_eq(tg_scope_depth(), depth);
+    if (tg__host_injected_failures() != fired) {
+      failed_begins++;
+      tg_expect_error(TG_ERR_MEMORY, "tg_scope_begin");
+      cr_assert_null(tg_add_scalar(x, 1.0), "an op in a scope that could not open succeeded");
+      tg_expect_error(TG_ERR_MEMORY);
+      tg_scope_begin(); /* nested inside the failed one: fails too, and pairs */
+      tg_expect_error(TG_ERR_MEMORY);
+      cr_assert_null(tg_zeros(TG_SHAPE(2), TG_OPTS_DEFAULT));
+      tg_expect_error(TG_ERR_MEMORY);
+      tg_scope_end();
+      cr_assert_eq(tg_scope_depth(), depth);
+    } else {
+      tg_expect_ok();
+      cr_assert(tg_add_scalar(x, 1.0));
+    }
+    for (int d = 0; d < depth; d++) tg_scope_end();
+    cr_assert_eq(tg_scope_depth(), 0);
+    cr_assert_eq(tg_live_objects(), live);
+  }
+  cr_assert_gt(failed_begins, 0, "no scope_begin allocated: deeper nesting needed");
+  /* The failure left nothing behind: scopes work again. */
+  tg_scope_begin();
+  cr_assert(tg_add_scalar(x, 1.0));
+  tg_scope_end();
+  tg_expect_ok();
+  tg_release(x);
+}
+
+/* A backward whose graph walk runs out of memory at every point: no grads array or work
+ * list is leaked, and the graph can still be released. */
+static tg_status long_chain_backward(void *user, double *out, int *n_out) {
+  (void)user;
+  tg_tensor *x = tg_ones(TG_SHAPE(2), TG_OPTS(.requires_grad = true));
+  tg_status st = status_of(x);
+  tg_scope_begin();
+  tg_tensor *y = x;
+  for (int i = 0; i < 100 && y; i++) y = tg_mul_scalar(tg_add_scalar(y, 1.0), 0.5);
+  if (st == TG_OK) st = status_of(y);
+  if (st == TG_OK) st = clean(tg_backward(tg_sum(y), NULL));
+  if (st == TG_OK) st = append(tg_grad(x), out, n_out);
+  tg_scope_end();
+  tg_release(x);
+  return st;
+}
+
+TG_TEST(alloc_failure, backward_graph_walk) {
+  sweep("backward through a chain of 200 nodes", long_chain_backward, NULL);
+}
+
+/* Releasing a graph allocates nothing, so it cannot fail half-way and leak the rest. */
+TG_TEST(alloc_failure, releasing_a_long_graph_allocates_nothing) {
+  tg_tensor *x = tg_ones(TG_SHAPE(2), TG_OPTS(.requires_grad = true));
+  int64_t live = tg_live_objects();
+  tg_tensor *y = tg_keep(x);
+  for (int i = 0; i < 5000; i++) {
+    tg_tensor *next = tg_add_scalar(y, 1.0);
+    cr_assert(next, "%s", tg_last_error_message());
+    tg_release(y);
+    y = next;
+  }
+  cr_assert_gt(tg_live_objects(), 5000);
+  int64_t before = tg__host_allocation_count();
+  tg__host_fail_allocation(1);
+  tg_release(y);
+  tg__host_fail_allocation(0);
+  cr_assert_eq(tg__host_allocation_count(), before, "releasing the graph allocated");
+  cr_assert_eq(tg_live_objects(), live);
+  tg_release(x);
+}
+
+/* sum over all elements of a dense tensor: a failed view header is an error, not a silent
+ * switch to the other summation order with TG_ERR_MEMORY pending. */
+static tg_status sum_dense(void *user, double *out, int *n_out) {
+  const tg_tensor *x = user;
+  tg_scope_begin();
+  tg_status st = append(tg_sum(x), out, n_out);
+  if (st == TG_OK) st = append(tg_sum(tg_t(x)), out, n_out);
+  tg_scope_end();
+  return st;
+}
+
+TG_TEST(alloc_failure, sum_of_a_dense_tensor) {
+  tg_tensor *x = tg_randn(TG_SHAPE(7, 9), TG_OPTS_DEFAULT, NULL);
+  cr_assert(x);
+  sweep("sum of a dense tensor", sum_dense, x);
+  tg_release(x);
+}
+
+/* The hooks themselves. */
+TG_TEST(alloc_failure, host_memory_hooks) {
+  int64_t before = tg__host_allocation_count();
+  tg__host_fail_allocation(2);
+  void *a = tg__host_malloc(8), *b = tg__host_calloc(2, 8), *c = tg__host_malloc(0);
+  tg__host_fail_allocation(0);
+  cr_assert(a && !b && c);
+  cr_assert_eq(tg__host_allocation_count() - before, 3);
+  cr_assert_null(tg__host_calloc(SIZE_MAX / 2, 4), "calloc overflow not caught");
+  cr_assert_null(tg__host_aligned_alloc(64, SIZE_MAX - 3), "aligned size overflow not caught");
+  void *d = tg__host_aligned_alloc(64, 1);
+  cr_assert(d && ((uintptr_t)d & 63) == 0);
+  void *e = tg__host_realloc(a, 0);
+  cr_assert(e);
+  tg__host_free(e);
+  tg__host_free(c);
+  tg__host_free(d);
+  tg__host_free(NULL);
+}
+
+/* ---- more of the library: a classifier step with SGD, stack, printing, saved bytes,
+ * gradcheck ---- */
+
+static tg_status classifier_steps(void *user, double *out, int *n_out) {
+  (void)user;
+  tg_generator *gen = tg_generator_new(11);
+  tg_linear *lin = gen ? tg_linear_new(4, 3, true, TG_OPTS_DEFAULT, gen) : NULL;
+  tg_optimizer *opt = NULL;
+  tg_tensor *params[2];
+  int n_params = 0;
+  if (lin) {
+    n_params = tg_linear_parameters(lin, params, 2);
+    opt = tg_sgd_new(
+        n_params, params,
+        (tg_sgd_options){.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
+  }
+  tg_status st = status_of(opt);
+  for (int step = 0; step < 2 && st == TG_OK; step++) { /* the second uses the momentum */
+    tg_scope_begin();
+    tg_tensor *x = tg_randn(TG_SHAPE(B, 4), TG_OPTS_DEFAULT, gen);
+    tg_tensor *target =
+        tg_from_data(TG_SHAPE(B), (const int64_t[]){0, 2, 1}, TG_OPTS(.dtype = TG_I64));
+    tg_tensor *loss = tg_cross_entropy(tg_linear_forward(lin, x), target);
+    st = append(loss, out, n_out);
+    if (st == TG_OK) st = clean(tg_optimizer_zero_grad(opt));
+    if (st == TG_OK) st = clean(tg_backward(loss, NULL));
+    if (st == TG_OK) st = clean(tg_optimizer_step(opt));
+    tg_scope_end();
+  }
+  for (int p = 0; p < n_params && st == TG_OK; p++) st = append(params[p], out, n_out);
+  tg_optimizer_free(opt);
+  tg_linear_free(lin);
+  tg_generator_free(gen);
+  return st;
+}
+
+TG_TEST(alloc_failure, classifier_with_sgd) {
+  sweep("linear + cross_entropy + SGD, two steps", classifier_steps, NULL);
+}
+
+static tg_status stack_print_saved_bytes(void *user, double *out, int *n_out) {
+  (void)user;
+  tg_scope_begin();
+  tg_tensor *a = tg_ones(TG_SHAPE(2, 3), TG_OPTS(.requires_grad = true));
+  tg_tensor *b = tg_zeros(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
+  tg_tensor *s = tg_stack(2, (const tg_tensor *const[]){a, b}, 1);
+  tg_tensor *y = tg_mul(tg_tanh(s), s);
+  tg_status st = append(y, out, n_out);
+  int64_t bytes =
+      st == TG_OK ? tg_graph_saved_bytes(1, (const tg_tensor *const[]){y}, 0, NULL) : -1;
+  if (st == TG_OK && bytes < 0)
+    st = tg_last_error() != TG_OK ? tg_last_error() : NULL_WITHOUT_ERROR;
+  if (st == TG_OK) out[(*n_out)++] = (double)bytes;
+  char *text = st == TG_OK ? tg_to_string(y) : NULL;
+  if (st == TG_OK) st = status_of(text);
+  if (st == TG_OK) {
+    double sum = 0;
+    for (const char *c = text; *c; c++) sum = sum * 31 + (unsigned char)*c;
+    out[(*n_out)++] = sum;
+    out[(*n_out)++] = (double)strlen(text);
+  }
+  free(text);
+  tg_scope_end();
+  return st;
+}
+
+TG_TEST(alloc_failure, stack_print_and_saved_bytes) {
+  sweep("stack, tg_to_string and tg_graph_saved_bytes", stack_print_saved_bytes, NULL);
+}
+
+static tg_status product(void *user, const tg_tensor *const *in, tg_tensor **out) {
+  (void)user;
+  out[0] = tg_mul(tg_tanh(in[0]), in[1]);
+  return out[0] ? TG_OK : tg_last_error();
+}
+
+static tg_status gradchecks(void *user, double *out, int *n_out) {
+  (void)user;
+  tg_tensor *a = tg_from_data(TG_SHAPE(2), (const double[]){0.3, -0.7},
+                              TG_OPTS(.dtype = TG_F64, .requires_grad = true));
+  tg_tensor *b = tg_from_data(TG_SHAPE(2), (const double[]){1.1, 0.4},
+                              TG_OPTS(.dtype = TG_F64, .requires_grad = true));
+  tg_status st = status_of(a);
+  if (st == TG_OK) st = status_of(b);
+  tg_gradcheck_options opts = {.quiet = true};
+  if (st == TG_OK) st = clean(tg_gradcheck(product, NULL, 2, (tg_tensor *const[]){a, b}, 1, opts));
+  if (st == TG_OK)
+    st = clean(tg_gradgradcheck(product, NULL, 2, (tg_tensor *const[]){a, b}, 1, opts));
+  if (st == TG_OK) out[(*n_out)++] = 1.0;
+  tg_release(a);
+  tg_release(b);
+  return st;
+}
+
+TG_TEST(alloc_failure, gradcheck) { sweep("gradcheck and gradgradcheck", gradchecks, NULL); }
