@@ -234,8 +234,8 @@ TG_TEST(autograd, non_scalar_root_needs_a_gradient) {
   tg_expect_error(TG_ERR_SHAPE, "tg_backward", "one-element", "[3]");
   cr_assert_eq(tg_backward(y, tg_ones(TG_SHAPE(2), f64)), TG_ERR_SHAPE);
   tg_expect_error(TG_ERR_SHAPE, "tg_backward", "[2]", "[3]");
-  cr_assert_eq(tg_backward(y, tg_ones(TG_SHAPE(3), TG_OPTS_DEFAULT)), TG_ERR_SHAPE);
-  tg_expect_error(TG_ERR_SHAPE, "tg_backward", "float32", "float64");
+  cr_assert_eq(tg_backward(y, tg_ones(TG_SHAPE(3), TG_OPTS_DEFAULT)), TG_ERR_DTYPE);
+  tg_expect_error(TG_ERR_DTYPE, "tg_backward: ", "grad is float32 but output 0 is float64");
   cr_assert_null(tg_grad(x), "failed calls leave .grad alone");
   cr_assert_eq(tg_backward(y, vec(3, (double[]){1, 10, 100}, f64)), TG_OK);
   assert_values(tg_grad(x), 3, (double[]){2, 20, 200}, 0);
@@ -262,6 +262,51 @@ TG_TEST(autograd, upstream_gradients_of_any_strides) {
   cr_assert(!tg_is_contiguous(transposed));
   cr_assert_eq(tg_backward(y, transposed), TG_OK, "%s", tg_last_error_message());
   assert_values(tg_grad(x), 6, (double[]){2, 4, 6, 8, 10, 12}, 0);
+  tg_scope_end();
+}
+
+TG_TEST(autograd, a_null_grad_from_a_failed_call_is_that_error) {
+  tg_scope_begin();
+  tg_tensor *x = vec(1, (double[]){3}, f64_grad);
+  tg_tensor *y = tg_mul_scalar(x, 2); /* one element: a NULL grad alone would mean ones */
+  tg_tensor *g = tg_ones(TG_SHAPE(1, -1), f64);
+  cr_assert_null(g);
+  cr_assert_eq(tg_backward(y, g), TG_ERR_SHAPE, "the pending error, not TG_OK");
+  tg_expect_error(TG_ERR_SHAPE, "tg_ones: ", "[1, -1]");
+  cr_assert_null(tg_grad(x), "nothing accumulated");
+  cr_assert_null(tg_ones(TG_SHAPE(1, -1), f64));
+  cr_assert_eq(tg_backward_ex(y, NULL, (tg_backward_options){.retain_graph = true}), TG_ERR_SHAPE);
+  tg_expect_error(TG_ERR_SHAPE, "tg_ones: ");
+  cr_assert_null(tg_ones(TG_SHAPE(1, -1), f64));
+  tg_tensor *out = NULL;
+  cr_assert_eq(tg_autograd_grad(1, (const tg_tensor *const[]){y}, (const tg_tensor *const[]){NULL},
+                                1, (const tg_tensor *const[]){x}, &out, (tg_backward_options){0},
+                                false),
+               TG_ERR_SHAPE);
+  tg_expect_error(TG_ERR_SHAPE, "tg_ones: ");
+  cr_assert_null(out);
+  /* With no error pending, NULL still means an implicit one. */
+  cr_assert_eq(tg_backward(y, NULL), TG_OK, "%s", tg_last_error_message());
+  assert_values(tg_grad(x), 1, (double[]){2}, 0);
+  tg_scope_end();
+}
+
+TG_TEST(autograd, backward_errors_name_the_function_called) {
+  tg_scope_begin();
+  tg_tensor *x = vec(3, (double[]){1, 2, 3}, f64_grad);
+  tg_tensor *y = tg_mul_scalar(x, 2);
+  cr_assert_eq(tg_backward_ex(y, NULL, (tg_backward_options){0}), TG_ERR_SHAPE);
+  tg_expect_error(TG_ERR_SHAPE, "tg_backward_ex: ", "one-element");
+  cr_assert_eq(tg_backward_ex(y, tg_ones(TG_SHAPE(3), TG_OPTS_DEFAULT), (tg_backward_options){0}),
+               TG_ERR_DTYPE);
+  tg_expect_error(TG_ERR_DTYPE, "tg_backward_ex: ", "float32", "float64");
+  tg_tensor *out = NULL;
+  cr_assert_eq(tg_autograd_grad(1, (const tg_tensor *const[]){y},
+                                (const tg_tensor *const[]){tg_ones(TG_SHAPE(2), f64)}, 1,
+                                (const tg_tensor *const[]){x}, &out, (tg_backward_options){0},
+                                false),
+               TG_ERR_SHAPE);
+  tg_expect_error(TG_ERR_SHAPE, "tg_autograd_grad: ", "[2]", "[3]");
   tg_scope_end();
 }
 
@@ -391,7 +436,7 @@ static tg_status bwd_pass_through(tg_ctx *ctx, const tg_tensor *const *g, tg_ten
   return TG_OK;
 }
 static const tg_op_desc pass_through_op = {"test_pass_through", 1, 1, {fwd_copy},
-                                           bwd_pass_through, 0};
+                                           bwd_pass_through,    0};
 
 TG_TEST(autograd, a_backward_may_return_its_grad_output) {
   tg_scope_begin();
@@ -427,7 +472,7 @@ static tg_status bwd_square(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **
   gi[0] = tg_mul(tg_mul_scalar(x, 2), g[0]);
   return gi[0] ? TG_OK : tg_last_error();
 }
-static const tg_op_desc square_once_op = {"test_square_once", 1, 1, {fwd_square}, bwd_square,
+static const tg_op_desc square_once_op = {"test_square_once",       1, 1, {fwd_square}, bwd_square,
                                           TG_OP_ONCE_DIFFERENTIABLE};
 static const tg_op_desc square_op = {"test_square", 1, 1, {fwd_square}, bwd_square, 0};
 
@@ -470,14 +515,14 @@ TG_TEST(autograd, autograd_grad_with_unused_inputs) {
   const tg_tensor *targets[] = {x, unused};
   tg_tensor *grads[2] = {NULL, NULL};
   tg_backward_options keep = {.retain_graph = true};
-  cr_assert_eq(tg_autograd_grad(1, (const tg_tensor *const[]){y}, NULL, 2, targets, grads, keep,
-                                false),
-               TG_ERR_STATE);
+  cr_assert_eq(
+      tg_autograd_grad(1, (const tg_tensor *const[]){y}, NULL, 2, targets, grads, keep, false),
+      TG_ERR_STATE);
   tg_expect_error(TG_ERR_STATE, "tg_autograd_grad", "input 1 was not used", "allow_unused");
   cr_assert(grads[0] == NULL && grads[1] == NULL);
-  cr_assert_eq(tg_autograd_grad(1, (const tg_tensor *const[]){y}, NULL, 2, targets, grads, keep,
-                                true),
-               TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(
+      tg_autograd_grad(1, (const tg_tensor *const[]){y}, NULL, 2, targets, grads, keep, true),
+      TG_OK, "%s", tg_last_error_message());
   assert_values(grads[0], 2, (double[]){4, 4}, 0);
   cr_assert_null(grads[1]);
   cr_assert(tg_grad(x) == NULL && tg_grad(unused) == NULL);
@@ -495,14 +540,14 @@ TG_TEST(autograd, autograd_grad_with_unused_inputs) {
 TG_TEST(autograd, autograd_grad_of_intermediate_tensors_and_several_outputs) {
   tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
-  tg_tensor *h = tg_mul_scalar(x, 3);         /* an intermediate */
-  tg_tensor *a = tg_sum(tg_mul(h, h));        /* d/dh = 2h */
-  tg_tensor *b = tg_mul_scalar(h, 10);        /* a non-scalar output */
+  tg_tensor *h = tg_mul_scalar(x, 3);  /* an intermediate */
+  tg_tensor *a = tg_sum(tg_mul(h, h)); /* d/dh = 2h */
+  tg_tensor *b = tg_mul_scalar(h, 10); /* a non-scalar output */
   tg_tensor *grads[2];
   cr_assert_eq(tg_autograd_grad(2, (const tg_tensor *const[]){a, b},
-                                (const tg_tensor *const[]){NULL, vec(2, (double[]){1, -1}, f64)},
-                                2, (const tg_tensor *const[]){h, x}, grads,
-                                (tg_backward_options){0}, false),
+                                (const tg_tensor *const[]){NULL, vec(2, (double[]){1, -1}, f64)}, 2,
+                                (const tg_tensor *const[]){h, x}, grads, (tg_backward_options){0},
+                                false),
                TG_OK, "%s", tg_last_error_message());
   /* d/dh = 2h + 10 v = (6 + 10, 12 - 10); d/dx = 3 d/dh */
   assert_values(grads[0], 2, (double[]){16, 2}, 0);

@@ -118,7 +118,7 @@ TG_TEST(tensor, item_and_get_report_bad_indices) {
 TG_TEST(tensor, invalid_creation_arguments_are_errors) {
   tg_scope_begin();
   cr_assert_null(tg_zeros(TG_SHAPE(2, -1), TG_OPTS_DEFAULT));
-  tg_expect_error(TG_ERR_SHAPE, "tg_empty", "[2, -1]", "dim 1");
+  tg_expect_error(TG_ERR_SHAPE, "tg_zeros: ", "[2, -1]", "dim 1");
   int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
   cr_assert_null(tg_zeros(9, nine, TG_OPTS_DEFAULT));
   tg_expect_error(TG_ERR_SHAPE, "ndim 9");
@@ -130,6 +130,45 @@ TG_TEST(tensor, invalid_creation_arguments_are_errors) {
   tg_expect_error(TG_ERR_SHAPE, "too many elements");
   cr_assert_null(tg_zeros_like(NULL));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_zeros_like", "NULL");
+  tg_scope_end();
+}
+
+TG_TEST(tensor, creation_errors_name_the_function_called) {
+  tg_scope_begin();
+  const int64_t bad[2] = {2, -1};
+  const double data[2] = {1, 2};
+  cr_assert_null(tg_empty(2, bad, TG_OPTS_DEFAULT));
+  tg_expect_error(TG_ERR_SHAPE, "tg_empty: ", "[2, -1]");
+  cr_assert_null(tg_zeros(2, bad, TG_OPTS_DEFAULT));
+  tg_expect_error(TG_ERR_SHAPE, "tg_zeros: ", "[2, -1]");
+  cr_assert_null(tg_ones(2, bad, TG_OPTS_DEFAULT));
+  tg_expect_error(TG_ERR_SHAPE, "tg_ones: ", "[2, -1]");
+  cr_assert_null(tg_full(2, bad, 3.0, TG_OPTS_DEFAULT));
+  tg_expect_error(TG_ERR_SHAPE, "tg_full: ", "[2, -1]");
+  cr_assert_null(tg_from_data(2, bad, data, TG_OPTS_DEFAULT));
+  tg_expect_error(TG_ERR_SHAPE, "tg_from_data: ", "[2, -1]");
+  cr_assert_null(tg_from_data(TG_SHAPE(2), data, TG_OPTS(.dtype = (tg_dtype)7)));
+  tg_expect_error(TG_ERR_DTYPE, "tg_from_data: ", "invalid dtype 7");
+  cr_assert_null(tg_arange(0, 3, 1, TG_OPTS(.dtype = (tg_dtype)7)));
+  tg_expect_error(TG_ERR_DTYPE, "tg_arange: ", "invalid dtype 7");
+  cr_assert_null(tg_ones(TG_SHAPE(2), TG_OPTS(.device = {(tg_device_type)9, 0})));
+  tg_expect_error(TG_ERR_DEVICE, "tg_ones: ", "invalid device type 9");
+  cr_assert_null(tg_full(TG_SHAPE(2), 1.0, TG_OPTS(.dtype = TG_I64, .requires_grad = true)));
+  tg_expect_error(TG_ERR_DTYPE, "tg_full: ", "only floating tensors can require grad");
+  cr_assert_null(tg_from_data(TG_SHAPE(1ll << 40, 1ll << 40), data, TG_OPTS_DEFAULT));
+  tg_expect_error(TG_ERR_SHAPE, "tg_from_data: ", "too many elements");
+  tg_tensor *big = tg_expand(tg_zeros(TG_SHAPE(1), TG_OPTS_DEFAULT), TG_SHAPE(1ll << 61));
+  cr_assert_not_null(big, "%s", tg_last_error_message());
+  { /* the _like variants name themselves: materialising 2^61 elements fails */
+    cr_assert_null(tg_zeros_like(big));
+    tg_expect_error(TG_ERR_SHAPE, "tg_zeros_like: ", "too many elements");
+    cr_assert_null(tg_ones_like(big));
+    tg_expect_error(TG_ERR_SHAPE, "tg_ones_like: ");
+    cr_assert_null(tg_full_like(big, 2.0));
+    tg_expect_error(TG_ERR_SHAPE, "tg_full_like: ");
+    cr_assert_null(tg_empty_like(big));
+    tg_expect_error(TG_ERR_SHAPE, "tg_empty_like: ");
+  }
   tg_scope_end();
 }
 

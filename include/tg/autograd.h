@@ -50,7 +50,9 @@ typedef struct tg_backward_options {
 } tg_backward_options;
 
 /* Accumulates d root / d leaf into every leaf's grad. grad may be NULL for a one-element
- * root; otherwise it must have root's sizes (any strides). */
+ * root; otherwise it must have root's sizes, dtype and device (any strides). A NULL grad (or
+ * root) while an error is pending is taken as the failed result of an earlier call: backward
+ * then returns that error, as any op does with a NULL input. */
 tg_status tg_backward(const tg_tensor *root, const tg_tensor *grad);
 tg_status tg_backward_ex(const tg_tensor *root, const tg_tensor *grad, tg_backward_options opts);
 /* d outputs / d inputs without touching .grad: grads_out[i] (scope-owned) is the gradient

@@ -5,7 +5,6 @@
 
 #include "grad_lock.h"
 #include "node.h"
-#include "tensor/host_memory.h"
 #include "ops/backend.h"
 #include "tg/ops.h"
 
@@ -19,7 +18,7 @@ typedef struct node_list {
 static bool list_push(node_list *l, tg_node *n) {
   if (l->count == l->capacity) {
     size_t cap = l->capacity ? l->capacity * 2 : 64;
-    tg_node **grown = tg__host_realloc(l->items, sizeof *grown * cap);
+    tg_node **grown = realloc(l->items, sizeof *grown * cap);
     if (!grown) return false;
     l->items = grown;
     l->capacity = cap;
@@ -37,8 +36,7 @@ static int newest_first(const void *a, const void *b) {
  * claimed for this pass. A node another pass holds (a backward on another thread through a
  * shared part of the graph, or one called from inside a backward) is an error: the passes
  * would share its scratch grads. run_backward gives the claims back. */
-static tg_status collect(const char *name, int n_roots, tg_node *const *roots,
-                         node_list *order) {
+static tg_status collect(const char *name, int n_roots, tg_node *const *roots, node_list *order) {
   uint64_t epoch = atomic_fetch_add(&visit_epoch_counter, 1) + 1;
   node_list stack = {0};
   tg_status st = TG_OK;
@@ -59,7 +57,7 @@ static tg_status collect(const char *name, int n_roots, tg_node *const *roots,
       st = TG_ERR_MEMORY;
       break;
     }
-    n->grads = tg__host_calloc((size_t)n->ctx.n_outputs, sizeof *n->grads);
+    n->grads = calloc((size_t)n->ctx.n_outputs, sizeof *n->grads);
     if (!n->grads) {
       st = TG_ERR_MEMORY;
       break;
@@ -70,7 +68,7 @@ static tg_status collect(const char *name, int n_roots, tg_node *const *roots,
         st = TG_ERR_MEMORY;
     }
   }
-  tg__host_free(stack.items);
+  free(stack.items);
   if (busy)
     return tg_set_error(TG_ERR_STATE,
                         "%s: the graph through %s is being differentiated by another backward "
@@ -136,7 +134,7 @@ static tg_status accumulate_leaf(tg_tensor *leaf, const tg_tensor *g, bool creat
   return st;
 }
 
-static tg_status check_grad(const tg_node *node, int i, const tg_tensor *g) {
+static tg_status check_grad(const char *name, const tg_node *node, int i, const tg_tensor *g) {
   const tg_meta *m = &node->ctx.inputs[i];
   const char *op = node->ctx.op->name;
   char want[160], got[160];
@@ -144,21 +142,21 @@ static tg_status check_grad(const tg_node *node, int i, const tg_tensor *g) {
   for (int d = 0; same && d < m->ndim; d++) same = g->sizes[d] == m->sizes[d];
   if (!same)
     return tg_set_error(TG_ERR_SHAPE,
-                        "tg_backward: backward of %s returned a gradient of shape %s for input "
-                        "%d, expected %s",
-                        op, tg_format_sizes(got, sizeof got, g->ndim, g->sizes), i,
+                        "%s: backward of %s returned a gradient of shape %s for input %d, "
+                        "expected %s",
+                        name, op, tg_format_sizes(got, sizeof got, g->ndim, g->sizes), i,
                         tg_format_sizes(want, sizeof want, m->ndim, m->sizes));
   if (g->dtype != m->dtype)
     return tg_set_error(TG_ERR_DTYPE,
-                        "tg_backward: backward of %s returned a %s gradient for input %d, "
-                        "expected %s",
+                        "%s: backward of %s returned a %s gradient for input %d, expected %s", name,
                         op, tg_dtype_name(g->dtype), i, tg_dtype_name(m->dtype));
-  if (!tg_device_equal(g->storage->device, m->device))
+  tg_device gd = g->storage->device;
+  if (!tg_device_equal(gd, m->device))
     return tg_set_error(TG_ERR_DEVICE,
-                        "tg_backward: backward of %s returned a gradient on %s for input %d, "
-                        "expected %s",
-                        op, tg_device_type_name(g->storage->device.type), i,
-                        tg_device_type_name(m->device.type));
+                        "%s: backward of %s returned a gradient on %s:%d for input %d, "
+                        "expected %s:%d",
+                        name, op, tg_device_type_name(gd.type), gd.index, i,
+                        tg_device_type_name(m->device.type), m->device.index);
   return TG_OK;
 }
 
@@ -190,8 +188,8 @@ static tg_tensor *guard_once_differentiable(const tg_tensor *g, const char *op_n
   return out;
 }
 
-static tg_status run_node(tg_node *node, const tg_backward_options *opts, bool accumulate_leaves,
-                          tg_tensor **grad_inputs) {
+static tg_status run_node(const char *name, tg_node *node, const tg_backward_options *opts,
+                          bool accumulate_leaves, tg_tensor **grad_inputs) {
   tg_ctx *ctx = &node->ctx;
   const tg_op_desc *op = ctx->op;
   bool once = (op->flags & TG_OP_ONCE_DIFFERENTIABLE) != 0;
@@ -212,7 +210,7 @@ static tg_status run_node(tg_node *node, const tg_backward_options *opts, bool a
   for (int i = 0; i < ctx->n_inputs; i++) {
     tg_tensor *g = grad_inputs[i];
     if (!g || !ctx->needs_input_grad[i]) continue;
-    if ((st = check_grad(node, i, g)) != TG_OK) return st;
+    if ((st = check_grad(name, node, i, g)) != TG_OK) return st;
     /* Guarded even when the incoming grads are constants: the gradient still depends on the
      * inputs, so double backward must fail rather than silently miss those terms. */
     if (opts->create_graph && once) {
@@ -253,13 +251,12 @@ static tg_status capture_from_node(tg_node *node, capture *cap, tg_tensor **grad
   return TG_OK;
 }
 
-static tg_status run_backward(int n_roots, const tg_tensor *const *roots,
+static tg_status run_backward(const char *name, int n_roots, const tg_tensor *const *roots,
                               const tg_tensor *const *root_grads, tg_backward_options opts,
                               capture *cap) {
-  const char *name = cap ? "tg_autograd_grad" : "tg_backward";
   if (opts.create_graph) opts.retain_graph = true;
-  tg_node **root_nodes = tg__host_calloc((size_t)n_roots, sizeof *root_nodes);
-  tg_tensor **grads0 = tg__host_calloc((size_t)n_roots, sizeof *grads0);
+  tg_node **root_nodes = calloc((size_t)n_roots, sizeof *root_nodes);
+  tg_tensor **grads0 = calloc((size_t)n_roots, sizeof *grads0);
   node_list order = {0};
   tg_status st = TG_OK;
   if (!root_nodes || !grads0) {
@@ -276,6 +273,12 @@ static tg_status run_backward(int n_roots, const tg_tensor *const *roots,
       goto done;
     }
     const tg_tensor *g = root_grads ? root_grads[r] : NULL;
+    /* A NULL grad while an error is pending is the failed result of an earlier call (as
+     * for any op input), not a request for an implicit one: report that error. */
+    if (!g && tg_last_error() != TG_OK) {
+      st = tg_last_error();
+      goto done;
+    }
     if (!g) {
       if (tg__numel(root->ndim, root->sizes) != 1) {
         st = tg_set_error(TG_ERR_SHAPE,
@@ -292,15 +295,19 @@ static tg_status run_backward(int n_roots, const tg_tensor *const *roots,
     } else {
       bool same = g->ndim == root->ndim;
       for (int d = 0; same && d < g->ndim; d++) same = g->sizes[d] == root->sizes[d];
-      if (!same || g->dtype != root->dtype ||
-          !tg_device_equal(g->storage->device, root->storage->device)) {
-        st = tg_set_error(TG_ERR_SHAPE,
-                          "%s: grad %s (%s) does not match output %d %s (%s)", name,
-                          tg_format_sizes(a, sizeof a, g->ndim, g->sizes), tg_dtype_name(g->dtype),
-                          r, tg_format_sizes(b, sizeof b, root->ndim, root->sizes),
-                          tg_dtype_name(root->dtype));
-        goto done;
-      }
+      tg_device gd = g->storage->device, rd = root->storage->device;
+      if (!same)
+        st = tg_set_error(TG_ERR_SHAPE, "%s: grad %s does not match output %d %s", name,
+                          tg_format_sizes(a, sizeof a, g->ndim, g->sizes), r,
+                          tg_format_sizes(b, sizeof b, root->ndim, root->sizes));
+      else if (g->dtype != root->dtype)
+        st = tg_set_error(TG_ERR_DTYPE, "%s: grad is %s but output %d is %s", name,
+                          tg_dtype_name(g->dtype), r, tg_dtype_name(root->dtype));
+      else if (!tg_device_equal(gd, rd))
+        st = tg_set_error(TG_ERR_DEVICE, "%s: grad is on %s:%d but output %d is on %s:%d", name,
+                          tg_device_type_name(gd.type), gd.index, r, tg_device_type_name(rd.type),
+                          rd.index);
+      if (st != TG_OK) goto done;
     }
     grads0[r] = tg_retain(g);
     root_nodes[r] = root->grad_fn;
@@ -338,16 +345,17 @@ static tg_status run_backward(int n_roots, const tg_tensor *const *roots,
                         name, node->ctx.op->name);
       break;
     }
-    tg_tensor **grad_inputs = tg__host_calloc((size_t)node->ctx.n_inputs, sizeof *grad_inputs);
+    tg_tensor **grad_inputs = calloc((size_t)(node->ctx.n_inputs > 0 ? node->ctx.n_inputs : 1),
+                                     sizeof *grad_inputs);
     if (!grad_inputs) {
       st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
       break;
     }
-    st = tg__scope_open();
-    if (st == TG_OK) st = run_node(node, &opts, cap == NULL, grad_inputs);
+    tg_scope_begin();
+    st = run_node(name, node, &opts, cap == NULL, grad_inputs);
     if (st == TG_OK && cap) st = capture_from_node(node, cap, grad_inputs, opts.create_graph);
     tg_scope_end();
-    tg__host_free(grad_inputs);
+    free(grad_inputs);
     for (int j = 0; j < node->ctx.n_outputs; j++) {
       tg_release(node->grads[j]);
       node->grads[j] = NULL;
@@ -363,29 +371,33 @@ done:
     tg_node *node = order.items[k];
     if (node->grads)
       for (int j = 0; j < node->ctx.n_outputs; j++) tg_release(node->grads[j]);
-    tg__host_free(node->grads);
+    free(node->grads);
     node->grads = NULL;
     atomic_store(&node->backward_owner, 0); /* last: the scratch is free for the next pass */
   }
-  tg__host_free(order.items);
+  free(order.items);
   if (grads0)
     for (int r = 0; r < n_roots; r++) tg_release(grads0[r]);
-  tg__host_free(grads0);
-  tg__host_free(root_nodes);
+  free(grads0);
+  free(root_nodes);
   return st;
 }
 
-tg_status tg_backward_ex(const tg_tensor *root, const tg_tensor *grad, tg_backward_options opts) {
-  if (!tg__check_arg("tg_backward", "root", root)) return tg_last_error();
-  tg_status st = tg__scope_open();
-  if (st == TG_OK)
-    st = run_backward(1, &root, grad ? (const tg_tensor *const[]){grad} : NULL, opts, NULL);
+static tg_status backward_impl(const char *name, const tg_tensor *root, const tg_tensor *grad,
+                               tg_backward_options opts) {
+  if (!tg__check_arg(name, "root", root)) return tg_last_error();
+  tg_scope_begin();
+  tg_status st = run_backward(name, 1, &root, (const tg_tensor *const[]){grad}, opts, NULL);
   tg_scope_end();
   return st;
 }
 
+tg_status tg_backward_ex(const tg_tensor *root, const tg_tensor *grad, tg_backward_options opts) {
+  return backward_impl("tg_backward_ex", root, grad, opts);
+}
+
 tg_status tg_backward(const tg_tensor *root, const tg_tensor *grad) {
-  return tg_backward_ex(root, grad, (tg_backward_options){0});
+  return backward_impl("tg_backward", root, grad, (tg_backward_options){0});
 }
 
 tg_status tg_autograd_grad(int n_outputs, const tg_tensor *const *outputs,
@@ -405,13 +417,11 @@ tg_status tg_autograd_grad(int n_outputs, const tg_tensor *const *outputs,
     if (!inputs[k]->requires_grad)
       return tg_set_error(TG_ERR_STATE, "tg_autograd_grad: input %d does not require grad", k);
   }
-  /* Room in the caller's scope for the results first, so handing them over cannot fail. */
-  if (tg__scope_reserve((size_t)n_inputs) != TG_OK) return tg_last_error();
-  tg_tensor **owned = tg__host_calloc((size_t)n_inputs, sizeof *owned);
+  tg_tensor **owned = calloc((size_t)n_inputs, sizeof *owned);
   if (!owned) return tg_set_error(TG_ERR_MEMORY, "tg_autograd_grad: out of memory");
   capture cap = {n_inputs, inputs, owned};
-  tg_status st = tg__scope_open();
-  if (st == TG_OK) st = run_backward(n_outputs, outputs, grad_outputs, opts, &cap);
+  tg_scope_begin();
+  tg_status st = run_backward("tg_autograd_grad", n_outputs, outputs, grad_outputs, opts, &cap);
   tg_scope_end();
   for (int k = 0; k < n_inputs && st == TG_OK; k++)
     if (!owned[k] && !allow_unused)
@@ -421,10 +431,10 @@ tg_status tg_autograd_grad(int n_outputs, const tg_tensor *const *outputs,
                         k);
   for (int k = 0; k < n_inputs; k++) {
     if (st == TG_OK)
-      grads_out[k] = tg__scoped(owned[k]); /* cannot fail: reserved above */
+      grads_out[k] = tg__scoped(owned[k]);
     else
       tg_release(owned[k]);
   }
-  tg__host_free(owned);
+  free(owned);
   return st;
 }

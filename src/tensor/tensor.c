@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "checked.h"
-#include "host_memory.h"
 #include "ops/backend.h"
 #include "tensor_impl.h"
 
@@ -40,7 +39,7 @@ bool tg__check_arg(const char *op, const char *arg, const tg_tensor *t) {
 
 tg_tensor *tg__tensor_new(tg_storage *storage, int64_t offset, int ndim, const int64_t *sizes,
                           const int64_t *strides, tg_dtype dtype) {
-  tg_tensor *t = tg__host_calloc(1, sizeof *t);
+  tg_tensor *t = calloc(1, sizeof *t);
   if (!t) {
     tg_set_error(TG_ERR_MEMORY, "tg: out of memory for a tensor header");
     return NULL;
@@ -89,13 +88,18 @@ static bool check_geometry(const char *op, int ndim, const int64_t *sizes, tg_dt
 }
 
 tg_tensor *tg__empty_raw(int ndim, const int64_t *sizes, tg_dtype dtype, tg_device device) {
-  if (!check_geometry("tg_empty", ndim, sizes, dtype)) return NULL;
+  return tg__empty_op("tg_empty", ndim, sizes, dtype, device);
+}
+
+tg_tensor *tg__empty_op(const char *op, int ndim, const int64_t *sizes, tg_dtype dtype,
+                        tg_device device) {
+  if (!check_geometry(op, ndim, sizes, dtype)) return NULL;
   if ((unsigned)device.type >= TG_NUM_DEVICE_TYPES) {
-    tg_set_error(TG_ERR_DEVICE, "tg_empty: invalid device type %d", (int)device.type);
+    tg_set_error(TG_ERR_DEVICE, "%s: invalid device type %d", op, (int)device.type);
     return NULL;
   }
   size_t nbytes = (size_t)tg__numel(ndim, sizes) * tg_dtype_size(dtype);
-  tg_storage *s = tg__storage_new(nbytes, device);
+  tg_storage *s = tg__storage_new_op(op, nbytes, device);
   if (!s) return NULL;
   tg_tensor *t = tg__tensor_new(s, 0, ndim, sizes, NULL, dtype);
   tg__storage_release(s);
@@ -116,19 +120,24 @@ static tg_tensor *finish_leaf(tg_tensor *t, tg_options opts, const char *op) {
   return tg__scoped(t);
 }
 
-tg_tensor *tg_empty(int ndim, const int64_t *sizes, tg_options opts) {
+/* Creation functions name themselves (or their _like variant) in every error. */
+static tg_tensor *empty_impl(int ndim, const int64_t *sizes, tg_options opts, const char *op) {
   if (opts.requires_grad && !tg_dtype_is_floating(opts.dtype)) {
-    tg_set_error(TG_ERR_DTYPE, "tg_empty: only floating tensors can require grad, not %s",
+    tg_set_error(TG_ERR_DTYPE, "%s: only floating tensors can require grad, not %s", op,
                  tg_dtype_name(opts.dtype));
     return NULL;
   }
-  return finish_leaf(tg__empty_raw(ndim, sizes, opts.dtype, opts.device), opts, "tg_empty");
+  return finish_leaf(tg__empty_op(op, ndim, sizes, opts.dtype, opts.device), opts, op);
+}
+
+tg_tensor *tg_empty(int ndim, const int64_t *sizes, tg_options opts) {
+  return empty_impl(ndim, sizes, opts, "tg_empty");
 }
 
 /* Fills a fresh tensor; on failure releases it. */
-static tg_tensor *filled(tg_tensor *t, double value) {
+static tg_tensor *filled(const char *op, tg_tensor *t, double value) {
   if (!t) return NULL;
-  const tg_backend *be = tg__backend("tg_full", t->storage->device);
+  const tg_backend *be = tg__backend(op, t->storage->device);
   if (!be || be->fill(t, value) != TG_OK) {
     tg_release(t);
     return NULL;
@@ -143,7 +152,8 @@ static tg_tensor *full_impl(int ndim, const int64_t *sizes, double value, tg_opt
                  tg_dtype_name(opts.dtype));
     return NULL;
   }
-  return finish_leaf(filled(tg__empty_raw(ndim, sizes, opts.dtype, opts.device), value), opts, op);
+  return finish_leaf(filled(op, tg__empty_op(op, ndim, sizes, opts.dtype, opts.device), value),
+                     opts, op);
 }
 
 tg_tensor *tg_zeros(int ndim, const int64_t *sizes, tg_options opts) {
@@ -157,9 +167,9 @@ tg_tensor *tg_full(int ndim, const int64_t *sizes, double value, tg_options opts
 }
 
 /* Moves a fresh host tensor (consumed) to device; unscoped result. */
-static tg_tensor *to_device_raw(tg_tensor *host, tg_device device) {
+static tg_tensor *to_device_raw(const char *op, tg_tensor *host, tg_device device) {
   if (device.type == TG_CPU) return host;
-  tg_tensor *dev = tg__empty_raw(host->ndim, host->sizes, host->dtype, device);
+  tg_tensor *dev = tg__empty_op(op, host->ndim, host->sizes, host->dtype, device);
   if (dev && tg_copy_(dev, host) != TG_OK) {
     tg_release(dev);
     dev = NULL;
@@ -193,7 +203,7 @@ tg_tensor *tg_arange(double start, double end, double step, tg_options opts) {
       return NULL;
     }
   }
-  tg_tensor *host = tg__empty_raw(1, &n, opts.dtype, TG_DEVICE_CPU);
+  tg_tensor *host = tg__empty_op("tg_arange", 1, &n, opts.dtype, TG_DEVICE_CPU);
   if (!host) return NULL;
   for (int64_t i = 0; i < n; i++) {
     double v = start + (double)i * step;
@@ -203,7 +213,7 @@ tg_tensor *tg_arange(double start, double end, double step, tg_options opts) {
     default: ((int64_t *)host->storage->data)[i] = (int64_t)v; break;
     }
   }
-  return finish_leaf(to_device_raw(host, opts.device), opts, "tg_arange");
+  return finish_leaf(to_device_raw("tg_arange", host, opts.device), opts, "tg_arange");
 }
 
 tg_tensor *tg_from_data(int ndim, const int64_t *sizes, const void *data, tg_options opts) {
@@ -211,27 +221,34 @@ tg_tensor *tg_from_data(int ndim, const int64_t *sizes, const void *data, tg_opt
     tg_set_error(TG_ERR_ARGUMENT, "tg_from_data: data is NULL");
     return NULL;
   }
-  tg_tensor *host = tg__empty_raw(ndim, sizes, opts.dtype, TG_DEVICE_CPU);
+  tg_tensor *host = tg__empty_op("tg_from_data", ndim, sizes, opts.dtype, TG_DEVICE_CPU);
   if (!host) return NULL;
   if (host->storage->nbytes > 0) memcpy(host->storage->data, data, host->storage->nbytes);
-  return finish_leaf(to_device_raw(host, opts.device), opts, "tg_from_data");
+  return finish_leaf(to_device_raw("tg_from_data", host, opts.device), opts, "tg_from_data");
 }
 
 static tg_options like(const tg_tensor *t) {
   return (tg_options){.dtype = t->dtype, .device = t->storage->device};
 }
 tg_tensor *tg_empty_like(const tg_tensor *t) {
-  return tg__check_arg("tg_empty_like", "t", t) ? tg_empty(t->ndim, t->sizes, like(t)) : NULL;
+  return tg__check_arg("tg_empty_like", "t", t)
+             ? empty_impl(t->ndim, t->sizes, like(t), "tg_empty_like")
+             : NULL;
 }
 tg_tensor *tg_zeros_like(const tg_tensor *t) {
-  return tg__check_arg("tg_zeros_like", "t", t) ? tg_zeros(t->ndim, t->sizes, like(t)) : NULL;
+  return tg__check_arg("tg_zeros_like", "t", t)
+             ? full_impl(t->ndim, t->sizes, 0.0, like(t), "tg_zeros_like")
+             : NULL;
 }
 tg_tensor *tg_ones_like(const tg_tensor *t) {
-  return tg__check_arg("tg_ones_like", "t", t) ? tg_ones(t->ndim, t->sizes, like(t)) : NULL;
+  return tg__check_arg("tg_ones_like", "t", t)
+             ? full_impl(t->ndim, t->sizes, 1.0, like(t), "tg_ones_like")
+             : NULL;
 }
 tg_tensor *tg_full_like(const tg_tensor *t, double value) {
-  return tg__check_arg("tg_full_like", "t", t) ? tg_full(t->ndim, t->sizes, value, like(t))
-                                                : NULL;
+  return tg__check_arg("tg_full_like", "t", t)
+             ? full_impl(t->ndim, t->sizes, value, like(t), "tg_full_like")
+             : NULL;
 }
 
 /* ---- properties ---- */

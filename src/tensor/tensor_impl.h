@@ -45,24 +45,22 @@ tg_tensor *tg__tensor_new(tg_storage *storage, int64_t offset, int ndim, const i
                           const int64_t *strides, tg_dtype dtype);
 /* Allocates storage for nbytes on device via that device's allocator (refcount 1). */
 tg_storage *tg__storage_new(size_t nbytes, tg_device device);
+/* The same, with errors naming op (the public function the caller called). */
+tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device);
 void tg__storage_retain(tg_storage *s);
 void tg__storage_release(tg_storage *s);
 
 /* Uninitialised contiguous tensor, refcount 1, NOT registered in a scope. */
 tg_tensor *tg__empty_raw(int ndim, const int64_t *sizes, tg_dtype dtype, tg_device device);
+/* The same, with errors naming op instead of tg_empty. */
+tg_tensor *tg__empty_op(const char *op, int ndim, const int64_t *sizes, tg_dtype dtype,
+                        tg_device device);
 /* Same geometry/storage, fresh object, no autograd state, NOT in a scope. */
 tg_tensor *tg__alias_raw(const tg_tensor *t);
 /* A contiguous host copy of t in t's dtype (refcount 1, NOT in a scope); NULL on error. */
 tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t);
-/* Hands a fresh reference (refcount 1) to the innermost scope; returns t. When the scope
- * cannot grow it releases t, records TG_ERR_MEMORY and returns NULL. */
+/* Hands a fresh reference (refcount 1) to the innermost scope; returns t. */
 tg_tensor *tg__scoped(tg_tensor *t);
-/* Makes room for n more tensors in the innermost scope, so the next n tg__scoped calls
- * cannot fail (call it before committing to something that cannot be undone). */
-tg_status tg__scope_reserve(size_t n);
-/* tg_scope_begin that says whether the scope was really opened (TG_ERR_MEMORY recorded
- * otherwise); either way it is closed by one tg_scope_end. */
-tg_status tg__scope_open(void);
 
 void tg__contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides);
 int64_t tg__numel(int ndim, const int64_t *sizes);

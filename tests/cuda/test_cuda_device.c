@@ -33,6 +33,35 @@ TG_CUDA_TEST(cuda_device, ops_mixing_cpu_and_cuda_are_errors) {
   tg_assert_close(c, h, 0, 0);
 }
 
+/* A backward that hands back a CPU gradient for a CUDA input. */
+static tg_status fwd_identity(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  (void)ctx;
+  out[0] = tg_clone(in[0]);
+  return out[0] ? TG_OK : tg_last_error();
+}
+static tg_status bwd_to_cpu(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  (void)ctx;
+  gi[0] = tg_to_device(g[0], TG_DEVICE_CPU);
+  return gi[0] ? TG_OK : tg_last_error();
+}
+
+TG_CUDA_TEST(cuda_device, backward_gradients_on_the_wrong_device_are_device_errors) {
+  static const tg_op_desc to_cpu_op = {"test_grad_to_cpu",           1,          1,
+                                       {fwd_identity, fwd_identity}, bwd_to_cpu, 0};
+  tg_tensor *x =
+      tg_ones(TG_SHAPE(3), TG_OPTS(.dtype = TG_F64, .device = TG_CUDA0, .requires_grad = true));
+  tg_tensor *y = tg_mul_scalar(x, 2);
+  cr_assert_not_null(y, "%s", tg_last_error_message());
+  cr_assert_eq(tg_backward(y, tg_ones(TG_SHAPE(3), TG_OPTS(.dtype = TG_F64))), TG_ERR_DEVICE);
+  tg_expect_error(TG_ERR_DEVICE, "tg_backward: ", "grad is on cpu:0", "output 0 is on cuda:0");
+  tg_tensor *z = tg_apply1(&to_cpu_op, 1, (const tg_tensor *const[]){x}, 0, NULL);
+  cr_assert_not_null(z, "%s", tg_last_error_message());
+  cr_assert_eq(tg_backward(tg_sum(z), NULL), TG_ERR_DEVICE);
+  tg_expect_error(TG_ERR_DEVICE, "tg_backward: ", "test_grad_to_cpu", "on cpu:0", "input 0",
+                  "expected cuda:0");
+  cr_assert_null(tg_grad(x));
+}
+
 TG_CUDA_TEST(cuda_device, generic_ops_run_on_cuda) {
   tg_twin a = tg_twin_matrix(TG_L_TRANSPOSED, 4, 3, TG_F64, 1, false);
   tg_twin b = tg_twin_matrix(TG_L_EXPAND_ROW, 4, 3, TG_F64, 2, true);
@@ -83,7 +112,7 @@ TG_TEST(cuda_device_emu, toolkit_without_driver_means_no_device) {
   cr_assert_eq(tg_cuda_device_count(), 0);
   cr_assert(!tg_cuda_is_available());
   cr_assert_null(tg_zeros(TG_SHAPE(2), TG_OPTS(.device = TG_CUDA0)));
-  tg_expect_error(TG_ERR_DEVICE, "tg_empty", "cuda:0", "no CUDA device is available",
+  tg_expect_error(TG_ERR_DEVICE, "tg_zeros: ", "cuda:0", "no CUDA device is available",
                   "driver version is insufficient");
   tg_tensor *h = tg_ones(TG_SHAPE(2), TG_OPTS_DEFAULT);
   cr_assert_null(tg_to_device(h, TG_CUDA0));
