@@ -5,6 +5,7 @@
 
 #include "grad_lock.h"
 #include "node.h"
+#include "tensor/host_memory.h"
 #include "ops/backend.h"
 #include "tg/ops.h"
 
@@ -18,7 +19,7 @@ typedef struct node_list {
 static bool list_push(node_list *l, tg_node *n) {
   if (l->count == l->capacity) {
     size_t cap = l->capacity ? l->capacity * 2 : 64;
-    tg_node **grown = realloc(l->items, sizeof *grown * cap);
+    tg_node **grown = tg__host_realloc(l->items, sizeof *grown * cap);
     if (!grown) return false;
     l->items = grown;
     l->capacity = cap;
@@ -57,7 +58,7 @@ static tg_status collect(const char *name, int n_roots, tg_node *const *roots, n
       st = TG_ERR_MEMORY;
       break;
     }
-    n->grads = calloc((size_t)n->ctx.n_outputs, sizeof *n->grads);
+    n->grads = tg__host_calloc((size_t)n->ctx.n_outputs, sizeof *n->grads);
     if (!n->grads) {
       st = TG_ERR_MEMORY;
       break;
@@ -68,7 +69,7 @@ static tg_status collect(const char *name, int n_roots, tg_node *const *roots, n
         st = TG_ERR_MEMORY;
     }
   }
-  free(stack.items);
+  tg__host_free(stack.items);
   if (busy)
     return tg_set_error(TG_ERR_STATE,
                         "%s: the graph through %s is being differentiated by another backward "
@@ -255,8 +256,8 @@ static tg_status run_backward(const char *name, int n_roots, const tg_tensor *co
                               const tg_tensor *const *root_grads, tg_backward_options opts,
                               capture *cap) {
   if (opts.create_graph) opts.retain_graph = true;
-  tg_node **root_nodes = calloc((size_t)n_roots, sizeof *root_nodes);
-  tg_tensor **grads0 = calloc((size_t)n_roots, sizeof *grads0);
+  tg_node **root_nodes = tg__host_calloc((size_t)n_roots, sizeof *root_nodes);
+  tg_tensor **grads0 = tg__host_calloc((size_t)n_roots, sizeof *grads0);
   node_list order = {0};
   tg_status st = TG_OK;
   if (!root_nodes || !grads0) {
@@ -345,17 +346,16 @@ static tg_status run_backward(const char *name, int n_roots, const tg_tensor *co
                         name, node->ctx.op->name);
       break;
     }
-    tg_tensor **grad_inputs = calloc((size_t)(node->ctx.n_inputs > 0 ? node->ctx.n_inputs : 1),
-                                     sizeof *grad_inputs);
+    tg_tensor **grad_inputs = tg__host_calloc((size_t)node->ctx.n_inputs, sizeof *grad_inputs);
     if (!grad_inputs) {
       st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
       break;
     }
-    tg_scope_begin();
-    st = run_node(name, node, &opts, cap == NULL, grad_inputs);
+    st = tg__scope_open();
+    if (st == TG_OK) st = run_node(name, node, &opts, cap == NULL, grad_inputs);
     if (st == TG_OK && cap) st = capture_from_node(node, cap, grad_inputs, opts.create_graph);
     tg_scope_end();
-    free(grad_inputs);
+    tg__host_free(grad_inputs);
     for (int j = 0; j < node->ctx.n_outputs; j++) {
       tg_release(node->grads[j]);
       node->grads[j] = NULL;
@@ -371,23 +371,24 @@ done:
     tg_node *node = order.items[k];
     if (node->grads)
       for (int j = 0; j < node->ctx.n_outputs; j++) tg_release(node->grads[j]);
-    free(node->grads);
+    tg__host_free(node->grads);
     node->grads = NULL;
     atomic_store(&node->backward_owner, 0); /* last: the scratch is free for the next pass */
   }
-  free(order.items);
+  tg__host_free(order.items);
   if (grads0)
     for (int r = 0; r < n_roots; r++) tg_release(grads0[r]);
-  free(grads0);
-  free(root_nodes);
+  tg__host_free(grads0);
+  tg__host_free(root_nodes);
   return st;
 }
 
 static tg_status backward_impl(const char *name, const tg_tensor *root, const tg_tensor *grad,
                                tg_backward_options opts) {
   if (!tg__check_arg(name, "root", root)) return tg_last_error();
-  tg_scope_begin();
-  tg_status st = run_backward(name, 1, &root, (const tg_tensor *const[]){grad}, opts, NULL);
+  tg_status st = tg__scope_open();
+  if (st == TG_OK)
+    st = run_backward(name, 1, &root, (const tg_tensor *const[]){grad}, opts, NULL);
   tg_scope_end();
   return st;
 }
@@ -417,11 +418,13 @@ tg_status tg_autograd_grad(int n_outputs, const tg_tensor *const *outputs,
     if (!inputs[k]->requires_grad)
       return tg_set_error(TG_ERR_STATE, "tg_autograd_grad: input %d does not require grad", k);
   }
-  tg_tensor **owned = calloc((size_t)n_inputs, sizeof *owned);
+  /* Room in the caller's scope for the results first, so handing them over cannot fail. */
+  if (tg__scope_reserve((size_t)n_inputs) != TG_OK) return tg_last_error();
+  tg_tensor **owned = tg__host_calloc((size_t)n_inputs, sizeof *owned);
   if (!owned) return tg_set_error(TG_ERR_MEMORY, "tg_autograd_grad: out of memory");
   capture cap = {n_inputs, inputs, owned};
-  tg_scope_begin();
-  tg_status st = run_backward("tg_autograd_grad", n_outputs, outputs, grad_outputs, opts, &cap);
+  tg_status st = tg__scope_open();
+  if (st == TG_OK) st = run_backward("tg_autograd_grad", n_outputs, outputs, grad_outputs, opts, &cap);
   tg_scope_end();
   for (int k = 0; k < n_inputs && st == TG_OK; k++)
     if (!owned[k] && !allow_unused)
@@ -431,10 +434,10 @@ tg_status tg_autograd_grad(int n_outputs, const tg_tensor *const *outputs,
                         k);
   for (int k = 0; k < n_inputs; k++) {
     if (st == TG_OK)
-      grads_out[k] = tg__scoped(owned[k]);
+      grads_out[k] = tg__scoped(owned[k]); /* cannot fail: reserved above */
     else
       tg_release(owned[k]);
   }
-  free(owned);
+  tg__host_free(owned);
   return st;
 }

@@ -1,8 +1,8 @@
 /* Reference-counted storage over per-device allocators, and the live-object counter. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "device.h"
+#include "host_memory.h"
 #include "tensor_impl.h"
 
 static atomic_llong live_objects;
@@ -14,12 +14,11 @@ int64_t tg_live_objects(void) { return (int64_t)atomic_load(&live_objects); }
 /* CPU: 64-byte aligned so vector loads and BLIS packing never straddle cache lines. */
 static void *cpu_alloc(void *ctx, size_t nbytes) {
   (void)ctx;
-  size_t rounded = (nbytes + 63) & ~(size_t)63;
-  return aligned_alloc(64, rounded);
+  return tg__host_aligned_alloc(64, nbytes);
 }
 static void cpu_free(void *ctx, void *ptr, size_t nbytes) {
   (void)ctx, (void)nbytes;
-  free(ptr);
+  tg__host_free(ptr);
 }
 static const tg_allocator cpu_default_allocator = {"cpu", cpu_alloc, cpu_free, NULL};
 
@@ -57,7 +56,7 @@ tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device) 
                  tg_device_type_name(device.type));
     return NULL;
   }
-  tg_storage *s = malloc(sizeof *s);
+  tg_storage *s = tg__host_malloc(sizeof *s);
   if (!s) {
     tg_set_error(TG_ERR_MEMORY, "%s: out of memory for a storage header", op);
     return NULL;
@@ -66,7 +65,7 @@ tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device) 
   if (nbytes > 0) {
     s->data = allocator->alloc(allocator->ctx, nbytes);
     if (!s->data) {
-      free(s);
+      tg__host_free(s);
       tg_set_error(TG_ERR_MEMORY, "%s: allocator '%s' failed to allocate %zu bytes on %s", op,
                    allocator->name ? allocator->name : "?", nbytes,
                    tg_device_type_name(device.type));
@@ -88,6 +87,6 @@ void tg__storage_retain(tg_storage *s) { atomic_fetch_add(&s->refcount, 1); }
 void tg__storage_release(tg_storage *s) {
   if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
   if (s->nbytes > 0 && s->data) s->allocator->free(s->allocator->ctx, s->data, s->nbytes);
-  free(s);
+  tg__host_free(s);
   tg__live_dec();
 }

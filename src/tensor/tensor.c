@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "checked.h"
+#include "host_memory.h"
 #include "ops/backend.h"
 #include "tensor_impl.h"
 
@@ -39,7 +40,7 @@ bool tg__check_arg(const char *op, const char *arg, const tg_tensor *t) {
 
 tg_tensor *tg__tensor_new(tg_storage *storage, int64_t offset, int ndim, const int64_t *sizes,
                           const int64_t *strides, tg_dtype dtype) {
-  tg_tensor *t = calloc(1, sizeof *t);
+  tg_tensor *t = tg__host_calloc(1, sizeof *t);
   if (!t) {
     tg_set_error(TG_ERR_MEMORY, "tg: out of memory for a tensor header");
     return NULL;
