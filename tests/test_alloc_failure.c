@@ -488,3 +488,131 @@ static tg_status gradchecks(void *user, double *out, int *n_out) {
 }
 
 TG_TEST(alloc_failure, gradcheck) { sweep("gradcheck and gradgradcheck", gradchecks, NULL); }
+
+/* ---- a failed optimizer step or in-place op leaves everything as it was ---- */
+
+/* A Linear with gradients and an optimizer that has taken one step already (so SGD has its
+ * momentum buffers); a second backward leaves fresh gradients for the step under test. */
+static tg_optimizer *optimizer_ready(bool adam, tg_generator **gen, tg_linear **lin,
+                                     tg_tensor **params) {
+  *gen = tg_generator_new(5);
+  *lin = tg_linear_new(4, 3, true, TG_OPTS_DEFAULT, *gen);
+  cr_assert(*gen && *lin);
+  cr_assert_eq(tg_linear_parameters(*lin, params, 2), 2);
+  tg_optimizer *opt =
+      adam ? tg_adam_new(2, params, (tg_adam_options){.lr = 0.01, .weight_decay = 0.1})
+           : tg_sgd_new(2, params, (tg_sgd_options){.lr = 0.1, .momentum = 0.9});
+  cr_assert(opt);
+  for (int step = 0; step < 2; step++) {
+    tg_scope_begin();
+    tg_tensor *x = tg_randn(TG_SHAPE(B, 4), TG_OPTS_DEFAULT, *gen);
+    cr_assert_eq(tg_optimizer_zero_grad(opt), TG_OK);
+    cr_assert_eq(tg_backward(tg_sum(tg_tanh(tg_linear_forward(*lin, x))), NULL), TG_OK);
+    if (step == 0) cr_assert_eq(tg_optimizer_step(opt), TG_OK);
+    tg_scope_end();
+  }
+  return opt;
+}
+
+static int snapshot(tg_tensor *const *params, double *out) {
+  int n = 0;
+  for (int p = 0; p < 2; p++) cr_assert_eq(append(params[p], out, &n), TG_OK);
+  return n;
+}
+
+static void optimizer_all_or_nothing(bool adam) {
+  static double ref[MAX_RESULTS], before[MAX_RESULTS], after[MAX_RESULTS];
+  int64_t live = tg_live_objects();
+  int n = 0, failures = 0;
+  for (int64_t k = 0;; k++) {
+    tg_generator *gen;
+    tg_linear *lin;
+    tg_tensor *params[2];
+    tg_optimizer *opt = optimizer_ready(adam, &gen, &lin, params);
+    n = snapshot(params, before);
+    int64_t fired = tg__host_injected_failures();
+    tg__host_fail_allocation(k);
+    tg_status st = tg_optimizer_step(opt);
+    tg__host_fail_allocation(0);
+    bool injected = tg__host_injected_failures() != fired;
+    if (st != TG_OK) {
+      cr_assert(injected);
+      tg_expect_error(TG_ERR_MEMORY);
+      failures++;
+      cr_assert_eq(snapshot(params, after), n);
+      cr_assert_arr_eq(after, before, sizeof(double) * (size_t)n,
+                       "k=%lld: a failed step changed the parameters", (long long)k);
+      st = tg_optimizer_step(opt); /* the retry is the step that failed, not a later one */
+      cr_assert_eq(st, TG_OK, "%s", tg_last_error_message());
+    }
+    tg_expect_ok();
+    cr_assert_eq(snapshot(params, after), n);
+    if (k == 0)
+      memcpy(ref, after, sizeof(double) * (size_t)n);
+    else
+      cr_assert_arr_eq(after, ref, sizeof(double) * (size_t)n, "k=%lld: wrong update",
+                       (long long)k);
+    tg_optimizer_free(opt);
+    tg_linear_free(lin);
+    tg_generator_free(gen);
+    cr_assert_eq(tg_live_objects(), live);
+    if (k > 0 && !injected) break;
+  }
+  cr_assert_gt(failures, 0);
+  cr_log_info("%s step: %d allocations failed in turn, each left the parameters as they were",
+              adam ? "Adam" : "SGD", failures);
+}
+
+TG_TEST(alloc_failure, adam_step_is_all_or_nothing) { optimizer_all_or_nothing(true); }
+TG_TEST(alloc_failure, sgd_step_is_all_or_nothing) { optimizer_all_or_nothing(false); }
+
+/* In-place ops that fail leave their target's values and version as they were. */
+TG_TEST(alloc_failure, failed_inplace_ops_leave_the_target) {
+  tg_tensor *src = tg_randn(TG_SHAPE(3, 4), TG_OPTS_DEFAULT, NULL);
+  /* row requires grad: mul_ then gets a's old value and div_ saves its output. */
+  tg_tensor *row = tg_randn(TG_SHAPE(4), TG_OPTS(.requires_grad = true), NULL);
+  cr_assert(src && row);
+  for (int op = 0; op < 8; op++) {
+    int failures = 0;
+    for (int64_t k = 1;; k++) {
+      tg_tensor *leaf = tg_randn(TG_SHAPE(3, 4), TG_OPTS(.requires_grad = true), NULL);
+      cr_assert(leaf);
+      tg_scope_begin();
+      tg_tensor *t = tg_mul_scalar(leaf, 1.0); /* recorded: in-place ops on it are too */
+      double was[12], now[12];
+      int n = 0;
+      cr_assert_eq(append(t, was, &n), TG_OK);
+      uint64_t version = tg_version(t);
+      int64_t fired = tg__host_injected_failures();
+      tg__host_fail_allocation(k);
+      tg_status st = op == 0   ? tg_add_(t, row) /* broadcast */
+                     : op == 1 ? tg_add_scaled_(t, src, 0.5)
+                     : op == 2 ? tg_mul_scalar_(t, 3.0)
+                     : op == 3 ? tg_mul_(t, row)
+                     : op == 4 ? tg_tanh_(t)
+                     : op == 5 ? tg_div_(t, row)
+                     : op == 6 ? tg_elu_(t, -0.5) /* saves the output and the old value */
+                               : tg_pow_scalar_(t, 3.0);
+      tg__host_fail_allocation(0);
+      bool injected = tg__host_injected_failures() != fired;
+      if (st != TG_OK) {
+        cr_assert(injected, "op %d, k=%lld: failed with no allocation failing: %s", op,
+                  (long long)k, tg_last_error_message());
+        tg_expect_error(TG_ERR_MEMORY);
+        failures++;
+        n = 0;
+        cr_assert_eq(append(t, now, &n), TG_OK);
+        cr_assert_arr_eq(now, was, sizeof was, "op %d, k=%lld: a failed in-place op wrote", op,
+                         (long long)k);
+        cr_assert_eq(tg_version(t), version);
+      }
+      tg_expect_ok();
+      tg_scope_end();
+      tg_release(leaf);
+      if (!injected) break;
+    }
+    cr_assert_gt(failures, 0);
+  }
+  tg_release(src);
+  tg_release(row);
+}

@@ -180,6 +180,11 @@ tg_status tg__ctx_adopt_saved_outputs(tg_ctx *ctx, tg_tensor *const *outputs) {
   return TG_OK;
 }
 
+void tg__ctx_saved_target_written(tg_ctx *ctx) {
+  for (int i = 0; i < ctx->n_saved; i++)
+    if (ctx->saved[i].output_nr == 0) ctx->saved[i].version = tg_version(ctx->saved[i].data);
+}
+
 void tg__ctx_release_saved(tg_ctx *ctx) {
   for (int i = 0; i < ctx->n_saved; i++) tg_release(ctx->saved[i].data);
   tg__host_free(ctx->saved);

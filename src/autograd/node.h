@@ -73,6 +73,11 @@ static inline void tg__node_retain(tg_node *node) {
  * out-of-memory the op must fail (a strong reference would be a cycle). */
 tg_status tg__ctx_adopt_saved_outputs(tg_ctx *ctx, tg_tensor *const *outputs);
 
+/* For an in-place forward that saved its target (as output 0) before writing it, so that
+ * the save's allocations cannot fail after the write: dates those saved entries after the
+ * write, since the value they stand for is the one written. */
+void tg__ctx_saved_target_written(tg_ctx *ctx);
+
 /* Frees the saved tensors and user data of a context (idempotent). */
 void tg__ctx_release_saved(tg_ctx *ctx);
 

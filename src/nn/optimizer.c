@@ -1,10 +1,12 @@
 /* Optimizers: SGD (momentum, dampening, Nesterov, weight decay) and Adam, with
- * torch.optim's update rules. Updates are written with tg's in-place ops inside a no-grad
- * region, so they run on any device and bump the parameters' version counters (a graph
- * that saved a parameter before the step refuses to backward through it afterwards). */
+ * torch.optim's update rules. Updates are computed with tg's ops inside a no-grad region, so
+ * they run on any device, and written into the parameters only once all of them are known;
+ * writing bumps the parameters' version counters (a graph that saved a parameter before the
+ * step refuses to backward through it afterwards). */
 #include <math.h>
 #include <stdlib.h>
 
+#include "ops/backend.h"
 #include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
 #include "tg/nn.h"
@@ -120,53 +122,83 @@ tg_optimizer *tg_adam_new(int n_params, tg_tensor *const *params, tg_adam_option
   return opt;
 }
 
-/* One parameter's SGD update (torch.optim.SGD). */
-static tg_status sgd_update(tg_optimizer *opt, int i, tg_tensor *p, const tg_tensor *g) {
+/* One parameter's update, computed out of place: the new parameter values and the new
+ * state tensors (NULL: unchanged). */
+typedef struct update {
+  tg_tensor *param, *state1, *state2;
+} update;
+
+/* torch.optim.SGD. */
+static tg_status sgd_update(const tg_optimizer *opt, int i, const tg_tensor *g, update *u) {
   const tg_sgd_options *o = &opt->sgd;
+  tg_tensor *p = opt->params[i];
   if (o->weight_decay != 0) g = tg_add_scaled(g, p, o->weight_decay);
-  if (o->momentum != 0) {
+  if (g && o->momentum != 0) {
     tg_tensor *buf = opt->state1[i];
-    if (!buf) {
-      buf = opt->state1[i] = tg_keep(tg_clone(g));
-      if (!buf) return tg_last_error();
-    } else if (tg_mul_scalar_(buf, o->momentum) != TG_OK ||
-               tg_add_scaled_(buf, g, 1.0 - o->dampening) != TG_OK) {
-      return tg_last_error();
-    }
-    g = o->nesterov ? tg_add_scaled(g, buf, o->momentum) : buf;
+    buf = u->state1 =
+        buf ? tg_add_scaled(tg_mul_scalar(buf, o->momentum), g, 1.0 - o->dampening) : tg_clone(g);
+    g = buf && o->nesterov ? tg_add_scaled(g, buf, o->momentum) : buf;
   }
-  if (!g) return tg_last_error();
-  return tg_add_scaled_(p, g, -o->lr);
+  u->param = g ? tg_add_scaled(p, g, -o->lr) : NULL;
+  return u->param ? TG_OK : tg_last_error();
 }
 
-/* One parameter's Adam update (torch.optim.Adam without amsgrad). */
-static tg_status adam_update(tg_optimizer *opt, int i, tg_tensor *p, const tg_tensor *g) {
+/* torch.optim.Adam without amsgrad. */
+static tg_status adam_update(const tg_optimizer *opt, int i, const tg_tensor *g, update *u) {
   const tg_adam_options *o = &opt->adam;
-  tg_tensor *m = opt->state1[i], *v = opt->state2[i];
+  tg_tensor *p = opt->params[i];
   if (o->weight_decay != 0) g = tg_add_scaled(g, p, o->weight_decay);
-  if (!g || tg_mul_scalar_(m, o->beta1) != TG_OK || tg_add_scaled_(m, g, 1.0 - o->beta1) != TG_OK ||
-      tg_mul_scalar_(v, o->beta2) != TG_OK ||
-      tg_add_scaled_(v, tg_mul(g, g), 1.0 - o->beta2) != TG_OK)
-    return tg_last_error();
-  const double t = (double)opt->steps[i];
+  tg_tensor *m = u->state1 =
+      tg_add_scaled(tg_mul_scalar(opt->state1[i], o->beta1), g, 1.0 - o->beta1);
+  tg_tensor *v = u->state2 =
+      tg_add_scaled(tg_mul_scalar(opt->state2[i], o->beta2), tg_mul(g, g), 1.0 - o->beta2);
+  const double t = (double)(opt->steps[i] + 1);
   const double bias1 = 1.0 - pow(o->beta1, t), bias2 = 1.0 - pow(o->beta2, t);
   tg_tensor *denom = tg_add_scalar(tg_div_scalar(tg_sqrt(v), sqrt(bias2)), o->eps);
-  return tg_add_scaled_(p, tg_div(m, denom), -o->lr / bias1);
+  u->param = tg_add_scaled(p, tg_div(m, denom), -o->lr / bias1);
+  return u->param ? TG_OK : tg_last_error();
 }
 
+/* Replaces a state tensor by its new value (a reference move: nothing can fail). */
+static void replace_state(tg_tensor **slot, tg_tensor *next) {
+  if (!next) return;
+  tg_release(*slot);
+  *slot = tg_retain(next);
+}
+
+/* All or nothing: every update is computed out of place first, and only when all of them
+ * exist are they written (a copy into each parameter, which allocates nothing, and a move
+ * of the state), so a step that fails, out of memory say, leaves the parameters, the state
+ * and the step counts as they were and can simply be retried. */
 tg_status tg_optimizer_step(tg_optimizer *opt) {
   if (!opt) return tg_set_error(TG_ERR_ARGUMENT, "tg_optimizer_step: opt is NULL");
+  update *updates = tg__host_calloc((size_t)opt->n, sizeof *updates);
+  if (!updates) return tg_set_error(TG_ERR_MEMORY, "tg_optimizer_step: out of memory");
   tg_status st = TG_OK;
   tg_no_grad_begin();
+  tg_scope_begin();
   for (int i = 0; i < opt->n && st == TG_OK; i++) {
-    tg_tensor *p = opt->params[i], *g = tg_grad(p);
+    tg_tensor *g = tg_grad(opt->params[i]);
     if (!g) continue;
-    opt->steps[i]++;
-    tg_scope_begin();
-    st = opt->kind == OPT_SGD ? sgd_update(opt, i, p, g) : adam_update(opt, i, p, g);
-    tg_scope_end();
+    st = opt->kind == OPT_SGD ? sgd_update(opt, i, g, &updates[i])
+                              : adam_update(opt, i, g, &updates[i]);
+    if (st == TG_OK && !tg__backend("tg_optimizer_step", opt->params[i]->storage->device))
+      st = tg_last_error();
   }
+  for (int i = 0; i < opt->n && st == TG_OK; i++) {
+    update *u = &updates[i];
+    if (!u->param) continue;
+    tg_tensor *p = opt->params[i];
+    st = tg__backend("tg_optimizer_step", p->storage->device)->copy(p, u->param);
+    if (st != TG_OK) break; /* a device error, not memory: nothing tg can undo */
+    tg__bump_version(p);    /* a graph that saved p refuses to backward through it now */
+    replace_state(&opt->state1[i], u->state1);
+    replace_state(&opt->state2[i], u->state2);
+    opt->steps[i]++;
+  }
+  tg_scope_end();
   tg_no_grad_end();
+  tg__host_free(updates);
   return st;
 }
 

@@ -5,9 +5,12 @@
  * Backward never reads the overwritten value: each op saves what it needs before writing
  * (b), uses the output where it suffices (exp, sqrt, sigmoid, tanh, relu, elu), or gets a
  * copy of the old value as an extra input made on the tape by the front end (mul_ when b
- * needs its gradient, pow_scalar_, elu_ with alpha < 0), so double backward works too. */
+ * needs its gradient, pow_scalar_, elu_ with alpha < 0), so double backward works too.
+ * Everything is saved before the write, the output included (then dated after it): saving
+ * allocates, and a call that fails must leave its target as it was. */
 #include <stdbool.h>
 
+#include "autograd/node.h"
 #include "ops/broadcast.h"
 #include "ops/pointwise_internal.h"
 #include "ops/registry.h"
@@ -39,14 +42,18 @@ static tg_status binary_inplace(const char *op, tg_binary_kind kind, double alph
   return st != TG_OK ? st : finish(a, out);
 }
 
-/* x = f(x); saves the output when backward needs it. */
+/* x = f(x); saves the output when backward needs it (and then also `also`, when given). */
 static tg_status unary_inplace(const char *op, tg_unary_kind kind, double p, double q, tg_ctx *ctx,
-                               const tg_tensor *const *in, tg_tensor **out, bool save_output) {
+                               const tg_tensor *const *in, tg_tensor **out, bool save_output,
+                               const tg_tensor *also) {
   tg_tensor *x = (tg_tensor *)in[0];
-  tg_status st = tg__unary_into(op, kind, p, q, x, x);
-  if (st != TG_OK || (st = finish(x, out)) != TG_OK) return st;
-  if (!save_output || !tg_ctx_needs_input_grad(ctx, 0)) return TG_OK;
-  return tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const *)out);
+  bool save = save_output && tg_ctx_needs_input_grad(ctx, 0);
+  tg_status st = save ? tg_ctx_save_for_backward(ctx, 1, &in[0]) : TG_OK;
+  if (st == TG_OK && also) st = tg_ctx_save_for_backward(ctx, 1, &also);
+  if (st == TG_OK) st = tg__unary_into(op, kind, p, q, x, x);
+  if (st == TG_OK) st = finish(x, out);
+  if (st == TG_OK && save) tg__ctx_saved_target_written(ctx);
+  return st;
 }
 
 /* Saves operand b (input 1). When b is the target itself, the saved reference would be held
@@ -79,37 +86,39 @@ tg_status tg__fwd_mul_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out)
 
 /* Saved like div: b (before the write, so div_(a, a) is caught), then the output. */
 tg_status tg__fwd_div_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  bool save_output = tg_ctx_needs_input_grad(ctx, 1);
   tg_status st = save_operand(ctx, in);
+  if (st == TG_OK && save_output) st = tg_ctx_save_for_backward(ctx, 1, &in[0]);
   if (st == TG_OK) st = binary_inplace("tg_div_", TG_BINARY_DIV, 1.0, in, out);
-  if (st != TG_OK || !tg_ctx_needs_input_grad(ctx, 1)) return st;
-  return tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const *)out);
+  if (st == TG_OK && save_output) tg__ctx_saved_target_written(ctx);
+  return st;
 }
 
 tg_status tg__fwd_add_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   return unary_inplace("tg_add_scalar_", TG_UNARY_AFFINE, 1.0, tg_ctx_scalar(ctx, 0), ctx, in, out,
-                       false);
+                       false, NULL);
 }
 
 tg_status tg__fwd_mul_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   return unary_inplace("tg_mul_scalar_", TG_UNARY_AFFINE, tg_ctx_scalar(ctx, 0), 0.0, ctx, in, out,
-                       false);
+                       false, NULL);
 }
 
 tg_status tg__fwd_neg_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_neg_", TG_UNARY_NEG, 0.0, 0.0, ctx, in, out, false);
+  return unary_inplace("tg_neg_", TG_UNARY_NEG, 0.0, 0.0, ctx, in, out, false, NULL);
 }
 
 tg_status tg__fwd_exp_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_exp_", TG_UNARY_EXP, 0.0, 0.0, ctx, in, out, true);
+  return unary_inplace("tg_exp_", TG_UNARY_EXP, 0.0, 0.0, ctx, in, out, true, NULL);
 }
 
 /* Saves the output: 1/x = exp(-y). */
 tg_status tg__fwd_log_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_log_", TG_UNARY_LOG, 0.0, 0.0, ctx, in, out, true);
+  return unary_inplace("tg_log_", TG_UNARY_LOG, 0.0, 0.0, ctx, in, out, true, NULL);
 }
 
 tg_status tg__fwd_sqrt_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_sqrt_", TG_UNARY_SQRT, 0.0, 0.0, ctx, in, out, true);
+  return unary_inplace("tg_sqrt_", TG_UNARY_SQRT, 0.0, 0.0, ctx, in, out, true, NULL);
 }
 
 /* Saved like pow_scalar: x's old value (input 1). */
@@ -120,19 +129,19 @@ tg_status tg__fwd_pow_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor
     if (tg_ctx_save_for_backward(ctx, 1, &in[1]) != TG_OK) return tg_last_error();
   }
   return unary_inplace("tg_pow_scalar_", TG_UNARY_POW, tg_ctx_scalar(ctx, 0), 0.0, ctx, in, out,
-                       false);
+                       false, NULL);
 }
 
 tg_status tg__fwd_sigmoid_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_sigmoid_", TG_UNARY_SIGMOID, 0.0, 0.0, ctx, in, out, true);
+  return unary_inplace("tg_sigmoid_", TG_UNARY_SIGMOID, 0.0, 0.0, ctx, in, out, true, NULL);
 }
 
 tg_status tg__fwd_tanh_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_tanh_", TG_UNARY_TANH, 0.0, 0.0, ctx, in, out, true);
+  return unary_inplace("tg_tanh_", TG_UNARY_TANH, 0.0, 0.0, ctx, in, out, true, NULL);
 }
 
 tg_status tg__fwd_relu_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_relu_", TG_UNARY_RELU, 0.0, 0.0, ctx, in, out, true);
+  return unary_inplace("tg_relu_", TG_UNARY_RELU, 0.0, 0.0, ctx, in, out, true, NULL);
 }
 
 /* Saved like elu: the output, then x's old value (input 1) when alpha < 0. */
@@ -141,8 +150,8 @@ tg_status tg__fwd_elu_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out)
   bool needs_old = alpha < 0 && tg_ctx_needs_input_grad(ctx, 0);
   if (needs_old && tg_ctx_num_inputs(ctx) < 2)
     return tg_set_error(TG_ERR_STATE, "tg_elu_: x's old value was not given");
-  tg_status st = unary_inplace("tg_elu_", TG_UNARY_ELU, alpha, 0.0, ctx, in, out, true);
-  return st != TG_OK || !needs_old ? st : tg_ctx_save_for_backward(ctx, 1, &in[1]);
+  return unary_inplace("tg_elu_", TG_UNARY_ELU, alpha, 0.0, ctx, in, out, true,
+                       needs_old ? in[1] : NULL);
 }
 
 /* ---- backward: the out-of-place formulas, over the same saved layout ---- */
