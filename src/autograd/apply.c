@@ -1,8 +1,10 @@
 /* tg_apply: runs an op's forward on its inputs' device and records a tape node. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "node.h"
+#include "ops/registry.h"
 #include "tensor/host_memory.h"
 
 static atomic_ullong next_sequence_nr;
@@ -85,12 +87,22 @@ static tg_node *node_new(const tg_op_desc *op, int n_inputs, int n_outputs) {
 
 /* ---- apply ---- */
 
+/* Errors name the function the caller called: tg_<name> for a built-in op (tg_sigmoid, not
+ * sigmoid; the front ends are named so), the registered name for a user op. */
+static const char *api_name(const tg_op_desc *op, char *buf, size_t size) {
+  uintptr_t p = (uintptr_t)op, first = (uintptr_t)&tg__builtin_ops[0];
+  if (p < first || p >= (uintptr_t)(&tg__builtin_ops[0] + TG_NUM_BUILTIN_OPS)) return op->name;
+  snprintf(buf, size, "tg_%s", op->name);
+  return buf;
+}
+
 static tg_status check_call(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
                             int n_scalars, const double *scalars, int n_ints,
                             const int64_t *ints, int n_outputs, tg_tensor **outputs,
                             tg_device *device) {
   if (!op) return tg_set_error(TG_ERR_ARGUMENT, "tg_apply: op is NULL");
-  const char *name = op->name;
+  char buf[96];
+  const char *name = api_name(op, buf, sizeof buf);
   if (!outputs || n_outputs <= 0)
     return tg_set_error(TG_ERR_ARGUMENT, "%s: need at least one output slot", name);
   if ((op->n_inputs >= 0 && n_inputs != op->n_inputs) || n_inputs < 0)
@@ -164,6 +176,8 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
   tg_status st = check_call(op, n_inputs, inputs, n_scalars, scalars, n_ints, ints, n_outputs,
                             outputs, &device);
   if (st != TG_OK) return st;
+  char api_buf[96];
+  const char *api = api_name(op, api_buf, sizeof api_buf);
 
   bool inplace = (op->flags & TG_OP_INPLACE) != 0;
   bool any_requires = false;
@@ -174,7 +188,7 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
       return tg_set_error(TG_ERR_STATE,
                           "%s: a leaf tensor that requires grad is used in an in-place "
                           "operation; use tg_no_grad_begin or an out-of-place op",
-                          op->name);
+                          api);
   }
 
   if (record) {
@@ -184,7 +198,7 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
       return tg_set_error(TG_ERR_UNSUPPORTED,
                           "%s: in-place operation on a view while recording gradients is not "
                           "supported; apply it to a contiguous copy (tg_clone)",
-                          op->name);
+                          api);
     for (int i = 0; i < n_inputs; i++) {
       const tg_tensor *t = inputs[i];
       if (t->is_view && t->requires_grad &&
@@ -192,7 +206,7 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
         return tg_set_error(TG_ERR_STATE,
                             "%s: input %d is a view whose base was modified by an in-place "
                             "operation after the view was taken; take the view again",
-                            op->name, i);
+                            api, i);
     }
   }
 
@@ -205,11 +219,11 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
   tg_ctx *ctx = &local;
   if (record) {
     node = node_new(op, n_inputs, n_outputs);
-    if (!node) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory for a tape node", op->name);
+    if (!node) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory for a tape node", api);
     ctx = &node->ctx;
   } else if (!ctx_alloc(ctx, n_inputs, n_outputs)) {
     ctx_free_arrays(ctx);
-    return tg_set_error(TG_ERR_MEMORY, "%s: out of memory for a call context", op->name);
+    return tg_set_error(TG_ERR_MEMORY, "%s: out of memory for a call context", api);
   }
   ctx->op = op;
   ctx->n_inputs = n_inputs;
@@ -237,7 +251,7 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
     if (st == TG_OK && !outputs[j])
       st = tg_last_error() != TG_OK
                ? tg_last_error()
-               : tg_set_error(TG_ERR_STATE, "%s: forward left output %d unset", op->name, j);
+               : tg_set_error(TG_ERR_STATE, "%s: forward left output %d unset", api, j);
     tg_retain(outputs[j]);
   }
   tg_scope_end();
