@@ -168,7 +168,15 @@ TG_TEST(tensor, creation_errors_name_the_function_called) {
     tg_expect_error(TG_ERR_SHAPE, "tg_full_like: ");
     cr_assert_null(tg_empty_like(big));
     tg_expect_error(TG_ERR_SHAPE, "tg_empty_like: ");
+    cr_assert_null(tg_clone(big));
+    tg_expect_error(TG_ERR_SHAPE, "tg_clone: ", "too many elements");
+    cr_assert_null(tg_to_dtype(big, TG_F64));
+    tg_expect_error(TG_ERR_SHAPE, "tg_to_dtype: ", "too many elements");
   }
+  cr_assert_null(tg_randn(2, bad, TG_OPTS_DEFAULT, NULL));
+  tg_expect_error(TG_ERR_SHAPE, "tg_randn: ", "[2, -1]");
+  cr_assert_null(tg_rand(2, bad, TG_OPTS_DEFAULT, NULL));
+  tg_expect_error(TG_ERR_SHAPE, "tg_rand: ", "[2, -1]");
   tg_scope_end();
 }
 

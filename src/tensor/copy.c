@@ -16,14 +16,15 @@ const tg_backend *tg__backend(const char *op, tg_device device) {
 }
 
 tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t) {
-  tg_tensor *h = tg__empty_raw(t->ndim, t->sizes, t->dtype, TG_DEVICE_CPU);
+  tg_tensor *h = tg__empty_op(op, t->ndim, t->sizes, t->dtype, TG_DEVICE_CPU);
   if (!h) return NULL;
   tg_status st;
   if (t->storage->device.type == TG_CPU) {
     st = tg_cpu_backend.copy(h, t);
   } else {
     const tg_backend *be = tg__backend(op, t->storage->device);
-    tg_tensor *dense = be ? tg__empty_raw(t->ndim, t->sizes, t->dtype, t->storage->device) : NULL;
+    tg_tensor *dense =
+        be ? tg__empty_op(op, t->ndim, t->sizes, t->dtype, t->storage->device) : NULL;
     st = dense ? be->copy(dense, t) : tg_last_error();
     if (st == TG_OK)
       st = tg__cuda_memcpy(op, h->storage->data, TG_DEVICE_CPU, tg_data_ptr(dense),
@@ -49,10 +50,10 @@ static tg_status copy_same_sizes(const char *op, tg_tensor *dst, const tg_tensor
   tg_status st = TG_OK;
   const tg_backend *src_be = tg__backend(op, sd), *dst_be = tg__backend(op, dd);
   if (!src_be || !dst_be) return tg_last_error();
-  staged = tg__empty_raw(src->ndim, src->sizes, dst->dtype, sd);
+  staged = tg__empty_op(op, src->ndim, src->sizes, dst->dtype, sd);
   if (!staged || src_be->copy(staged, src) != TG_OK) goto fail;
   bool direct = tg_is_contiguous(dst) && !tg__has_internal_overlap(dst);
-  dense = direct ? tg_retain(dst) : tg__empty_raw(dst->ndim, dst->sizes, dst->dtype, dd);
+  dense = direct ? tg_retain(dst) : tg__empty_op(op, dst->ndim, dst->sizes, dst->dtype, dd);
   if (!dense) goto fail;
   st = tg__cuda_memcpy(op, tg_data_ptr(dense), dd, tg_data_ptr(staged), sd,
                        (size_t)tg__numel(dst->ndim, dst->sizes) * tg_dtype_size(dst->dtype));
@@ -125,7 +126,7 @@ tg_status tg_zero_(tg_tensor *t) { return tg_fill_(t, 0.0); }
 tg_status tg__fwd_clone(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   (void)ctx;
   const tg_tensor *t = in[0];
-  tg_tensor *o = tg__empty_raw(t->ndim, t->sizes, t->dtype, t->storage->device);
+  tg_tensor *o = tg__empty_op("tg_clone", t->ndim, t->sizes, t->dtype, t->storage->device);
   const tg_backend *be = o ? tg__backend("tg_clone", t->storage->device) : NULL;
   if (!be || be->copy(o, t) != TG_OK) {
     tg_release(o);
@@ -156,7 +157,7 @@ tg_tensor *tg_contiguous(const tg_tensor *t) {
 tg_status tg__fwd_to_dtype(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *t = in[0];
   tg_dtype dtype = (tg_dtype)tg_ctx_int(ctx, 0);
-  tg_tensor *o = tg__empty_raw(t->ndim, t->sizes, dtype, t->storage->device);
+  tg_tensor *o = tg__empty_op("tg_to_dtype", t->ndim, t->sizes, dtype, t->storage->device);
   const tg_backend *be = o ? tg__backend("tg_to_dtype", t->storage->device) : NULL;
   if (!be || be->copy(o, t) != TG_OK) {
     tg_release(o);
@@ -185,7 +186,7 @@ tg_tensor *tg_to_dtype(const tg_tensor *t, tg_dtype dtype) {
 tg_status tg__fwd_to_device(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *t = in[0];
   tg_device device = {(tg_device_type)tg_ctx_int(ctx, 0), (int)tg_ctx_int(ctx, 1)};
-  tg_tensor *o = tg__empty_raw(t->ndim, t->sizes, t->dtype, device);
+  tg_tensor *o = tg__empty_op("tg_to_device", t->ndim, t->sizes, t->dtype, device);
   if (!o || copy_same_sizes("tg_to_device", o, t) != TG_OK) {
     tg_release(o);
     return tg_last_error();

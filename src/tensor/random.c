@@ -49,8 +49,8 @@ static tg_status draw(const char *op, tg_tensor *t, draw_kind kind, double a, do
   const tg_backend *be = tg__backend(op, t->storage->device);
   if (!be) return tg_last_error();
   bool dense = tg_is_contiguous(t);
-  tg_tensor *target = dense ? tg_retain(t)
-                            : tg__empty_raw(t->ndim, t->sizes, t->dtype, t->storage->device);
+  tg_tensor *target =
+      dense ? tg_retain(t) : tg__empty_op(op, t->ndim, t->sizes, t->dtype, t->storage->device);
   if (!target) return tg_last_error();
   tg_status st = kind == DRAW_UNIFORM ? be->uniform(target, gen->seed, gen->offset, a, b)
                                       : be->normal(target, gen->seed, gen->offset, a, b);
@@ -82,7 +82,7 @@ static tg_tensor *fresh(const char *op, int ndim, const int64_t *sizes, tg_optio
                  tg_dtype_name(opts.dtype));
     return NULL;
   }
-  tg_tensor *t = tg__empty_raw(ndim, sizes, opts.dtype, opts.device);
+  tg_tensor *t = tg__empty_op(op, ndim, sizes, opts.dtype, opts.device);
   if (!t) return NULL;
   if (draw(op, t, kind, a, b, gen) != TG_OK) {
     tg_release(t);
