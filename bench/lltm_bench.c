@@ -111,10 +111,11 @@ static int parse_args(int argc, char **argv, options *o) {
       ok = strcmp(value, "cpu") == 0 || strcmp(value, "cuda") == 0;
       o->device = strcmp(value, "cuda") == 0 ? TG_DEVICE_CUDA(0) : TG_DEVICE_CPU;
     } else {
-      fprintf(stderr,
-              "usage: lltm_bench [--iters N] [--threads 1,2] [--modes params,all] [--device cpu|cuda]\n"
-              "                  [--sizes BxFxS,...] (default %s)\n",
-              default_sizes);
+      fprintf(
+          stderr,
+          "usage: lltm_bench [--iters N] [--threads 1,2] [--modes params,all] [--device cpu|cuda]\n"
+          "                  [--sizes BxFxS,...] (default %s)\n",
+          default_sizes);
       return strcmp(flag, "--help") == 0 ? 2 : 1;
     }
     if (!ok) {
@@ -259,6 +260,10 @@ int main(int argc, char **argv) {
   int parsed = parse_args(argc, argv, &o);
   if (parsed) return parsed == 2 ? 0 : 1;
   bench_device = o.device;
+  if (!tg_blis_kernels()) {
+    fprintf(stderr, "lltm_bench: %s\n", tg_last_error_message());
+    return 1;
+  }
   if (o.device.type == TG_CUDA && !(watch.timer = tg_cuda_timer_new())) {
     fprintf(stderr, "lltm_bench: --device cuda: %s\n", tg_last_error_message());
     return 1;
@@ -275,10 +280,11 @@ int main(int argc, char **argv) {
           tg_scope_end();
           printf("{\"impl\": \"%s\", \"batch\": %lld, \"features\": %lld, \"state\": %lld, "
                  "\"threads\": %d, \"mode\": \"%s\", \"device\": \"%s\", "
-                 "\"forward_us\": %.3f, \"backward_us\": %.3f, ",
+                 "\"blis_kernels\": \"%s\", \"forward_us\": %.3f, \"backward_us\": %.3f, ",
                  impl_names[impl], (long long)o.sizes[s][0], (long long)o.sizes[s][1],
                  (long long)o.sizes[s][2], o.threads[t], o.all_grads[m] ? "all" : "params",
-                 tg_device_type_name(o.device.type), r.forward_us, r.backward_us);
+                 tg_device_type_name(o.device.type), tg_blis_kernels(), r.forward_us,
+                 r.backward_us);
           if (impl != IMPL_GEMMS) printf("\"saved_bytes\": %lld, ", (long long)r.saved_bytes);
           printf("\"iters\": %d}\n", o.iters);
           fflush(stdout);

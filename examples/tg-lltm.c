@@ -284,10 +284,11 @@ static void make_inputs(const config *cfg, tg_lltm_cell *cell, bool inputs_grad,
 
 static void print_text(const config *cfg, const double diffs[N_COMPARED], const char *gc_fused,
                        const char *gc_composed, const timing *fused, const timing *composed) {
-  printf("tg-lltm: LLTM cell, batch %lld, features %lld, state %lld, %s on %s:%d, %d thread(s)\n\n",
+  printf("tg-lltm: LLTM cell, batch %lld, features %lld, state %lld, %s on %s:%d, %d thread(s), "
+         "BLIS %s kernels (chosen by %s)\n\n",
          (long long)cfg->batch, (long long)cfg->features, (long long)cfg->state,
          tg_dtype_name(cfg->dtype), tg_device_type_name(cfg->device.type), cfg->device.index,
-         tg_get_num_threads());
+         tg_get_num_threads(), tg_blis_kernels(), tg_blis_kernels_source());
   printf("fused vs composed, max |difference| (gradients of sum(new_h) + sum(new_cell)):\n");
   for (int i = 0; i < N_COMPARED; i++) printf("  %-11s %.3g\n", compared_names[i], diffs[i]);
   printf("\ngradcheck (F64, batch 3, features 17, state 5, all five inputs):\n");
@@ -320,10 +321,11 @@ static void print_json_string(const char *s) {
 static void print_json(const config *cfg, const double diffs[N_COMPARED], const char *gc_fused,
                        const char *gc_composed, const timing *fused, const timing *composed) {
   printf("{\"batch\": %lld, \"features\": %lld, \"state\": %lld, \"dtype\": \"%s\", "
-         "\"device\": \"%s:%d\", \"threads\": %d, \"mode\": \"%s\", \"iters\": %d, ",
+         "\"device\": \"%s:%d\", \"threads\": %d, \"mode\": \"%s\", \"iters\": %d, "
+         "\"blis_kernels\": \"%s\", ",
          (long long)cfg->batch, (long long)cfg->features, (long long)cfg->state,
          tg_dtype_name(cfg->dtype), tg_device_type_name(cfg->device.type), cfg->device.index,
-         tg_get_num_threads(), cfg->grad_all ? "all" : "params", cfg->iters);
+         tg_get_num_threads(), cfg->grad_all ? "all" : "params", cfg->iters, tg_blis_kernels());
   printf("\"max_abs_diff\": {");
   for (int i = 0; i < N_COMPARED; i++)
     printf("%s\"%s\": %.6g", i ? ", " : "", compared_names[i], diffs[i]);
@@ -347,6 +349,7 @@ int main(int argc, char **argv) {
   config cfg;
   int parsed = parse_args(argc, argv, &cfg);
   if (parsed) return parsed == 2 ? 0 : 1;
+  if (!tg_blis_kernels()) fail("choosing BLIS's kernels");
   if (cfg.threads > 0) tg_set_num_threads(cfg.threads);
 
   tg_generator *gen = tg_generator_new(42);

@@ -85,8 +85,6 @@ if [ -n "$valgrind" ]; then
   fi
   mapfile -t bins < <(find build-valgrind/tests -maxdepth 2 -type f -name 'test_*' -perm -u+x | sort)
   logs=$root/build-valgrind/valgrind-logs
-  supp=()  # BLIS 0.9's own reads on its OpenMP worker threads (tests/valgrind/README)
-  for f in tests/valgrind/*.supp; do [ -f "$f" ] && supp+=("--suppressions=$root/$f"); done
   ran=0
   for bin in "${bins[@]}"; do
     name=$(basename "$bin")
@@ -98,7 +96,7 @@ if [ -n "$valgrind" ]; then
     SECONDS=0
     valgrind -q --trace-children=yes --error-exitcode=1 --leak-check=full \
       --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect \
-      "${supp[@]}" --log-file="$logs/%p.log" "$bin" --jobs 1 || status=$?
+      --log-file="$logs/%p.log" "$bin" --jobs 1 || status=$?
     echo "valgrind: $name took ${SECONDS}s"
     check_reports "$logs" "valgrind" || status=1
     [ "$status" -eq 0 ] || exit "$status"

@@ -49,7 +49,10 @@ void tg_release(tg_tensor *t); /* NULL is a no-op */
 int64_t tg_live_objects(void);
 
 /* ---- allocators ---- */
-/* Per-device allocator. alloc returns NULL on failure; tg turns that into TG_ERR_MEMORY. */
+/* Per-device allocator. alloc returns NULL on failure; tg turns that into TG_ERR_MEMORY.
+ * On the CPU, tg asks for more than a tensor's bytes: a tail of up to 16 KiB + 64 bytes that
+ * no tensor addresses, because BLIS 0.9's small-matrix kernels read past an operand's end
+ * (README, "BLIS"). free gets the size alloc was asked for. */
 typedef struct tg_allocator {
   const char *name;
   void *(*alloc)(void *ctx, size_t nbytes);
@@ -161,6 +164,16 @@ tg_status tg_print(const tg_tensor *t);
 /* n <= 0 restores the default (the OpenMP default, usually the core count). */
 void tg_set_num_threads(int n);
 int tg_get_num_threads(void);
+
+/* ---- BLIS, the CPU's GEMM engine ----
+ * The kernel set BLIS runs ("zen3", "haswell", "skx", "generic", ...), chosen once, before
+ * BLIS starts: BLIS_ARCH_TYPE if set (a number BLIS 0.9 reads as meant, for a set this CPU
+ * can execute: otherwise every GEMM fails with TG_ERR_ARGUMENT saying why), else tg's choice
+ * on CPUs BLIS 0.9 does not know (AMD Zen 5: zen3), else BLIS's own. NULL, with the error
+ * pending, while BLIS_ARCH_TYPE is invalid. */
+const char *tg_blis_kernels(void);
+/* Who chose it: "BLIS_ARCH_TYPE", "tg" or "BLIS"; NULL as above. */
+const char *tg_blis_kernels_source(void);
 
 /* ---- accessors: the C form of ATen's accessor / packed_accessor ----
  * Passed by value to CPU loops and CUDA kernels alike; strides in elements; data already

@@ -1,4 +1,5 @@
 /* Reference-counted storage over per-device allocators, and the live-object counter. */
+#include <stdint.h>
 #include <string.h>
 
 #include "device.h"
@@ -23,6 +24,11 @@ static void cpu_free(void *ctx, void *ptr, size_t nbytes) {
 static const tg_allocator cpu_default_allocator = {"cpu", cpu_alloc, cpu_free, NULL};
 
 static const tg_allocator *installed[TG_NUM_DEVICE_TYPES];
+
+size_t tg__cpu_tail_pad(size_t nbytes) {
+  const size_t row_limit = 16384, vector = 64;
+  return (nbytes < row_limit ? (nbytes + 63) / 64 * 64 : row_limit) + vector;
+}
 
 /* Empty CPU storages point here instead of at NULL: kernels form data + offset pointers, and
  * NULL + 0 is undefined behaviour in C. Zero bytes of it are ever read or written. */
@@ -62,8 +68,18 @@ tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device) 
     return NULL;
   }
   s->data = device.type == TG_CPU ? empty_cpu_block : NULL;
+  size_t capacity = nbytes;
+  if (nbytes > 0 && device.type == TG_CPU) {
+    const size_t pad = tg__cpu_tail_pad(nbytes);
+    if (nbytes > SIZE_MAX - pad) {
+      tg__host_free(s);
+      tg_set_error(TG_ERR_MEMORY, "%s: %zu bytes cannot be allocated", op, nbytes);
+      return NULL;
+    }
+    capacity = nbytes + pad;
+  }
   if (nbytes > 0) {
-    s->data = allocator->alloc(allocator->ctx, nbytes);
+    s->data = allocator->alloc(allocator->ctx, capacity);
     if (!s->data) {
       tg__host_free(s);
       tg_set_error(TG_ERR_MEMORY, "%s: allocator '%s' failed to allocate %zu bytes on %s", op,
@@ -76,6 +92,7 @@ tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device) 
   atomic_init(&s->version, 0);
   atomic_init(&s->history, 0);
   s->nbytes = nbytes;
+  s->capacity = capacity;
   s->device = device;
   s->allocator = allocator;
   tg__live_inc();
@@ -86,7 +103,7 @@ void tg__storage_retain(tg_storage *s) { atomic_fetch_add(&s->refcount, 1); }
 
 void tg__storage_release(tg_storage *s) {
   if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
-  if (s->nbytes > 0 && s->data) s->allocator->free(s->allocator->ctx, s->data, s->nbytes);
+  if (s->nbytes > 0 && s->data) s->allocator->free(s->allocator->ctx, s->data, s->capacity);
   tg__host_free(s);
   tg__live_dec();
 }

@@ -11,7 +11,8 @@ typedef struct tg_node tg_node;
 typedef struct tg_storage {
   atomic_long refcount;
   void *data;
-  size_t nbytes;
+  size_t nbytes;   /* what tensors may address */
+  size_t capacity; /* what was allocated: nbytes plus, on the CPU, tg__cpu_tail_pad(nbytes) */
   tg_device device;
   const tg_allocator *allocator; /* the one that allocated data; frees it */
   atomic_ullong version;         /* bumped by every in-place write through any view */
@@ -49,6 +50,11 @@ tg_storage *tg__storage_new(size_t nbytes, tg_device device);
 tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device);
 void tg__storage_retain(tg_storage *s);
 void tg__storage_release(tg_storage *s);
+/* Bytes every CPU storage gets past its end, owned but never addressed by a tensor: BLIS 0.9's
+ * small-matrix (sup) kernels for haswell/zen read up to a vector, or one leading-dimension
+ * stride, past an operand (flame/blis#635, #821). The pad covers a row of up to 16 KiB;
+ * tg_cpu_gemm copies an operand that would need more (src/ops/cpu/cpu_gemm.c). */
+size_t tg__cpu_tail_pad(size_t nbytes);
 
 /* Uninitialised contiguous tensor, refcount 1, NOT registered in a scope. */
 tg_tensor *tg__empty_raw(int ndim, const int64_t *sizes, tg_dtype dtype, tg_device device);

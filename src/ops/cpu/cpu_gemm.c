@@ -1,23 +1,52 @@
 /* gemm through BLIS's typed API, which takes a row and a column stride for every matrix:
  * transposed and sliced views are passed in place. An operand is copied to a contiguous
  * buffer only when BLIS cannot take its strides (a zero or negative stride, or
- * overlapping rows/columns) or would run its slow general-stride path (no unit stride in
- * either dim). */
+ * overlapping rows/columns), would run its slow general-stride path (no unit stride in
+ * either dim), or could read past the memory tg owns.
+ *
+ * That last case is BLIS 0.9's: its haswell/zen small-matrix (sup) kernels read past an
+ * operand, by up to a 16-byte vector (flame/blis#635) or by one whole leading-dimension
+ * stride (the k-edge loop of sgemmsup_rd_haswell_asm_1x16n loads the row after A's last,
+ * flame/blis#821). Every CPU storage ends in an owned pad (tg__cpu_tail_pad) that covers
+ * both for rows up to 16 KiB; an operand with less room than that behind it is copied
+ * into a buffer that has it. tests/test_blis_guard.c ends every storage at a guard page
+ * and runs GEMMs and the LLTM on each kernel set the CPU executes. */
 #include <blis.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "ops/cpu/cpu_internal.h"
+#include "tensor/host_memory.h"
 
 typedef struct matrix {
   char *data;
   int64_t rows, cols;
   int64_t rs, cs; /* in elements */
+  size_t slack;   /* owned bytes after the last element */
 } matrix;
 
+/* What a BLIS sup kernel may read past a matrix: a vector, plus its leading dimension. */
+#define TG_BLIS_OVERREAD_VECTOR 64
+
+/* Owned bytes behind t's last element (t has positive strides). */
+static size_t slack_after(const tg_tensor *t) {
+  const size_t elsize = tg_dtype_size(t->dtype);
+  int64_t last = t->offset;
+  for (int d = 0; d < t->ndim; d++) last += (t->sizes[d] - 1) * t->strides[d];
+  const size_t end = ((size_t)last + 1) * elsize;
+  return t->storage->capacity > end ? t->storage->capacity - end : 0;
+}
+
 static matrix matrix_of(const tg_tensor *t) {
-  matrix m = {tg_cpu_data(t), t->sizes[0], t->sizes[1], t->strides[0], t->strides[1]};
+  matrix m = {tg_cpu_data(t), t->sizes[0], t->sizes[1], t->strides[0], t->strides[1], 0};
+  bool positive = t->strides[0] > 0 && t->strides[1] > 0;
+  m.slack = positive ? slack_after(t) : 0;
   return m;
+}
+
+/* Bytes a kernel may read past m: a vector, and for A and B one leading dimension. */
+static size_t overread(const matrix *m, bool operand, size_t elsize) {
+  const int64_t ld = m->rs > m->cs ? m->rs : m->cs;
+  return TG_BLIS_OVERREAD_VECTOR + (operand ? (size_t)ld * elsize : 0);
 }
 
 /* The stride of a size-1 dim is never used to address anything; pick the value BLIS's
@@ -55,11 +84,13 @@ static void copy_matrix(const matrix *dst, const matrix *src, size_t elsize) {
   }
 }
 
-/* A row-major buffer shaped like m (64-byte aligned, NULL on failure). */
+/* A row-major buffer shaped like m (64-byte aligned, NULL on failure), with the room behind
+ * it that BLIS may read. Sizes fit: m is a view of a storage that exists. */
 static matrix contiguous_like(const matrix *m, size_t elsize) {
-  size_t bytes = (size_t)(m->rows * m->cols) * elsize;
-  bytes = (bytes + 63) / 64 * 64;
-  matrix c = {aligned_alloc(64, bytes ? bytes : 64), m->rows, m->cols, m->cols, 1};
+  const int64_t longer = m->rows > m->cols ? m->rows : m->cols;
+  const size_t slack = TG_BLIS_OVERREAD_VECTOR + (size_t)longer * elsize;
+  const size_t bytes = (size_t)(m->rows * m->cols) * elsize;
+  matrix c = {tg__host_aligned_alloc(64, bytes + slack), m->rows, m->cols, m->cols, 1, slack};
   normalize_unit_dims(&c);
   return c;
 }
@@ -82,7 +113,10 @@ static void run_blis(tg_dtype dtype, const matrix *c, const matrix *a, const mat
   /* NULL: BLIS's global thread count (tg_set_num_threads); else a one-thread runtime. */
   rntm_t one_thread = BLIS_RNTM_INITIALIZER;
   bli_rntm_set_num_threads(1, &one_thread);
-  rntm_t *rntm = c->rows * c->cols * k < TG_CPU_GEMM_PARALLEL_MIN_MACS ? &one_thread : NULL;
+  int64_t macs;
+  bool small = !__builtin_mul_overflow(c->rows, c->cols, &macs) &&
+               !__builtin_mul_overflow(macs, k, &macs) && macs < TG_CPU_GEMM_PARALLEL_MIN_MACS;
+  rntm_t *rntm = small ? &one_thread : NULL;
   if (dtype == TG_F32) {
     float al = (float)alpha, be = (float)beta;
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c->rows, c->cols, k, &al, (float *)a->data,
@@ -117,15 +151,19 @@ tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, do
   const int64_t m = out->sizes[0], n = out->sizes[1], k = a->sizes[1];
   if (m == 0 || n == 0) return TG_OK;
   if (k == 0) return scale_output(out, beta);
+  if (tg_cpu_blis_ready("gemm") != TG_OK) return tg_last_error();
 
   const size_t elsize = tg_dtype_size(out->dtype);
   matrix ma = matrix_of(a), mb = matrix_of(b), mc = matrix_of(out);
   normalize_unit_dims(&ma);
   normalize_unit_dims(&mb);
   normalize_unit_dims(&mc);
-  /* Operands BLIS cannot take as they are go through contiguous copies. */
+  /* Operands BLIS cannot take as they are, or that lack the room behind them that BLIS may
+   * read, go through contiguous copies. */
   matrix ca = ma, cb = mb, cc = mc;
-  bool copy_a = !blis_takes(&ma), copy_b = !blis_takes(&mb), copy_c = !blis_takes(&mc);
+  bool copy_a = !blis_takes(&ma) || ma.slack < overread(&ma, true, elsize);
+  bool copy_b = !blis_takes(&mb) || mb.slack < overread(&mb, true, elsize);
+  bool copy_c = !blis_takes(&mc) || mc.slack < overread(&mc, false, elsize);
   if (copy_a) ca = contiguous_like(&ma, elsize);
   if (copy_b) cb = contiguous_like(&mb, elsize);
   if (copy_c) cc = contiguous_like(&mc, elsize);
@@ -140,8 +178,8 @@ tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, do
     run_blis(out->dtype, &cc, &ca, &cb, k, alpha, beta);
     if (copy_c) copy_matrix(&mc, &cc, elsize);
   }
-  if (copy_a) free(ca.data);
-  if (copy_b) free(cb.data);
-  if (copy_c) free(cc.data);
+  if (copy_a) tg__host_free(ca.data);
+  if (copy_b) tg__host_free(cb.data);
+  if (copy_c) tg__host_free(cc.data);
   return st;
 }

@@ -87,8 +87,14 @@ tg_status tg_cpu_scatter_add_rows(tg_tensor *out, const tg_tensor *src, const tg
 tg_status tg_cpu_uniform(tg_tensor *out, uint64_t seed, uint64_t offset, double a, double b);
 tg_status tg_cpu_normal(tg_tensor *out, uint64_t seed, uint64_t offset, double a, double b);
 
+/* Chooses BLIS's kernel set once, before anything starts BLIS (src/ops/cpu/blis_kernels.c).
+ * TG_ERR_ARGUMENT, naming op, while BLIS_ARCH_TYPE holds a value BLIS would misread, abort
+ * on, or that this CPU cannot execute: then BLIS must not be called. */
+tg_status tg_cpu_blis_ready(const char *op);
+
 /* Sets BLIS's thread count to tg's default once, unless the user chose one (through
- * tg_set_num_threads or BLIS's environment variables). Called before every GEMM. */
+ * tg_set_num_threads or BLIS's environment variables). Called before every GEMM, after
+ * tg_cpu_blis_ready. */
 void tg_cpu_blis_threads_init(void);
 
 /* ---- small helpers ---- */

@@ -40,11 +40,13 @@ void tg_cpu_blis_threads_init(void) {
 }
 
 /* omp_set_num_threads sets the calling thread's count: call this from the thread that
- * runs the ops. */
+ * runs the ops. An invalid BLIS_ARCH_TYPE leaves BLIS alone and its error pending. */
 void tg_set_num_threads(int n) {
   const int fallback = tg_cpu_default_threads(); /* looked up before the first change */
   const int count = n > 0 ? n : fallback;
   omp_set_num_threads(count);
+  /* BLIS must not start with an invalid BLIS_ARCH_TYPE: that error stays pending. */
+  if (tg_cpu_blis_ready("tg_set_num_threads") != TG_OK) return;
   atomic_store(&blis_configured, true);
   bli_thread_set_num_threads(count);
 }
