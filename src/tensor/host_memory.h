@@ -9,10 +9,6 @@
 
 #ifdef __cplusplus
 extern "C" {
-#ifdef __cplusplus
-}
-#endif
-
 #endif
 
 /* malloc/calloc/realloc/aligned_alloc with one meaning for NULL: out of memory. A size of 0

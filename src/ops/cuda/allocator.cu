@@ -11,6 +11,7 @@
 
 #include "allocator.cuh"
 #include "context.cuh"
+#include "tensor/host_memory.h"
 
 #define SMALL_STEP ((size_t)512)
 #define SMALL_LIMIT ((size_t)1 << 20)
@@ -59,7 +60,7 @@ static void release_cached(int device) {
       (void)cudaFree(b->ptr); /* only fails for a pointer it never gave: not the case */
       stats.bytes_cached -= b->size;
       stats.driver_frees++;
-      free(b);
+      tg__host_free(b);
     }
   }
   (void)cudaGetLastError();
@@ -77,13 +78,14 @@ void *tg_cu_alloc(const char *op, int device, size_t nbytes) {
   }
   int c = class_index(size);
   pthread_mutex_lock(&lock);
-  if (!free_lists[device]) free_lists[device] = (block **)calloc(NUM_CLASSES, sizeof(block *));
+  if (!free_lists[device])
+    free_lists[device] = (block **)tg__host_calloc(NUM_CLASSES, sizeof(block *));
   block *b = free_lists[device] ? free_lists[device][c] : NULL;
   if (b) {
     free_lists[device][c] = b->next;
     stats.bytes_cached -= size;
   } else {
-    b = (block *)malloc(sizeof *b);
+    b = (block *)tg__host_malloc(sizeof *b);
     void *ptr = NULL;
     cudaError_t err = b ? cudaErrorMemoryAllocation : cudaSuccess;
     if (b) {
@@ -101,7 +103,7 @@ void *tg_cu_alloc(const char *op, int device, size_t nbytes) {
     }
     if (!b || err != cudaSuccess) {
       pthread_mutex_unlock(&lock);
-      free(b);
+      tg__host_free(b);
       (void)cudaGetLastError();
       tg_set_error(TG_ERR_MEMORY, "%s: cannot allocate %zu bytes on cuda:%d (%s)", op, size, device,
                    b ? cudaGetErrorString(err) : "host out of memory");

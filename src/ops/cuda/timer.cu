@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "context.cuh"
+#include "tensor/host_memory.h"
 
 /* The device whose stream the timer measures: benchmarks and demos run on cuda:0. */
 #define TIMER_DEVICE 0
@@ -33,7 +34,7 @@ tg_cuda_timer *tg_cuda_timer_new(void) {
   tg_cu_device *dev;
   /* Initialises CUDA if needed and makes the device current: events belong to it. */
   if (tg_cu_device_get(op, TIMER_DEVICE, &dev) != TG_OK) return NULL;
-  tg_cuda_timer *timer = (tg_cuda_timer *)calloc(1, sizeof *timer);
+  tg_cuda_timer *timer = (tg_cuda_timer *)tg__host_calloc(1, sizeof *timer);
   if (!timer) {
     tg_set_error(TG_ERR_MEMORY, "%s: out of host memory", op);
     return NULL;
@@ -41,7 +42,7 @@ tg_cuda_timer *tg_cuda_timer_new(void) {
   timer->dev = dev;
   if (create_event(op, &timer->start) != TG_OK || create_event(op, &timer->stop) != TG_OK) {
     destroy_events(timer);
-    free(timer);
+    tg__host_free(timer);
     return NULL;
   }
   return timer;
@@ -73,5 +74,5 @@ tg_status tg_cuda_timer_elapsed_ms(tg_cuda_timer *timer, double *ms) {
 void tg_cuda_timer_free(tg_cuda_timer *timer) {
   if (!timer) return;
   destroy_events(timer);
-  free(timer);
+  tg__host_free(timer);
 }
