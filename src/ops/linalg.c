@@ -71,8 +71,8 @@ static tg_tensor *mm_op(const tg_tensor *mat1, const tg_tensor *mat2, double alp
 
 /* Saves what the gradients need: mat2 for d mat1, mat1 for d mat2 (in that order), so an
  * operand that needs no gradient is not held (nor version-checked) by the tape. */
-/* Context scalar slots (after the op's own beta/alpha) remembering each operand's layout. */
-enum { MAT1_COLUMN_MAJOR = 6, MAT2_COLUMN_MAJOR = 7 };
+/* Context integer slots (flags, not scalars) remembering each operand's layout. */
+enum { MAT1_COLUMN_MAJOR = 0, MAT2_COLUMN_MAJOR = 1 };
 
 static bool column_major(const tg_tensor *m) {
   return m->strides[0] == 1 && m->strides[1] != 1 && m->sizes[0] > 1;
@@ -82,8 +82,8 @@ static tg_status save_operands(tg_ctx *ctx, int mat1_index, const tg_tensor *mat
                                const tg_tensor *mat2) {
   /* Gradients come back in their operand's layout, as ATen does: the grad of a transposed
    * weight view then reaches the weight contiguous, and accumulating it stays a plain add. */
-  tg_ctx_set_scalar(ctx, MAT1_COLUMN_MAJOR, column_major(mat1));
-  tg_ctx_set_scalar(ctx, MAT2_COLUMN_MAJOR, column_major(mat2));
+  tg_ctx_set_int(ctx, MAT1_COLUMN_MAJOR, column_major(mat1));
+  tg_ctx_set_int(ctx, MAT2_COLUMN_MAJOR, column_major(mat2));
   if (tg_ctx_needs_input_grad(ctx, mat1_index) &&
       tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const[]){mat2}) != TG_OK)
     return tg_last_error();
@@ -100,14 +100,14 @@ static tg_status operand_grads(tg_ctx *ctx, int mat1_index, const tg_tensor *g, 
   int slot = 0;
   if (tg_ctx_needs_input_grad(ctx, mat1_index)) {
     tg_tensor *mat2 = tg_ctx_saved(ctx, slot++);
-    gi[mat1_index] = tg_ctx_scalar(ctx, MAT1_COLUMN_MAJOR) != 0
+    gi[mat1_index] = tg_ctx_int(ctx, MAT1_COLUMN_MAJOR) != 0
                          ? tg_t(mm_op(mat2, tg_t(g), alpha))
                          : mm_op(g, tg_t(mat2), alpha);
     if (!gi[mat1_index]) return tg_last_error();
   }
   if (tg_ctx_needs_input_grad(ctx, mat1_index + 1)) {
     tg_tensor *mat1 = tg_ctx_saved(ctx, slot++);
-    gi[mat1_index + 1] = tg_ctx_scalar(ctx, MAT2_COLUMN_MAJOR) != 0
+    gi[mat1_index + 1] = tg_ctx_int(ctx, MAT2_COLUMN_MAJOR) != 0
                              ? tg_t(mm_op(tg_t(g), mat1, alpha))
                              : mm_op(tg_t(mat1), g, alpha);
     if (!gi[mat1_index + 1]) return tg_last_error();

@@ -28,29 +28,31 @@ static inline bool tg__extent_ovf(int ndim, const int64_t *sizes, int64_t *out) 
   return false;
 }
 
-/* Checks that (sizes, strides, offset) only reach elements [0, capacity) when numel > 0,
- * with exact arithmetic, and that offset lies in [0, capacity]. Writes the lowest and
- * highest element reached (offset for an empty tensor). False when out of bounds or when an
- * intermediate overflows. */
-static inline bool tg__span_in_bounds(int ndim, const int64_t *sizes, const int64_t *strides,
-                                      int64_t offset, int64_t capacity, int64_t *lo_out,
-                                      int64_t *hi_out) {
+/* Where (sizes, strides, offset) reach, with exact arithmetic: TG__SPAN_OK when every element
+ * of a non-empty tensor lies in [0, capacity) and the offset lies in [0, capacity] (an empty
+ * tensor addresses nothing), TG__SPAN_OUTSIDE when not, TG__SPAN_OVERFLOW when the lowest or
+ * highest element reached does not fit int64. *lo_out and *hi_out get those elements (the offset
+ * for an empty tensor). */
+enum { TG__SPAN_OK, TG__SPAN_OUTSIDE, TG__SPAN_OVERFLOW };
+static inline int tg__span_check(int ndim, const int64_t *sizes, const int64_t *strides,
+                                 int64_t offset, int64_t capacity, int64_t *lo_out,
+                                 int64_t *hi_out) {
   int64_t lo = offset, hi = offset;
   bool empty = false;
   for (int d = 0; d < ndim; d++) empty |= sizes[d] == 0;
   *lo_out = *hi_out = offset;
-  if (offset < 0 || offset > capacity) return false;
-  if (empty) return true;
-  /* lo only falls and hi only rises, so an overflow of either means out of bounds. */
+  if (offset < 0 || offset > capacity) return TG__SPAN_OUTSIDE;
+  if (empty) return TG__SPAN_OK;
+  /* lo only falls and hi only rises, so an overflow of either is final. */
   for (int d = 0; d < ndim; d++) {
     int64_t span;
     if (tg__mul_ovf(sizes[d] - 1, strides[d], &span) ||
         (span < 0 ? tg__add_ovf(lo, span, &lo) : tg__add_ovf(hi, span, &hi)))
-      return false;
-    *lo_out = lo;
-    *hi_out = hi;
+      return TG__SPAN_OVERFLOW;
   }
-  return lo >= 0 && hi < capacity;
+  *lo_out = lo;
+  *hi_out = hi;
+  return lo >= 0 && hi < capacity ? TG__SPAN_OK : TG__SPAN_OUTSIDE;
 }
 
 #endif

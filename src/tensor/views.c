@@ -590,10 +590,20 @@ tg_tensor *tg_as_strided(const tg_tensor *t, int ndim, const int64_t *sizes, con
   }
   int64_t lo, hi;
   int64_t capacity = (int64_t)(t->storage->nbytes / tg_dtype_size(t->dtype));
-  if (!tg__span_in_bounds(ndim, sizes, strides, offset, capacity, &lo, &hi)) {
+  int where = tg__span_check(ndim, sizes, strides, offset, capacity, &lo, &hi);
+  if (where == TG__SPAN_OVERFLOW) {
+    tg_set_error(TG_ERR_INDEX,
+                 "tg_as_strided: sizes %s, strides %s, offset %lld: the elements reached "
+                 "overflow int64 (storage of %lld elements)",
+                 tg_format_sizes(a, sizeof a, ndim, sizes),
+                 tg_format_sizes(b, sizeof b, ndim, strides), (long long)offset,
+                 (long long)capacity);
+    return NULL;
+  }
+  if (where == TG__SPAN_OUTSIDE) {
     tg_set_error(TG_ERR_INDEX,
                  "tg_as_strided: sizes %s, strides %s, offset %lld reach elements %lld..%lld "
-                 "(or overflow int64) outside the storage of %lld elements",
+                 "outside the storage of %lld elements",
                  tg_format_sizes(a, sizeof a, ndim, sizes),
                  tg_format_sizes(b, sizeof b, ndim, strides), (long long)offset, (long long)lo,
                  (long long)hi, (long long)capacity);
