@@ -5,6 +5,7 @@
 
 #include "grad_lock.h"
 #include "node.h"
+#include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
 #include "ops/backend.h"
 #include "tg/ops.h"
@@ -260,6 +261,7 @@ static tg_status run_backward(const char *name, int n_roots, const tg_tensor *co
   tg_tensor **grads0 = tg__host_calloc((size_t)n_roots, sizeof *grads0);
   node_list order = {0};
   tg_status st = TG_OK;
+  bool callers_error = false; /* a pending error handed in as a NULL grad: kept as it is */
   if (!root_nodes || !grads0) {
     st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
     goto done;
@@ -278,6 +280,7 @@ static tg_status run_backward(const char *name, int n_roots, const tg_tensor *co
      * for any op input), not a request for an implicit one: report that error. */
     if (!g && tg_last_error() != TG_OK) {
       st = tg_last_error();
+      callers_error = true;
       goto done;
     }
     if (!g) {
@@ -367,6 +370,9 @@ static tg_status run_backward(const char *name, int n_roots, const tg_tensor *co
   }
 
 done:
+  /* An error raised below (a backward formula's op, a saved tensor's version check, a custom
+   * backward) is reported as this call's: its message starts with name. */
+  if (st != TG_OK && !callers_error) tg__error_prefix(name);
   for (size_t k = 0; k < order.count; k++) {
     tg_node *node = order.items[k];
     if (node->grads)

@@ -1,7 +1,9 @@
 /* The thread-local error: a code and a message, kept until cleared. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "error_impl.h"
 #include "tg/types.h"
 
 #define TG_ERROR_MESSAGE_MAX 1024
@@ -33,6 +35,17 @@ tg_status tg_set_error(tg_status status, const char *fmt, ...) {
   current_status = status;
   if (error_handler) error_handler(status, current_message, error_handler_data);
   return status;
+}
+
+void tg__error_prefix(const char *prefix) {
+  size_t n = strlen(prefix);
+  if (current_status == TG_OK ||
+      (strncmp(current_message, prefix, n) == 0 && current_message[n] == ':'))
+    return;
+  char old[TG_ERROR_MESSAGE_MAX];
+  memcpy(old, current_message, sizeof old);
+  int room = (int)(sizeof current_message) - (int)n - 3; /* the old text may lose its end */
+  snprintf(current_message, sizeof current_message, "%s: %.*s", prefix, room > 0 ? room : 0, old);
 }
 
 const char *tg_status_name(tg_status status) {
