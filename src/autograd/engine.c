@@ -170,9 +170,9 @@ static tg_status fwd_once_diff_guard(tg_ctx *ctx, const tg_tensor *const *in, tg
 }
 static tg_status bwd_once_diff_guard(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   (void)g, (void)gi;
+  /* No prefix: run_backward puts the entry point the caller used in front. */
   return tg_set_error(TG_ERR_STATE,
-                      "tg_backward: %s is once-differentiable; double backward through it is "
-                      "not supported",
+                      "%s is once-differentiable; double backward through it is not supported",
                       ctx->data ? (const char *)ctx->data : "a function");
 }
 static const tg_op_desc once_diff_guard = {
