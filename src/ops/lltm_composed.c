@@ -32,7 +32,7 @@ tg_status tg_lltm_composed(const tg_tensor *input, const tg_tensor *weights, con
   st = kept_h ? TG_OK : tg_last_error();
   tg_scope_end();
   if (st != TG_OK) return st;
-  *new_h = tg__scoped(kept_h);
+  *new_h = tg__scoped(kept_h); /* neither can fail: reserved above */
   *new_cell = tg__scoped(kept_c);
   return TG_OK;
 }
