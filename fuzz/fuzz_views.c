@@ -621,6 +621,18 @@ static void op_split(reader *r, const entry *src, bool chunk) {
   }
 }
 
+/* Copies a tensor onto itself: every element gets its own value, so the reference holds
+ * whatever tg decides (overlapping targets are refused); exercises the overlap check and the
+ * copy kernels on any geometry. */
+static void op_copy_self(const entry *src) {
+  const node *pn = &nodes[src->node];
+  if (numel_of(pn->ndim, pn->sizes) > FULL_CHECK) return;
+  tg_status st = tg_copy_(src->t, src->t);
+  /* Validity is tg's call (its overlap test is conservative); the error must be clean. */
+  agree(st == TG_OK, st == TG_OK, "tg_copy_", NULL);
+  check_entry(src);
+}
+
 /* With grad on: sum(final).backward() gives base element i the number of elements of final
  * that hold i (every value is the base index it came from). */
 static void check_grad(const entry *e, const entry *base) {
@@ -731,6 +743,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       break;
     case 17:
       op_t(&src);
+      break;
+    case 18:
+      op_copy_self(&src);
       break;
     default:
       op_slice(&r, &src);

@@ -60,6 +60,11 @@ TG_TEST(overflow, empty_tensor_with_huge_strides_copies_and_sums) {
   tg_tensor *e =
       tg_as_strided(z, 3, (int64_t[]){3, 0, 2}, (int64_t[]){INT64_MAX / 4, 1, INT64_MIN}, 0);
   cr_assert_not_null(e, "%s", tg_last_error_message());
+  /* In-place writes check the target for overlapping elements: an empty one has none. */
+  tg_tensor *e2 = tg_as_strided(z, 2, (int64_t[]){0, 3}, (int64_t[]){1, INT64_MAX}, 0);
+  cr_assert_not_null(e2, "%s", tg_last_error_message());
+  cr_assert_eq(tg_copy_(e2, e2), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(tg_fill_(e2, 1), TG_OK, "%s", tg_last_error_message());
   tg_tensor *c = tg_contiguous(e);
   cr_assert_not_null(c, "%s", tg_last_error_message());
   tg_assert_sizes(c, 3, 0, 2);
@@ -72,6 +77,31 @@ TG_TEST(overflow, empty_tensor_with_huge_strides_copies_and_sums) {
   tg_test_expect_values(tg_contiguous(one), 2, (double[]){2, 3}, 0);
   cr_assert_eq(tg_item(tg_sum(one), &s), TG_OK);
   cr_assert_eq(s, 5.0);
+  tg_scope_end();
+}
+
+/* Views of an empty tensor keep its offset: its strides may be anything, so start * stride
+ * (found by the fuzzer: split of an empty as_strided view with stride INT64_MIN) is not
+ * computed. */
+TG_TEST(overflow, views_of_an_empty_tensor_with_huge_strides) {
+  tg_scope_begin();
+  tg_tensor *z = tg_zeros(TG_SHAPE(4), TG_OPTS(0));
+  tg_tensor *e = tg_as_strided(z, 2, (int64_t[]){0, 3}, (int64_t[]){1, INT64_MIN}, 1);
+  cr_assert_not_null(e, "%s", tg_last_error_message());
+  tg_tensor *n = tg_narrow(e, 1, 2, 1);
+  cr_assert_not_null(n, "%s", tg_last_error_message());
+  tg_assert_sizes(n, 0, 1);
+  cr_assert_eq(tg_offset(n), 1);
+  tg_tensor *s = tg_select(e, 1, 2);
+  cr_assert_not_null(s, "%s", tg_last_error_message());
+  tg_assert_sizes(s, 0);
+  tg_tensor *out[3];
+  int count = 0;
+  cr_assert_eq(tg_split(e, 1, 1, out, 3, &count), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(count, 3);
+  tg_tensor *huge = tg_slice(e, 1, 1, 3, INT64_MAX);
+  cr_assert_not_null(huge, "%s", tg_last_error_message());
+  tg_assert_sizes(huge, 0, 1);
   tg_scope_end();
 }
 

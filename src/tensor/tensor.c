@@ -294,7 +294,9 @@ void *tg_data_ptr(const tg_tensor *t) {
 }
 
 bool tg__has_internal_overlap(const tg_tensor *t) {
-  /* Sort dims by stride; non-overlapping iff each stride >= extent of the smaller dims. */
+  /* Sort dims by stride; non-overlapping iff each stride >= extent of the smaller dims. An
+   * empty tensor has no elements to overlap, and its strides may be anything (as_strided). */
+  if (tg__numel(t->ndim, t->sizes) == 0) return false;
   int idx[TG_MAX_DIMS], n = 0;
   for (int d = 0; d < t->ndim; d++)
     if (t->sizes[d] > 1) {

@@ -268,22 +268,23 @@ static tg_status slice_geometry(const tg_tensor *t, int dim, int64_t start, int6
   memcpy(strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
   /* 1 + (len - 1) / step, not (len + step - 1) / step: that overflows for a large step. */
   sizes[dim] = end > start ? 1 + (end - start - 1) / step : 0;
-  /* A dim of size <= 1 never uses its stride, and step * stride may not fit there (slicing
-   * twice with a huge step): keep the old stride then. Otherwise (size >= 2) step < n so the
-   * product stays within the dim's existing span. */
-  int64_t stride;
-  if (!tg__mul_ovf(t->strides[dim], step, &stride))
-    strides[dim] = stride;
-  else if (sizes[dim] > 1)
+  /* An empty result addresses nothing: it keeps the offset, and its strides may be anything
+   * (as_strided allows any on an empty tensor), so nothing is computed from them. A dim of
+   * size 1 never uses its stride either, and step * stride may not fit there (slicing twice
+   * with a huge step): it keeps the old stride. Otherwise the new stride and offset lie
+   * within the span of elements t already reaches, which fits int64. */
+  *offset = t->offset;
+  int64_t stride, shift;
+  bool stride_ovf = tg__mul_ovf(t->strides[dim], step, &stride);
+  if (!stride_ovf) strides[dim] = stride;
+  if (tg__numel(t->ndim, sizes) == 0) return TG_OK;
+  if (sizes[dim] > 1 && stride_ovf)
     return tg_set_error(TG_ERR_SHAPE, "tg_slice: stride %lld times step %lld overflows int64",
                         (long long)t->strides[dim], (long long)step);
-  int64_t shift = 0;
-  if (sizes[dim] > 0 &&
-      (tg__mul_ovf(start, t->strides[dim], &shift) || tg__add_ovf(t->offset, shift, offset)))
+  if (tg__mul_ovf(start, t->strides[dim], &shift) || tg__add_ovf(t->offset, shift, offset))
     return tg_set_error(TG_ERR_SHAPE,
                         "tg_slice: offset %lld + start %lld * stride %lld overflows int64",
                         (long long)t->offset, (long long)start, (long long)t->strides[dim]);
-  if (sizes[dim] == 0) *offset = t->offset;
   return TG_OK;
 }
 
@@ -383,7 +384,15 @@ tg_status tg__fwd_select(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **ou
       sizes[n] = t->sizes[k];
       strides[n++] = t->strides[k];
     }
-  out[0] = make_view(t, t->ndim - 1, sizes, strides, t->offset + index * t->strides[dim]);
+  /* As in slice: an empty result keeps the offset (its strides may be anything); otherwise
+   * the element lies within t's span. */
+  int64_t offset = t->offset, shift;
+  if (tg__numel(t->ndim - 1, sizes) > 0 &&
+      (tg__mul_ovf(index, t->strides[dim], &shift) || tg__add_ovf(t->offset, shift, &offset)))
+    return tg_set_error(TG_ERR_SHAPE,
+                        "tg_select: offset %lld + index %lld * stride %lld overflows int64",
+                        (long long)t->offset, (long long)index, (long long)t->strides[dim]);
+  out[0] = make_view(t, t->ndim - 1, sizes, strides, offset);
   return out[0] ? TG_OK : tg_last_error();
 }
 
