@@ -4,9 +4,12 @@
 #   2. build-asan/: ASan+UBSan (TG_SANITIZE=ON), the same tests. UBSan errors fail their test.
 #      ASan reports, leaks included, go to files that are checked and printed here: Criterion
 #      ignores a worker's exit status once its test has passed, so a leak alone fails nothing;
-#   3. tests/install/check_install.sh: install, then consume with find_package and pkg-config.
+#   3. build-tsan/: the threading tests under ThreadSanitizer (scripts/test-tsan.sh);
+#   4. build-fuzz/: each libFuzzer target in fuzz/ for TG_FUZZ_SECONDS (default 30) from its
+#      checked-in corpus (scripts/fuzz-smoke.sh);
+#   5. tests/install/check_install.sh: install, then consume with find_package and pkg-config.
 # Options:
-#   --quick             skip the sanitizer pass
+#   --quick             skip the sanitizer, ThreadSanitizer and fuzzer passes
 #   --valgrind[=NAMES]  also build build-valgrind/ (CPU only) and run its test binaries under
 #                       valgrind memcheck: all, or the comma-separated NAMES (test_tensor,...)
 set -euo pipefail
@@ -70,6 +73,13 @@ if [ "$quick" -eq 0 ]; then
     ctest --output-on-failure --no-tests=error -j"$jobs") || status=$?
   check_reports "$logs" "sanitizer" || status=1
   [ "$status" -eq 0 ] || exit "$status"
+fi
+
+if [ "$quick" -eq 0 ]; then
+  step "build-tsan/ (ThreadSanitizer): tests/test_threads.c"
+  scripts/test-tsan.sh
+  step "build-fuzz/ (libFuzzer, clang): fuzz/ targets for ${TG_FUZZ_SECONDS:-30} s each"
+  scripts/fuzz-smoke.sh "${TG_FUZZ_SECONDS:-30}"
 fi
 
 if [ -n "$valgrind" ]; then

@@ -20,7 +20,7 @@ static void expect_refused(const char *value, const char *const why) {
   cr_assert_eq(setenv("BLIS_ARCH_TYPE", value, 1), 0);
   tg_tensor *c = small_mm();
   cr_assert_null(c, "BLIS_ARCH_TYPE='%s' was accepted", value);
-  tg_expect_error(TG_ERR_ARGUMENT, "BLIS_ARCH_TYPE", why);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_mm: ", "BLIS_ARCH_TYPE", why);
   /* Refused every time, not only at the first GEMM; threads leave BLIS alone too. */
   cr_assert_null(tg_blis_kernels());
   tg_expect_error(TG_ERR_ARGUMENT, "tg_blis_kernels", why);

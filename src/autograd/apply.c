@@ -5,6 +5,7 @@
 
 #include "node.h"
 #include "ops/registry.h"
+#include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
 
 static atomic_ullong next_sequence_nr;
@@ -247,6 +248,7 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
   bool was_enabled = tg_set_grad_enabled(false);
   st = tg__scope_open();
   if (st == TG_OK) st = op->forward[device.type](ctx, inputs, outputs);
+  if (st != TG_OK) tg__error_prefix(api); /* a backend's "gemm: ..." becomes "tg_mm: gemm: ..." */
   for (int j = 0; j < n_outputs; j++) {
     if (st == TG_OK && !outputs[j])
       st = tg_last_error() != TG_OK
