@@ -167,6 +167,19 @@ TG_TEST(overflow, split_with_a_huge_split_size_is_one_piece) {
   tg_scope_end();
 }
 
+TG_TEST(overflow, chunk_of_a_dim_of_size_int64_max) {
+  tg_scope_begin();
+  tg_tensor *t = tg_expand(tg_ones(TG_SHAPE(1), TG_OPTS(0)), TG_SHAPE(INT64_MAX));
+  cr_assert_not_null(t, "%s", tg_last_error_message());
+  tg_tensor *out[3];
+  int n = 0;
+  cr_assert_eq(tg_chunk(t, 3, 0, out, &n), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(n, 3);
+  tg_assert_sizes(out[0], INT64_MAX / 3 + 1);
+  tg_assert_sizes(out[2], INT64_MAX - 2 * (INT64_MAX / 3 + 1));
+  tg_scope_end();
+}
+
 /* A user op reads its integer parameters exactly; a double would round 2^53 + 1. */
 static tg_status probe_forward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   (void)in;

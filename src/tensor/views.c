@@ -483,7 +483,7 @@ tg_status tg_chunk(const tg_tensor *t, int chunks, int dim, tg_tensor **out, int
   int d = tg__wrap_dim("tg_chunk", "dim", dim, t->ndim);
   if (d < 0) return tg_last_error();
   int64_t n = t->sizes[d];
-  int64_t split = n == 0 ? 1 : (n + chunks - 1) / chunks;
+  int64_t split = n == 0 ? 1 : 1 + (n - 1) / chunks; /* n + chunks - 1 could overflow */
   return split_views("tg_chunk", t, split, d, out, chunks, n_out);
 }
 
