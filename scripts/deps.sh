@@ -5,16 +5,21 @@
 # Silent when everything is present. Runs apt-get as root, or through sudo.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libblis-dev libcriterion-dev valgrind
-  clang libclang-rt-14-dev libomp-14-dev)
+  clang libomp-14-dev)
+# libFuzzer and the sanitizer runtimes have had their own package since LLVM 14.0.6 (Debian 12,
+# Ubuntu 24.04); Ubuntu 22.04 ships them in libclang-common-14-dev, which clang pulls in. So
+# this one is installed only where apt knows it.
+optional=(libclang-rt-14-dev)
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "deps: not a Debian system; install by hand: ${packages[*]}" >&2
   exit 0
 fi
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+known() { [ -n "$(apt-cache policy "$1" 2>/dev/null | sed -n 's/^ *Candidate: //p' | grep -v '(none)')" ]; }
 missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
+for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+for p in "${optional[@]}"; do installed "$p" || ! known "$p" || missing+=("$p"); done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -eq 0 ]; then
@@ -28,4 +33,7 @@ fi
 echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${as_root[@]}" apt-get update -qq
+for p in "${optional[@]}"; do # the lists are fresh now
+  installed "$p" || ! known "$p" || [[ " ${missing[*]} " == *" $p "* ]] || missing+=("$p")
+done
 "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
