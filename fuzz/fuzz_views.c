@@ -2,13 +2,17 @@
  * tensor whose element i holds the value i, and checks every result against a reference
  * computed here, independently of tg's strides: each result is a node that maps a logical
  * index to its parent's logical index (permute, slice, select, expand, reshape) or to a
- * storage position (as_strided, copies), all in __int128. For each op the reference also
- * decides whether the call is valid; tg must agree, and a refused call must leave a clean
- * error (a code, a message starting with the function's name) and no leak.
+ * storage position (as_strided, copies, cat), all in __int128. For each op the reference
+ * also decides whether the call is valid; tg must agree, and a refused call must leave a
+ * clean error (a code, a message starting with the function's name) and no leak. Elements
+ * are read three ways: through tg's public geometry (bounds-checked against the storage),
+ * with tg_get, and with tg_to_host_array. With grad on, sum(last result).backward() must
+ * give each base element the number of times it appears.
  *
- * Input: byte 0 picks the base (element count, whether it requires grad); then ops, one
- * opcode byte each followed by their arguments. Integers come from a table of edge values
- * (0, +-1, 2^31, 2^32, 2^53 + 1, 2^61 + 1, INT64_MAX, INT64_MIN, ...) or raw bytes. */
+ * Input: byte 0 picks the base (element count, dtype F64/F32/I64, whether it requires
+ * grad); then ops, one opcode byte and a source byte each, followed by their arguments. Integers
+ * come from a table of edge values (0, +-1, 2^31, 2^32, 2^53 + 1, 2^61 + 1, INT64_MAX, INT64_MIN,
+ * ...) or raw bytes. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +84,7 @@ typedef struct node {
   int64_t start, step;   /* R_SLICE */
   int64_t index;         /* R_SELECT */
   int storage;           /* R_STRIDED: storage[offset + sum idx * strides] */
+  int extra;             /* a cat's second input (its first is parent), else -1 */
   int64_t strides[TG_MAX_DIMS], offset;
 } node;
 
@@ -101,7 +106,8 @@ static int n_storages;
 static entry pool[MAX_POOL];
 static int n_pool, next_slot;
 static bool grad_on;
-static bool trace; /* FUZZ_VIEWS_TRACE=1: print each op's outcome (for reading seeds) */
+static tg_dtype dtype; /* of every tensor in a run: F64, F32 or I64 (values are small ints) */
+static bool trace;     /* FUZZ_VIEWS_TRACE=1: print each op's outcome (for reading seeds) */
 
 #define FAIL(...)                                                                                  \
   do {                                                                                             \
@@ -179,6 +185,7 @@ static int new_node(kind k, int parent, int ndim, const int64_t *sizes) {
   memset(nd, 0, sizeof *nd);
   nd->kind = k;
   nd->parent = parent;
+  nd->extra = -1;
   nd->ndim = ndim;
   if (ndim > 0) memcpy(nd->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
   return n_nodes++;
@@ -211,6 +218,17 @@ static int materialize(int id) {
 
 /* ---- checks ---- */
 
+static double read_at(const void *base, int64_t i) {
+  switch (dtype) {
+  case TG_F32:
+    return ((const float *)base)[i];
+  case TG_I64:
+    return (double)((const int64_t *)base)[i];
+  default:
+    return ((const double *)base)[i];
+  }
+}
+
 static uint64_t rng_state;
 static uint64_t rng(void) {
   rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
@@ -232,7 +250,7 @@ static void check_element(const entry *e, const int64_t *idx) {
                                         : addr),
          (long long)s->len);
   double want = eval(e->node, idx);
-  double got = ((const double *)tg_data_ptr(t))[(int64_t)rel];
+  double got = read_at(tg_data_ptr(t), (int64_t)rel);
   if (got != want) FAIL("element holds %g, the reference says %g", got, want);
   double via_get;
   if (tg_get(t, idx, &via_get) != TG_OK || via_get != want)
@@ -263,14 +281,14 @@ static void check_entry(const entry *e) {
   int64_t idx[TG_MAX_DIMS] = {0};
   if (n <= FULL_CHECK) {
     double *host = malloc(sizeof(double) * (size_t)n);
-    if (tg_to_host_array(t, host, sizeof(double) * (size_t)n) != TG_OK)
+    if (tg_to_host_array(t, host, tg_dtype_size(dtype) * (size_t)n) != TG_OK)
       FAIL("tg_to_host_array: %s", tg_last_error_message());
     int64_t i = 0;
     do {
       check_element(e, idx);
-      double want = eval(e->node, idx);
-      if (host[i] != want)
-        FAIL("tg_to_host_array[%lld] is %g, the reference says %g", (long long)i, host[i], want);
+      double want = eval(e->node, idx), got = read_at(host, i);
+      if (got != want)
+        FAIL("tg_to_host_array[%lld] is %g, the reference says %g", (long long)i, got, want);
       i++;
     } while (next_index(nd->ndim, nd->sizes, idx));
     free(host);
@@ -633,6 +651,59 @@ static void op_copy_self(const entry *src) {
   check_entry(src);
 }
 
+/* cat of two entries: a new contiguous tensor whose values the reference takes from either
+ * input by index. */
+static void op_cat(reader *r, const entry *a) {
+  const entry b = pool[rd_u8(r) % n_pool];
+  const node *na = &nodes[a->node], *nb = &nodes[b.node];
+  int dim = rd_dim(r), d = 0;
+  bool valid = na->ndim > 0 && na->ndim == nb->ndim && wrap(dim, na->ndim, &d);
+  int64_t sizes[TG_MAX_DIMS];
+  for (int k = 0; valid && k < na->ndim; k++) {
+    valid = k == d || na->sizes[k] == nb->sizes[k];
+    sizes[k] = na->sizes[k];
+  }
+  if (valid) {
+    i128 joined = (i128)na->sizes[d] + nb->sizes[d];
+    valid = joined <= INT64_MAX;
+    sizes[d] = valid ? (int64_t)joined : 0;
+    valid = valid && extent_fits(na->ndim, sizes);
+  }
+  if (valid && numel_of(na->ndim, sizes) > FULL_CHECK) return; /* would allocate too much */
+  tg_tensor *t = tg_cat(2, (const tg_tensor *[]){a->t, b.t}, dim);
+  if (!agree(valid, t != NULL, "tg_cat", NULL)) return;
+  if (!tg_is_contiguous(t) || tg_offset(t) != 0) FAIL("tg_cat made a non-contiguous tensor");
+  int64_t n = (int64_t)numel_of(na->ndim, sizes);
+  if (n_storages == MAX_STORAGES) FAIL("reference: out of storages");
+  storage *st = &storages[n_storages];
+  st->vals = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+  st->len = n;
+  int64_t idx[TG_MAX_DIMS] = {0}, other[TG_MAX_DIMS];
+  for (int64_t i = 0; i < n; i++) {
+    bool first = idx[d] < na->sizes[d];
+    memcpy(other, idx, sizeof idx);
+    if (!first) other[d] -= na->sizes[d];
+    st->vals[i] = eval(first ? a->node : b.node, other);
+    next_index(na->ndim, sizes, idx);
+  }
+  int id = new_node(R_STRIDED, a->node, na->ndim, sizes);
+  nodes[id].extra = b.node;
+  nodes[id].storage = n_storages++;
+  for (int k = na->ndim - 1, stride = 1; k >= 0; k--) {
+    nodes[id].strides[k] = stride;
+    stride *= (int)(sizes[k] > 1 ? sizes[k] : 1);
+  }
+  add_entry(t, id, nodes[id].storage);
+}
+
+/* The largest tensor on the way from node id back to the base (what backward materializes). */
+static i128 largest_on_path(int id) {
+  if (id < 0) return 0;
+  i128 n = numel_of(nodes[id].ndim, nodes[id].sizes), p = largest_on_path(nodes[id].parent),
+       e = largest_on_path(nodes[id].extra);
+  return n > p ? (n > e ? n : e) : (p > e ? p : e);
+}
+
 /* With grad on: sum(final).backward() gives base element i the number of elements of final
  * that hold i (every value is the base index it came from). */
 static void check_grad(const entry *e, const entry *base) {
@@ -640,8 +711,7 @@ static void check_grad(const entry *e, const entry *base) {
   i128 n = numel_of(nd->ndim, nd->sizes);
   if (n == 0) return;
   /* Backward materializes gradients of every tensor on the way: keep them small. */
-  for (int id = e->node; id >= 0; id = nodes[id].kind == R_STRIDED ? -1 : nodes[id].parent)
-    if (numel_of(nodes[id].ndim, nodes[id].sizes) > FULL_CHECK) return;
+  if (largest_on_path(e->node) > FULL_CHECK) return;
   tg_tensor *s = tg_sum(e->t);
   if (!s || tg_backward(s, NULL) != TG_OK) FAIL("sum/backward: %s", tg_last_error_message());
   int64_t len = storages[0].len;
@@ -651,14 +721,16 @@ static void check_grad(const entry *e, const entry *base) {
   do want[(int64_t)eval(e->node, idx)] += 1;
   while (next_index(nd->ndim, nd->sizes, idx));
   const tg_tensor *g = tg_grad(base->t);
-  if (!g || tg_to_host_array(g, got, sizeof(double) * (size_t)len) != TG_OK)
+  double *raw = calloc((size_t)len + 1, sizeof(double));
+  if (!g || tg_to_host_array(g, raw, tg_dtype_size(dtype) * (size_t)len) != TG_OK)
     FAIL("no gradient reached the base: %s", tg_last_error_message());
   for (int64_t i = 0; i < len; i++)
-    if (got[i] != want[i])
+    if ((got[i] = read_at(raw, i)) != want[i])
       FAIL("gradient of base element %lld is %g, the reference says %g", (long long)i, got[i],
            want[i]);
   free(want);
   free(got);
+  free(raw);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -674,13 +746,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t head = rd_u8(&r);
   int64_t base_len = head % 49;
   grad_on = head >= 200;
+  static const tg_dtype dtypes[3] = {TG_F64, TG_F32, TG_I64};
+  dtype = grad_on ? (head < 228 ? TG_F64 : TG_F32) : dtypes[head / 49 % 3];
   tg_scope_begin();
   storage *s0 = &storages[n_storages++];
   s0->len = base_len;
   s0->vals = malloc(sizeof(double) * (size_t)(base_len > 0 ? base_len : 1));
   for (int64_t i = 0; i < base_len; i++) s0->vals[i] = (double)i;
+  double f64[49];
+  float f32[49];
+  int64_t i64[49];
+  for (int64_t i = 0; i < base_len; i++) f64[i] = (double)(f32[i] = (float)(i64[i] = i));
+  const void *init = dtype == TG_F32   ? (const void *)f32
+                     : dtype == TG_I64 ? (const void *)i64
+                                       : f64;
   tg_tensor *base =
-      tg_from_data(1, &base_len, s0->vals, (tg_options){.dtype = TG_F64, .requires_grad = grad_on});
+      tg_from_data(1, &base_len, init, (tg_options){.dtype = dtype, .requires_grad = grad_on});
   if (!base) FAIL("tg_from_data: %s", tg_last_error_message());
   int base_node = new_node(R_STRIDED, -1, 1, &base_len);
   nodes[base_node].strides[0] = 1;
@@ -746,6 +827,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       break;
     case 18:
       op_copy_self(&src);
+      break;
+    case 19:
+      op_cat(&r, &src);
       break;
     default:
       op_slice(&r, &src);
