@@ -85,6 +85,7 @@ typedef struct node {
   int64_t index;         /* R_SELECT */
   int storage;           /* R_STRIDED: storage[offset + sum idx * strides] */
   int extra;             /* a cat's second input (its first is parent), else -1 */
+  bool sums;             /* values are sums of inputs (not base indices): no grad check */
   int64_t strides[TG_MAX_DIMS], offset;
 } node;
 
@@ -696,6 +697,56 @@ static void op_cat(reader *r, const entry *a) {
   add_entry(t, id, nodes[id].storage);
 }
 
+static bool has_sums(int id) {
+  return id >= 0 && (nodes[id].sums || has_sums(nodes[id].parent) || has_sums(nodes[id].extra));
+}
+
+/* sum_dim: a new tensor; the reference adds the input's values along the dim. Sums of sums
+ * are left out: their values could pass 2^24 (F32) where the order of additions matters. */
+static void op_sum_dim(reader *r, const entry *src) {
+  const node *pn = &nodes[src->node];
+  int dim = rd_dim(r), d = 0;
+  bool keepdim = rd_u8(r) & 1;
+  if (pn->ndim == 0 || has_sums(src->node)) return;
+  bool valid = dtype != TG_I64 && wrap(dim, pn->ndim, &d);
+  int64_t sizes[TG_MAX_DIMS], keep[TG_MAX_DIMS];
+  int n = 0;
+  for (int k = 0; k < pn->ndim; k++) {
+    keep[k] = k == d ? 1 : pn->sizes[k];
+    if (k != d || keepdim) sizes[n++] = keep[k];
+  }
+  if (valid &&
+      (numel_of(n, sizes) > FULL_CHECK || numel_of(pn->ndim, pn->sizes) > (i128)64 * FULL_CHECK))
+    return; /* too slow or too big */
+  tg_tensor *t = tg_sum_dim(src->t, dim, keepdim);
+  if (!agree(valid, t != NULL, "tg_sum_dim", NULL)) return;
+  if (!tg_is_contiguous(t) || tg_offset(t) != 0) FAIL("tg_sum_dim made a non-contiguous tensor");
+  int64_t count = (int64_t)numel_of(n, sizes);
+  if (n_storages == MAX_STORAGES) FAIL("reference: out of storages");
+  storage *st = &storages[n_storages];
+  st->vals = malloc(sizeof(double) * (size_t)(count > 0 ? count : 1));
+  st->len = count;
+  int64_t idx[TG_MAX_DIMS] = {0};
+  for (int64_t i = 0; i < count; i++) {
+    double acc = 0;
+    for (int64_t k = 0; k < pn->sizes[d]; k++) {
+      idx[d] = k;
+      acc += eval(src->node, idx);
+    }
+    idx[d] = 0;
+    st->vals[i] = acc;
+    next_index(pn->ndim, keep, idx);
+  }
+  int id = new_node(R_STRIDED, src->node, n, sizes);
+  nodes[id].sums = true;
+  nodes[id].storage = n_storages++;
+  for (int k = n - 1, stride = 1; k >= 0; k--) {
+    nodes[id].strides[k] = stride;
+    stride *= (int)(sizes[k] > 1 ? sizes[k] : 1);
+  }
+  add_entry(t, id, nodes[id].storage);
+}
+
 /* The largest tensor on the way from node id back to the base (what backward materializes). */
 static i128 largest_on_path(int id) {
   if (id < 0) return 0;
@@ -711,7 +762,7 @@ static void check_grad(const entry *e, const entry *base) {
   i128 n = numel_of(nd->ndim, nd->sizes);
   if (n == 0) return;
   /* Backward materializes gradients of every tensor on the way: keep them small. */
-  if (largest_on_path(e->node) > FULL_CHECK) return;
+  if (largest_on_path(e->node) > FULL_CHECK || has_sums(e->node)) return;
   tg_tensor *s = tg_sum(e->t);
   if (!s || tg_backward(s, NULL) != TG_OK) FAIL("sum/backward: %s", tg_last_error_message());
   int64_t len = storages[0].len;
@@ -770,7 +821,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int op = 0; op < MAX_OPS && r.n > 0; op++) {
     uint8_t code = rd_u8(&r);
     const entry src = pool[rd_u8(&r) % n_pool];
-    switch (code % 20) {
+    switch (code % 21) {
     case 0:
       op_reshape(&r, &src, true);
       break;
@@ -830,6 +881,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       break;
     case 19:
       op_cat(&r, &src);
+      break;
+    case 20:
+      op_sum_dim(&r, &src);
       break;
     default:
       op_slice(&r, &src);

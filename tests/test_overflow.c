@@ -105,6 +105,22 @@ TG_TEST(overflow, views_of_an_empty_tensor_with_huge_strides) {
   tg_scope_end();
 }
 
+/* Reducing an empty dim gives zeros, with nothing formed from the other dims' strides
+ * (found by review after the fuzzer: sum_dim walked out's rows with x's huge strides). */
+TG_TEST(overflow, sum_over_an_empty_dim_with_huge_strides_elsewhere) {
+  tg_scope_begin();
+  tg_tensor *z = tg_zeros(TG_SHAPE(4), TG_OPTS(.dtype = TG_F64));
+  tg_tensor *e = tg_as_strided(z, 2, (int64_t[]){3, 0}, (int64_t[]){INT64_MAX / 2, 1}, 0);
+  cr_assert_not_null(e, "%s", tg_last_error_message());
+  tg_test_expect_values(tg_sum_dim(e, 1, false), 3, (double[]){0, 0, 0}, 0);
+  tg_assert_sizes(tg_mean_dim(e, 1, true), 3, 1);
+  tg_assert_sizes(tg_softmax(e, 1), 3, 0);
+  tg_tensor *m = tg_mm(e, tg_zeros(TG_SHAPE(0, 2), TG_OPTS(.dtype = TG_F64)));
+  cr_assert_not_null(m, "%s", tg_last_error_message());
+  tg_test_expect_values(m, 6, (double[]){0, 0, 0, 0, 0, 0}, 0);
+  tg_scope_end();
+}
+
 /* ---- integers kept exact (not through a double) ---- */
 
 TG_TEST(overflow, expand_keeps_sizes_above_2_53) {

@@ -149,6 +149,9 @@ tg_status tg_cpu_sum_dim(tg_tensor *out, const tg_tensor *x, int dim) {
                         tg_dtype_name(x->dtype));
   tg_status st = check_reduced("sum_dim", "out", out, x, dim);
   if (st != TG_OK) return st;
+  /* An empty x sums to zeros without a walk: its strides may be anything (as_strided), and
+   * the walk over out would form x pointers from them. */
+  if (tg_cpu_numel(x) == 0) return tg_cpu_fill(out, 0.0);
   int64_t sizes[TG_MAX_DIMS];
   outer_sizes(x, dim, sizes);
   tg_cpu_operand ops[2] = {tg_cpu_operand_of(out), tg_cpu_operand_of(x)};
