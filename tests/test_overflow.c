@@ -106,7 +106,7 @@ TG_TEST(overflow, views_of_an_empty_tensor_with_huge_strides) {
 }
 
 /* Reducing an empty dim gives zeros, with nothing formed from the other dims' strides
- * (found by review after the fuzzer: sum_dim walked out's rows with x's huge strides). */
+ * (sum_dim used to walk out's rows forming x pointers from its huge strides). */
 TG_TEST(overflow, sum_over_an_empty_dim_with_huge_strides_elsewhere) {
   tg_scope_begin();
   tg_tensor *z = tg_zeros(TG_SHAPE(4), TG_OPTS(.dtype = TG_F64));

@@ -98,9 +98,8 @@ static const char *api_name(const tg_op_desc *op, char *buf, size_t size) {
 }
 
 static tg_status check_call(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
-                            int n_scalars, const double *scalars, int n_ints,
-                            const int64_t *ints, int n_outputs, tg_tensor **outputs,
-                            tg_device *device) {
+                            int n_scalars, const double *scalars, int n_ints, const int64_t *ints,
+                            int n_outputs, tg_tensor **outputs, tg_device *device) {
   if (!op) return tg_set_error(TG_ERR_ARGUMENT, "tg_apply: op is NULL");
   char buf[96];
   const char *name = api_name(op, buf, sizeof buf);
