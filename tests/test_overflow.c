@@ -1,6 +1,8 @@
 /* Sizes that overflow and integers that must not travel as doubles (issue 8): every size,
  * stride and offset computation is checked, and view ops keep their integer parameters
  * exact. Each refusal names the function, the argument and the sizes. */
+#include <math.h>
+
 #include "testutil.h"
 
 #define P53 ((int64_t)1 << 53)
@@ -293,6 +295,29 @@ TG_TEST(overflow, arange_with_too_many_elements_is_refused) {
   tg_tensor *neg = tg_arange(-9.2e18, -9.2e18 + 4096, 2048, TG_OPTS(.dtype = TG_I64));
   cr_assert_not_null(neg, "%s", tg_last_error_message());
   cr_assert_eq(tg_numel(neg), 2);
+  tg_scope_end();
+}
+
+/* A C cast of NaN or of a float out of range to int64 is undefined: tg converts as Rust's
+ * `as` does (NaN -> 0, saturating), in fill, copy, to_dtype and tg_set alike. */
+TG_TEST(overflow, float_to_int64_conversions_are_defined) {
+  tg_scope_begin();
+  tg_tensor *i = tg_zeros(TG_SHAPE(2), TG_OPTS(.dtype = TG_I64));
+  cr_assert_eq(tg_fill_(i, NAN), TG_OK);
+  int64_t got[4];
+  cr_assert_eq(tg_to_host_array(i, got, sizeof got / 2), TG_OK);
+  cr_assert(got[0] == 0 && got[1] == 0);
+  cr_assert_eq(tg_fill_(i, -1e30), TG_OK);
+  cr_assert_eq(tg_to_host_array(i, got, sizeof got / 2), TG_OK);
+  cr_assert(got[0] == INT64_MIN && got[1] == INT64_MIN);
+  tg_tensor *f =
+      tg_from_data(TG_SHAPE(4), (double[]){NAN, 1e300, 3.7, -3.7}, TG_OPTS(.dtype = TG_F64));
+  cr_assert_eq(tg_to_host_array(tg_to_dtype(f, TG_I64), got, sizeof got), TG_OK, "%s",
+               tg_last_error_message());
+  cr_assert(got[0] == 0 && got[1] == INT64_MAX && got[2] == 3 && got[3] == -3);
+  cr_assert_eq(tg_set(i, (int64_t[]){1}, INFINITY), TG_OK);
+  cr_assert_eq(tg_to_host_array(i, got, sizeof got / 2), TG_OK);
+  cr_assert_eq(got[1], INT64_MAX);
   tg_scope_end();
 }
 

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ops/hostdevice.h"
+
 static inline bool tg__mul_ovf(int64_t a, int64_t b, int64_t *out) {
   return __builtin_mul_overflow(a, b, out);
 }
@@ -14,6 +16,17 @@ static inline bool tg__add_ovf(int64_t a, int64_t b, int64_t *out) {
 }
 static inline bool tg__sub_ovf(int64_t a, int64_t b, int64_t *out) {
   return __builtin_sub_overflow(a, b, out);
+}
+
+/* double -> int64 without undefined behaviour (a C cast of NaN or of a value out of range
+ * is undefined): NaN gives 0 and values beyond the range saturate, as Rust's `as` does; in
+ * range it truncates toward zero like the cast. CPU loops and CUDA kernels share it. */
+static inline TG_HOST_DEVICE int64_t tg__f64_to_i64(double v) {
+  const double two63 = 9223372036854775808.0;
+  if (v != v) return 0;
+  if (v >= two63) return INT64_MAX;
+  if (v < -two63) return INT64_MIN;
+  return (int64_t)v;
 }
 
 /* The product of the sizes with 0 counted as 1: the number of elements a contiguous layout

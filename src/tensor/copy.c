@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checked.h"
 #include "device.h"
 #include "ops/registry.h"
 #include "tensor_impl.h"
@@ -251,7 +252,7 @@ static void store(tg_dtype dtype, void *p, double v) {
   switch (dtype) {
   case TG_F32: *(float *)p = (float)v; break;
   case TG_F64: *(double *)p = v; break;
-  default: *(int64_t *)p = (int64_t)v; break;
+  default: *(int64_t *)p = tg__f64_to_i64(v); break; /* a plain cast of NaN is undefined */
   }
 }
 

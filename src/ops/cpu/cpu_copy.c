@@ -2,12 +2,18 @@
 #include <string.h>
 
 #include "ops/cpu/cpu_internal.h"
+#include "tensor/checked.h"
+
+/* A value converted to TO: to int64 through tg__f64_to_i64, since a C cast of NaN or of a
+ * float out of int64's range is undefined; otherwise a plain cast. */
+#define TG_CPU_CONVERT(TO, x)                                                                      \
+  _Generic((TO)0, int64_t : tg__f64_to_i64((double)(x)), default : (TO)(x))
 
 /* ---- fill ---- */
 
 #define TG_CPU_FILL_ROW(NAME, T)                                                                   \
   static void NAME(int64_t n, char *const *p, const int64_t *s, const void *ctx) {                 \
-    const T v = (T)((const tg_cpu_scalars *)ctx)->a;                                               \
+    const T v = TG_CPU_CONVERT(T, ((const tg_cpu_scalars *)ctx)->a);                               \
     T *out = (T *)p[0];                                                                            \
     if (s[0] == 1) {                                                                               \
       for (int64_t i = 0; i < n; i++) out[i] = v;                                                  \
@@ -52,12 +58,12 @@ tg_status tg_cpu_fill(tg_tensor *out, double value) {
     TO *out = (TO *)p[0];                                                                          \
     const FROM *in = (const FROM *)p[1];                                                           \
     if (s[0] == 1 && s[1] == 1) {                                                                  \
-      for (int64_t i = 0; i < n; i++) out[i] = (TO)in[i];                                          \
+      for (int64_t i = 0; i < n; i++) out[i] = TG_CPU_CONVERT(TO, in[i]);                          \
     } else if (s[1] == 0) {                                                                        \
-      const TO v = (TO)in[0];                                                                      \
+      const TO v = TG_CPU_CONVERT(TO, in[0]);                                                      \
       for (int64_t i = 0; i < n; i++) out[i * s[0]] = v;                                           \
     } else {                                                                                       \
-      for (int64_t i = 0; i < n; i++) out[i * s[0]] = (TO)in[i * s[1]];                            \
+      for (int64_t i = 0; i < n; i++) out[i * s[0]] = TG_CPU_CONVERT(TO, in[i * s[1]]);            \
     }                                                                                              \
   }
 

@@ -8,6 +8,7 @@
 #include "cuda_common.cuh"
 #include "ops/philox.h"
 #include "ops/pointwise_math.h"
+#include "tensor/checked.h"
 
 #define TG_CU_MATH1(name, ffn, dfn)                                                                \
   static inline TG_HOST_DEVICE float name(float x) { return ffn(x); }                              \
@@ -91,6 +92,14 @@ template <typename T> struct tg_cu_fill_fn {
 
 template <typename To, typename From> struct tg_cu_convert_fn {
   TG_HOST_DEVICE To operator()(From x) const { return (To)x; }
+};
+/* To int64 from a float: a cast of NaN or of a value out of range is undefined; convert as
+ * the CPU does (tensor/checked.h: NaN -> 0, saturating). */
+template <typename From> struct tg_cu_convert_fn<int64_t, From> {
+  TG_HOST_DEVICE int64_t operator()(From x) const { return tg__f64_to_i64((double)x); }
+};
+template <> struct tg_cu_convert_fn<int64_t, int64_t> {
+  TG_HOST_DEVICE int64_t operator()(int64_t x) const { return x; }
 };
 
 /* Element i of a draw takes Philox stream position offset + i (ops/philox.h), so CUDA and

@@ -6,7 +6,8 @@
 
 tg_status tg_cu_fill(const char *op, const tg_cu_view &out, double value) {
   TG_DISPATCH_ALL_TYPES(out.dtype, op, {
-    return tg_cu_nullary<scalar_t>(op, out, tg_cu_fill_fn<scalar_t>{(scalar_t)value});
+    const scalar_t v = tg_cu_convert_fn<scalar_t, double>{}(value); /* as the CPU converts */
+    return tg_cu_nullary<scalar_t>(op, out, tg_cu_fill_fn<scalar_t>{v});
   });
   return TG_OK;
 }
