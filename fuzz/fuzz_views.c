@@ -690,9 +690,10 @@ static void op_cat(reader *r, const entry *a) {
   int id = new_node(R_STRIDED, a->node, na->ndim, sizes);
   nodes[id].extra = b.node;
   nodes[id].storage = n_storages++;
-  for (int k = na->ndim - 1, stride = 1; k >= 0; k--) {
+  int64_t stride = 1; /* contiguous strides; the extent of a valid result fits int64 */
+  for (int k = na->ndim - 1; k >= 0; k--) {
     nodes[id].strides[k] = stride;
-    stride *= (int)(sizes[k] > 1 ? sizes[k] : 1);
+    stride *= sizes[k] > 1 ? sizes[k] : 1;
   }
   add_entry(t, id, nodes[id].storage);
 }
@@ -740,9 +741,10 @@ static void op_sum_dim(reader *r, const entry *src) {
   int id = new_node(R_STRIDED, src->node, n, sizes);
   nodes[id].sums = true;
   nodes[id].storage = n_storages++;
-  for (int k = n - 1, stride = 1; k >= 0; k--) {
+  int64_t stride = 1; /* contiguous strides; the extent of a valid result fits int64 */
+  for (int k = n - 1; k >= 0; k--) {
     nodes[id].strides[k] = stride;
-    stride *= (int)(sizes[k] > 1 ? sizes[k] : 1);
+    stride *= sizes[k] > 1 ? sizes[k] : 1;
   }
   add_entry(t, id, nodes[id].storage);
 }
