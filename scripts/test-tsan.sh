@@ -13,6 +13,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# shellcheck source=scripts/check_reports.sh
+. scripts/check_reports.sh
 
 runs=3
 for arg in "$@"; do
@@ -43,16 +45,6 @@ for run in $(seq 1 "$runs"); do
   done
 done
 
-n=0
-for f in "$logs"/*; do
-  [ -s "$f" ] || continue
-  n=$((n + 1))
-  echo "---- $f"
-  cat "$f"
-done
-if [ "$n" -gt 0 ]; then
-  echo "test-tsan.sh: $n process(es) reported ThreadSanitizer errors (above)" >&2
-  status=1
-fi
+check_reports "$logs" "ThreadSanitizer" || status=1
 [ "$status" -eq 0 ] && echo "test-tsan.sh: $tests passed $runs run(s) with no ThreadSanitizer report"
 exit "$status"

@@ -31,26 +31,8 @@ done
 jobs=$(nproc 2>/dev/null || echo 2)
 step() { printf '\n==== test.sh: %s\n' "$*"; }
 
-# Prints and counts the non-empty report files in a directory; fails if there are any.
-# A process killed by a signal (a Criterion test that expects the crash; an unexpected one
-# fails its test anyway) counts only for errors other than the leaks it leaves behind.
-check_reports() {
-  local dir=$1 what=$2 n=0 f
-  for f in "$dir"/*; do
-    [ -s "$f" ] || continue
-    if grep -q 'Process terminating with default action of signal' "$f" &&
-      ! grep -qE 'Invalid (read|write|free)|uninitialised|Mismatched free|overlap|Syscall param' "$f"; then
-      continue
-    fi
-    n=$((n + 1))
-    echo "---- $f"
-    cat "$f"
-  done
-  if [ "$n" -gt 0 ]; then
-    echo "test.sh: $n process(es) reported $what errors (above)" >&2
-    return 1
-  fi
-}
+# shellcheck source=scripts/check_reports.sh
+. scripts/check_reports.sh
 
 scripts/deps.sh
 
