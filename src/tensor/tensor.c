@@ -67,8 +67,7 @@ tg_tensor *tg__alias_raw(const tg_tensor *t) {
 static bool check_geometry(const char *op, int ndim, const int64_t *sizes, tg_dtype dtype) {
   char buf[160];
   if (ndim < 0 || ndim > TG_MAX_DIMS)
-    return tg_set_error(TG_ERR_SHAPE, "%s: ndim %d is outside 0..%d", op, ndim, TG_MAX_DIMS),
-           false;
+    return tg_set_error(TG_ERR_SHAPE, "%s: ndim %d is outside 0..%d", op, ndim, TG_MAX_DIMS), false;
   if (ndim > 0 && !sizes)
     return tg_set_error(TG_ERR_ARGUMENT, "%s: sizes is NULL for ndim %d", op, ndim), false;
   if ((unsigned)dtype >= TG_NUM_DTYPES)
@@ -181,7 +180,8 @@ static tg_tensor *to_device_raw(const char *op, tg_tensor *host, tg_device devic
 
 tg_tensor *tg_arange(double start, double end, double step, tg_options opts) {
   if (step == 0 || !isfinite(step) || !isfinite(start) || !isfinite(end)) {
-    tg_set_error(TG_ERR_ARGUMENT, "tg_arange: start %g, end %g, step %g: need finite values and a non-zero step",
+    tg_set_error(TG_ERR_ARGUMENT,
+                 "tg_arange: start %g, end %g, step %g: need finite values and a non-zero step",
                  start, end, step);
     return NULL;
   }
@@ -209,9 +209,15 @@ tg_tensor *tg_arange(double start, double end, double step, tg_options opts) {
   for (int64_t i = 0; i < n; i++) {
     double v = start + (double)i * step;
     switch (opts.dtype) {
-    case TG_F32: ((float *)host->storage->data)[i] = (float)v; break;
-    case TG_F64: ((double *)host->storage->data)[i] = v; break;
-    default: ((int64_t *)host->storage->data)[i] = (int64_t)v; break;
+    case TG_F32:
+      ((float *)host->storage->data)[i] = (float)v;
+      break;
+    case TG_F64:
+      ((double *)host->storage->data)[i] = v;
+      break;
+    default:
+      ((int64_t *)host->storage->data)[i] = (int64_t)v;
+      break;
     }
   }
   return finish_leaf(to_device_raw("tg_arange", host, opts.device), opts, "tg_arange");
