@@ -21,7 +21,7 @@ TG_TEST(alloc_failure, composed_training_step) {
 
 /* ---- generic ops, forward and backward ---- */
 
-typedef enum generic_case { SUM_TRANSPOSED, SUM_NARROWED, MM, CAT } generic_case;
+typedef enum generic_case { SUM_TRANSPOSED, SUM_NARROWED, MM, MM_COPIED, CAT } generic_case;
 
 static tg_status generic_step(void *user, double *out, int *n_out) {
   generic_case which = *(const generic_case *)user;
@@ -41,6 +41,9 @@ static tg_status generic_step(void *user, double *out, int *n_out) {
       break; /* not dense */
     case MM:
       y = tg_mm(a, b);
+      break;
+    case MM_COPIED: /* a's columns 2 apart: no unit stride, so gemm copies it */
+      y = tg_mm(tg_slice(a, 1, 0, 6, 2), tg_slice(b, 0, 0, 6, 2));
       break;
     case CAT:
       y = tg_cat(3, (const tg_tensor *const[]){a, tg_t(b), tg_mul_scalar(a, 2.0)}, 0);
@@ -64,6 +67,7 @@ TG_TEST(alloc_failure, generic_ops) {
   } cases[] = {{SUM_TRANSPOSED, "sum of a transposed tensor"},
                {SUM_NARROWED, "sum of a narrowed transposed tensor"},
                {MM, "mm"},
+               {MM_COPIED, "mm of an operand gemm copies"},
                {CAT, "cat"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     generic_case which = cases[i].which;

@@ -424,3 +424,18 @@ TG_TEST(linalg, gradient_of_a_transposed_operand_comes_back_in_its_layout) {
   }
   tg_scope_end();
 }
+
+/* An operand expanded (stride 0) past any storage's size must be copied for BLIS, and that
+ * copy cannot exist: a clean TG_ERR_MEMORY, not an overflowed size or a crash. */
+TG_TEST(linalg, mm_of_operands_too_large_to_copy) {
+  const int64_t k = (int64_t)1 << 62;
+  tg_tensor *one = tg_ones(TG_SHAPE(1, 1), TG_OPTS_DEFAULT);
+  tg_tensor *a = tg_expand(one, TG_SHAPE(1, k));
+  tg_tensor *b = tg_expand(one, TG_SHAPE(k, 1));
+  cr_assert(a && b, "%s", tg_last_error_message());
+  cr_assert_null(tg_mm(a, b));
+  tg_expect_error(TG_ERR_MEMORY, "tg_mm: ", "contiguous copy of an operand");
+  tg_release(b);
+  tg_release(a);
+  tg_release(one);
+}

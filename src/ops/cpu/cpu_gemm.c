@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ops/cpu/cpu_internal.h"
+#include "tensor/checked.h"
 #include "tensor/host_memory.h"
 
 typedef struct matrix {
@@ -27,26 +28,27 @@ typedef struct matrix {
 /* What a BLIS sup kernel may read past a matrix: a vector, plus its leading dimension. */
 #define TG_BLIS_OVERREAD_VECTOR 64
 
-/* Owned bytes behind t's last element (t has positive strides). */
+/* Owned bytes behind t's highest element. */
 static size_t slack_after(const tg_tensor *t) {
   const size_t elsize = tg_dtype_size(t->dtype);
-  int64_t last = t->offset;
-  for (int d = 0; d < t->ndim; d++) last += (t->sizes[d] - 1) * t->strides[d];
-  const size_t end = ((size_t)last + 1) * elsize;
-  return t->storage->capacity > end ? t->storage->capacity - end : 0;
+  const int64_t capacity = (int64_t)(t->storage->capacity / elsize);
+  int64_t lo, hi;
+  if (tg__span_check(t->ndim, t->sizes, t->strides, t->offset, capacity, &lo, &hi) != TG__SPAN_OK)
+    return 0;
+  return t->storage->capacity - (size_t)(hi + 1) * elsize;
 }
 
 static matrix matrix_of(const tg_tensor *t) {
-  matrix m = {tg_cpu_data(t), t->sizes[0], t->sizes[1], t->strides[0], t->strides[1], 0};
-  bool positive = t->strides[0] > 0 && t->strides[1] > 0;
-  m.slack = positive ? slack_after(t) : 0;
+  matrix m = {tg_cpu_data(t), t->sizes[0],   t->sizes[1],
+              t->strides[0],  t->strides[1], slack_after(t)};
   return m;
 }
 
-/* Bytes a kernel may read past m: a vector, and for A and B one leading dimension. */
-static size_t overread(const matrix *m, bool operand, size_t elsize) {
+/* Bytes a kernel may read past m: a vector, and past A or B also one leading dimension.
+ * Called only for matrices BLIS takes, whose strides lie inside their storage. */
+static size_t overread(const matrix *m, bool with_leading_dim, size_t elsize) {
   const int64_t ld = m->rs > m->cs ? m->rs : m->cs;
-  return TG_BLIS_OVERREAD_VECTOR + (operand ? (size_t)ld * elsize : 0);
+  return TG_BLIS_OVERREAD_VECTOR + (with_leading_dim ? (size_t)ld * elsize : 0);
 }
 
 /* The stride of a size-1 dim is never used to address anything; pick the value BLIS's
@@ -85,12 +87,18 @@ static void copy_matrix(const matrix *dst, const matrix *src, size_t elsize) {
 }
 
 /* A row-major buffer shaped like m (64-byte aligned, NULL on failure), with the room behind
- * it that BLIS may read. Sizes fit: m is a view of a storage that exists. */
+ * it that BLIS may read: one more row or column, and a vector. NULL too when that does not
+ * fit int64 bytes, as for an operand expanded (stride 0) past any storage's size. */
 static matrix contiguous_like(const matrix *m, size_t elsize) {
   const int64_t longer = m->rows > m->cols ? m->rows : m->cols;
-  const size_t slack = TG_BLIS_OVERREAD_VECTOR + (size_t)longer * elsize;
-  const size_t bytes = (size_t)(m->rows * m->cols) * elsize;
-  matrix c = {tg__host_aligned_alloc(64, bytes + slack), m->rows, m->cols, m->cols, 1, slack};
+  matrix c = {NULL, m->rows, m->cols, m->cols, 1, 0};
+  int64_t elems, bytes;
+  if (!tg__mul_ovf(m->rows, m->cols, &elems) && !tg__add_ovf(elems, longer, &elems) &&
+      !tg__mul_ovf(elems, (int64_t)elsize, &bytes) &&
+      !tg__add_ovf(bytes, TG_BLIS_OVERREAD_VECTOR, &bytes)) {
+    c.data = tg__host_aligned_alloc(64, (size_t)bytes);
+    c.slack = (size_t)(longer * (int64_t)elsize) + TG_BLIS_OVERREAD_VECTOR;
+  }
   normalize_unit_dims(&c);
   return c;
 }
@@ -114,8 +122,8 @@ static void run_blis(tg_dtype dtype, const matrix *c, const matrix *a, const mat
   rntm_t one_thread = BLIS_RNTM_INITIALIZER;
   bli_rntm_set_num_threads(1, &one_thread);
   int64_t macs;
-  bool small = !__builtin_mul_overflow(c->rows, c->cols, &macs) &&
-               !__builtin_mul_overflow(macs, k, &macs) && macs < TG_CPU_GEMM_PARALLEL_MIN_MACS;
+  bool small = !tg__mul_ovf(c->rows, c->cols, &macs) && !tg__mul_ovf(macs, k, &macs) &&
+               macs < TG_CPU_GEMM_PARALLEL_MIN_MACS;
   rntm_t *rntm = small ? &one_thread : NULL;
   if (dtype == TG_F32) {
     float al = (float)alpha, be = (float)beta;
