@@ -1,6 +1,8 @@
 /* Scopes, reference counts, allocators and the error state. */
+#include <stdint.h>
 #include <stdlib.h>
 
+#include "tensor/tensor_impl.h"
 #include "testutil.h"
 
 TG_TEST(lifetime, scope_end_releases_what_the_scope_owns) {
@@ -122,4 +124,35 @@ TG_TEST(lifetime, clear_error_resets_code_and_message) {
 TG_TEST(lifetime, set_allocator_rejects_an_invalid_device) {
   cr_assert_null(tg_set_allocator((tg_device_type)5, NULL));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_set_allocator");
+}
+
+/* CPU storages ask the allocator for a tail past their bytes (BLIS reads past operands:
+ * README, "BLIS"), free gets the same size, and a size that leaves no room for the tail is
+ * a clean TG_ERR_MEMORY naming the caller. */
+static size_t asked, freed;
+static void *counting_alloc(void *ctx, size_t nbytes) {
+  (void)ctx;
+  asked = nbytes;
+  return malloc(nbytes);
+}
+static void counting_free(void *ctx, void *ptr, size_t nbytes) {
+  (void)ctx;
+  freed = nbytes;
+  free(ptr);
+}
+
+TG_TEST(lifetime, cpu_storages_carry_an_owned_tail) {
+  static const tg_allocator counting = {"counting", counting_alloc, counting_free, NULL};
+  const tg_allocator *previous = tg_set_allocator(TG_CPU, &counting);
+  tg_tensor *t = tg_zeros(TG_SHAPE(3, 5), TG_OPTS_DEFAULT);
+  cr_assert(t, "%s", tg_last_error_message());
+  cr_assert_eq(asked, 60 + tg__cpu_tail_pad(60));
+  cr_assert_eq(tg__cpu_tail_pad(60), 128); /* 60 rounded to 64, plus a 64-byte vector */
+  cr_assert_eq(tg__cpu_tail_pad(1 << 20), 16384 + 64);
+  tg_release(t);
+  cr_assert_eq(freed, asked);
+  tg_set_allocator(TG_CPU, previous);
+
+  cr_assert_null(tg__storage_new(SIZE_MAX - 100, TG_DEVICE_CPU));
+  tg_expect_error(TG_ERR_MEMORY, "tg_empty: ", "bytes cannot be allocated");
 }
