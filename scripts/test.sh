@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and tests tg, from any directory:
 #   1. build-test/: Release with TG_WERROR=ON, every Criterion test through ctest;
-#   2. build-asan/: ASan+UBSan (TG_SANITIZE=ON), the same tests. UBSan errors fail their test.
+#   2. build-asan/: ASan+UBSan (TG_SANITIZE=ON), the same tests, then again with BLIS's haswell
+#      and (on AVX-512 CPUs) skx kernels. UBSan errors fail their test.
 #      ASan reports, leaks included, go to files that are checked and printed here: Criterion
 #      ignores a worker's exit status once its test has passed, so a leak alone fails nothing;
 #   3. build-tsan/: the threading tests under ThreadSanitizer (scripts/test-tsan.sh);
@@ -53,6 +54,23 @@ if [ "$quick" -eq 0 ]; then
     ASAN_OPTIONS="detect_leaks=1:log_path=$logs/asan${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
     UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
     ctest --output-on-failure --no-tests=error -j"$jobs") || status=$?
+  # The suite again on the other BLIS kernel sets this CPU runs (test_blis_guard and
+  # test_blis_kernels already choose sets themselves). BLIS_ARCH_TYPE takes numbers only.
+  flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+  sets=()
+  [[ " $flags " == *" avx2 "* && " $flags " == *" fma "* ]] && sets+=("3 haswell")
+  [[ " $flags " == *" avx512f "* && " $flags " == *" avx512dq "* && " $flags " == *" avx512bw "* &&
+    " $flags " == *" avx512vl "* ]] && sets+=("0 skx")
+  for set in "${sets[@]}"; do
+    [ "$status" -eq 0 ] || break
+    step "build-asan/ with BLIS_ARCH_TYPE=${set% *} (${set#* } kernels)"
+    (cd build-asan &&
+      BLIS_ARCH_TYPE=${set% *} \
+      ASAN_OPTIONS="detect_leaks=1:log_path=$logs/asan-${set#* }${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
+      UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
+      ctest --output-on-failure --no-tests=error -j"$jobs" -E '^test_blis_(guard|kernels)$') ||
+      status=$?
+  done
   check_reports "$logs" "sanitizer" || status=1
   [ "$status" -eq 0 ] || exit "$status"
 fi
