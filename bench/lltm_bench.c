@@ -94,7 +94,7 @@ static int parse_args(int argc, char **argv, options *o) {
   parse_int_list("1,2", o->threads, &o->n_threads);
   parse_modes("params,all", o);
   parse_sizes(default_sizes, o);
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i += 2) { /* every flag takes a value */
     const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
     bool ok = value != NULL;
     if (ok && strcmp(flag, "--iters") == 0) {
@@ -121,7 +121,6 @@ static int parse_args(int argc, char **argv, options *o) {
       fprintf(stderr, "lltm_bench: bad value for %s: %s\n", flag, value ? value : "(none)");
       return 1;
     }
-    i++;
   }
   return 0;
 }
