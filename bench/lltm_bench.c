@@ -9,9 +9,9 @@
  * Output, one JSON line per (size, threads, mode, impl), impl one of
  *   tg_composed  tg_lltm_composed through the tape
  *   tg_fused     the fused op tg_lltm
- *   tg_gemms     only the GEMMs the fused op runs, with the same operand layouts (no
- *                allocation, no elementwise work, no tape): the floor the fused op is
- *                measured against
+ *   tg_gemms     only the GEMMs the fused op runs, with the same operand layouts: tg_mm
+ *                with grad mode off (the output's allocation, no elementwise work, no
+ *                tape): the floor the fused op is measured against
  * with forward_us, backward_us (medians) and, for the first two, saved_bytes: what the
  * graph keeps for backward beyond the five inputs (tg_graph_saved_bytes).
  *
@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/backend.h" /* tg__backend: the raw GEMMs of the tg_gemms line */
 #include "tg/tg.h"
 #include "timing.h"
 
@@ -95,7 +94,7 @@ static int parse_args(int argc, char **argv, options *o) {
   parse_int_list("1,2", o->threads, &o->n_threads);
   parse_modes("params,all", o);
   parse_sizes(default_sizes, o);
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i += 2) { /* every flag takes a value */
     const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
     bool ok = value != NULL;
     if (ok && strcmp(flag, "--iters") == 0) {
@@ -122,7 +121,6 @@ static int parse_args(int argc, char **argv, options *o) {
       fprintf(stderr, "lltm_bench: bad value for %s: %s\n", flag, value ? value : "(none)");
       return 1;
     }
-    i++;
   }
   return 0;
 }
@@ -164,35 +162,35 @@ static const char *const impl_names[] = {"tg_composed", "tg_fused", "tg_gemms"};
 
 /* The GEMMs of the fused op alone, on its operand layouts: forward gates = X @ W^T;
  * backward d_weights = d_gates_t @ X (d_gates stored transposed) and, with all gradients,
- * d_X = d_gates @ W. X and the outputs are made once, outside the timing. */
+ * d_X = d_gates @ W. The operands are made once, outside the timing; each GEMM allocates
+ * its output, as the fused op's do. */
 typedef struct gemm_buffers {
-  tg_tensor *X, *w_t, *gates, *d_gates_t, *d_gates, *d_w, *d_x;
+  tg_tensor *X, *w_t, *d_gates_t, *d_gates;
 } gemm_buffers;
 
 static gemm_buffers gemm_buffers_for(tg_tensor *const in[5]) {
-  const int64_t B = tg_size(in[0], 0), I = tg_size(in[0], 1), S = tg_size(in[3], 1);
+  const int64_t B = tg_size(in[0], 0), S = tg_size(in[3], 1);
   tg_options o = {.device = bench_device};
   gemm_buffers g;
   g.X = tg_cat(2, (const tg_tensor *const[]){in[3], in[0]}, 1);
   g.w_t = tg_t(in[1]);
-  g.gates = tg_zeros(TG_SHAPE(B, 3 * S), o);
   g.d_gates_t = tg_zeros(TG_SHAPE(3 * S, B), o);
   g.d_gates = tg_t(g.d_gates_t);
-  g.d_w = tg_zeros(TG_SHAPE(3 * S, S + I), o);
-  g.d_x = tg_zeros(TG_SHAPE(B, S + I), o);
-  check(g.X && g.w_t && g.gates && g.d_gates_t && g.d_gates && g.d_w && g.d_x, "buffers");
+  check(g.X && g.w_t && g.d_gates_t && g.d_gates, "buffers");
   return g;
 }
 
+/* Grad mode off: W requires grad, and the tape is no part of the floor. The products are
+ * owned by the caller's scope. */
 static void run_gemms(const gemm_buffers *g, const tg_tensor *W, bool all_grads, bool backward) {
-  const tg_backend *be = tg__backend("lltm_bench", bench_device);
-  check(be != NULL, "backend");
+  tg_no_grad_begin();
   if (!backward) {
-    check(be->gemm(g->gates, g->X, g->w_t, 1, 0) == TG_OK, "gemm");
-    return;
+    check(tg_mm(g->X, g->w_t) != NULL, "gemm");
+  } else {
+    check(tg_mm(g->d_gates_t, g->X) != NULL, "gemm");
+    if (all_grads) check(tg_mm(g->d_gates, W) != NULL, "gemm");
   }
-  check(be->gemm(g->d_w, g->d_gates_t, g->X, 1, 0) == TG_OK, "gemm");
-  if (all_grads) check(be->gemm(g->d_x, g->d_gates, W, 1, 0) == TG_OK, "gemm");
+  tg_no_grad_end();
 }
 
 static result time_impl(int impl, tg_tensor *const in[5], bool all_grads, int iters) {

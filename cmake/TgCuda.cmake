@@ -60,7 +60,7 @@ if(_tg_want_cuda)
   set_target_properties(tg_cuda PROPERTIES
     CUDA_ARCHITECTURES "80-real;90-real;90-virtual"
     CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON
-    POSITION_INDEPENDENT_CODE ON)
+    POSITION_INDEPENDENT_CODE ON ${TG_HIDDEN_VISIBILITY})
   # Directory-wide options (the sanitizer flags) are host-compiler options nvcc rejects.
   set_property(TARGET tg_cuda PROPERTY COMPILE_OPTIONS "")
   target_include_directories(tg_cuda PRIVATE ${_tg_cuda_includes})

@@ -4,6 +4,7 @@
 
 #include "tensor.h"
 
+TG_API_BEGIN
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -173,4 +174,5 @@ tg_status tg_gradgradcheck(tg_gradcheck_fn fn, void *user, int n_inputs, tg_tens
 #ifdef __cplusplus
 }
 #endif
+TG_API_END
 #endif

@@ -5,6 +5,7 @@
 
 #include "types.h"
 
+TG_API_BEGIN
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -39,4 +40,5 @@ void tg_cuda_timer_free(tg_cuda_timer *timer); /* NULL is a no-op */
 #ifdef __cplusplus
 }
 #endif
+TG_API_END
 #endif

@@ -14,6 +14,7 @@
 
 #include "tensor.h"
 
+TG_API_BEGIN
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -43,4 +44,5 @@ int64_t tg_graph_saved_bytes(int n_outputs, const tg_tensor *const *outputs, int
 #ifdef __cplusplus
 }
 #endif
+TG_API_END
 #endif

@@ -18,6 +18,7 @@
 #include "lltm.h"
 #include "ops.h"
 
+TG_API_BEGIN
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -94,4 +95,5 @@ void tg_optimizer_free(tg_optimizer *opt); /* NULL is a no-op */
 #ifdef __cplusplus
 }
 #endif
+TG_API_END
 #endif

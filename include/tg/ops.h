@@ -7,6 +7,7 @@
 #include "autograd.h"
 #include "tensor.h"
 
+TG_API_BEGIN
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -87,4 +88,5 @@ tg_tensor *tg_cross_entropy(const tg_tensor *logits, const tg_tensor *target);
 #ifdef __cplusplus
 }
 #endif
+TG_API_END
 #endif

@@ -12,6 +12,7 @@
 
 #include "types.h"
 
+TG_API_BEGIN
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -201,4 +202,5 @@ tg_status tg_accessor_of(const tg_tensor *t, int ndim, tg_dtype dtype, tg_access
 #ifdef __cplusplus
 }
 #endif
+TG_API_END
 #endif

@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export.h"
+
+TG_API_BEGIN
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -74,4 +77,5 @@ char *tg_format_sizes(char *buf, size_t buflen, int ndim, const int64_t *sizes);
 #ifdef __cplusplus
 }
 #endif
+TG_API_END
 #endif

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs tg into a temporary prefix, moves the prefix (the install must be relocatable),
 # and builds and runs tests/install/consumer.c against it three ways: CMake find_package
-# (tg::tg and tg::tg_shared), pkg-config (shared) and pkg-config --static.
+# (tg::tg and tg::tg_shared), pkg-config (shared) and pkg-config --static; and checks that
+# the installed libtg.so exports only what the installed headers declare (check_exports.sh).
 #   tests/install/check_install.sh [BUILD_DIR]
 # With BUILD_DIR (already built) it installs from there; otherwise it builds the library
 # alone in a temporary directory first.
@@ -37,6 +38,9 @@ done
 for f in tgConfig.cmake tgConfigVersion.cmake tgTargets.cmake FindBLIS.cmake; do
   [ -e "$(dirname "$config")/$f" ] || { say "missing $f beside tgConfig.cmake"; exit 1; }
 done
+
+# The installed library exports exactly what the installed headers declare.
+"$root/tests/check_exports.sh" "$libdir/libtg.so" "$prefix/include"
 
 # ---- CMake: find_package(tg) ----
 cmake -S "$root/tests/install" -B "$tmp/consumer" -DCMAKE_BUILD_TYPE=Release \
