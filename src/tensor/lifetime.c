@@ -26,12 +26,26 @@ typedef struct scope {
  * so the ops fail with TG_ERR_MEMORY, and its token closes it, keeping begin/end balanced.
  * Failed levels are consecutive, so one serial (failed_serial) names all of them. */
 enum { FIRST_BLOCK = 32 };
-static _Thread_local scope root;
-static _Thread_local scope first_block[FIRST_BLOCK];
-static _Thread_local scope *scopes;
-static _Thread_local int scope_count, scope_capacity, failed_count;
-static _Thread_local uint64_t last_serial, failed_serial;
-static _Thread_local bool root_armed; /* this thread's exit will drain the root scope */
+/* One thread-local struct, so a call reaches all of it through one TLS address lookup
+ * (in libtg.so each distinct thread-local variable costs a __tls_get_addr call). */
+typedef struct thread_scopes {
+  scope *stack;
+  int count, capacity, failed; /* real levels on the stack, its room, failed levels above */
+  uint64_t last_serial, failed_serial;
+  bool root_armed; /* this thread's exit will drain the root scope */
+  scope root;
+  scope first_block[FIRST_BLOCK];
+} thread_scopes;
+static _Thread_local thread_scopes ts;
+/* This thread's scopes, looked up once per call: GCC otherwise recomputes &ts (another
+ * __tls_get_addr in libtg.so) at each use, and these functions run on every op. */
+#if defined(__GNUC__)
+#define THIS_THREAD(t)                                                                      \
+  thread_scopes *t = &ts;                                                                   \
+  __asm__("" : "+r"(t))
+#else
+#define THIS_THREAD(t) thread_scopes *t = &ts
+#endif
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
@@ -46,51 +60,52 @@ static void install_exit_hooks(void) {
   (void)atexit(drain_thread);
 }
 /* Called when the root scope first grows: only then is there anything to drain. */
-static void arm_root(void) {
+static void arm_root(thread_scopes *t) {
   (void)pthread_once(&exit_once, install_exit_hooks);
-  (void)pthread_setspecific(exit_key, &root);
-  root_armed = true;
+  (void)pthread_setspecific(exit_key, &t->root);
+  t->root_armed = true;
 }
 
-static bool grow_stack(void) {
-  if (!scopes) {
-    scopes = first_block;
-    scope_capacity = FIRST_BLOCK;
+static bool grow_stack(thread_scopes *t) {
+  if (!t->stack) {
+    t->stack = t->first_block;
+    t->capacity = FIRST_BLOCK;
     return true;
   }
-  int cap = scope_capacity * 2;
+  int cap = t->capacity * 2;
   scope *grown;
-  if (scopes == first_block) {
+  if (t->stack == t->first_block) {
     grown = tg__host_malloc(sizeof *grown * (size_t)cap);
-    if (grown) memcpy(grown, first_block, sizeof first_block);
+    if (grown) memcpy(grown, t->first_block, sizeof t->first_block);
   } else {
-    grown = tg__host_realloc(scopes, sizeof *grown * (size_t)cap);
+    grown = tg__host_realloc(t->stack, sizeof *grown * (size_t)cap);
   }
   if (!grown) return false;
-  scopes = grown;
-  scope_capacity = cap;
+  t->stack = grown;
+  t->capacity = cap;
   return true;
 }
 
-static int open_depth(void) { return scope_count + failed_count; }
+static inline int open_depth(const thread_scopes *t) { return t->count + t->failed; }
 
 /* Whether s names a scope of this thread that is open now. */
-static bool is_open(tg_scope s) {
-  if (s.depth < 1 || s.depth > open_depth()) return false;
-  return s.depth <= scope_count ? scopes[s.depth - 1].serial == s.serial
-                                : s.serial == failed_serial;
+static bool is_open(const thread_scopes *t, tg_scope s) {
+  if (s.depth < 1 || s.depth > open_depth(t)) return false;
+  return s.depth <= t->count ? t->stack[s.depth - 1].serial == s.serial
+                             : s.serial == t->failed_serial;
 }
 
 tg_status tg__scope_open(tg_scope *out) {
-  uint64_t serial = ++last_serial;
-  if (failed_count > 0 || (scope_count == scope_capacity && !grow_stack())) {
-    if (failed_count++ == 0) failed_serial = serial;
-    *out = (tg_scope){open_depth(), failed_serial};
+  THIS_THREAD(t);
+  uint64_t serial = ++t->last_serial;
+  if (t->failed > 0 || (t->count == t->capacity && !grow_stack(t))) {
+    if (t->failed++ == 0) t->failed_serial = serial;
+    *out = (tg_scope){open_depth(t), t->failed_serial};
     return tg_set_error(TG_ERR_MEMORY, "tg_scope_begin: out of memory for scope level %d",
-                        open_depth());
+                        open_depth(t));
   }
-  scopes[scope_count++] = (scope){.serial = serial};
-  *out = (tg_scope){scope_count, serial};
+  t->stack[t->count++] = (scope){.serial = serial};
+  *out = (tg_scope){t->count, serial};
   return TG_OK;
 }
 
@@ -106,95 +121,110 @@ static void drain(scope *s) {
   *s = (scope){0};
 }
 
-static void close_innermost(void) {
-  if (failed_count > 0) {
-    failed_count--;
+static void close_innermost(thread_scopes *t) {
+  if (t->failed > 0) {
+    t->failed--;
     return;
   }
-  scope s = scopes[--scope_count];
-  drain(&s);
-  if (scope_count == 0 && scopes != first_block) {
-    tg__host_free(scopes);
-    scopes = NULL;
-    scope_capacity = 0;
+  drain(&t->stack[--t->count]);
+  if (t->count == 0 && t->stack != t->first_block) {
+    tg__host_free(t->stack);
+    t->stack = NULL;
+    t->capacity = 0;
   }
 }
 
-tg_status tg_scope_end(tg_scope s) {
-  int depth = open_depth();
-  if (!is_open(s))
+static tg_status end_error(const thread_scopes *t, tg_scope s, int depth) {
+  if (depth == open_depth(t)) /* nothing was closed: s was not open */
     return tg_set_error(TG_ERR_STATE,
                         "tg_scope_end: the scope (depth %d) is not open (the innermost open "
                         "scope is at depth %d); nothing closed",
                         s.depth, depth);
-  while (open_depth() >= s.depth) close_innermost();
-  if (s.depth != depth)
-    return tg_set_error(TG_ERR_STATE,
-                        "tg_scope_end: the scope at depth %d is not the innermost (depth %d); "
-                        "closed the scopes inside it as well",
-                        s.depth, depth);
-  return TG_OK;
+  return tg_set_error(TG_ERR_STATE,
+                      "tg_scope_end: the scope at depth %d is not the innermost (depth %d); "
+                      "closed the scopes inside it as well",
+                      s.depth, depth);
+}
+
+tg_status tg_scope_end(tg_scope s) {
+  THIS_THREAD(t);
+  int depth = open_depth(t);
+  if (!is_open(t, s)) return end_error(t, s, depth);
+  while (open_depth(t) >= s.depth) close_innermost(t);
+  return s.depth == depth ? TG_OK : end_error(t, s, depth);
 }
 
 /* Closes every scope of this thread and drains its root scope. */
 static void drain_thread(void) {
-  while (open_depth() > 0) close_innermost();
-  drain(&root);
-  if (root_armed) (void)pthread_setspecific(exit_key, NULL);
-  root_armed = false;
+  THIS_THREAD(t);
+  while (open_depth(t) > 0) close_innermost(t);
+  drain(&t->root);
+  if (t->root_armed) (void)pthread_setspecific(exit_key, NULL);
+  t->root_armed = false;
 }
 
-int tg_scope_depth(void) { return open_depth(); }
+int tg_scope_depth(void) { return open_depth(&ts); }
 
-static tg_status reserve_in(scope *s, size_t n) {
-  if (s->capacity - s->count >= n) return TG_OK;
+static tg_status grow_items(thread_scopes *t, scope *s, size_t n) {
   size_t cap = s->capacity ? s->capacity : 16;
   while (cap - s->count < n) cap *= 2;
   tg_tensor **grown = tg__host_realloc(s->items, sizeof *grown * cap);
   if (!grown) return tg_set_error(TG_ERR_MEMORY, "tg_scope: out of memory registering a tensor");
-  if (s == &root && !root_armed) arm_root();
+  if (s == &t->root && !t->root_armed) arm_root(t);
   s->items = grown;
   s->capacity = cap;
   return TG_OK;
 }
 
-static scope *innermost(void) { return scope_count > 0 ? &scopes[scope_count - 1] : &root; }
+static inline tg_status reserve_in(thread_scopes *t, scope *s, size_t n) {
+  return s->capacity - s->count >= n ? TG_OK : grow_items(t, s, n);
+}
+
+static inline scope *innermost(thread_scopes *t) {
+  return t->count > 0 ? &t->stack[t->count - 1] : &t->root;
+}
+
+static tg_status failed_level_error(void) {
+  return tg_set_error(TG_ERR_MEMORY,
+                      "tg_scope: out of memory: the innermost scope could not be opened");
+}
 
 tg_status tg__scope_reserve(size_t n) {
-  if (failed_count > 0)
-    return tg_set_error(TG_ERR_MEMORY, "tg_scope: out of memory: the innermost scope could "
-                                       "not be opened");
-  return reserve_in(innermost(), n);
+  THIS_THREAD(t);
+  return t->failed > 0 ? failed_level_error() : reserve_in(t, innermost(t), n);
 }
 
 tg_tensor *tg__scoped(tg_tensor *t) {
   if (!t) return t;
-  if (tg__scope_reserve(1) != TG_OK) {
+  THIS_THREAD(th);
+  scope *s = innermost(th);
+  if (th->failed > 0 || reserve_in(th, s, 1) != TG_OK) {
+    if (th->failed > 0) failed_level_error();
     tg_release(t);
     return NULL;
   }
-  scope *s = innermost();
   s->items[s->count++] = t;
   return t;
 }
 
 tg_tensor *tg_scope_escape(tg_scope s, const tg_tensor *t) {
   if (!t) return NULL; /* the error that made t NULL stays the pending one */
-  if (!is_open(s)) {
+  THIS_THREAD(th);
+  if (!is_open(th, s)) {
     tg_set_error(TG_ERR_STATE,
                  "tg_scope_escape: the scope (depth %d) is not open (the innermost open scope "
                  "is at depth %d)",
-                 s.depth, open_depth());
+                 s.depth, open_depth(th));
     return NULL;
   }
-  if (s.depth - 1 > scope_count) {
+  if (s.depth - 1 > th->count) {
     tg_set_error(TG_ERR_MEMORY, "tg_scope_escape: out of memory: the enclosing scope (depth "
                                 "%d) could not be opened",
                  s.depth - 1);
     return NULL;
   }
-  scope *dst = s.depth == 1 ? &root : &scopes[s.depth - 2];
-  if (reserve_in(dst, 1) != TG_OK) return NULL;
+  scope *dst = s.depth == 1 ? &th->root : &th->stack[s.depth - 2];
+  if (reserve_in(th, dst, 1) != TG_OK) return NULL;
   dst->items[dst->count++] = tg_retain(t);
   return (tg_tensor *)t;
 }
