@@ -201,7 +201,7 @@ static result time_impl(int impl, tg_tensor *const in[5], bool all_grads, int it
   result r = {0};
   const gemm_buffers g = impl == IMPL_GEMMS ? gemm_buffers_for(in) : (gemm_buffers){0};
   for (int i = 0; i < warmup + iters; i++) {
-    tg_scope_begin();
+    tg_scope sc = tg_scope_begin();
     tg_tensor *h = NULL, *c = NULL;
     double forward_us, backward_us;
     span_start();
@@ -224,7 +224,7 @@ static result time_impl(int impl, tg_tensor *const in[5], bool all_grads, int it
       check(tg_backward(tg_add(tg_sum(h), tg_sum(c)), NULL) == TG_OK, "backward");
       backward_us = span_us();
     }
-    tg_scope_end();
+    tg_scope_end(sc);
     if (i >= warmup) {
       fwd[i - warmup] = forward_us;
       bwd[i - warmup] = backward_us;
@@ -271,11 +271,11 @@ int main(int argc, char **argv) {
     for (int s = 0; s < o.n_sizes; s++) {
       for (int m = 0; m < o.n_modes; m++) {
         for (int impl = 0; impl < 3; impl++) {
-          tg_scope_begin();
+          tg_scope sc = tg_scope_begin();
           tg_tensor *in[5];
           make_inputs(o.sizes[s], o.all_grads[m], in);
           result r = time_impl(impl, in, o.all_grads[m], o.iters);
-          tg_scope_end();
+          tg_scope_end(sc);
           printf("{\"impl\": \"%s\", \"batch\": %lld, \"features\": %lld, \"state\": %lld, "
                  "\"threads\": %d, \"mode\": \"%s\", \"device\": \"%s\", "
                  "\"blis_kernels\": \"%s\", \"forward_us\": %.3f, \"backward_us\": %.3f, ",

@@ -196,7 +196,7 @@ int main(void) {
     fprintf(stderr, "custom_op: %s\n", tg_last_error_message());
     return 1;
   }
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_generator *gen = tg_generator_new(42);
   /* gradcheck works in float64: finite differences in float32 are too coarse. */
   tg_options opts = {.dtype = TG_F64, .requires_grad = true};
@@ -239,7 +239,7 @@ int main(void) {
         TG_ERR_STATE);
 
   tg_generator_free(gen);
-  tg_scope_end();
+  tg_scope_end(sc);
   if (tg_live_objects() != 0) {
     printf("%lld tensor(s)/node(s) still alive after the scope\n", (long long)tg_live_objects());
     failures++;

@@ -133,6 +133,7 @@ static void fail(const char *what) {
 
 /* max |a - b| over all elements, computed on the host in F64. */
 static double max_abs_diff(const tg_tensor *a, const tg_tensor *b) {
+  tg_scope sc = tg_scope_begin(); /* the difference and its copies are temporaries */
   tg_tensor *d = tg_to_device(tg_to_dtype(tg_sub(a, b), TG_F64), TG_DEVICE_CPU);
   double *host = d ? malloc(sizeof(double) * (size_t)tg_numel(d) + 1) : NULL;
   if (!host || tg_to_host_array(d, host, sizeof(double) * (size_t)tg_numel(d)) != TG_OK)
@@ -140,12 +141,17 @@ static double max_abs_diff(const tg_tensor *a, const tg_tensor *b) {
   double m = 0;
   for (int64_t i = 0; i < tg_numel(d); i++) m = fmax(m, fabs(host[i]));
   free(host);
+  tg_scope_end(sc);
   return m;
 }
 
-/* sum(new_h) + sum(new_cell): the tutorial's loss. */
+/* sum(new_h) + sum(new_cell): the tutorial's loss. The two sums live in a scope of its own;
+ * tg_scope_escape hands just the loss to the caller's scope. */
 static tg_tensor *loss_of(const tg_tensor *new_h, const tg_tensor *new_cell) {
-  return tg_add(tg_sum(new_h), tg_sum(new_cell));
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *loss = tg_scope_escape(sc, tg_add(tg_sum(new_h), tg_sum(new_cell)));
+  tg_scope_end(sc);
+  return loss; /* NULL with the error pending if any step failed */
 }
 
 /* ---- 1. fused vs composed ---- */
@@ -156,7 +162,7 @@ static const char *const compared_names[N_COMPARED] = {
 
 static void compare_paths(tg_lltm_cell *cell, tg_tensor *const inputs[5],
                           double diffs[N_COMPARED]) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *out[2][2], *grads[2][5];
   for (int k = 0; k < 2; k++) {
     tg_lltm_impl impl = k == 0 ? TG_LLTM_FUSED : TG_LLTM_COMPOSED;
@@ -172,7 +178,7 @@ static void compare_paths(tg_lltm_cell *cell, tg_tensor *const inputs[5],
   diffs[0] = max_abs_diff(out[0][0], out[1][0]);
   diffs[1] = max_abs_diff(out[0][1], out[1][1]);
   for (int i = 0; i < 5; i++) diffs[2 + i] = max_abs_diff(grads[0][i], grads[1][i]);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- 2. gradcheck ---- */
@@ -188,7 +194,7 @@ static tg_status lltm_fn(void *user, const tg_tensor *const *in, tg_tensor **out
  * report of the first mismatch, in msg. */
 static bool gradcheck_path(tg_lltm_impl impl, const config *cfg, char *msg, size_t len) {
   const int64_t B = 3, I = 17, S = 5;
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_generator *gen = tg_generator_new(7);
   tg_options o = {.dtype = TG_F64, .device = cfg->device, .requires_grad = true};
   tg_tensor *in[5] = {tg_randn(TG_SHAPE(B, I), o, gen), tg_randn(TG_SHAPE(3 * S, S + I), o, gen),
@@ -200,7 +206,7 @@ static bool gradcheck_path(tg_lltm_impl impl, const config *cfg, char *msg, size
                      : tg_last_error();
   snprintf(msg, len, "%s", st == TG_OK ? "ok" : tg_last_error_message());
   tg_clear_error();
-  tg_scope_end();
+  tg_scope_end(sc);
   return st == TG_OK;
 }
 
@@ -238,7 +244,7 @@ static timing time_path(tg_lltm_impl impl, const config *cfg, tg_lltm_cell *cell
   tg_bench_stopwatch watch = {0};
   if (cfg->device.type == TG_CUDA && !(watch.timer = tg_cuda_timer_new())) fail("cuda timer");
   for (int i = 0; i < warmup + cfg->iters; i++) {
-    tg_scope_begin();
+    tg_scope sc = tg_scope_begin();
     tg_tensor *new_h, *new_cell;
     sync_device(cfg);
     stopwatch_start(&watch);
@@ -252,7 +258,7 @@ static timing time_path(tg_lltm_impl impl, const config *cfg, tg_lltm_cell *cell
     stopwatch_start(&watch);
     if (tg_backward(loss_of(new_h, new_cell), NULL) != TG_OK) fail("backward");
     double backward_us = stopwatch_us(&watch);
-    tg_scope_end();
+    tg_scope_end(sc);
     if (i >= warmup) {
       fwd[i - warmup] = forward_us;
       bwd[i - warmup] = backward_us;
@@ -360,11 +366,11 @@ int main(int argc, char **argv) {
 
   /* 1. Same inputs through both paths, every gradient. */
   double diffs[N_COMPARED];
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *inputs[5];
   make_inputs(&cfg, cell, true, inputs);
   compare_paths(cell, inputs, diffs);
-  tg_scope_end();
+  tg_scope_end(sc);
 
   /* 2. Gradcheck both paths. */
   char gc_fused[512], gc_composed[512];
@@ -374,10 +380,10 @@ int main(int argc, char **argv) {
   /* 3. Timing, composed first, each with its own inputs. */
   timing t[2];
   for (int k = 0; k < 2; k++) {
-    tg_scope_begin();
+    sc = tg_scope_begin();
     make_inputs(&cfg, cell, cfg.grad_all, inputs);
     t[k] = time_path(k ? TG_LLTM_FUSED : TG_LLTM_COMPOSED, &cfg, cell, inputs);
-    tg_scope_end();
+    tg_scope_end(sc);
     tg_tensor *params[2];
     tg_lltm_cell_parameters(cell, params, 2);
     for (int i = 0; i < 2; i++) tg_set_grad(params[i], NULL);

@@ -25,7 +25,7 @@ static int fail(const char *what) {
 /* One sequence: forward through time, summed loss, backward, optimizer step. */
 static tg_status train_step(tg_lltm_cell *cell, tg_linear *readout, tg_optimizer *opt,
                             tg_lltm_impl impl, tg_generator *gen, double *loss_out) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *h = tg_zeros(TG_SHAPE(BATCH, STATE), TG_OPTS_DEFAULT);
   tg_tensor *c = tg_zeros(TG_SHAPE(BATCH, STATE), TG_OPTS_DEFAULT);
   tg_tensor *running = tg_zeros(TG_SHAPE(BATCH, 1), TG_OPTS_DEFAULT);
@@ -42,7 +42,7 @@ static tg_status train_step(tg_lltm_cell *cell, tg_linear *readout, tg_optimizer
   if (st == TG_OK) st = tg_optimizer_zero_grad(opt);
   if (st == TG_OK) st = tg_backward(loss, NULL);
   if (st == TG_OK) st = tg_optimizer_step(opt);
-  tg_scope_end();
+  tg_scope_end(sc);
   return st;
 }
 

@@ -801,7 +801,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   grad_on = head >= 200;
   static const tg_dtype dtypes[3] = {TG_F64, TG_F32, TG_I64};
   dtype = grad_on ? (head < 228 ? TG_F64 : TG_F32) : dtypes[head / 49 % 3];
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   storage *s0 = &storages[n_storages++];
   s0->len = base_len;
   s0->vals = malloc(sizeof(double) * (size_t)(base_len > 0 ? base_len : 1));
@@ -893,7 +893,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
   }
   if (grad_on) check_grad(&pool[n_pool - 1], &pool[0]);
-  tg_scope_end();
+  tg_scope_end(sc);
   if (tg_live_objects() != 0) FAIL("%lld objects leaked", (long long)tg_live_objects());
   if (tg_last_error() != TG_OK) FAIL("an error is pending: %s", tg_last_error_message());
   for (int i = 0; i < n_storages; i++) free(storages[i].vals);

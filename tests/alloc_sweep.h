@@ -48,11 +48,11 @@ static tg_status append(const tg_tensor *t, double *out, int *n) {
   if (!t) return status_of(t);
   int64_t numel = tg_numel(t);
   cr_assert(*n + numel <= MAX_RESULTS, "too many results");
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *d = tg_contiguous(tg_to_device(tg_to_dtype(t, TG_F64), TG_DEVICE_CPU));
   tg_status st = status_of(d);
   if (st == TG_OK) st = clean(tg_to_host_array(d, out + *n, sizeof(double) * (size_t)numel));
-  tg_scope_end();
+  tg_scope_end(sc);
   if (st == TG_OK) *n += (int)numel;
   return st;
 }
@@ -64,6 +64,15 @@ typedef struct sweep_result {
   int not_injected; /* runs where the k-th allocation never came */
 } sweep_result;
 
+/* One run of step in a scope of its own, which owns whatever step makes outside its own
+ * scopes; the sweep checks that closing it leaves nothing alive. */
+static tg_status scoped_step(step_fn step, void *user, double *out, int *n_out) {
+  tg_scope sc = tg_scope_begin();
+  tg_status st = step(user, out, n_out);
+  tg_scope_end(sc);
+  return st;
+}
+
 static sweep_result sweep(const char *name, step_fn step, void *user) {
   static double ref[MAX_RESULTS], got[MAX_RESULTS];
   sweep_result r = {0};
@@ -74,7 +83,7 @@ static sweep_result sweep(const char *name, step_fn step, void *user) {
   current_k = 0;
   tg_clear_error();
   int64_t before = tg__host_allocation_count();
-  tg_status st = step(user, ref, &n_ref);
+  tg_status st = scoped_step(step, user, ref, &n_ref);
   r.n = tg__host_allocation_count() - before;
   cr_assert_eq(st, TG_OK, "%s: clean run failed: %s", name, tg_last_error_message());
   cr_assert_eq(tg_last_error(), TG_OK, "%s: clean run left an error: %s", name,
@@ -87,7 +96,7 @@ static sweep_result sweep(const char *name, step_fn step, void *user) {
     int n_got = 0;
     current_k = k;
     tg__host_fail_allocation(k);
-    st = step(user, got, &n_got);
+    st = scoped_step(step, user, got, &n_got);
     tg__host_fail_allocation(0);
     bool injected = tg__host_injected_failures() != fired;
     cr_assert_neq(st, NULL_WITHOUT_ERROR, "%s, k=%lld: NULL returned with no error recorded", name,
@@ -155,7 +164,7 @@ static tg_status lltm_training_step(void *user, double *out, int *n_out) {
   tg_status st = status_of(opt);
 
   if (st == TG_OK) {
-    tg_scope_begin();
+    tg_scope sc = tg_scope_begin();
     tg_tensor *h = tg_zeros(TG_SHAPE(B, S), opts);
     tg_tensor *c = tg_zeros(TG_SHAPE(B, S), opts);
     tg_tensor *target = tg_randn(TG_SHAPE(B, 1), opts, gen);
@@ -170,7 +179,7 @@ static tg_status lltm_training_step(void *user, double *out, int *n_out) {
     if (st == TG_OK) st = clean(tg_optimizer_zero_grad(opt));
     if (st == TG_OK) st = clean(tg_backward(loss, NULL));
     if (st == TG_OK) st = clean(tg_optimizer_step(opt));
-    tg_scope_end();
+    tg_scope_end(sc);
   }
   for (int p = 0; p < n_params && st == TG_OK; p++) st = append(params[p], out, n_out);
   for (int p = 0; p < n_params && st == TG_OK; p++) st = append(tg_grad(params[p]), out, n_out);

@@ -27,7 +27,7 @@ static tg_status generic_step(void *user, double *out, int *n_out) {
   generic_case which = *(const generic_case *)user;
   tg_generator *gen = tg_generator_new(3);
   tg_status st = status_of(gen);
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = gen ? tg_randn(TG_SHAPE(4, 6), TG_OPTS(.requires_grad = true), gen) : NULL;
   tg_tensor *b = a ? tg_randn(TG_SHAPE(6, 5), TG_OPTS(.requires_grad = true), gen) : NULL;
   tg_tensor *y = NULL;
@@ -55,7 +55,7 @@ static tg_status generic_step(void *user, double *out, int *n_out) {
   if (st == TG_OK) st = append(tg_grad(a), out, n_out);
   if (st == TG_OK && which != SUM_TRANSPOSED && which != SUM_NARROWED)
     st = append(tg_grad(b), out, n_out);
-  tg_scope_end();
+  tg_scope_end(sc);
   tg_generator_free(gen);
   return st;
 }
@@ -82,12 +82,12 @@ TG_TEST(alloc_failure, generic_ops) {
 static tg_status add_scalar_in_full_scope(void *user, double *out, int *n_out) {
   const tg_tensor *x = user;
   tg_status st = TG_OK;
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int i = 0; i < 16 && st == TG_OK; i++)
     st = status_of(tg_zeros(TG_SHAPE(2), TG_OPTS_DEFAULT));
   tg_tensor *y = st == TG_OK ? tg_add_scalar(x, 1.0) : NULL;
   if (st == TG_OK) st = append(y, out, n_out); /* reads y: a use-after-free if y was released */
-  tg_scope_end();
+  tg_scope_end(sc);
   return st;
 }
 
@@ -96,7 +96,7 @@ TG_TEST(alloc_failure, op_result_in_a_full_scope) {
   cr_assert(x);
   sweep("add_scalar with a full scope", add_scalar_in_full_scope, x);
   /* Directly: 16 tensors fill the first block of a scope; the next registration grows it. */
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int i = 0; i < 16; i++) tg_zeros(TG_SHAPE(2), TG_OPTS_DEFAULT);
   for (int k = 1; k <= 8; k++) {
     tg__host_fail_allocation(k);
@@ -110,8 +110,7 @@ TG_TEST(alloc_failure, op_result_in_a_full_scope) {
     cr_assert_eq(tg_get(y, (const int64_t[]){2}, &v), TG_OK);
     cr_assert_eq(v, 2.0);
   }
-  tg_scope_end();
-  tg_release(x);
+  tg_scope_end(sc);
 }
 
 /* tg_scope_begin at every depth up to past the first block, with its allocation failing:
@@ -120,41 +119,47 @@ TG_TEST(alloc_failure, scope_begin_never_aborts) {
   tg_tensor *x = tg_ones(TG_SHAPE(3), TG_OPTS_DEFAULT);
   cr_assert(x);
   int64_t live = tg_live_objects();
+  int base = tg_scope_depth(); /* tg_test_scope */
   int failed_begins = 0;
   for (int depth = 1; depth <= 80; depth++) {
-    for (int d = 1; d < depth; d++) tg_scope_begin();
+    tg_scope outer = tg_scope_begin(); /* the levels below the one whose allocation fails */
+    for (int d = 2; d < depth; d++) (void)tg_scope_begin();
     cr_assert_eq(tg_last_error(), TG_OK);
     int64_t fired = tg__host_injected_failures();
     tg__host_fail_allocation(1);
-    tg_scope_begin();
+    tg_scope sc2 = depth > 1 ? tg_scope_begin() : outer;
     tg__host_fail_allocation(0);
-    cr_assert_eq(tg_scope_depth(), depth);
+    cr_assert_eq(tg_scope_depth(), base + depth);
     if (tg__host_injected_failures() != fired) {
       failed_begins++;
       tg_expect_error(TG_ERR_MEMORY, "tg_scope_begin");
       cr_assert_null(tg_add_scalar(x, 1.0), "an op in a scope that could not open succeeded");
       tg_expect_error(TG_ERR_MEMORY);
-      tg_scope_begin(); /* nested inside the failed one: fails too, and pairs */
+      tg_scope sc3 = tg_scope_begin(); /* nested inside the failed one: fails too, and pairs */
       tg_expect_error(TG_ERR_MEMORY);
       cr_assert_null(tg_zeros(TG_SHAPE(2), TG_OPTS_DEFAULT));
       tg_expect_error(TG_ERR_MEMORY);
-      tg_scope_end();
-      cr_assert_eq(tg_scope_depth(), depth);
+      cr_assert_eq(tg_scope_end(sc3), TG_OK);
+      cr_assert_eq(tg_scope_depth(), base + depth);
     } else {
       tg_expect_ok();
-      cr_assert(tg_add_scalar(x, 1.0));
+      /* No op that opens a scope inside: the stack, once grown, stays grown while
+       * tg_test_scope is open, and the injected failure must meet its first growth. */
+      cr_assert(tg_zeros(TG_SHAPE(2), TG_OPTS_DEFAULT));
     }
-    for (int d = 0; d < depth; d++) tg_scope_end();
-    cr_assert_eq(tg_scope_depth(), 0);
+    cr_assert_eq(tg_scope_end(sc2), TG_OK, "%s", tg_last_error_message());
+    /* The levels below were left open on purpose: ending the outermost unwinds them. */
+    if (depth > 1) cr_assert_eq(tg_scope_end(outer), depth > 2 ? TG_ERR_STATE : TG_OK);
+    tg_clear_error();
+    cr_assert_eq(tg_scope_depth(), base);
     cr_assert_eq(tg_live_objects(), live);
   }
   cr_assert_gt(failed_begins, 0, "no scope_begin allocated: deeper nesting needed");
   /* The failure left nothing behind: scopes work again. */
-  tg_scope_begin();
+  tg_scope sc2 = tg_scope_begin();
   cr_assert(tg_add_scalar(x, 1.0));
-  tg_scope_end();
+  tg_scope_end(sc2);
   tg_expect_ok();
-  tg_release(x);
 }
 
 /* A backward whose graph walk runs out of memory at every point: no grads array or work
@@ -163,14 +168,13 @@ static tg_status long_chain_backward(void *user, double *out, int *n_out) {
   (void)user;
   tg_tensor *x = tg_ones(TG_SHAPE(2), TG_OPTS(.requires_grad = true));
   tg_status st = status_of(x);
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *y = x;
   for (int i = 0; i < 100 && y; i++) y = tg_mul_scalar(tg_add_scalar(y, 1.0), 0.5);
   if (st == TG_OK) st = status_of(y);
   if (st == TG_OK) st = clean(tg_backward(tg_sum(y), NULL));
   if (st == TG_OK) st = append(tg_grad(x), out, n_out);
-  tg_scope_end();
-  tg_release(x);
+  tg_scope_end(sc);
   return st;
 }
 
@@ -182,9 +186,11 @@ TG_TEST(alloc_failure, backward_graph_walk) {
 TG_TEST(alloc_failure, releasing_a_long_graph_allocates_nothing) {
   tg_tensor *x = tg_ones(TG_SHAPE(2), TG_OPTS(.requires_grad = true));
   int64_t live = tg_live_objects();
-  tg_tensor *y = tg_keep(x);
-  for (int i = 0; i < 5000; i++) {
-    tg_tensor *next = tg_add_scalar(y, 1.0);
+  tg_tensor *y = tg_retain(x);
+  for (int i = 0; i < 5000; i++) { /* the chain is held only by its last tensor */
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *next = tg_retain(tg_add_scalar(y, 1.0));
+    tg_scope_end(sc);
     cr_assert(next, "%s", tg_last_error_message());
     tg_release(y);
     y = next;
@@ -196,17 +202,16 @@ TG_TEST(alloc_failure, releasing_a_long_graph_allocates_nothing) {
   tg__host_fail_allocation(0);
   cr_assert_eq(tg__host_allocation_count(), before, "releasing the graph allocated");
   cr_assert_eq(tg_live_objects(), live);
-  tg_release(x);
 }
 
 /* sum over all elements of a dense tensor: a failed view header is an error, not a silent
  * switch to the other summation order with TG_ERR_MEMORY pending. */
 static tg_status sum_dense(void *user, double *out, int *n_out) {
   const tg_tensor *x = user;
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_status st = append(tg_sum(x), out, n_out);
   if (st == TG_OK) st = append(tg_sum(tg_t(x)), out, n_out);
-  tg_scope_end();
+  tg_scope_end(sc);
   return st;
 }
 
@@ -214,7 +219,6 @@ TG_TEST(alloc_failure, sum_of_a_dense_tensor) {
   tg_tensor *x = tg_randn(TG_SHAPE(7, 9), TG_OPTS_DEFAULT, NULL);
   cr_assert(x);
   sweep("sum of a dense tensor", sum_dense, x);
-  tg_release(x);
 }
 
 /* The hooks themselves. */
@@ -255,7 +259,7 @@ static tg_status classifier_steps(void *user, double *out, int *n_out) {
   }
   tg_status st = status_of(opt);
   for (int step = 0; step < 2 && st == TG_OK; step++) { /* the second uses the momentum */
-    tg_scope_begin();
+    tg_scope sc = tg_scope_begin();
     tg_tensor *x = tg_randn(TG_SHAPE(B, 4), TG_OPTS_DEFAULT, gen);
     tg_tensor *target =
         tg_from_data(TG_SHAPE(B), (const int64_t[]){0, 2, 1}, TG_OPTS(.dtype = TG_I64));
@@ -264,7 +268,7 @@ static tg_status classifier_steps(void *user, double *out, int *n_out) {
     if (st == TG_OK) st = clean(tg_optimizer_zero_grad(opt));
     if (st == TG_OK) st = clean(tg_backward(loss, NULL));
     if (st == TG_OK) st = clean(tg_optimizer_step(opt));
-    tg_scope_end();
+    tg_scope_end(sc);
   }
   for (int p = 0; p < n_params && st == TG_OK; p++) st = append(params[p], out, n_out);
   tg_optimizer_free(opt);
@@ -279,7 +283,7 @@ TG_TEST(alloc_failure, classifier_with_sgd) {
 
 static tg_status stack_print_saved_bytes(void *user, double *out, int *n_out) {
   (void)user;
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_ones(TG_SHAPE(2, 3), TG_OPTS(.requires_grad = true));
   tg_tensor *b = tg_zeros(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   tg_tensor *s = tg_stack(2, (const tg_tensor *const[]){a, b}, 1);
@@ -299,7 +303,7 @@ static tg_status stack_print_saved_bytes(void *user, double *out, int *n_out) {
     out[(*n_out)++] = (double)strlen(text);
   }
   free(text);
-  tg_scope_end();
+  tg_scope_end(sc);
   return st;
 }
 
@@ -326,8 +330,6 @@ static tg_status gradchecks(void *user, double *out, int *n_out) {
   if (st == TG_OK)
     st = clean(tg_gradgradcheck(product, NULL, 2, (tg_tensor *const[]){a, b}, 1, opts));
   if (st == TG_OK) out[(*n_out)++] = 1.0;
-  tg_release(a);
-  tg_release(b);
   return st;
 }
 
@@ -348,12 +350,12 @@ static tg_optimizer *optimizer_ready(bool adam, tg_generator **gen, tg_linear **
            : tg_sgd_new(2, params, (tg_sgd_options){.lr = 0.1, .momentum = 0.9});
   cr_assert(opt);
   for (int step = 0; step < 2; step++) {
-    tg_scope_begin();
+    tg_scope sc = tg_scope_begin();
     tg_tensor *x = tg_randn(TG_SHAPE(B, 4), TG_OPTS_DEFAULT, *gen);
     cr_assert_eq(tg_optimizer_zero_grad(opt), TG_OK);
     cr_assert_eq(tg_backward(tg_sum(tg_tanh(tg_linear_forward(*lin, x))), NULL), TG_OK);
     if (step == 0) cr_assert_eq(tg_optimizer_step(opt), TG_OK);
-    tg_scope_end();
+    tg_scope_end(sc);
   }
   return opt;
 }
@@ -421,7 +423,7 @@ TG_TEST(alloc_failure, failed_inplace_ops_leave_the_target) {
     for (int64_t k = 1;; k++) {
       tg_tensor *leaf = tg_randn(TG_SHAPE(3, 4), TG_OPTS(.requires_grad = true), NULL);
       cr_assert(leaf);
-      tg_scope_begin();
+      tg_scope sc = tg_scope_begin();
       tg_tensor *t = tg_mul_scalar(leaf, 1.0); /* recorded: in-place ops on it are too */
       double was[12], now[12];
       int n = 0;
@@ -451,12 +453,9 @@ TG_TEST(alloc_failure, failed_inplace_ops_leave_the_target) {
         cr_assert_eq(tg_version(t), version);
       }
       tg_expect_ok();
-      tg_scope_end();
-      tg_release(leaf);
+      tg_scope_end(sc);
       if (!injected) break;
     }
     cr_assert_gt(failures, 0);
   }
-  tg_release(src);
-  tg_release(row);
 }

@@ -22,7 +22,7 @@ static void assert_values(const tg_tensor *t, int n, const double *want, double 
 /* ---- basic backward ---- */
 
 TG_TEST(autograd, backward_of_a_scalar_root) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(3, (double[]){1, 2, 3}, f64_grad);
   tg_tensor *y = tg_sum(tg_mul(x, x));
   cr_assert_eq(tg_ndim(y), 0);
@@ -30,39 +30,39 @@ TG_TEST(autograd, backward_of_a_scalar_root) {
   cr_assert_eq(tg_backward(y, NULL), TG_OK, "%s", tg_last_error_message());
   assert_values(tg_grad(x), 3, (double[]){2, 4, 6}, 0);
   cr_assert(tg_is_leaf(tg_grad(x)) && !tg_requires_grad(tg_grad(x)));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, gradients_are_summed_where_paths_meet) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(3, (double[]){-1, 0.5, 2}, f64_grad);
   tg_tensor *y = tg_add(tg_mul(x, x), x); /* dy/dx = 2x + 1 */
   cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_OK, "%s", tg_last_error_message());
   assert_values(tg_grad(x), 3, (double[]){-1, 2, 5}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, a_leaf_root_gets_its_own_gradient) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(1, (double[]){4}, f64_grad);
   cr_assert_eq(tg_backward(x, NULL), TG_OK, "%s", tg_last_error_message());
   assert_values(tg_grad(x), 1, (double[]){1}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, gradients_accumulate_across_backward_calls) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
   cr_assert_eq(tg_backward(tg_sum(tg_mul_scalar(x, 3)), NULL), TG_OK);
   tg_tensor *first = tg_grad(x);
   cr_assert_eq(tg_backward(tg_sum(tg_mul(x, x)), NULL), TG_OK);
   assert_values(tg_grad(x), 2, (double[]){3 + 2, 3 + 4}, 0);
   cr_assert_eq(tg_grad(x), first, "accumulation writes into the existing .grad");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, zero_grad_keeps_the_buffer) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
   cr_assert_eq(tg_zero_grad(x), TG_OK, "no .grad yet: a no-op");
   cr_assert_null(tg_grad(x));
@@ -77,11 +77,11 @@ TG_TEST(autograd, zero_grad_keeps_the_buffer) {
   assert_values(tg_grad(x), 2, (double[]){2, 2}, 0);
   cr_assert_eq(tg_zero_grad(NULL), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_zero_grad");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, set_grad_checks_what_it_is_given) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
   cr_assert_eq(tg_set_grad(x, tg_zeros(TG_SHAPE(3), f64)), TG_ERR_SHAPE);
   tg_expect_error(TG_ERR_SHAPE, "tg_set_grad", "[3]", "[2]");
@@ -92,13 +92,13 @@ TG_TEST(autograd, set_grad_checks_what_it_is_given) {
   assert_values(tg_grad(x), 2, (double[]){2, 2}, 0);
   cr_assert_eq(tg_set_grad(x, NULL), TG_OK);
   cr_assert_null(tg_grad(x));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- requires_grad, grad mode, detach ---- */
 
 TG_TEST(autograd, requires_grad_propagates_to_results) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = vec(2, (double[]){1, 2}, f64_grad);
   tg_tensor *b = vec(2, (double[]){3, 4}, f64);
   cr_assert(tg_is_leaf(a) && tg_is_leaf(b));
@@ -115,11 +115,11 @@ TG_TEST(autograd, requires_grad_propagates_to_results) {
   tg_expect_error(TG_ERR_DTYPE, "tg_set_requires_grad", "int64");
   cr_assert_eq(tg_set_requires_grad(b, true), TG_OK);
   cr_assert(tg_requires_grad(tg_mul(b, b)));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, no_grad_regions_nest) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
   cr_assert(tg_is_grad_enabled());
   tg_no_grad_begin();
@@ -143,11 +143,11 @@ TG_TEST(autograd, no_grad_regions_nest) {
   cr_assert(!tg_is_grad_enabled(), "a region inside disabled mode leaves it disabled");
   cr_assert(!tg_set_grad_enabled(true));
   cr_assert(tg_requires_grad(tg_add(x, x)));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, detach_shares_storage_and_cuts_the_graph) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
   tg_tensor *y = tg_mul_scalar(x, 3);
   tg_tensor *d = tg_detach(y);
@@ -158,23 +158,23 @@ TG_TEST(autograd, detach_shares_storage_and_cuts_the_graph) {
   assert_values(tg_grad(x), 2, (double[]){3 + 3, 6 + 3}, 0);
   cr_assert_eq(tg_backward(tg_sum(d), NULL), TG_ERR_STATE);
   tg_expect_error(TG_ERR_STATE, "does not require grad");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, backward_from_a_tensor_that_does_not_require_grad) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 2}, f64);
   cr_assert_eq(tg_backward(tg_sum(tg_mul(x, x)), NULL), TG_ERR_STATE);
   tg_expect_error(TG_ERR_STATE, "tg_backward", "does not require grad");
   cr_assert_eq(tg_backward(NULL, NULL), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_backward");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- retain_graph, create_graph ---- */
 
 TG_TEST(autograd, retain_graph_allows_a_second_backward) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 3}, f64_grad);
   tg_tensor *y = tg_sum(tg_mul(x, x)); /* mul saves x */
   cr_assert_eq(tg_backward_ex(y, NULL, (tg_backward_options){.retain_graph = true}), TG_OK);
@@ -184,11 +184,11 @@ TG_TEST(autograd, retain_graph_allows_a_second_backward) {
   cr_assert_eq(tg_backward(y, NULL), TG_ERR_STATE);
   tg_expect_error(TG_ERR_STATE, "tg_backward", "second time", "retain_graph");
   assert_values(tg_grad(x), 2, (double[]){4, 12}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, double_backward_with_create_graph) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(3, (double[]){-1, 0.5, 2}, f64_grad);
   tg_tensor *y = tg_sum(tg_pow_scalar(x, 3));
   tg_tensor *dx = NULL, *ddx = NULL;
@@ -205,11 +205,11 @@ TG_TEST(autograd, double_backward_with_create_graph) {
                TG_OK, "%s", tg_last_error_message());
   assert_values(ddx, 3, (double[]){-6, 3, 12}, 1e-12); /* 6x */
   cr_assert(!tg_requires_grad(ddx));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, create_graph_backward_leaves_a_differentiable_grad) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
   tg_tensor *y = tg_sum(tg_mul(tg_mul(x, x), x));
   cr_assert_eq(tg_backward_ex(y, NULL, (tg_backward_options){.create_graph = true}), TG_OK);
@@ -221,13 +221,13 @@ TG_TEST(autograd, create_graph_backward_leaves_a_differentiable_grad) {
   assert_values(tg_grad(x), 2, (double[]){3 + 6, 12 + 12}, 1e-12);
   /* x.grad's graph holds x: break the cycle (as in PyTorch) before x dies. */
   cr_assert_eq(tg_set_grad(x, NULL), TG_OK);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- roots and upstream gradients ---- */
 
 TG_TEST(autograd, non_scalar_root_needs_a_gradient) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(3, (double[]){1, 2, 3}, f64_grad);
   tg_tensor *y = tg_mul_scalar(x, 2);
   cr_assert_eq(tg_backward(y, NULL), TG_ERR_SHAPE);
@@ -239,11 +239,11 @@ TG_TEST(autograd, non_scalar_root_needs_a_gradient) {
   cr_assert_null(tg_grad(x), "failed calls leave .grad alone");
   cr_assert_eq(tg_backward(y, vec(3, (double[]){1, 10, 100}, f64)), TG_OK);
   assert_values(tg_grad(x), 3, (double[]){2, 20, 200}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, upstream_gradients_of_any_strides) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_zeros(TG_SHAPE(2, 3), f64_grad);
   tg_tensor *y = tg_mul_scalar(x, 2);
   /* A stride-0 gradient: one row expanded over two. */
@@ -262,11 +262,11 @@ TG_TEST(autograd, upstream_gradients_of_any_strides) {
   cr_assert(!tg_is_contiguous(transposed));
   cr_assert_eq(tg_backward(y, transposed), TG_OK, "%s", tg_last_error_message());
   assert_values(tg_grad(x), 6, (double[]){2, 4, 6, 8, 10, 12}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, a_null_grad_from_a_failed_call_is_that_error) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(1, (double[]){3}, f64_grad);
   tg_tensor *y = tg_mul_scalar(x, 2); /* one element: a NULL grad alone would mean ones */
   tg_tensor *g = tg_ones(TG_SHAPE(1, -1), f64);
@@ -288,11 +288,11 @@ TG_TEST(autograd, a_null_grad_from_a_failed_call_is_that_error) {
   /* With no error pending, NULL still means an implicit one. */
   cr_assert_eq(tg_backward(y, NULL), TG_OK, "%s", tg_last_error_message());
   assert_values(tg_grad(x), 1, (double[]){2}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, backward_errors_name_the_function_called) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(3, (double[]){1, 2, 3}, f64_grad);
   tg_tensor *y = tg_mul_scalar(x, 2);
   cr_assert_eq(tg_backward_ex(y, NULL, (tg_backward_options){0}), TG_ERR_SHAPE);
@@ -307,13 +307,13 @@ TG_TEST(autograd, backward_errors_name_the_function_called) {
                                 false),
                TG_ERR_SHAPE);
   tg_expect_error(TG_ERR_SHAPE, "tg_autograd_grad: ", "[2]", "[3]");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- saved tensors and versions ---- */
 
 TG_TEST(autograd, a_saved_tensor_modified_in_place_is_an_error) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
   tg_tensor *c = vec(2, (double[]){3, 4}, f64);
   tg_tensor *y = tg_sum(tg_mul(x, c)); /* mul saves c for x's gradient */
@@ -323,22 +323,22 @@ TG_TEST(autograd, a_saved_tensor_modified_in_place_is_an_error) {
   cr_assert_eq(tg_backward(y, NULL), TG_ERR_STATE);
   tg_expect_error(TG_ERR_STATE, "mul", "modified by an in-place operation");
   cr_assert_null(tg_grad(x), "no wrong gradient was written");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, an_in_place_write_through_a_view_is_seen_too) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(3, (double[]){1, 2, 3}, f64_grad);
   tg_tensor *c = vec(3, (double[]){1, 1, 1}, f64);
   tg_tensor *y = tg_sum(tg_mul(x, c));
   cr_assert_eq(tg_fill_(tg_narrow(c, 0, 1, 1), 5), TG_OK); /* same storage, other tensor */
   cr_assert_eq(tg_backward(y, NULL), TG_ERR_STATE);
   tg_expect_error(TG_ERR_STATE, "modified by an in-place operation");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, a_leaf_that_requires_grad_is_not_modified_in_place) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
   uint64_t version = tg_version(x);
   cr_assert_eq(tg_add_scalar_(x, 1), TG_ERR_STATE);
@@ -352,11 +352,11 @@ TG_TEST(autograd, a_leaf_that_requires_grad_is_not_modified_in_place) {
   assert_values(x, 2, (double[]){2, 3}, 0);
   cr_assert_gt(tg_version(x), version);
   cr_assert(tg_is_leaf(x) && tg_requires_grad(x));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, in_place_ops_are_recorded) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){0.5, -1}, f64_grad);
   tg_tensor *a = tg_mul_scalar(x, 2);
   cr_assert_eq(tg_mul_scalar_(a, 3), TG_OK, "%s", tg_last_error_message());
@@ -365,11 +365,11 @@ TG_TEST(autograd, in_place_ops_are_recorded) {
   cr_assert_eq(tg_backward(tg_sum(a), NULL), TG_OK, "%s", tg_last_error_message());
   /* d exp(6x)/dx = 6 exp(6x) */
   assert_values(tg_grad(x), 2, (double[]){6 * exp(3.0), 6 * exp(-6.0)}, 1e-12);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, an_in_place_op_on_a_saved_intermediate_is_an_error) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
   tg_tensor *a = tg_mul_scalar(x, 2);
   tg_tensor *b = tg_sum(tg_mul(a, a)); /* mul saves a */
@@ -377,7 +377,7 @@ TG_TEST(autograd, an_in_place_op_on_a_saved_intermediate_is_an_error) {
   cr_assert_eq(tg_backward(b, NULL), TG_ERR_STATE);
   tg_expect_error(TG_ERR_STATE, "modified by an in-place operation");
   cr_assert_null(tg_grad(x));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- custom backwards that break the rules ---- */
@@ -405,7 +405,7 @@ static const tg_op_desc wrong_dtype_op = {"test_wrong_dtype", 1, 1, {fwd_copy}, 
 static const tg_op_desc failing_op = {"test_failing", 1, 1, {fwd_copy}, bwd_fails, 0};
 
 TG_TEST(autograd, a_custom_backward_must_return_the_input_geometry) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_ones(TG_SHAPE(2, 3), f64_grad);
   tg_tensor *y = tg_apply1(&wrong_shape_op, 1, (const tg_tensor *const[]){x}, 0, NULL);
   cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_ERR_SHAPE);
@@ -414,11 +414,11 @@ TG_TEST(autograd, a_custom_backward_must_return_the_input_geometry) {
   cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_ERR_DTYPE);
   tg_expect_error(TG_ERR_DTYPE, "test_wrong_dtype", "float32", "input 0", "expected float64");
   cr_assert_null(tg_grad(x));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, a_failing_backward_reports_its_error_and_restores_grad_mode) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_ones(TG_SHAPE(2), f64_grad);
   tg_tensor *y = tg_apply1(&failing_op, 1, (const tg_tensor *const[]){x}, 0, NULL);
   int depth = tg_scope_depth();
@@ -433,7 +433,7 @@ TG_TEST(autograd, a_failing_backward_reports_its_error_and_restores_grad_mode) {
   tg_expect_error(TG_ERR_UNSUPPORTED, "tg_autograd_grad: my_op: backward is not written yet");
   cr_assert(tg_is_grad_enabled());
   cr_assert_eq(tg_scope_depth(), depth);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* The identity whose backward hands grad_output straight back, as PyTorch allows. */
@@ -446,7 +446,7 @@ static const tg_op_desc pass_through_op = {"test_pass_through", 1, 1, {fwd_copy}
                                            bwd_pass_through,    0};
 
 TG_TEST(autograd, a_backward_may_return_its_grad_output) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
   tg_tensor *y = tg_apply1(&pass_through_op, 1, (const tg_tensor *const[]){x}, 0, NULL);
   cr_assert_eq(tg_backward(tg_sum(tg_add(tg_mul_scalar(y, 2), y)), NULL), TG_OK, "%s",
@@ -465,7 +465,7 @@ TG_TEST(autograd, a_backward_may_return_its_grad_output) {
                                 false),
                TG_OK, "%s", tg_last_error_message());
   assert_values(gg, 2, (double[]){2, 2}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* x^2 with a backward written with tg ops, but declared once-differentiable. */
@@ -484,7 +484,7 @@ static const tg_op_desc square_once_op = {"test_square_once",       1, 1, {fwd_s
 static const tg_op_desc square_op = {"test_square", 1, 1, {fwd_square}, bwd_square, 0};
 
 TG_TEST(autograd, double_backward_through_a_once_differentiable_op_is_an_error) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 3}, f64_grad);
   tg_tensor *dx = NULL, *ddx = NULL;
   /* The same op without the flag is twice differentiable. */
@@ -509,13 +509,13 @@ TG_TEST(autograd, double_backward_through_a_once_differentiable_op_is_an_error) 
   cr_assert_eq(tg_backward(tg_sum(dx), NULL), TG_ERR_STATE);
   tg_expect_error(TG_ERR_STATE, "tg_backward: test_square_once is once-differentiable");
   cr_assert_null(tg_grad(x));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- tg_autograd_grad ---- */
 
 TG_TEST(autograd, autograd_grad_with_unused_inputs) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
   tg_tensor *unused = vec(2, (double[]){5, 6}, f64_grad);
   tg_tensor *y = tg_sum(tg_mul_scalar(x, 4));
@@ -541,11 +541,11 @@ TG_TEST(autograd, autograd_grad_with_unused_inputs) {
   tg_expect_error(TG_ERR_STATE, "tg_autograd_grad", "input 0 does not require grad");
   cr_assert_eq(tg_autograd_grad(0, NULL, NULL, 1, targets, grads, keep, true), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_autograd_grad");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(autograd, autograd_grad_of_intermediate_tensors_and_several_outputs) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(2, (double[]){1, 2}, f64_grad);
   tg_tensor *h = tg_mul_scalar(x, 3);  /* an intermediate */
   tg_tensor *a = tg_sum(tg_mul(h, h)); /* d/dh = 2h */
@@ -559,7 +559,7 @@ TG_TEST(autograd, autograd_grad_of_intermediate_tensors_and_several_outputs) {
   /* d/dh = 2h + 10 v = (6 + 10, 12 - 10); d/dx = 3 d/dh */
   assert_values(grads[0], 2, (double[]){16, 2}, 0);
   assert_values(grads[1], 2, (double[]){48, 6}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- deep graphs ---- */
@@ -570,9 +570,9 @@ TG_TEST(autograd, autograd_grad_of_intermediate_tensors_and_several_outputs) {
 static tg_tensor *long_chain(tg_tensor *x) {
   tg_tensor *y = tg_retain(x);
   for (int i = 0; i < CHAIN; i++) {
-    tg_scope_begin();
-    tg_tensor *next = tg_keep(i % 2 ? tg_add_scalar(y, 1) : tg_mul_scalar(y, 1));
-    tg_scope_end();
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *next = tg_retain(i % 2 ? tg_add_scalar(y, 1) : tg_mul_scalar(y, 1));
+    tg_scope_end(sc);
     tg_release(y);
     cr_assert(next, "step %d: %s", i, tg_last_error_message());
     y = next;
@@ -587,7 +587,6 @@ TG_TEST(autograd, a_chain_of_100000_nodes_is_released_without_recursion) {
   cr_assert_gt(tg_live_objects(), live_before + CHAIN - 1, "the chain is alive");
   tg_release(y);
   cr_assert_eq(tg_live_objects(), live_before);
-  tg_release(x);
 }
 
 TG_TEST(autograd, backward_through_a_chain_of_100000_nodes) {
@@ -599,5 +598,4 @@ TG_TEST(autograd, backward_through_a_chain_of_100000_nodes) {
   cr_assert_eq(v, CHAIN / 2);
   assert_values(tg_grad(x), 1, (double[]){1}, 0);
   tg_release(y);
-  tg_release(x);
 }

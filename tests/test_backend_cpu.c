@@ -215,14 +215,14 @@ TG_TEST(backend_cpu, unary_every_kind_on_every_layout) {
     for (int k = 0; k < TG_NUM_UNARY; k++) {
       for (int l = 0; l < L_NUM; l++) {
         for (int ot = 0; ot < 2; ot++) {
-          tg_scope_begin();
+          tg_scope sc = tg_scope_begin();
           tg_tensor *x = make_view((layout)l, 5, 7, floating[di], k, unary_needs_positive(k));
           tg_tensor *out = make_out(ot, 5, 7, floating[di]);
           char what[64];
           snprintf(what, sizeof what, "%s -> %s out", layout_names[l],
                    ot ? "transposed" : "contiguous");
           check_unary((tg_unary_kind)k, out, x, what);
-          tg_scope_end();
+          tg_scope_end(sc);
         }
       }
     }
@@ -230,19 +230,19 @@ TG_TEST(backend_cpu, unary_every_kind_on_every_layout) {
 }
 
 TG_TEST(backend_cpu, unary_in_place) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int di = 0; di < 2; di++) {
     tg_tensor *x = make_view(L_TRANSPOSED, 6, 9, floating[di], 3, false);
     check_unary(TG_UNARY_SIGMOID, x, x, "in place transposed");
     tg_tensor *y = make_view(L_SLICED, 6, 9, floating[di], 4, false);
     check_unary(TG_UNARY_AFFINE, y, y, "in place sliced");
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* Big enough for the OpenMP path; transposed input, 3-D and permuted 4-D for coalescing. */
 TG_TEST(backend_cpu, unary_large_and_high_rank) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int di = 0; di < 2; di++) {
     tg_tensor *x = make_view(L_TRANSPOSED, 300, 211, floating[di], 1, false);
     check_unary(TG_UNARY_TANH, make_out(false, 300, 211, floating[di]), x, "large");
@@ -257,14 +257,14 @@ TG_TEST(backend_cpu, unary_large_and_high_rank) {
     tg_tensor *out3 = tg_empty(TG_SHAPE(40, 64, 30), TG_OPTS(.dtype = floating[di]));
     check_unary(TG_UNARY_ELU, out3, big, "expanded 3-D");
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* Stable activations: exact and finite far out, for both precisions. */
 TG_TEST(backend_cpu, activations_exact_at_extremes) {
   const double xs[] = {-1e4, -1000, -20, -1, 0, 1, 20, 1000, 1e4};
   const int n = (int)(sizeof xs / sizeof xs[0]);
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int di = 0; di < 2; di++) {
     tg_tensor *x = tg_empty(TG_SHAPE(n), TG_OPTS(.dtype = floating[di]));
     for (int i = 0; i < n; i++) set(x, i, xs[i]);
@@ -289,7 +289,7 @@ TG_TEST(backend_cpu, activations_exact_at_extremes) {
     cr_assert_eq(get(e, 4), 0.0);
     cr_assert_eq(get(e, 8), 1e4);
   }
-  tg_scope_end();
+  tg_scope_end(sc);
   /* The shared scalar functions are libm exactly, in each precision. */
   for (int i = 0; i < n; i++) {
     const double x = xs[i];
@@ -359,7 +359,7 @@ TG_TEST(backend_cpu, binary_every_kind_on_every_layout_pair) {
     for (int k = 0; k < TG_NUM_BINARY; k++) {
       for (int la = 0; la < L_NUM; la++) {
         for (int lb = 0; lb < L_NUM; lb++) {
-          tg_scope_begin();
+          tg_scope sc = tg_scope_begin();
           const bool positive_b = k == TG_BINARY_DIV;
           tg_tensor *a = make_view((layout)la, 5, 7, floating[di], 11 + la, false);
           tg_tensor *b = make_view((layout)lb, 5, 7, floating[di], 3 + lb, positive_b);
@@ -371,7 +371,7 @@ TG_TEST(backend_cpu, binary_every_kind_on_every_layout_pair) {
           char what[64];
           snprintf(what, sizeof what, "%s (op) %s", layout_names[la], layout_names[lb]);
           check_binary((tg_binary_kind)k, 0.5, out, a, b, what);
-          tg_scope_end();
+          tg_scope_end(sc);
         }
       }
     }
@@ -379,7 +379,7 @@ TG_TEST(backend_cpu, binary_every_kind_on_every_layout_pair) {
 }
 
 TG_TEST(backend_cpu, binary_eq_ge_give_one_and_zero) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int di = 0; di < 2; di++) {
     const double av[] = {1, 2, 3, NAN}, bv[] = {1, 3, 2, NAN};
     tg_tensor *a = tg_empty(TG_SHAPE(4), TG_OPTS(.dtype = floating[di]));
@@ -396,11 +396,11 @@ TG_TEST(backend_cpu, binary_eq_ge_give_one_and_zero) {
       cr_assert_eq(get(ge, i), want_ge[i]);
     }
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(backend_cpu, binary_in_place_and_large) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int di = 0; di < 2; di++) {
     tg_tensor *a = make_view(L_CONTIGUOUS, 6, 5, floating[di], 1, false);
     tg_tensor *b = make_view(L_EXPAND_ROW, 6, 5, floating[di], 2, false);
@@ -413,14 +413,14 @@ TG_TEST(backend_cpu, binary_in_place_and_large) {
     check_binary(TG_BINARY_DIV, 1.0, make_out(true, 257, 300, floating[di]), la,
                  make_view(L_CONTIGUOUS, 257, 300, floating[di], 5, true), "large");
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- fill and copy ---- */
 
 TG_TEST(backend_cpu, fill_every_dtype_and_layout) {
   const tg_dtype dtypes[] = {TG_F32, TG_F64, TG_I64};
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int di = 0; di < 3; di++) {
     tg_tensor *c = constant(TG_SHAPE(300, 200), dtypes[di], 0);
     cr_assert_eq(be->fill(c, 7.0), TG_OK);
@@ -434,12 +434,12 @@ TG_TEST(backend_cpu, fill_every_dtype_and_layout) {
     cr_assert_eq(be->fill(t, 2.0), TG_OK);
     for (int64_t i = 0; i < 15; i++) cr_assert_eq(get(t, i), 2.0);
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(backend_cpu, copy_converts_every_dtype_pair) {
   const tg_dtype dtypes[] = {TG_F32, TG_F64, TG_I64};
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int to = 0; to < 3; to++) {
     for (int from = 0; from < 3; from++) {
       for (int l = 0; l < L_NUM; l++) {
@@ -456,11 +456,11 @@ TG_TEST(backend_cpu, copy_converts_every_dtype_pair) {
       }
     }
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(backend_cpu, copy_large_transpose_and_self) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *src = make_view(L_TRANSPOSED, 300, 301, TG_F64, 1, false);
   tg_tensor *out = constant(TG_SHAPE(300, 301), TG_F32, 0);
   cr_assert_eq(be->copy(out, src), TG_OK);
@@ -469,7 +469,7 @@ TG_TEST(backend_cpu, copy_large_transpose_and_self) {
   tg_tensor *x = make_view(L_CONTIGUOUS, 3, 4, TG_F32, 2, false);
   cr_assert_eq(be->copy(x, x), TG_OK);
   for (int64_t i = 0; i < 12; i++) cr_assert_eq(get(x, i), (float)test_value(i, 2, false));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- reductions ---- */
@@ -500,7 +500,7 @@ static void check_sum(const tg_tensor *x, int dim) {
 }
 
 TG_TEST(backend_cpu, sum_dim_every_dim_and_layout) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int di = 0; di < 2; di++) {
     tg_tensor *x = filled(TG_SHAPE(4, 6, 5), floating[di], 1, false);
     const int perm[3] = {2, 0, 1};
@@ -521,11 +521,11 @@ TG_TEST(backend_cpu, sum_dim_every_dim_and_layout) {
     check_sum(filled(TG_SHAPE(1001, 3), floating[di], 6, false), 0);
     check_sum(filled(TG_SHAPE(2, 600), floating[di], 7, false), 0);
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(backend_cpu, sum_dim_accuracy_and_empty) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   /* a million 0.1f: a float accumulator drifts visibly, a double one rounds once */
   tg_tensor *x = constant(TG_SHAPE(1, 1000003), TG_F32, 0.1f);
   tg_tensor *out = constant(TG_SHAPE(1, 1), TG_F32, 0);
@@ -535,11 +535,11 @@ TG_TEST(backend_cpu, sum_dim_accuracy_and_empty) {
   tg_tensor *eo = constant(TG_SHAPE(3, 1), TG_F64, NAN);
   cr_assert_eq(be->sum_dim(eo, e, 1), TG_OK);
   for (int i = 0; i < 3; i++) cr_assert_eq(get(eo, i), 0.0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(backend_cpu, max_dim_ties_and_nan) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int di = 0; di < 2; di++) {
     /* rows: tie (first wins), NaN (first NaN wins), all -inf, single max at the end */
     const double rows[4][5] = {{3, 7, 7, 1, 7},
@@ -568,12 +568,12 @@ TG_TEST(backend_cpu, max_dim_ties_and_nan) {
       cr_assert_eq(get(i0, r), (double)want_i[r], "col %d index %g", r, get(i0, r));
     }
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* Large max_dim over both dims vs a naive scan. */
 TG_TEST(backend_cpu, max_dim_large_matches_naive) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = filled(TG_SHAPE(300, 257), TG_F64, 8, false);
   quantize(x); /* ties */
   for (int dim = 0; dim < 2; dim++) {
@@ -597,7 +597,7 @@ TG_TEST(backend_cpu, max_dim_large_matches_naive) {
       cr_assert_eq(get(ix, o), (double)bi);
     }
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- gemm ---- */
@@ -632,7 +632,7 @@ TG_TEST(backend_cpu, gemm_every_layout) {
     for (int la = 0; la < 6; la++) {
       for (int lb = 0; lb < 6; lb++) {
         for (int ot = 0; ot < 2; ot++) {
-          tg_scope_begin();
+          tg_scope sc = tg_scope_begin();
           tg_tensor *a = make_view(layouts[la], m, k, floating[di], 1, false);
           tg_tensor *b = make_view(layouts[lb], k, n, floating[di], 2, false);
           tg_tensor *out = make_out(ot, m, n, floating[di]);
@@ -640,7 +640,7 @@ TG_TEST(backend_cpu, gemm_every_layout) {
           snprintf(what, sizeof what, "a %s, b %s, out %s", layout_names[layouts[la]],
                    layout_names[layouts[lb]], ot ? "transposed" : "contiguous");
           check_gemm(out, a, b, 0.5, 2.0, what);
-          tg_scope_end();
+          tg_scope_end(sc);
         }
       }
     }
@@ -648,7 +648,7 @@ TG_TEST(backend_cpu, gemm_every_layout) {
 }
 
 TG_TEST(backend_cpu, gemm_strided_output_and_vectors) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int di = 0; di < 2; di++) {
     /* out with no unit stride: computed in a buffer and copied back, the gaps untouched */
     tg_tensor *base = constant(TG_SHAPE(14, 15), floating[di], 9);
@@ -672,11 +672,11 @@ TG_TEST(backend_cpu, gemm_strided_output_and_vectors) {
                make_view(L_TRANSPOSED, 67, 129, floating[di], 9, false),
                make_view(L_SLICED, 129, 83, floating[di], 10, false), 1.0, 0.0, "large");
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(backend_cpu, gemm_beta_zero_ignores_nan_and_k_zero) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int di = 0; di < 2; di++) {
     /* beta == 0: NaN in out must not leak into the result (both in place and via copy) */
     tg_tensor *out = constant(TG_SHAPE(9, 11), floating[di], NAN);
@@ -705,13 +705,13 @@ TG_TEST(backend_cpu, gemm_beta_zero_ignores_nan_and_k_zero) {
     cr_assert_eq(be->gemm(on, make_view(L_CONTIGUOUS, 2, 3, floating[di], 1, false), bn, 1.0, 0.0),
                  TG_OK);
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- gather / scatter ---- */
 
 TG_TEST(backend_cpu, gather_and_scatter_add_rows) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int di = 0; di < 2; di++) {
     const int64_t idx_v[5] = {2, 0, 1, 2, 3};
     tg_tensor *index = tg_from_data(TG_SHAPE(5), idx_v, TG_OPTS(.dtype = TG_I64));
@@ -743,7 +743,7 @@ TG_TEST(backend_cpu, gather_and_scatter_add_rows) {
   tg_tensor *s = constant(TG_SHAPE(n, 3), TG_F32, 0);
   cr_assert_eq(be->scatter_add_rows(s, g, index), TG_OK);
   for (int64_t i = 0; i < n; i++) cr_assert_eq(get(s, i * 3 + i % 3), get(g, i));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- random ---- */
@@ -768,7 +768,7 @@ typedef tg_status (*draw_fn)(tg_tensor *, uint64_t, uint64_t, double, double);
 
 TG_TEST(backend_cpu, random_is_a_function_of_seed_and_position) {
   const draw_fn draws[2] = {be->uniform, be->normal};
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int di = 0; di < 2; di++) {
     for (int k = 0; k < 2; k++) {
       tg_tensor *a = constant(TG_SHAPE(37), floating[di], 0),
@@ -795,12 +795,12 @@ TG_TEST(backend_cpu, random_is_a_function_of_seed_and_position) {
       }
     }
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(backend_cpu, random_independent_of_threads_and_layout) {
   const draw_fn draws[2] = {be->uniform, be->normal};
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int di = 0; di < 2; di++) {
     for (int k = 0; k < 2; k++) {
       tg_tensor *one = constant(TG_SHAPE(200, 301), floating[di], 0);
@@ -819,12 +819,12 @@ TG_TEST(backend_cpu, random_independent_of_threads_and_layout) {
       }
     }
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(backend_cpu, random_distributions) {
   const int64_t n = 200000;
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int di = 0; di < 2; di++) {
     tg_tensor *u = constant(TG_SHAPE(n), floating[di], 0);
     cr_assert_eq(be->uniform(u, 7, 0, 2, 5), TG_OK);
@@ -856,7 +856,7 @@ TG_TEST(backend_cpu, random_distributions) {
   tg_tensor *d = constant(TG_SHAPE(16), TG_F32, 0);
   cr_assert_eq(be->uniform(d, 1, 0, 3, 3), TG_OK);
   for (int i = 0; i < 16; i++) cr_assert_eq(get(d, i), 3.0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- threads and errors ---- */
@@ -875,7 +875,7 @@ TG_TEST(backend_cpu, thread_count_set_and_restored) {
 }
 
 TG_TEST(backend_cpu, unsupported_dtypes_are_errors) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *i = constant(TG_SHAPE(3, 3), TG_I64, 1), *io = constant(TG_SHAPE(3, 3), TG_I64, 0);
   tg_tensor *f = constant(TG_SHAPE(3, 3), TG_F32, 1), *d = constant(TG_SHAPE(3, 3), TG_F64, 1);
   cr_assert_eq(be->unary(TG_UNARY_EXP, 0, 0, io, i), TG_ERR_DTYPE);
@@ -906,5 +906,5 @@ TG_TEST(backend_cpu, unsupported_dtypes_are_errors) {
   tg_expect_error(TG_ERR_DTYPE, "normal", i64);
   cr_assert_eq(be->unary(TG_NUM_UNARY, 0, 0, f, f), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "unary");
-  tg_scope_end();
+  tg_scope_end(sc);
 }

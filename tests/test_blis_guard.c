@@ -109,12 +109,12 @@ static int64_t gemm_cases;
 /* [m, k] @ [k, n] with the given layouts and leading dimensions (0: the row length). */
 static void mm_case(int64_t m, int64_t k, int64_t n, bool at, int64_t lda, bool bt, int64_t ldb,
                     tg_dtype dtype) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const uint64_t seed = (uint64_t)gemm_cases * 2 + 1;
   tg_tensor *a = operand(m, k, at, lda, dtype, seed);
   tg_tensor *b = operand(k, n, bt, ldb, dtype, seed + 1);
   check_mm(a, b, dtype);
-  tg_scope_end();
+  tg_scope_end(sc);
   gemm_cases++;
 }
 
@@ -170,7 +170,7 @@ static void lltm_run(lltm_fn fn, tg_tensor *const in[5], tg_tensor *out[7]) {
 static int64_t lltm_cases;
 
 static void lltm_case(int64_t B, int64_t I, int64_t S, tg_dtype dtype) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const tg_options o = {.dtype = dtype};
   tg_manual_seed((uint64_t)(B * 1000003 + I * 1009 + S));
   tg_tensor *in[5] = {tg_uniform(TG_SHAPE(B, I), -2, 2, o, NULL),
@@ -190,7 +190,7 @@ static void lltm_case(int64_t B, int64_t I, int64_t S, tg_dtype dtype) {
     double scale = tg_test_max_abs_diff(composed[i], tg_zeros_like(composed[i]));
     tg_assert_close(fused[i], composed[i], rtol, rtol * scale + 1e-30);
   }
-  tg_scope_end();
+  tg_scope_end(sc);
   lltm_cases++;
 }
 

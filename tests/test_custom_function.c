@@ -336,16 +336,16 @@ TG_TEST(registry, a_call_on_a_device_without_a_kernel) {
   tg_op_desc desc = {"test_cuda_only", 1, 1, {NULL}, NULL, 0};
   desc.forward[TG_CUDA] = cuda_only_forward;
   cr_assert_eq(tg_op_register(&desc), TG_OK, "%s", tg_last_error_message());
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_ones(TG_SHAPE(2), f64);
   cr_assert_null(tg_apply1(op("test_cuda_only"), 1, (const tg_tensor *const[]){x}, 0, NULL));
   tg_expect_error(TG_ERR_DEVICE, "test_cuda_only", "no kernel for device cpu");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(registry, tg_apply_checks_its_arguments) {
   register_test_ops();
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_ones(TG_SHAPE(2), f64_grad);
   const tg_op_desc *mc = op("test_mul_constant");
   tg_tensor *out[2];
@@ -369,14 +369,14 @@ TG_TEST(registry, tg_apply_checks_its_arguments) {
   /* Errors from forward come back unchanged, with nothing left alive. */
   cr_assert_null(tg_apply1(op("test_linear"), 1, (const tg_tensor *const[]){x}, 0, NULL));
   tg_expect_error(TG_ERR_ARGUMENT, "test_linear", "1 given");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- linear ---- */
 
 TG_TEST(custom_function, linear_values_and_gradcheck) {
   register_test_ops();
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const tg_op_desc *lin = op("test_linear");
   tg_tensor *x = tg_from_data(TG_SHAPE(2, 3), (double[]){1, 2, 3, 4, 5, 6}, f64_grad);
   tg_tensor *w = tg_from_data(TG_SHAPE(2, 3), (double[]){1, 0, -1, 0.5, 0.5, 0.5}, f64_grad);
@@ -404,12 +404,12 @@ TG_TEST(custom_function, linear_values_and_gradcheck) {
   /* Backward is written with tg ops, so it is twice differentiable. */
   cr_assert_eq(tg_gradgradcheck(run_call, &with_bias, 3, in, 1, quiet), TG_OK, "%s",
                tg_last_error_message());
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(custom_function, linear_with_strided_and_broadcast_inputs) {
   register_test_ops();
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   call with_bias = {"test_linear", 3, 1, 0, {0}};
   tg_tensor *x_t = tg_t(randn64(TG_SHAPE(3, 4), true, 4));                  /* transposed */
   tg_tensor *w_sl = tg_slice(randn64(TG_SHAPE(7, 6), true, 5), 1, 1, 6, 2); /* offset, step */
@@ -419,12 +419,12 @@ TG_TEST(custom_function, linear_with_strided_and_broadcast_inputs) {
   tg_tensor *in[3] = {x_t, w_sl, b1};
   cr_assert_eq(tg_gradcheck(run_call, &with_bias, 3, in, 1, quiet), TG_OK, "%s",
                tg_last_error_message());
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(custom_function, linear_skips_gradients_nobody_needs) {
   register_test_ops();
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const tg_op_desc *lin = op("test_linear");
   tg_tensor *x = randn64(TG_SHAPE(4, 3), false, 7); /* data: no gradient wanted */
   tg_tensor *w = randn64(TG_SHAPE(5, 3), true, 8);
@@ -441,14 +441,14 @@ TG_TEST(custom_function, linear_skips_gradients_nobody_needs) {
   tg_tensor *y3 = tg_apply1(lin, 2, (const tg_tensor *const[]){x, w}, 0, NULL);
   tg_no_grad_end();
   cr_assert(y3 && !tg_requires_grad(y3), "nor inside a no-grad region");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- MulConstant and materialize_grads ---- */
 
 TG_TEST(custom_function, mul_constant) {
   register_test_ops();
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const tg_op_desc *mc = op("test_mul_constant");
   tg_tensor *x = tg_from_data(TG_SHAPE(3), (double[]){1, -2, 4}, f64_grad);
   tg_tensor *y = tg_apply1(mc, 1, (const tg_tensor *const[]){x}, 1, (double[]){3.14});
@@ -461,19 +461,19 @@ TG_TEST(custom_function, mul_constant) {
   cr_assert_eq(tg_gradcheck(run_call, &c, 1, &in, 1, quiet), TG_OK, "%s", tg_last_error_message());
   cr_assert_eq(tg_gradgradcheck(run_call, &c, 1, &in, 1, quiet), TG_OK, "%s",
                tg_last_error_message());
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* Uses only output 0 of (2x, 5x). */
 static void backward_through_first_output(const char *name, double *grad_out) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_from_data(TG_SHAPE(2), (double[]){1, 2}, f64_grad);
   tg_tensor *out[2];
   cr_assert_eq(tg_apply(op(name), 1, (const tg_tensor *const[]){x}, 2, (double[]){2, 5}, 2, out),
                TG_OK, "%s", tg_last_error_message());
   cr_assert_eq(tg_backward(tg_sum(out[0]), NULL), TG_OK, "%s", tg_last_error_message());
   *grad_out = tg_test_at(tg_grad(x), 1);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(custom_function, materialize_grads_on_and_off) {
@@ -495,18 +495,18 @@ TG_TEST(custom_function, materialize_grads_on_and_off) {
   cr_assert(null_grads_seen == 1 && zero_grads_seen == 0,
             "tg_ctx_set_materialize_grads(ctx, false): NULL");
 
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   call c = {"test_scale_two_no_materialize", 1, 2, 2, {2, 5}};
   tg_tensor *in = randn64(TG_SHAPE(3), true, 11);
   cr_assert_eq(tg_gradcheck(run_call, &c, 1, &in, 2, quiet), TG_OK, "%s", tg_last_error_message());
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- cube ---- */
 
 TG_TEST(custom_function, cube_returns_its_intermediate_as_a_differentiable_output) {
   register_test_ops();
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_from_data(TG_SHAPE(3), (double[]){-1, 0.5, 2}, f64_grad);
   tg_tensor *out[2];
   cr_assert_eq(tg_apply(op("test_cube"), 1, (const tg_tensor *const[]){x}, 0, NULL, 2, out), TG_OK,
@@ -525,7 +525,7 @@ TG_TEST(custom_function, cube_returns_its_intermediate_as_a_differentiable_outpu
                tg_last_error_message());
   cr_assert_eq(tg_gradgradcheck(run_call, &both, 1, &in, 2, quiet), TG_OK, "%s",
                tg_last_error_message());
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 static tg_status cube_first_output(void *user, const tg_tensor *const *in, tg_tensor **out) {
@@ -537,7 +537,7 @@ static tg_status cube_first_output(void *user, const tg_tensor *const *in, tg_te
 
 TG_TEST(custom_function, cube_saving_an_intermediate_is_wrong_for_double_backward) {
   register_test_ops();
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   call wrong = {"test_cube_wrong", 1, 1, 0, {0}};
   tg_tensor *in = randn64(TG_SHAPE(3), true, 13);
   cr_assert_eq(tg_gradcheck(run_call, &wrong, 1, &in, 1, quiet), TG_OK, "%s",
@@ -547,12 +547,12 @@ TG_TEST(custom_function, cube_saving_an_intermediate_is_wrong_for_double_backwar
   /* The reference's right version passes the same check through its first output. */
   cr_assert_eq(tg_gradgradcheck(cube_first_output, "test_cube", 1, &in, 1, quiet), TG_OK, "%s",
                tg_last_error_message());
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(custom_function, cube_with_a_non_differentiable_intermediate) {
   register_test_ops();
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_from_data(TG_SHAPE(2), (double[]){1, 2}, f64_grad);
   tg_tensor *out[2];
   cr_assert_eq(tg_apply(op("test_cube_marked"), 1, (const tg_tensor *const[]){x}, 0, NULL, 2, out),
@@ -567,7 +567,7 @@ TG_TEST(custom_function, cube_with_a_non_differentiable_intermediate) {
                tg_last_error_message());
   cr_assert_eq(tg_ctx_mark_non_differentiable(NULL, x), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_ctx_mark_non_differentiable");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 static tg_status mark_an_input(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
@@ -577,19 +577,19 @@ static tg_status mark_an_input(tg_ctx *ctx, const tg_tensor *const *in, tg_tenso
 }
 
 TG_TEST(custom_function, only_outputs_can_be_marked_non_differentiable) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_op_desc desc = {"test_mark_input", 1, 1, {mark_an_input}, cube_wrong_backward, 0};
   tg_tensor *x = tg_ones(TG_SHAPE(2), f64_grad);
   cr_assert_null(tg_apply1(&desc, 1, (const tg_tensor *const[]){x}, 0, NULL));
   tg_expect_error(TG_ERR_ARGUMENT, "not an output of test_mark_input");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- sort: non-differentiable indices, once-differentiable backward ---- */
 
 TG_TEST(custom_function, sort_marks_its_indices_non_differentiable) {
   register_test_ops();
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_from_data(TG_SHAPE(4), (double[]){3, -1, 2, 0.5}, f64_grad);
   tg_tensor *out[2];
   cr_assert_eq(tg_apply(op("test_sort"), 1, (const tg_tensor *const[]){x}, 0, NULL, 2, out), TG_OK,
@@ -608,12 +608,12 @@ TG_TEST(custom_function, sort_marks_its_indices_non_differentiable) {
   call c = {"test_sort", 1, 2, 0, {0}};
   tg_tensor *in = randn64(TG_SHAPE(6), true, 14); /* distinct values: sort is smooth there */
   cr_assert_eq(tg_gradcheck(run_call, &c, 1, &in, 2, quiet), TG_OK, "%s", tg_last_error_message());
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(custom_function, once_differentiable_refuses_double_backward) {
   register_test_ops();
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   call c = {"test_sort", 1, 2, 0, {0}};
   tg_tensor *in = randn64(TG_SHAPE(5), true, 15);
   cr_assert_eq(tg_gradgradcheck(run_call, &c, 1, &in, 2, quiet), TG_ERR_STATE);
@@ -630,7 +630,7 @@ TG_TEST(custom_function, once_differentiable_refuses_double_backward) {
   tg_assert_close(dx, tg_mul_scalar(in, 2), 0, 1e-12); /* first order: fine */
   cr_assert_eq(tg_backward(tg_sum(dx), NULL), TG_ERR_STATE);
   tg_expect_error(TG_ERR_STATE, "test_sort", "once-differentiable");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- context data and scalars ---- */
@@ -639,7 +639,7 @@ TG_TEST(custom_function, context_data_lives_as_long_as_the_node) {
   register_test_ops();
   data_frees = 0;
   tg_tensor *x = tg_from_data(TG_SHAPE(2), (double[]){1, 2}, f64_grad); /* outlives the scopes */
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *y = tg_apply1(op("test_with_data"), 1, (const tg_tensor *const[]){x}, 0, NULL);
   tg_assert_close(y, tg_from_data(TG_SHAPE(2), (double[]){-2.5, -5}, f64), 0, 0);
   cr_assert_eq(data_frees, 0);
@@ -651,15 +651,14 @@ TG_TEST(custom_function, context_data_lives_as_long_as_the_node) {
   cr_assert_eq(data_frees, 1, "freed with the saved tensors");
   tg_tensor *y2 = tg_apply1(op("test_with_data"), 1, (const tg_tensor *const[]){x}, 0, NULL);
   cr_assert(y2);
-  tg_scope_end(); /* y2's node dies with it */
+  tg_scope_end(sc); /* y2's node dies with it */
   cr_assert_eq(data_frees, 2);
-  tg_scope_begin();
+  sc = tg_scope_begin();
   tg_no_grad_begin();
   cr_assert(tg_apply1(op("test_with_data"), 1, (const tg_tensor *const[]){x}, 0, NULL));
   tg_no_grad_end();
   cr_assert_eq(data_frees, 3, "an unrecorded call frees it at once");
-  tg_scope_end();
-  tg_release(x);
+  tg_scope_end(sc);
 }
 
 /* ---- user in-place ops and the version counter ---- */
@@ -700,7 +699,7 @@ static const tg_op_desc user_exp_ = {"test_user_exp_", 1, 1, {[TG_CPU] = exp_for
                                      TG_OP_INPLACE};
 
 TG_TEST(custom_function, user_inplace_op_invalidates_what_others_saved) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_from_data(TG_SHAPE(3), (double[]){1, 2, 3}, f64_grad);
   tg_tensor *y = tg_mul_scalar(x, 1.0);
   tg_tensor *m = tg_mul(y, y); /* saves y */
@@ -713,11 +712,11 @@ TG_TEST(custom_function, user_inplace_op_invalidates_what_others_saved) {
   tg_expect_error(TG_ERR_STATE, "tg_backward: mul: saved tensor ", "[3]",
                   "modified by an in-place operation");
   cr_assert_null(tg_grad(x));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(custom_function, user_inplace_op_under_no_grad_bumps_the_version) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_from_data(TG_SHAPE(3), (double[]){1, 2, 3}, f64_grad);
   tg_tensor *m = tg_mul(x, x); /* saves the leaf x */
   tg_no_grad_begin();
@@ -725,11 +724,11 @@ TG_TEST(custom_function, user_inplace_op_under_no_grad_bumps_the_version) {
   tg_no_grad_end();
   cr_assert_eq(tg_backward(tg_sum(m), NULL), TG_ERR_STATE);
   tg_expect_error(TG_ERR_STATE, "modified by an in-place operation");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(custom_function, user_inplace_op_then_backward_is_right) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_from_data(TG_SHAPE(3), (double[]){1, 2, 3}, f64_grad);
   tg_tensor *y = tg_mul_scalar(x, 1.0);
   cr_assert_not_null(tg_apply1(&user_dbl_, 1, (const tg_tensor *const[]){y}, 0, NULL));
@@ -745,5 +744,5 @@ TG_TEST(custom_function, user_inplace_op_then_backward_is_right) {
   cr_assert_eq(tg_backward(tg_sum(z), NULL), TG_OK, "%s", tg_last_error_message());
   tg_assert_close(tg_grad(x), tg_from_data(TG_SHAPE(3), (double[]){exp(1), exp(2), exp(3)}, f64),
                   1e-15, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }

@@ -16,21 +16,21 @@ static tg_status element_size(tg_dtype dtype, size_t *out) {
 }
 
 TG_TEST(dispatch, floating_types_define_scalar_t) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   double s;
   cr_assert_eq(sum_elements(tg_ones(TG_SHAPE(4), TG_OPTS_DEFAULT), &s), TG_OK);
   cr_assert_eq(s, 4.0);
   cr_assert_eq(sum_elements(tg_full(TG_SHAPE(3), 0.5, TG_OPTS(.dtype = TG_F64)), &s), TG_OK);
   cr_assert_eq(s, 1.5);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(dispatch, unsupported_dtype_is_an_error_naming_the_op) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   double s;
   cr_assert_eq(sum_elements(tg_zeros(TG_SHAPE(2), TG_OPTS(.dtype = TG_I64)), &s), TG_ERR_DTYPE);
   tg_expect_error(TG_ERR_DTYPE, "sum_elements", "int64", "F32, F64 only");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(dispatch, all_types_cover_int64) {

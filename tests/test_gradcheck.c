@@ -154,17 +154,17 @@ static const tg_gradcheck_options quiet = {.quiet = true};
 /* ---- passing ---- */
 
 TG_TEST(gradcheck, passes_a_correct_backward) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = leaf(TG_SHAPE(2, 3), 1);
   cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_op, 1, &x, 1, quiet), TG_OK, "%s",
                tg_last_error_message());
   cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_once_op, 1, &x, 1, quiet), TG_OK, "%s",
                tg_last_error_message());
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(gradcheck, passes_strided_inputs) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *base = leaf(TG_SHAPE(4, 5), 2);
   tg_tensor *transposed = tg_t(base);
   tg_tensor *sliced = tg_slice(tg_narrow(base, 0, 1, 3), 1, 1, 5, 2); /* offset, stride 2 */
@@ -174,11 +174,11 @@ TG_TEST(gradcheck, passes_strided_inputs) {
                "%s", tg_last_error_message());
   cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_op, 1, &sliced, 1, quiet), TG_OK, "%s",
                tg_last_error_message());
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(gradcheck, restores_inputs_bit_for_bit) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = leaf(TG_SHAPE(3, 2), 3);
   double before[6], after[6];
   cr_assert_eq(tg_to_host_array(x, before, sizeof before), TG_OK);
@@ -192,7 +192,7 @@ TG_TEST(gradcheck, restores_inputs_bit_for_bit) {
   tg_clear_error();
   cr_assert_eq(tg_to_host_array(x, after, sizeof after), TG_OK);
   cr_assert(memcmp(before, after, sizeof before) == 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- two inputs, two outputs, one constant ---- */
@@ -235,7 +235,7 @@ static tg_status apply_pair(void *user, const tg_tensor *const *in, tg_tensor **
 }
 
 TG_TEST(gradcheck, independent_outputs_and_constant_inputs) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *in[3] = {leaf(TG_SHAPE(2, 2), 4), leaf(TG_SHAPE(2, 2), 5),
                       tg_full(TG_SHAPE(2, 2), 1.5, (tg_options){.dtype = TG_F64})};
   cr_assert_eq(tg_gradcheck(apply_pair, (void *)&scale_pair_op, 3, in, 2, quiet), TG_OK, "%s",
@@ -246,13 +246,13 @@ TG_TEST(gradcheck, independent_outputs_and_constant_inputs) {
   cr_assert_eq(tg_gradcheck(apply_pair, (void *)&scale_pair_crosstalk_op, 3, in, 2, quiet),
                TG_ERR_GRADCHECK);
   tg_expect_error(TG_ERR_GRADCHECK, "input 0", "output 1", "numerical 0,");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- failing, with the report ---- */
 
 TG_TEST(gradcheck, reports_input_output_element_and_values) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const double xs[] = {0, 0, 0, 0, 0, 0.5}; /* only element 5 = [1, 2] has a nonzero slope */
   tg_tensor *x = tg_from_data(TG_SHAPE(2, 3), xs, (tg_options){.dtype = TG_F64, .requires_grad = true});
   cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_wrong_op, 1, &x, 1, quiet),
@@ -260,11 +260,11 @@ TG_TEST(gradcheck, reports_input_output_element_and_values) {
   /* d(x^2)/dx at 0.5 is 1; the wrong backward says 1.5. */
   tg_expect_error(TG_ERR_GRADCHECK, "tg_gradcheck", "input 0 element 5 [1, 2]",
                   "output 0 element 5 [1, 2]", "numerical 1", "analytical 1.5", "difference 0.5");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(gradcheck, prints_the_report_unless_quiet) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = leaf(TG_SHAPE(3), 6);
   fflush(stderr);
   FILE *saved = tmpfile();
@@ -284,20 +284,20 @@ TG_TEST(gradcheck, prints_the_report_unless_quiet) {
   cr_assert(n > 0, "nothing was printed");
   cr_assert(strstr(printed, tg_last_error_message()), "printed \"%s\"", printed);
   tg_clear_error();
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(gradcheck, catches_nan_gradients) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = leaf(TG_SHAPE(2), 7);
   cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_nan_op, 1, &x, 1, quiet),
                TG_ERR_GRADCHECK);
   tg_expect_error(TG_ERR_GRADCHECK, "analytical ", "nan");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(gradcheck, tolerances_are_honoured) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = leaf(TG_SHAPE(4), 8);
   cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_off_op, 1, &x, 1, quiet),
                TG_ERR_GRADCHECK);
@@ -305,16 +305,16 @@ TG_TEST(gradcheck, tolerances_are_honoured) {
   cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_off_op, 1, &x, 1,
                             (tg_gradcheck_options){.rtol = 0.02, .quiet = true}),
                TG_OK, "%s", tg_last_error_message());
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(gradcheck, catches_a_backward_that_is_not_reentrant) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = leaf(TG_SHAPE(3), 9);
   cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_drifting_op, 1, &x, 1, quiet),
                TG_ERR_GRADCHECK);
   tg_expect_error(TG_ERR_GRADCHECK, "not re-entrant", "output 0 element 0");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 static tg_status detached_square(void *user, const tg_tensor *const *in, tg_tensor **out) {
@@ -325,11 +325,11 @@ static tg_status detached_square(void *user, const tg_tensor *const *in, tg_tens
 }
 
 TG_TEST(gradcheck, an_output_cut_from_the_graph_must_be_constant) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = leaf(TG_SHAPE(2), 10);
   cr_assert_eq(tg_gradcheck(detached_square, NULL, 1, &x, 1, quiet), TG_ERR_GRADCHECK);
   tg_expect_error(TG_ERR_GRADCHECK, "input 0", "output 0", "does not require grad");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- refusals ---- */
@@ -341,7 +341,7 @@ static tg_status identity(void *user, const tg_tensor *const *in, tg_tensor **ou
 }
 
 TG_TEST(gradcheck, refuses_inputs_it_cannot_check) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *f32 = tg_ones(TG_SHAPE(2), (tg_options){.dtype = TG_F32, .requires_grad = true});
   cr_assert_eq(tg_gradcheck(identity, NULL, 1, &f32, 1, quiet), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_gradcheck", "input 0 is float32", "needs float64");
@@ -363,7 +363,7 @@ TG_TEST(gradcheck, refuses_inputs_it_cannot_check) {
   tg_expect_error(TG_ERR_ARGUMENT, "input 0 is NULL");
   cr_assert_eq(tg_gradcheck(NULL, NULL, 1, &row, 1, quiet), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "fn is NULL");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 static tg_status to_f32(void *user, const tg_tensor *const *in, tg_tensor **out) {
@@ -381,7 +381,7 @@ static tg_status forgets_its_output(void *user, const tg_tensor *const *in, tg_t
 }
 
 TG_TEST(gradcheck, reports_what_fn_does_wrong) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = leaf(TG_SHAPE(2), 12);
   cr_assert_eq(tg_gradcheck(to_f32, NULL, 1, &x, 1, quiet), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "output 0 is float32", "needs float64");
@@ -389,18 +389,18 @@ TG_TEST(gradcheck, reports_what_fn_does_wrong) {
   tg_expect_error(TG_ERR_SHAPE, "my_fn: sizes do not fit");
   cr_assert_eq(tg_gradcheck(forgets_its_output, NULL, 1, &x, 1, quiet), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "left output 0 NULL");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- gradgradcheck ---- */
 
 TG_TEST(gradgradcheck, passes_a_correct_double_backward) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = leaf(TG_SHAPE(2, 2), 13);
   cr_assert_eq(tg_gradgradcheck(apply_unary, (void *)&square_op, 1, &x, 1, quiet), TG_OK, "%s",
                tg_last_error_message());
   cr_assert_null(tg_grad(x));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* 2 x^2 x through square_backward, whose own backward is computed outside the tape: its
@@ -416,18 +416,18 @@ static tg_status cube_via_untracked_backward(void *user, const tg_tensor *const 
 }
 
 TG_TEST(gradgradcheck, catches_a_backward_that_silently_is_not_differentiable) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = leaf(TG_SHAPE(3), 17);
   cr_assert_eq(tg_gradcheck(cube_via_untracked_backward, NULL, 1, &x, 1, quiet), TG_OK, "%s",
                tg_last_error_message());
   cr_assert_eq(tg_gradgradcheck(cube_via_untracked_backward, NULL, 1, &x, 1, quiet),
                TG_ERR_GRADCHECK);
   tg_expect_error(TG_ERR_GRADCHECK, "tg_gradgradcheck", "Jacobian mismatch");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(gradgradcheck, catches_a_wrong_second_derivative) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = leaf(TG_SHAPE(3), 14);
   /* First derivatives are right... */
   cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_wrong_second_op, 1, &x, 1, quiet), TG_OK,
@@ -436,20 +436,20 @@ TG_TEST(gradgradcheck, catches_a_wrong_second_derivative) {
   cr_assert_eq(tg_gradgradcheck(apply_unary, (void *)&square_wrong_second_op, 1, &x, 1, quiet),
                TG_ERR_GRADCHECK);
   tg_expect_error(TG_ERR_GRADCHECK, "tg_gradgradcheck", "input 0 element");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(gradgradcheck, once_differentiable_is_a_state_error) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = leaf(TG_SHAPE(3), 15);
   cr_assert_eq(tg_gradgradcheck(apply_unary, (void *)&square_once_op, 1, &x, 1, quiet),
                TG_ERR_STATE);
   tg_expect_error(TG_ERR_STATE, "test_square_once", "once-differentiable");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(gradgradcheck, refuses_what_gradcheck_refuses) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *constant = tg_ones(TG_SHAPE(2), (tg_options){.dtype = TG_F64});
   cr_assert_eq(tg_gradgradcheck(apply_unary, (void *)&square_op, 1, &constant, 1, quiet),
                TG_ERR_ARGUMENT);
@@ -457,5 +457,5 @@ TG_TEST(gradgradcheck, refuses_what_gradcheck_refuses) {
   tg_tensor *x = leaf(TG_SHAPE(2), 16);
   cr_assert_eq(tg_gradgradcheck(detached_square, NULL, 1, &x, 1, quiet), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "no output of fn requires grad");
-  tg_scope_end();
+  tg_scope_end(sc);
 }

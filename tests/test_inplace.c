@@ -132,14 +132,14 @@ static tg_status run_unary_(void *user, const tg_tensor *const *in, tg_tensor **
 TG_TEST(inplace, unary_gradcheck_and_gradgradcheck_every_layout) {
   for (int k = 0; k < N_UNARY; k++) {
     for (int l = 0; l < NUM_LAYOUTS; l++) {
-      tg_scope_begin();
+      tg_scope sc = tg_scope_begin();
       const unary_case *c = &unary_cases[k];
       tg_tensor *x = input((layout)l, 30 + (uint64_t)k, c->dom);
       cr_assert_eq(tg_gradcheck(run_unary_, (void *)c, 1, &x, 1, quiet), TG_OK, "%s %s: %s",
                    unary_cases[k].name, layout_names[l], tg_last_error_message());
       cr_assert_eq(tg_gradgradcheck(run_unary_, (void *)c, 1, &x, 1, quiet), TG_OK, "%s %s: %s",
                    unary_cases[k].name, layout_names[l], tg_last_error_message());
-      tg_scope_end();
+      tg_scope_end(sc);
     }
   }
 }
@@ -147,7 +147,7 @@ TG_TEST(inplace, unary_gradcheck_and_gradgradcheck_every_layout) {
 /* The in-place result equals the out-of-place one, the version moves by one, and the rest
  * of the base storage is untouched. */
 TG_TEST(inplace, unary_values_match_out_of_place_on_strided_targets) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int dt = TG_F32; dt <= TG_F64; dt++) {
     for (int k = 0; k < N_UNARY; k++) {
       for (int l = 0; l < NUM_LAYOUTS; l++) {
@@ -168,11 +168,11 @@ TG_TEST(inplace, unary_values_match_out_of_place_on_strided_targets) {
       }
     }
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(inplace, unary_values_by_hand) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_test_tensor_of(TG_F64, TG_SHAPE(4), (const double[]){-1, 0, 1, 4});
   cr_assert_eq(tg_relu_(x), TG_OK);
   tg_test_expect_values(x, 4, (const double[]){0, 0, 1, 4}, 0);
@@ -194,7 +194,7 @@ TG_TEST(inplace, unary_values_by_hand) {
   tg_tensor *t = tg_test_tensor_of(TG_F32, TG_SHAPE(3), (const double[]){-1e4, 0, 1e4});
   cr_assert_eq(tg_tanh_(t), TG_OK);
   tg_test_expect_values(t, 3, (const double[]){-1, 0, 1}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- binary in-place ops ---- */
@@ -270,7 +270,7 @@ TG_TEST(inplace, binary_gradcheck_and_gradgradcheck_every_layout) {
   for (int k = 0; k < N_BINARY; k++) {
     for (int l = 0; l < NUM_LAYOUTS; l++) {
       for (int b = 0; b < 6; b++) {
-        tg_scope_begin();
+        tg_scope sc = tg_scope_begin();
         const char *what;
         const binary_case *c = &binary_cases[k];
         tg_tensor *in[2] = {input((layout)l, 40 + (uint64_t)k, d),
@@ -281,7 +281,7 @@ TG_TEST(inplace, binary_gradcheck_and_gradgradcheck_every_layout) {
         cr_assert_eq(tg_gradgradcheck(run_binary_, (void *)c, 2, in, 1, quiet), TG_OK,
                      "%s a %s, %s: %s", binary_cases[k].name, layout_names[l], what,
                      tg_last_error_message());
-        tg_scope_end();
+        tg_scope_end(sc);
       }
     }
   }
@@ -292,20 +292,20 @@ TG_TEST(inplace, binary_gradgradcheck_with_one_constant_input) {
   const domain d = {0.5, 2.0, true};
   for (int k = 0; k < N_BINARY; k++) {
     for (int which = 0; which < 2; which++) {
-      tg_scope_begin();
+      tg_scope sc = tg_scope_begin();
       const char *what;
       tg_tensor *in[2] = {input(CONTIGUOUS, 1, d), operand(3, 2, &what)};
       cr_assert_eq(tg_set_requires_grad(in[which], false), TG_OK);
       cr_assert_eq(tg_gradgradcheck(run_binary_, (void *)&binary_cases[k], 2, in, 1, quiet), TG_OK,
                    "%s (input %d constant): %s", binary_cases[k].name, which,
                    tg_last_error_message());
-      tg_scope_end();
+      tg_scope_end(sc);
     }
   }
 }
 
 TG_TEST(inplace, binary_values_match_out_of_place) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const domain d = {0.5, 2.0, true};
   for (int dt = TG_F32; dt <= TG_F64; dt++) {
     for (int k = 0; k < N_BINARY; k++) {
@@ -325,11 +325,11 @@ TG_TEST(inplace, binary_values_match_out_of_place) {
       }
     }
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(inplace, binary_values_by_hand) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_test_tensor_of(TG_F64, TG_SHAPE(2, 3), (const double[]){1, 2, 3, 4, 5, 6});
   tg_tensor *row = tg_test_tensor_of(TG_F64, TG_SHAPE(3), (const double[]){10, 20, 30});
   tg_tensor *col = tg_test_tensor_of(TG_F64, TG_SHAPE(2, 1), (const double[]){2, 4});
@@ -351,7 +351,7 @@ TG_TEST(inplace, binary_values_by_hand) {
   tg_test_expect_values(a, 6, (const double[]){8, 16, 24, 20, 28, 36}, 1e-15);
   cr_assert_eq(tg_sub_(a, tg_narrow(a, 0, 0, 1)), TG_OK);
   tg_test_expect_values(a, 6, (const double[]){0, 0, 0, 12, 12, 12}, 1e-15);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- the tape ---- */
@@ -359,7 +359,7 @@ TG_TEST(inplace, binary_values_by_hand) {
 /* In-place on a tensor that did not require grad, with b that does: the target joins the
  * graph, and b's gradient uses a's value from before the write. */
 TG_TEST(inplace, target_joins_the_graph_through_b) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_test_tensor_of(TG_F64, TG_SHAPE(3), (const double[]){1, 2, 3});
   tg_tensor *b = tg_test_tensor_of(TG_F64, TG_SHAPE(3), (const double[]){5, 6, 7});
   cr_assert_eq(tg_set_requires_grad(b, true), TG_OK);
@@ -368,12 +368,12 @@ TG_TEST(inplace, target_joins_the_graph_through_b) {
   cr_assert_str_eq(tg_grad_fn_name(a), "mul_");
   cr_assert_eq(tg_backward(tg_sum(a), NULL), TG_OK, "%s", tg_last_error_message());
   tg_test_expect_values(tg_grad(b), 3, (const double[]){1, 2, 3}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* A chain of in-place ops on one tensor: each rebases the history. */
 TG_TEST(inplace, chained_history) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_test_tensor_of(TG_F64, TG_SHAPE(2), (const double[]){0.5, -1});
   cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
   tg_tensor *y = tg_mul_scalar(x, 3);        /* 3x */
@@ -384,19 +384,19 @@ TG_TEST(inplace, chained_history) {
   cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_OK, "%s", tg_last_error_message());
   double g0 = exp((1.5 + 1) * 0.5) * (6 * 0.5 + 1), g1 = exp((-3 + 1) * -1) * (6 * -1 + 1);
   tg_test_expect_values(tg_grad(x), 2, (const double[]){g0, g1}, 1e-14);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* With grad mode off a leaf that requires grad may be updated (an optimizer step). */
 TG_TEST(inplace, leaf_update_under_no_grad) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *w = tg_ones(TG_SHAPE(3), (tg_options){.dtype = TG_F64, .requires_grad = true});
   tg_no_grad_begin();
   cr_assert_eq(tg_add_scaled_(w, tg_full_like(w, 2), -0.5), TG_OK);
   tg_no_grad_end();
   cr_assert(tg_is_leaf(w) && tg_requires_grad(w));
   tg_test_expect_values(w, 3, (const double[]){0, 0, 0}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- errors: the target is left as it was ---- */
@@ -407,7 +407,7 @@ static void expect_unchanged(const tg_tensor *t, const double *want, uint64_t ve
 }
 
 TG_TEST(inplace, leaf_that_requires_grad_is_rejected) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const double v[] = {1, 2, 3};
   tg_tensor *w = tg_test_tensor_of(TG_F64, TG_SHAPE(3), v);
   cr_assert_eq(tg_set_requires_grad(w, true), TG_OK);
@@ -422,11 +422,11 @@ TG_TEST(inplace, leaf_that_requires_grad_is_rejected) {
   tg_expect_error(TG_ERR_STATE, "pow_scalar_", "leaf tensor");
   expect_unchanged(w, v, ver);
   cr_assert(tg_is_leaf(w));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(inplace, b_that_would_grow_a_is_rejected) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const double v[] = {1, 2, 3, 4, 5, 6};
   tg_tensor *a = tg_test_tensor_of(TG_F32, TG_SHAPE(3), v);
   tg_tensor *b = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
@@ -442,11 +442,11 @@ TG_TEST(inplace, b_that_would_grow_a_is_rejected) {
   cr_assert_eq(tg_div_(a, tg_ones(TG_SHAPE(2), TG_OPTS_DEFAULT)), TG_ERR_SHAPE);
   tg_expect_error(TG_ERR_SHAPE, "tg_div_: b is [2] and a is [3]");
   expect_unchanged(a, v, ver);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(inplace, dtype_mismatch_and_int64_are_rejected) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const double v[] = {1, 2, 3};
   tg_tensor *a = tg_test_tensor_of(TG_F32, TG_SHAPE(3), v);
   uint64_t ver = tg_version(a);
@@ -462,11 +462,11 @@ TG_TEST(inplace, dtype_mismatch_and_int64_are_rejected) {
   }
   cr_assert_eq(tg_add_(i, i), TG_ERR_DTYPE);
   tg_expect_error(TG_ERR_DTYPE, "tg_add_: a is int64");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(inplace, expanded_target_is_rejected) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *base = tg_ones(TG_SHAPE(1, 3), TG_OPTS_DEFAULT);
   tg_tensor *e = tg_expand(base, TG_SHAPE(2, 3));
   uint64_t ver = tg_version(base);
@@ -475,11 +475,11 @@ TG_TEST(inplace, expanded_target_is_rejected) {
   cr_assert_eq(tg_add_(e, base), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_add_: a [2, 3] has overlapping elements");
   expect_unchanged(base, (const double[]){1, 1, 1}, ver);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(inplace, null_arguments_keep_the_first_error) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   cr_assert_eq(tg_add_(NULL, a), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_add_: a is NULL");
@@ -491,13 +491,13 @@ TG_TEST(inplace, null_arguments_keep_the_first_error) {
   cr_assert_eq(tg_add_(a, tg_exp(tg_add(a, tg_ones(TG_SHAPE(4), TG_OPTS_DEFAULT)))), TG_ERR_SHAPE);
   tg_expect_error(TG_ERR_SHAPE, "tg_add: a is [2, 3] and b is [4]");
   expect_unchanged(a, (const double[]){1, 1, 1, 1, 1, 1}, ver);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* A tensor saved for backward, then modified in place: backward is an error, not a wrong
  * gradient. */
 TG_TEST(inplace, saved_tensor_modified_in_place_fails_backward) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_full(TG_SHAPE(3), 0.5, (tg_options){.dtype = TG_F64, .requires_grad = true});
   tg_tensor *z = tg_exp(a);
   tg_tensor *w = tg_mul(z, z);
@@ -522,7 +522,7 @@ TG_TEST(inplace, saved_tensor_modified_in_place_fails_backward) {
   cr_assert_eq(tg_backward(tg_sum(r), NULL), TG_ERR_STATE);
   tg_expect_error(TG_ERR_STATE, "div_", "modified by an in-place operation");
   cr_assert_null(tg_grad(a));
-  tg_scope_end();
+  tg_scope_end(sc);
   /* b == a is saved without a reference cycle through a's new grad_fn */
   cr_assert_eq(tg_live_objects(), 0, "leaked %lld objects", (long long)tg_live_objects());
 }
@@ -530,7 +530,7 @@ TG_TEST(inplace, saved_tensor_modified_in_place_fails_backward) {
 /* Overwriting what backward needs fails (exp_ saves its output); overwriting what it does
  * not need is fine. */
 TG_TEST(inplace, only_overwriting_a_value_backward_needs_fails) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_full(TG_SHAPE(2), 0.25, (tg_options){.dtype = TG_F64, .requires_grad = true});
   tg_tensor *y = tg_add_scalar(a, 0); /* add_scalar saves nothing */
   cr_assert_eq(tg_exp_(y), TG_OK);
@@ -542,13 +542,13 @@ TG_TEST(inplace, only_overwriting_a_value_backward_needs_fails) {
   cr_assert_eq(tg_exp_(z), TG_OK);
   cr_assert_eq(tg_backward(tg_sum(z), NULL), TG_OK, "%s", tg_last_error_message());
   tg_test_expect_values(tg_grad(a), 2, (const double[]){exp(3.25), exp(3.25)}, 1e-15);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* Recording an in-place op on a view is refused (tg does not rebuild the base's history);
  * the view and its base are left as they were. Without recording it is allowed. */
 TG_TEST(inplace, view_target_while_recording_is_refused_untouched) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_ones(TG_SHAPE(2, 3), (tg_options){.dtype = TG_F64, .requires_grad = true});
   tg_tensor *y = tg_mul_scalar(x, 2);
   tg_tensor *row = tg_select(y, 0, 1);
@@ -563,5 +563,5 @@ TG_TEST(inplace, view_target_while_recording_is_refused_untouched) {
   cr_assert_eq(tg_exp_(row), TG_OK);
   tg_no_grad_end();
   tg_test_expect_values(y, 6, (const double[]){2, 2, 2, exp(2), exp(2), exp(2)}, 1e-15);
-  tg_scope_end();
+  tg_scope_end(sc);
 }

@@ -71,7 +71,7 @@ static void check_grads(tg_gradcheck_fn fn, void *user, int n, tg_tensor **in, c
 /* ---- values ---- */
 
 TG_TEST(linalg, mm_by_hand) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const double a[] = {1, 2, 3, 4, 5, 6}, b[] = {7, 8, 9, 10, 11, 12}, want[] = {58, 64, 139, 154};
   for (int dt = 0; dt < 2; dt++) {
     tg_dtype dtype = dt ? TG_F32 : TG_F64;
@@ -81,11 +81,11 @@ TG_TEST(linalg, mm_by_hand) {
     cr_assert_eq(tg_tensor_dtype(c), dtype);
     tg_assert_close(c, from2(2, 2, want), 0, 0);
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, mm_every_operand_layout_matches_the_naive_loop) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int dt = 0; dt < 2; dt++) {
     tg_dtype dtype = dt ? TG_F32 : TG_F64;
     double tol = dtype == TG_F32 ? 1e-5 : 1e-12;
@@ -97,11 +97,11 @@ TG_TEST(linalg, mm_every_operand_layout_matches_the_naive_loop) {
         tg_assert_close(c, naive_addmm(NULL, a, b, 0, 1), tol, tol);
       }
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, mm_with_expanded_and_vector_shaped_operands) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *row = matrix(1, 4, CONTIGUOUS, TG_F64);
   tg_tensor *a = tg_expand(row, TG_SHAPE(3, 4)); /* stride 0 rows */
   tg_tensor *b = matrix(4, 2, TRANSPOSED, TG_F64);
@@ -112,11 +112,11 @@ TG_TEST(linalg, mm_with_expanded_and_vector_shaped_operands) {
   tg_tensor *outer = tg_mm(col, tg_t(col));
   tg_assert_sizes(outer, 4, 4);
   tg_assert_close(outer, naive_addmm(NULL, col, tg_t(col), 0, 1), 1e-12, 1e-12);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, mm_with_empty_dims) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *c = tg_mm(tg_ones(TG_SHAPE(2, 0), TG_OPTS(.dtype = TG_F64)),
                        tg_ones(TG_SHAPE(0, 3), TG_OPTS(.dtype = TG_F64)));
   tg_assert_sizes(c, 2, 3);
@@ -129,11 +129,11 @@ TG_TEST(linalg, mm_with_empty_dims) {
   tg_tensor *r = tg_addmm(in, tg_ones(TG_SHAPE(2, 0), TG_OPTS(.dtype = TG_F64)),
                           tg_ones(TG_SHAPE(0, 3), TG_OPTS(.dtype = TG_F64)), 0.5, 3);
   tg_assert_close(r, tg_ones(TG_SHAPE(2, 3), TG_OPTS(.dtype = TG_F64)), 0, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, addmm_by_hand_with_beta_and_alpha) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const double a[] = {1, 2, 3, 4, 5, 6}, b[] = {7, 8, 9, 10, 11, 12}, in[] = {1, -1, 2, 10};
   /* 0.5 * in + 2 * [[58, 64], [139, 154]] */
   const double want[] = {116.5, 127.5, 279, 313};
@@ -141,11 +141,11 @@ TG_TEST(linalg, addmm_by_hand_with_beta_and_alpha) {
   cr_assert(r, "%s", tg_last_error_message());
   tg_assert_close(r, from2(2, 2, want), 0, 1e-12);
   cr_assert_null(tg_grad_fn_name(r), "no input requires grad, so nothing is recorded");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, addmm_broadcasts_input_in_every_shape) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = matrix(4, 5, SLICED, TG_F64), *b = matrix(5, 3, TRANSPOSED, TG_F64);
   tg_tensor *inputs[] = {
       matrix(4, 3, TRANSPOSED, TG_F64),                                  /* [m, n], strided */
@@ -161,11 +161,11 @@ TG_TEST(linalg, addmm_broadcasts_input_in_every_shape) {
     tg_assert_sizes(r, 4, 3);
     tg_assert_close(r, naive_addmm(inputs[i], a, b, 0.75, -1.5), 1e-12, 1e-12);
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, addmm_with_beta_zero_ignores_nan_in_input) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = matrix(2, 3, CONTIGUOUS, TG_F32), *b = matrix(3, 4, CONTIGUOUS, TG_F32);
   tg_tensor *nan_in = tg_full(TG_SHAPE(4), NAN, TG_OPTS_DEFAULT);
   tg_tensor *r = tg_addmm(nan_in, a, b, 0, 2);
@@ -173,11 +173,11 @@ TG_TEST(linalg, addmm_with_beta_zero_ignores_nan_in_input) {
   tg_assert_close(r, tg_mul_scalar(tg_mm(a, b), 2), 1e-6, 1e-6);
   /* With beta != 0 the NaN does reach the output. */
   cr_assert(isnan(tg_test_at(tg_addmm(nan_in, a, b, 1, 2), 0)));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, matmul_of_1d_and_2d_operands) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const double v[] = {1, 2, 3}, w[] = {4, 5, 6}, m[] = {1, 2, 3, 4, 5, 6};
   tg_tensor *x = tg_from_data(TG_SHAPE(3), v, TG_OPTS(.dtype = TG_F64));
   tg_tensor *y = tg_from_data(TG_SHAPE(3), w, TG_OPTS(.dtype = TG_F64));
@@ -197,19 +197,16 @@ TG_TEST(linalg, matmul_of_1d_and_2d_operands) {
   tg_tensor *mm = tg_matmul(a, tg_t(a));
   tg_assert_sizes(mm, 2, 2);
   tg_assert_close(mm, naive_addmm(NULL, a, tg_t(a), 0, 1), 0, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
-TG_TEST(linalg, matmul_without_a_scope_leaves_only_its_result) {
-  /* The row/column views it makes are released inside; the caller owns just the result. */
+TG_TEST(linalg, matmul_leaves_only_its_result) {
+  /* The row/column views it makes are released inside; only the result reaches the scope. */
   tg_tensor *x = tg_ones(TG_SHAPE(3), TG_OPTS(.dtype = TG_F64));
   tg_tensor *a = tg_ones(TG_SHAPE(2, 3), TG_OPTS(.dtype = TG_F64));
   tg_tensor *r = tg_matmul(a, x);
   cr_assert(r, "%s", tg_last_error_message());
   cr_assert_eq(tg_test_at(r, 1), 3.0);
-  tg_release(r);
-  tg_release(a);
-  tg_release(x);
 }
 
 /* ---- gradients ---- */
@@ -237,27 +234,27 @@ static tg_status fn_matmul(void *user, const tg_tensor *const *in, tg_tensor **o
 }
 
 TG_TEST(linalg, mm_gradcheck_every_layout) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int la = 0; la < NUM_LAYOUTS; la++)
     for (int lb = 0; lb < NUM_LAYOUTS; lb++) {
       tg_tensor *in[] = {leaf(3, 4, (layout)la), leaf(4, 2, (layout)lb)};
       check_grads(fn_mm, NULL, 2, in, layout_names[la]);
     }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, mm_gradcheck_with_one_operand_constant) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = leaf(3, 4, SLICED), *b = matrix(4, 2, TRANSPOSED, TG_F64);
   tg_tensor *in[] = {a, b};
   check_grads(fn_mm, NULL, 2, in, "mat2 constant");
   tg_tensor *in2[] = {matrix(3, 4, TRANSPOSED, TG_F64), leaf(4, 2, CONTIGUOUS)};
   check_grads(fn_mm, NULL, 2, in2, "mat1 constant");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, addmm_gradcheck_with_broadcast_inputs) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   addmm_args args[] = {{1, 1}, {0.5, -1.5}, {0, 2}};
   for (size_t s = 0; s < sizeof args / sizeof *args; s++) {
     tg_tensor *biases[] = {leaf(3, 2, TRANSPOSED), leaf(1, 2, SLICED), leaf(3, 1, CONTIGUOUS)};
@@ -272,11 +269,11 @@ TG_TEST(linalg, addmm_gradcheck_with_broadcast_inputs) {
       check_grads(fn_addmm, &args[s], 3, in, "addmm");
     }
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, matmul_gradcheck_for_1d_operands) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *v =
       tg_uniform(TG_SHAPE(4), -1, 1, TG_OPTS(.dtype = TG_F64, .requires_grad = true), NULL);
   tg_tensor *w = tg_select(matrix(4, 3, SLICED, TG_F64), 1, 1); /* stride 5, offset */
@@ -287,11 +284,11 @@ TG_TEST(linalg, matmul_gradcheck_for_1d_operands) {
   check_grads(fn_matmul, NULL, 2, vm, "vector @ matrix");
   check_grads(fn_matmul, NULL, 2, mv, "matrix @ vector");
   check_grads(fn_matmul, NULL, 2, mm, "matrix @ matrix");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, backward_accumulates_known_gradients) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   /* y = sum(addmm(bias, a, b)); d bias = m per column ([n] bias), d a = rowsum(b) per column. */
   tg_tensor *a = tg_ones(TG_SHAPE(2, 3), TG_OPTS(.dtype = TG_F64, .requires_grad = true));
   tg_tensor *b = tg_full(TG_SHAPE(3, 4), 2.0, TG_OPTS(.dtype = TG_F64, .requires_grad = true));
@@ -302,11 +299,11 @@ TG_TEST(linalg, backward_accumulates_known_gradients) {
   tg_assert_close(tg_grad(bias), tg_full(TG_SHAPE(4), 6.0, TG_OPTS(.dtype = TG_F64)), 0, 0);
   tg_assert_close(tg_grad(a), tg_full(TG_SHAPE(2, 3), 8.0, TG_OPTS(.dtype = TG_F64)), 0, 0);
   tg_assert_close(tg_grad(b), tg_full(TG_SHAPE(3, 4), 2.0, TG_OPTS(.dtype = TG_F64)), 0, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, only_the_operands_a_gradient_needs_are_saved) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   /* d mat1 needs mat2 only: writing mat1 after forward is fine, writing mat2 is caught. */
   tg_tensor *a = tg_ones(TG_SHAPE(2, 3), TG_OPTS(.dtype = TG_F64, .requires_grad = true));
   tg_tensor *b = tg_ones(TG_SHAPE(3, 2), TG_OPTS(.dtype = TG_F64));
@@ -320,13 +317,13 @@ TG_TEST(linalg, only_the_operands_a_gradient_needs_are_saved) {
   cr_assert_eq(tg_fill_(b, 3.0), TG_OK);
   cr_assert_neq(tg_backward(tg_sum(y2), NULL), TG_OK);
   tg_expect_error(TG_ERR_STATE, "mm", "modified by an in-place operation");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- errors ---- */
 
 TG_TEST(linalg, mm_errors) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *m23 = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   tg_tensor *m34 = tg_ones(TG_SHAPE(3, 4), TG_OPTS_DEFAULT);
   cr_assert_null(tg_mm(tg_ones(TG_SHAPE(2, 3, 4), TG_OPTS_DEFAULT), m34));
@@ -346,11 +343,11 @@ TG_TEST(linalg, mm_errors) {
   /* NULL from a failed op keeps the first error. */
   cr_assert_null(tg_mm(tg_mm(m23, m23), m34));
   tg_expect_error(TG_ERR_SHAPE, "inner sizes differ");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, addmm_errors) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_options f32 = TG_OPTS_DEFAULT;
   tg_tensor *a = tg_ones(TG_SHAPE(16, 160), f32), *b = tg_ones(TG_SHAPE(150, 384), f32);
   tg_tensor *bias = tg_ones(TG_SHAPE(384), f32);
@@ -370,11 +367,11 @@ TG_TEST(linalg, addmm_errors) {
   tg_expect_error(TG_ERR_SHAPE, "tg_addmm: mat1 must be 2-D, got [2]");
   cr_assert_null(tg_addmm(NULL, m23, m34, 1, 1));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_addmm", "input is NULL");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, matmul_errors) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *v3 = tg_ones(TG_SHAPE(3), TG_OPTS_DEFAULT),
             *m23 = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   cr_assert_null(tg_matmul(tg_ones(0, NULL, TG_OPTS_DEFAULT), v3));
@@ -391,12 +388,12 @@ TG_TEST(linalg, matmul_errors) {
   tg_expect_error(TG_ERR_DTYPE, "tg_matmul", "a has dtype int64");
   cr_assert_null(tg_matmul(m23, NULL));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_matmul", "b is NULL");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, operands_on_different_devices) {
   if (!tg_cuda_is_available()) cr_skip_test("no CUDA device in this build/machine");
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   tg_tensor *b = tg_to_device(tg_ones(TG_SHAPE(3, 4), TG_OPTS_DEFAULT), TG_DEVICE_CUDA(0));
   cr_assert_null(tg_mm(a, b));
@@ -406,11 +403,11 @@ TG_TEST(linalg, operands_on_different_devices) {
   tg_expect_error(TG_ERR_DEVICE, "tg_addmm: input is on");
   cr_assert_null(tg_matmul(a, tg_select(b, 1, 0)));
   tg_expect_error(TG_ERR_DEVICE, "tg_matmul: b is on");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(linalg, gradient_of_a_transposed_operand_comes_back_in_its_layout) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_options f64 = {.dtype = TG_F64, .requires_grad = true};
   tg_tensor *w = tg_randn(TG_SHAPE(3, 4), f64, NULL); /* used as w^T, like nn.Linear */
   tg_tensor *x = tg_randn(TG_SHAPE(2, 4), f64, NULL);
@@ -422,7 +419,7 @@ TG_TEST(linalg, gradient_of_a_transposed_operand_comes_back_in_its_layout) {
     double want = tg_test_at(x, j) + tg_test_at(x, 4 + j);
     for (int i = 0; i < 3; i++) cr_assert_float_eq(tg_test_at(tg_grad(w), i * 4 + j), want, 1e-12);
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* An operand expanded (stride 0) past any storage's size must be copied for BLIS, and that
@@ -435,7 +432,4 @@ TG_TEST(linalg, mm_of_operands_too_large_to_copy) {
   cr_assert(a && b, "%s", tg_last_error_message());
   cr_assert_null(tg_mm(a, b));
   tg_expect_error(TG_ERR_MEMORY, "tg_mm: ", "contiguous copy of an operand");
-  tg_release(b);
-  tg_release(a);
-  tg_release(one);
 }

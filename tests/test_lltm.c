@@ -123,7 +123,7 @@ static tg_tensor *ones_expanded(int64_t B, int64_t S, tg_dtype dtype) {
 }
 
 static void check_case(lltm_case c) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *in[N_IN];
   make_inputs(&c, in);
   tg_tensor *gh = values(c.batch, c.state, -1, 1, c.dtype, 0);
@@ -131,7 +131,7 @@ static void check_case(lltm_case c) {
   assert_paths_agree_with(in, gh, gc, rtol_of(c.dtype));
   assert_paths_agree_with(in, ones_expanded(c.batch, c.state, c.dtype),
                           ones_expanded(c.batch, c.state, c.dtype), rtol_of(c.dtype));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 static void check_sizes(tg_dtype dtype, bool strided) {
@@ -149,7 +149,7 @@ TG_TEST(lltm, fused_matches_composed_strided_inputs_f32) { check_sizes(TG_F32, t
 TG_TEST(lltm, fused_matches_composed_strided_inputs_f64) { check_sizes(TG_F64, true); }
 
 TG_TEST(lltm, strided_upstream_gradients) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const int64_t B = 5, I = 4, S = 9;
   lltm_case c = {B, I, S, TG_F64, false, {0}};
   tg_tensor *in[N_IN];
@@ -161,18 +161,18 @@ TG_TEST(lltm, strided_upstream_gradients) {
   /* a row broadcast down the batch (stride 0 in dim 0) */
   tg_tensor *row = tg_expand(values(1, S, -1, 1, TG_F64, 0), TG_SHAPE(B, S));
   assert_paths_agree_with(in, row, gc, 1e-12);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(lltm, one_output_unused) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   lltm_case c = {4, 3, 6, TG_F64, false, {0}};
   tg_tensor *in[N_IN];
   make_inputs(&c, in);
   tg_tensor *g = values(4, 6, -1, 1, TG_F64, 0);
   assert_paths_agree_with(in, g, NULL, 1e-12); /* new_cell unused */
   assert_paths_agree_with(in, NULL, g, 1e-12); /* new_h unused */
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(lltm, only_some_inputs_require_grad) {
@@ -184,19 +184,19 @@ TG_TEST(lltm, only_some_inputs_require_grad) {
       {false, false, false, true, false}, {false, false, false, false, true},
       {true, false, false, true, false}};
   for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
-    tg_scope_begin();
+    tg_scope sc = tg_scope_begin();
     lltm_case c = {3, 4, 5, TG_F64, k % 2 == 1, {0}};
     for (int i = 0; i < N_IN; i++) c.requires[i] = sets[k][i];
     tg_tensor *in[N_IN];
     make_inputs(&c, in);
     tg_tensor *g = values(3, 5, -1, 1, TG_F64, 0);
     assert_paths_agree_with(in, g, g, 1e-12);
-    tg_scope_end();
+    tg_scope_end(sc);
   }
 }
 
 TG_TEST(lltm, bias_of_shape_1_by_3s) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   lltm_case c = {3, 4, 5, TG_F64, false, {0}};
   tg_tensor *in[N_IN];
   make_inputs(&c, in);
@@ -208,7 +208,7 @@ TG_TEST(lltm, bias_of_shape_1_by_3s) {
   tg_assert_sizes(fg[IN_BIAS], 1, 15);
   assert_paths_agree_with(in, values(3, 5, -1, 1, TG_F64, 0), values(3, 5, -1, 1, TG_F64, 0),
                           1e-12);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(lltm, large_sizes_match_composed) {
@@ -234,7 +234,7 @@ static void check_extremes(tg_dtype dtype) {
   static const double v[] = {0, 1, -1, 30, -30, 100, -100, 1000, -1000};
   const int n = (int)(sizeof v / sizeof v[0]);
   const int64_t S = n * n, B = n, I = 2;
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   double bias[3 * 81], cell[9 * 81];
   for (int j = 0; j < S; j++) {
     bias[j] = v[j % n];               /* input gate */
@@ -251,7 +251,7 @@ static void check_extremes(tg_dtype dtype) {
   for (int i = 0; i < N_IN; i++) cr_assert_eq(tg_set_requires_grad(in[i], true), TG_OK);
   tg_tensor *g = tg_to_dtype(tg_uniform(TG_SHAPE(B, S), -1, 1, o, NULL), dtype);
   assert_paths_agree_with(in, g, g, rtol_of(dtype));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(lltm, extreme_preactivations_f32) { check_extremes(TG_F32); }
@@ -261,7 +261,7 @@ TG_TEST(lltm, elu_derivative_at_zero_is_one) {
   /* One element, all pre-activations exactly 0: ig = og = 1/2, cand = 0, and
    * d new_cell / d g2 = ig * elu'(0) = 1/2 (PyTorch's ELU backward; the official CPU
    * extension's d_elu gives 0 here). */
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_options o = {.dtype = TG_F64, .requires_grad = true};
   tg_tensor *in[N_IN] = {tg_zeros(TG_SHAPE(1, 1), o), tg_zeros(TG_SHAPE(3, 2), o),
                          tg_zeros(TG_SHAPE(3), o), tg_zeros(TG_SHAPE(1, 1), o),
@@ -271,7 +271,7 @@ TG_TEST(lltm, elu_derivative_at_zero_is_one) {
   cr_assert_float_eq(tg_test_at(grads[IN_BIAS], 2), 0.5, 1e-15);
   cr_assert_float_eq(tg_test_at(grads[IN_BIAS], 0), 0.0, 1e-15); /* cand = 0 */
   cr_assert_float_eq(tg_test_at(grads[IN_OLD_CELL], 0), 1.0, 1e-15);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- gradcheck ---- */
@@ -293,7 +293,7 @@ static tg_status lltm_gc(void *user, const tg_tensor *const *in, tg_tensor **out
 }
 
 static void gradcheck_path(lltm_fn fn, bool strided, bool broadcast) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   lltm_case c = {3, 17, 5, TG_F64, strided, {0}};
   tg_tensor *in[N_IN];
   make_inputs(&c, in);
@@ -305,7 +305,7 @@ static void gradcheck_path(lltm_fn fn, bool strided, bool broadcast) {
   }
   gradcheck_user u = {fn, broadcast};
   cr_assert_eq(tg_gradcheck(lltm_gc, &u, N_IN, in, 2, quiet), TG_OK, "%s", tg_last_error_message());
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(lltm, gradcheck_fused) {
@@ -321,18 +321,18 @@ TG_TEST(lltm, gradcheck_composed) {
 }
 
 TG_TEST(lltm, composed_is_twice_differentiable) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   lltm_case c = {2, 3, 4, TG_F64, false, {0}};
   tg_tensor *in[N_IN];
   make_inputs(&c, in);
   gradcheck_user u = {tg_lltm_composed, false};
   cr_assert_eq(tg_gradgradcheck(lltm_gc, &u, N_IN, in, 2, quiet), TG_OK, "%s",
                tg_last_error_message());
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(lltm, fused_is_once_differentiable) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   lltm_case c = {2, 3, 4, TG_F64, false, {0}};
   tg_tensor *in[N_IN];
   make_inputs(&c, in);
@@ -344,7 +344,7 @@ TG_TEST(lltm, fused_is_once_differentiable) {
                TG_OK, "%s", tg_last_error_message());
   cr_assert_neq(tg_backward(tg_sum(g), NULL), TG_OK);
   tg_expect_error(TG_ERR_STATE, "lltm", "once-differentiable");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- what the graph keeps ---- */
@@ -353,7 +353,7 @@ TG_TEST(lltm, fused_saves_at_most_60_percent_of_composed) {
   static const int64_t sizes[][3] = {{16, 32, 128}, {3, 5, 7}, {64, 1024, 128}};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
     for (int all = 0; all < 2; all++) {
-      tg_scope_begin();
+      tg_scope sc = tg_scope_begin();
       lltm_case c = {sizes[k][0], sizes[k][1], sizes[k][2], TG_F32, false, {0}};
       c.requires[IN_WEIGHTS] = c.requires[IN_BIAS] = true;
       c.requires[IN_INPUT] = c.requires[IN_OLD_H] = c.requires[IN_OLD_CELL] = all;
@@ -369,13 +369,13 @@ TG_TEST(lltm, fused_saves_at_most_60_percent_of_composed) {
       cr_assert_eq(fused, 3 * c.batch * c.state * 4, "fused saves %lld bytes", (long long)fused);
       cr_assert_leq(10 * fused, 6 * composed, "fused %lld vs composed %lld bytes", (long long)fused,
                     (long long)composed);
-      tg_scope_end();
+      tg_scope_end(sc);
     }
   }
 }
 
 TG_TEST(lltm, saved_bytes_of_a_graph) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_ones(TG_SHAPE(4, 5), TG_OPTS(.requires_grad = true));
   cr_assert_eq(tg_graph_saved_bytes(1, (const tg_tensor *const[]){x}, 0, NULL), 0);
   tg_tensor *y = tg_tanh(x); /* saves its 80-byte output (or its input) */
@@ -386,11 +386,11 @@ TG_TEST(lltm, saved_bytes_of_a_graph) {
       0);
   cr_assert_eq(tg_graph_saved_bytes(-1, NULL, 0, NULL), -1);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_graph_saved_bytes");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(lltm, modified_input_after_forward_is_an_error) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   lltm_case c = {2, 3, 4, TG_F64, false, {0}};
   tg_tensor *in[N_IN], *h, *cell;
   make_inputs(&c, in);
@@ -399,11 +399,11 @@ TG_TEST(lltm, modified_input_after_forward_is_an_error) {
   cr_assert_eq(tg_add_scalar_(old_cell, 1.0), TG_OK);
   cr_assert_neq(tg_backward(tg_sum(h), NULL), TG_OK);
   tg_expect_error(TG_ERR_STATE, "lltm", "modified by an in-place operation");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(lltm, backward_twice_with_retain_graph) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   lltm_case c = {2, 3, 4, TG_F64, false, {0}};
   tg_tensor *in[N_IN], *h, *cell;
   make_inputs(&c, in);
@@ -415,11 +415,11 @@ TG_TEST(lltm, backward_twice_with_retain_graph) {
   tg_assert_close(tg_grad(in[IN_WEIGHTS]), tg_mul_scalar(first, 2.0), 1e-14, 1e-14);
   cr_assert_neq(tg_backward(loss, NULL), TG_OK);
   tg_expect_error(TG_ERR_STATE, "second time");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(lltm, no_grad_records_nothing) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   lltm_case c = {2, 3, 4, TG_F32, false, {0}};
   tg_tensor *in[N_IN], *h, *cell;
   make_inputs(&c, in);
@@ -428,7 +428,7 @@ TG_TEST(lltm, no_grad_records_nothing) {
   tg_no_grad_end();
   cr_assert(!tg_requires_grad(h) && !tg_requires_grad(cell));
   cr_assert_null(tg_grad_fn_name(h));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(lltm, registered_by_name) {
@@ -463,7 +463,7 @@ static void expect_both_fail(tg_tensor *const in[N_IN], tg_status code, const ch
 }
 
 TG_TEST(lltm, bad_inputs) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const int64_t B = 3, I = 4, S = 5;
   tg_options o = {0};
   tg_tensor *good[N_IN] = {tg_zeros(TG_SHAPE(B, I), o), tg_zeros(TG_SHAPE(3 * S, S + I), o),
@@ -523,11 +523,11 @@ TG_TEST(lltm, bad_inputs) {
   cr_assert_eq(tg_lltm_composed(good[0], good[1], good[2], good[3], good[4], NULL, &h),
                TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_lltm_composed", "new_h and new_cell");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(lltm, null_input_keeps_the_first_error) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_zeros(TG_SHAPE(2, 2), TG_OPTS_DEFAULT), *h, *c;
   tg_tensor *bad = tg_narrow(t, 0, 1, 5); /* records an error, returns NULL */
   cr_assert_null(bad);
@@ -537,19 +537,19 @@ TG_TEST(lltm, null_input_keeps_the_first_error) {
   tg_expect_error(first, "tg_narrow");
   cr_assert_eq(tg_lltm_composed(t, t, t, t, NULL, &h, &c), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_lltm_composed: old_cell is NULL");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(lltm, device_mismatch) {
   if (!tg_cuda_is_available()) cr_skip_test("no CUDA device: a mismatch cannot be built");
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const int64_t B = 2, I = 3, S = 4;
   tg_options o = {0}, g = {.device = TG_DEVICE_CUDA(0)};
   tg_tensor *in[N_IN] = {tg_zeros(TG_SHAPE(B, I), o), tg_zeros(TG_SHAPE(3 * S, S + I), g),
                          tg_zeros(TG_SHAPE(3 * S), o), tg_zeros(TG_SHAPE(B, S), o),
                          tg_zeros(TG_SHAPE(B, S), o)};
   expect_both_fail(in, TG_ERR_DEVICE, "weights is on cuda:0 but input is on cpu:0");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(lltm, cuda_request_without_a_device_is_an_error) {

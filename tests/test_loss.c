@@ -28,7 +28,7 @@ static double item(const tg_tensor *t) {
 /* ---- softmax / log_softmax values ---- */
 
 TG_TEST(loss, log_softmax_and_softmax_by_hand) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int dt = 0; dt < 2; dt++) {
     tg_dtype dtype = dt ? TG_F32 : TG_F64;
     double tol = dt ? 1e-6 : 1e-14;
@@ -43,11 +43,11 @@ TG_TEST(loss, log_softmax_and_softmax_by_hand) {
     tg_assert_close(y, want, tol, tol); /* the 1000s do not overflow */
     tg_assert_close(tg_softmax(x, -1), tg_exp(want), tol, tol);
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(loss, softmax_along_dim_0_of_a_transposed_input) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   /* x^T is [[1, 1001], [2, 1002], [3, 1003]]: dim 0 of it is each row of x. */
   tg_tensor *x = from(TG_SHAPE(2, 3), (const double[]){1, 2, 3, 1001, 1002, 1003});
   tg_tensor *p = tg_softmax(tg_t(x), 0);
@@ -60,11 +60,11 @@ TG_TEST(loss, softmax_along_dim_0_of_a_transposed_input) {
   tg_assert_close(q, from(TG_SHAPE(3), (const double[]){0, 0, 1}), 0, 0);
   tg_tensor *lq = tg_log_softmax(from(TG_SHAPE(3), (const double[]){-1e4, 0, 1e4}), 0);
   tg_assert_close(lq, from(TG_SHAPE(3), (const double[]){-2e4, -1e4, 0}), 0, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(loss, softmax_of_0_dim_and_empty_inputs) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *s = tg_full(0, NULL, 7.5, TG_OPTS(.dtype = TG_F64));
   tg_tensor *ls = tg_log_softmax(s, 0), *p = tg_softmax(s, -1);
   cr_assert_eq(tg_ndim(ls), 0);
@@ -73,13 +73,13 @@ TG_TEST(loss, softmax_of_0_dim_and_empty_inputs) {
   tg_tensor *e = tg_empty(TG_SHAPE(0, 4), TG_OPTS_DEFAULT);
   tg_assert_sizes(tg_log_softmax(e, 1), 0, 4);
   tg_assert_sizes(tg_softmax(e, 0), 0, 4);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- mse_loss / cross_entropy values ---- */
 
 TG_TEST(loss, mse_loss_by_hand) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *in = from(TG_SHAPE(3), (const double[]){1, 2, 3});
   tg_tensor *target = from(TG_SHAPE(3), (const double[]){0, 2, 5});
   tg_tensor *l = tg_mse_loss(in, target);
@@ -95,11 +95,11 @@ TG_TEST(loss, mse_loss_by_hand) {
   /* The mean of nothing is NaN, like PyTorch. */
   tg_tensor *e = tg_empty(TG_SHAPE(0, 2), TG_OPTS(.dtype = TG_F64));
   cr_assert(isnan(item(tg_mse_loss(e, e))));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(loss, cross_entropy_by_hand) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *logits = from(TG_SHAPE(2, 3), (const double[]){1, 2, 3, 1, 1, 1});
   tg_tensor *l = tg_cross_entropy(logits, labels(2, (const int64_t[]){2, 0}));
   cr_assert(l, "%s", tg_last_error_message());
@@ -119,7 +119,7 @@ TG_TEST(loss, cross_entropy_by_hand) {
   /* An empty batch gives NaN. */
   cr_assert(isnan(item(tg_cross_entropy(tg_empty(TG_SHAPE(0, 3), TG_OPTS(.dtype = TG_F64)),
                                         tg_empty(TG_SHAPE(0), TG_OPTS(.dtype = TG_I64))))));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- gradients ---- */
@@ -189,7 +189,7 @@ static void check_grads(call *c, int n, tg_tensor **in, const char *what) {
 }
 
 TG_TEST(loss, softmax_gradcheck_every_layout_and_dim) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int which = 0; which < 2; which++)
     for (int l = 0; l < NUM_LAYOUTS; l++)
       for (int dim = -1; dim < 2; dim++) {
@@ -197,11 +197,11 @@ TG_TEST(loss, softmax_gradcheck_every_layout_and_dim) {
         tg_tensor *in[] = {leaf(3, 4, (layout)l)};
         check_grads(&c, 1, in, layout_names[l]);
       }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(loss, softmax_gradcheck_of_1d_and_0_dim_inputs) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int which = 0; which < 2; which++) {
     call c = {which, 0, 1};
     tg_tensor *v[] = {
@@ -210,11 +210,11 @@ TG_TEST(loss, softmax_gradcheck_of_1d_and_0_dim_inputs) {
     tg_tensor *s[] = {tg_full(0, NULL, 0.3, TG_OPTS(.dtype = TG_F64, .requires_grad = true))};
     check_grads(&c, 1, s, "0-dim");
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(loss, mse_loss_gradcheck_every_layout) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int li = 0; li < NUM_LAYOUTS; li++)
     for (int lt = 0; lt < NUM_LAYOUTS; lt++) {
       call c = {2, 0, 3};
@@ -225,22 +225,22 @@ TG_TEST(loss, mse_loss_gradcheck_every_layout) {
   call c = {2, 0, 1};
   tg_tensor *in[] = {leaf(2, 2, TRANSPOSED), tg_ones(TG_SHAPE(2, 2), TG_OPTS(.dtype = TG_F64))};
   check_grads(&c, 2, in, "constant target");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(loss, cross_entropy_gradcheck_every_layout) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *target = labels(4, (const int64_t[]){2, 0, 4, 2});
   for (int l = 0; l < NUM_LAYOUTS; l++) {
     call c = {3, 0, 4};
     tg_tensor *in[] = {leaf(4, 5, (layout)l), target};
     check_grads(&c, 2, in, layout_names[l]);
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(loss, cross_entropy_backward_is_softmax_minus_one_hot) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *logits = tg_zeros(TG_SHAPE(2, 4), TG_OPTS(.dtype = TG_F64, .requires_grad = true));
   tg_tensor *l = tg_cross_entropy(logits, labels(2, (const int64_t[]){1, 3}));
   cr_assert_str_eq(tg_grad_fn_name(l), "cross_entropy");
@@ -248,13 +248,13 @@ TG_TEST(loss, cross_entropy_backward_is_softmax_minus_one_hot) {
   /* (1/4 - one_hot) / 2 */
   const double want[] = {0.125, -0.375, 0.125, 0.125, 0.125, 0.125, 0.125, -0.375};
   tg_assert_close(tg_grad(logits), from(TG_SHAPE(2, 4), want), 0, 1e-15);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- errors ---- */
 
 TG_TEST(loss, softmax_errors) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   cr_assert_null(tg_log_softmax(x, 2));
   tg_expect_error(TG_ERR_INDEX, "tg_log_softmax", "dim 2");
@@ -264,11 +264,11 @@ TG_TEST(loss, softmax_errors) {
   tg_expect_error(TG_ERR_DTYPE, "tg_softmax", "x has dtype int64");
   cr_assert_null(tg_log_softmax(NULL, 0));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_log_softmax", "x is NULL");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(loss, mse_loss_errors) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   cr_assert_null(tg_mse_loss(a, tg_ones(TG_SHAPE(3), TG_OPTS_DEFAULT)));
   tg_expect_error(TG_ERR_SHAPE,
@@ -279,11 +279,11 @@ TG_TEST(loss, mse_loss_errors) {
   tg_expect_error(TG_ERR_DTYPE, "tg_mse_loss", "input has dtype int64");
   cr_assert_null(tg_mse_loss(a, NULL));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_mse_loss", "target is NULL");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(loss, cross_entropy_errors) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *logits = tg_zeros(TG_SHAPE(3, 5), TG_OPTS_DEFAULT);
   tg_tensor *target = labels(3, (const int64_t[]){0, 4, 1});
   cr_assert_null(tg_cross_entropy(logits, labels(3, (const int64_t[]){0, 5, 1})));
@@ -305,17 +305,17 @@ TG_TEST(loss, cross_entropy_errors) {
   tg_tensor *t = labels(3, (const int64_t[]){0, 1, 2});
   cr_assert_neq(tg_set_requires_grad(t, true), TG_OK);
   tg_clear_error();
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(loss, arguments_on_different_devices) {
   if (!tg_cuda_is_available()) cr_skip_test("no CUDA device in this build/machine");
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   cr_assert_null(tg_mse_loss(x, tg_to_device(x, TG_DEVICE_CUDA(0))));
   tg_expect_error(TG_ERR_DEVICE, "tg_mse_loss: target is on");
   tg_tensor *t = tg_to_device(labels(2, (const int64_t[]){0, 1}), TG_DEVICE_CUDA(0));
   cr_assert_null(tg_cross_entropy(x, t));
   tg_expect_error(TG_ERR_DEVICE, "tg_cross_entropy: target is on");
-  tg_scope_end();
+  tg_scope_end(sc);
 }

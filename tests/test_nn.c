@@ -16,7 +16,7 @@ TG_TEST(nn, lltm_cell_parameters_and_init) {
   tg_lltm_cell *cell = tg_lltm_cell_new(32, 128, TG_OPTS_DEFAULT, gen);
   tg_generator_free(gen);
   cr_assert_not_null(cell, "%s", tg_last_error_message());
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *w = tg_lltm_cell_weights(cell), *b = tg_lltm_cell_bias(cell);
   tg_assert_sizes(w, 384, 160);
   tg_assert_sizes(b, 384);
@@ -35,7 +35,7 @@ TG_TEST(nn, lltm_cell_parameters_and_init) {
   cr_assert(params[0] == w && params[1] == b && params[2] == NULL);
   cr_assert_eq(tg_lltm_cell_parameters(cell, params, 1), 2);
   cr_assert_eq(tg_lltm_cell_parameters(cell, NULL, 0), 2);
-  tg_scope_end();
+  tg_scope_end(sc);
   tg_lltm_cell_free(cell);
   tg_lltm_cell_free(NULL);
 }
@@ -46,10 +46,10 @@ TG_TEST(nn, lltm_cell_same_seed_same_parameters) {
   tg_lltm_cell *b = tg_lltm_cell_new(3, 4, TG_OPTS(.dtype = TG_F64), g2);
   tg_generator_free(g1);
   tg_generator_free(g2);
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_assert_close(tg_lltm_cell_weights(a), tg_lltm_cell_weights(b), 0, 0);
   tg_assert_close(tg_lltm_cell_bias(a), tg_lltm_cell_bias(b), 0, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
   tg_lltm_cell_free(a);
   tg_lltm_cell_free(b);
 }
@@ -57,7 +57,7 @@ TG_TEST(nn, lltm_cell_same_seed_same_parameters) {
 TG_TEST(nn, lltm_cell_forward_both_paths) {
   tg_lltm_cell *cell = tg_lltm_cell_new(5, 7, TG_OPTS(.dtype = TG_F64), NULL);
   cr_assert_not_null(cell);
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_options o = {.dtype = TG_F64};
   tg_tensor *x = tg_randn(TG_SHAPE(3, 5), o, NULL), *h = tg_randn(TG_SHAPE(3, 7), o, NULL);
   tg_tensor *c = tg_randn(TG_SHAPE(3, 7), o, NULL);
@@ -77,7 +77,7 @@ TG_TEST(nn, lltm_cell_forward_both_paths) {
   cr_assert_eq(tg_backward(tg_add(tg_sum(ch), tg_sum(cc)), NULL), TG_OK);
   tg_assert_close(gw, tg_grad(tg_lltm_cell_weights(cell)), 1e-12, 1e-14);
   tg_assert_close(gb, tg_grad(tg_lltm_cell_bias(cell)), 1e-12, 1e-14);
-  tg_scope_end();
+  tg_scope_end(sc);
   tg_lltm_cell_free(cell); /* the gradients go with the parameters */
 }
 
@@ -90,7 +90,7 @@ TG_TEST(nn, lltm_cell_errors) {
   tg_expect_error(TG_ERR_DTYPE, "tg_lltm_cell_new", "int64");
 
   tg_lltm_cell *cell = tg_lltm_cell_new(3, 4, TG_OPTS_DEFAULT, NULL);
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_zeros(TG_SHAPE(2, 3), TG_OPTS_DEFAULT),
             *h = tg_zeros(TG_SHAPE(2, 4), TG_OPTS_DEFAULT);
   tg_tensor *nh = (tg_tensor *)1, *nc = (tg_tensor *)1;
@@ -102,7 +102,7 @@ TG_TEST(nn, lltm_cell_errors) {
   /* A wrong input reaches the op's own check. */
   cr_assert_eq(tg_lltm_cell_forward(cell, TG_LLTM_FUSED, h, h, h, &nh, &nc), TG_ERR_SHAPE);
   tg_expect_error(TG_ERR_SHAPE, "tg_lltm", "weights is [12, 7]");
-  tg_scope_end();
+  tg_scope_end(sc);
   tg_lltm_cell_free(cell);
 }
 
@@ -112,7 +112,7 @@ TG_TEST(nn, linear_forward_and_parameters) {
   tg_linear *m = tg_linear_new(4, 3, true, TG_OPTS(.dtype = TG_F64), NULL);
   tg_linear *nob = tg_linear_new(4, 3, false, TG_OPTS(.dtype = TG_F64), NULL);
   cr_assert(m && nob, "%s", tg_last_error_message());
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_assert_sizes(tg_linear_weight(m), 3, 4);
   tg_assert_sizes(tg_linear_bias(m), 3);
   cr_assert_null(tg_linear_bias(nob));
@@ -132,7 +132,7 @@ TG_TEST(nn, linear_forward_and_parameters) {
   tg_expect_error(TG_ERR_SHAPE, "tg_linear_forward", "x is [5, 3]", "[batch, 4]");
   cr_assert_null(tg_linear_forward(m, NULL));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_linear_forward", "x is NULL");
-  tg_scope_end();
+  tg_scope_end(sc);
   tg_linear_free(m);
   tg_linear_free(nob);
   cr_assert_null(tg_linear_new(0, 3, true, TG_OPTS_DEFAULT, NULL));
@@ -155,7 +155,7 @@ static double value(const tg_tensor *t) {
 }
 
 TG_TEST(nn, sgd_plain_momentum_nesterov_weight_decay) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *p[4] = {param_with_grad(1.0, 0.5), param_with_grad(1.0, 0.5),
                      param_with_grad(1.0, 0.5), param_with_grad(1.0, 0.5)};
   tg_optimizer *plain = tg_sgd_new(1, &p[0], (tg_sgd_options){.lr = 0.1});
@@ -188,11 +188,11 @@ TG_TEST(nn, sgd_plain_momentum_nesterov_weight_decay) {
   tg_optimizer_free(nest);
   tg_optimizer_free(wd);
   tg_optimizer_free(NULL);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(nn, adam_matches_the_formula) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *p = param_with_grad(1.0, 0.5);
   tg_tensor *idle = tg_full(TG_SHAPE(2), 3.0, TG_OPTS(.dtype = TG_F64, .requires_grad = true));
   tg_optimizer *adam = tg_adam_new(2, (tg_tensor *const[]){p, idle},
@@ -211,11 +211,11 @@ TG_TEST(nn, adam_matches_the_formula) {
   /* a parameter without a gradient is left alone */
   cr_assert_float_eq(tg_test_at(idle, 1), 3.0, 0);
   tg_optimizer_free(adam);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(nn, optimizer_errors) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *p = param_with_grad(1.0, 0.5);
   tg_tensor *plain = tg_ones(TG_SHAPE(2), TG_OPTS_DEFAULT);
   tg_tensor *nonleaf = tg_mul_scalar(p, 2.0);
@@ -237,7 +237,7 @@ TG_TEST(nn, optimizer_errors) {
   tg_expect_error(TG_ERR_ARGUMENT, "tg_optimizer_step");
   cr_assert_eq(tg_optimizer_zero_grad(NULL), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_optimizer_zero_grad");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(nn, step_after_forward_invalidates_the_graph) {
@@ -246,7 +246,7 @@ TG_TEST(nn, step_after_forward_invalidates_the_graph) {
   tg_tensor *params[2];
   tg_lltm_cell_parameters(cell, params, 2);
   tg_optimizer *sgd = tg_sgd_new(2, params, (tg_sgd_options){.lr = 0.1});
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_options o = {.dtype = TG_F64, .requires_grad = true};
   tg_tensor *x = tg_randn(TG_SHAPE(2, 2), o, NULL), *h = tg_randn(TG_SHAPE(2, 3), o, NULL);
   tg_tensor *nh, *nc;
@@ -256,7 +256,7 @@ TG_TEST(nn, step_after_forward_invalidates_the_graph) {
   cr_assert_eq(tg_optimizer_step(sgd), TG_OK);
   cr_assert_neq(tg_backward(loss, NULL), TG_OK);
   tg_expect_error(TG_ERR_STATE, "modified by an in-place operation");
-  tg_scope_end();
+  tg_scope_end(sc);
   tg_optimizer_free(sgd);
   tg_lltm_cell_free(cell);
 }
@@ -275,13 +275,13 @@ static double train(tg_lltm_impl impl, bool adam) {
   tg_optimizer *opt = adam ? tg_adam_new(4, params, (tg_adam_options){.lr = 0.05})
                            : tg_sgd_new(4, params, (tg_sgd_options){.lr = 0.2, .momentum = 0.9});
   tg_options o = {.dtype = TG_F64};
-  tg_tensor *x = tg_randn(TG_SHAPE(6, 4), o, gen); /* no scope open: ours */
+  tg_tensor *x = tg_randn(TG_SHAPE(6, 4), o, gen); /* tg_test_scope's */
   tg_tensor *h = tg_zeros(TG_SHAPE(6, 8), o);
   tg_tensor *target = tg_uniform(TG_SHAPE(6, 2), -0.5, 0.5, o, gen);
   tg_generator_free(gen);
   double first = 0, last = 0;
   for (int step = 0; step < 150; step++) {
-    tg_scope_begin();
+    tg_scope sc = tg_scope_begin();
     tg_tensor *nh, *nc;
     cr_assert_eq(tg_lltm_cell_forward(cell, impl, x, h, h, &nh, &nc), TG_OK);
     tg_tensor *loss = tg_mse_loss(tg_linear_forward(head, nh), target);
@@ -291,11 +291,8 @@ static double train(tg_lltm_impl impl, bool adam) {
     cr_assert_eq(tg_backward(loss, NULL), TG_OK);
     cr_assert_eq(tg_optimizer_step(opt), TG_OK);
     cr_assert_eq(tg_optimizer_zero_grad(opt), TG_OK);
-    tg_scope_end();
+    tg_scope_end(sc);
   }
-  tg_release(x);
-  tg_release(h);
-  tg_release(target);
   tg_optimizer_free(opt);
   tg_linear_free(head);
   tg_lltm_cell_free(cell);

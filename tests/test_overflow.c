@@ -21,7 +21,7 @@ static double at(const tg_tensor *t, int ndim, const int64_t *index) {
 /* ---- as_strided ---- */
 
 TG_TEST(overflow, as_strided_span_that_overflows_is_refused) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *z = tg_zeros(TG_SHAPE(4), TG_OPTS(0));
   /* (2^61 + 1 - 1) * 8 = 2^64 wraps to 0: the span looked in bounds. */
   cr_assert_null(tg_as_strided(z, 1, (int64_t[]){((int64_t)1 << 61) + 1}, (int64_t[]){8}, 0));
@@ -34,11 +34,11 @@ TG_TEST(overflow, as_strided_span_that_overflows_is_refused) {
   /* INT64_MIN as a stride: the span's negation would overflow too. */
   cr_assert_null(tg_as_strided(z, 1, (int64_t[]){2}, (int64_t[]){INT64_MIN}, 3));
   tg_expect_error(TG_ERR_INDEX, "tg_as_strided", "strides [-9223372036854775808]");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(overflow, as_strided_checks_every_size_past_a_zero) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *z = tg_zeros(TG_SHAPE(4), TG_OPTS(0));
   cr_assert_null(tg_as_strided(z, 2, (int64_t[]){0, -5}, (int64_t[]){1, 1}, 0));
   tg_expect_error(TG_ERR_SHAPE, "tg_as_strided", "sizes [0, -5]", "dim 1 is negative");
@@ -51,13 +51,13 @@ TG_TEST(overflow, as_strided_checks_every_size_past_a_zero) {
   cr_assert_null(tg_as_strided(z, 3, (int64_t[]){0, P40, P40}, (int64_t[]){1, 1, 1}, 0));
   tg_expect_error(TG_ERR_SHAPE, "tg_as_strided", "sizes [0, 1099511627776, 1099511627776]",
                   "overflows int64");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* Copies and reductions of an empty tensor with huge strides: the strided loop driver must
  * not multiply them (byte strides, merged dims). */
 TG_TEST(overflow, empty_tensor_with_huge_strides_copies_and_sums) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *z = tg_zeros(TG_SHAPE(4), TG_OPTS(.dtype = TG_F64));
   tg_tensor *e =
       tg_as_strided(z, 3, (int64_t[]){3, 0, 2}, (int64_t[]){INT64_MAX / 4, 1, INT64_MIN}, 0);
@@ -79,14 +79,14 @@ TG_TEST(overflow, empty_tensor_with_huge_strides_copies_and_sums) {
   tg_test_expect_values(tg_contiguous(one), 2, (double[]){2, 3}, 0);
   cr_assert_eq(tg_item(tg_sum(one), &s), TG_OK);
   cr_assert_eq(s, 5.0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* Views of an empty tensor keep its offset: its strides may be anything, so start * stride
  * (found by the fuzzer: split of an empty as_strided view with stride INT64_MIN) is not
  * computed. */
 TG_TEST(overflow, views_of_an_empty_tensor_with_huge_strides) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *z = tg_zeros(TG_SHAPE(4), TG_OPTS(0));
   tg_tensor *e = tg_as_strided(z, 2, (int64_t[]){0, 3}, (int64_t[]){1, INT64_MIN}, 1);
   cr_assert_not_null(e, "%s", tg_last_error_message());
@@ -104,13 +104,13 @@ TG_TEST(overflow, views_of_an_empty_tensor_with_huge_strides) {
   tg_tensor *huge = tg_slice(e, 1, 1, 3, INT64_MAX);
   cr_assert_not_null(huge, "%s", tg_last_error_message());
   tg_assert_sizes(huge, 0, 1);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* Reducing an empty dim gives zeros, with nothing formed from the other dims' strides
  * (sum_dim used to walk out's rows forming x pointers from its huge strides). */
 TG_TEST(overflow, sum_over_an_empty_dim_with_huge_strides_elsewhere) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *z = tg_zeros(TG_SHAPE(4), TG_OPTS(.dtype = TG_F64));
   tg_tensor *e = tg_as_strided(z, 2, (int64_t[]){3, 0}, (int64_t[]){INT64_MAX / 2, 1}, 0);
   cr_assert_not_null(e, "%s", tg_last_error_message());
@@ -120,13 +120,13 @@ TG_TEST(overflow, sum_over_an_empty_dim_with_huge_strides_elsewhere) {
   tg_tensor *m = tg_mm(e, tg_zeros(TG_SHAPE(0, 2), TG_OPTS(.dtype = TG_F64)));
   cr_assert_not_null(m, "%s", tg_last_error_message());
   tg_test_expect_values(m, 6, (double[]){0, 0, 0, 0, 0, 0}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- integers kept exact (not through a double) ---- */
 
 TG_TEST(overflow, expand_keeps_sizes_above_2_53) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_view(range(3), TG_SHAPE(1, 3));
   tg_tensor *e = tg_expand(t, TG_SHAPE(P53 + 1, 3));
   cr_assert_not_null(e, "%s", tg_last_error_message());
@@ -145,11 +145,11 @@ TG_TEST(overflow, expand_keeps_sizes_above_2_53) {
   tg_tensor *s = tg_slice(e, 0, P53 - 1, INT64_MAX, 1);
   cr_assert_not_null(s, "%s", tg_last_error_message());
   tg_assert_sizes(s, 2, 3);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(overflow, slice_with_step_int64_max_gives_one_element) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = range(5);
   tg_tensor *s = tg_slice(t, 0, 0, 5, INT64_MAX);
   cr_assert_not_null(s, "%s", tg_last_error_message());
@@ -158,11 +158,11 @@ TG_TEST(overflow, slice_with_step_int64_max_gives_one_element) {
   tg_tensor *s2 = tg_slice(t, 0, 2, INT64_MAX, INT64_MAX);
   cr_assert_not_null(s2, "%s", tg_last_error_message());
   tg_test_expect_values(s2, 1, (double[]){2}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(overflow, slicing_twice_with_huge_steps_keeps_a_valid_stride) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_view(range(12), TG_SHAPE(3, 4));
   tg_tensor *a = tg_slice(t, 1, 1, 4, P40);
   tg_tensor *b = tg_slice(a, 1, 0, 1, P40); /* 2^40 * 2^40 does not fit: size 1 keeps 2^40 */
@@ -172,21 +172,21 @@ TG_TEST(overflow, slicing_twice_with_huge_steps_keeps_a_valid_stride) {
   tg_tensor *c = tg_slice(tg_slice(t, 0, 0, 3, INT64_MAX), 0, 0, 1, INT64_MAX);
   cr_assert_not_null(c, "%s", tg_last_error_message());
   tg_test_expect_values(tg_contiguous(c), 4, (double[]){0, 1, 2, 3}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(overflow, split_with_a_huge_split_size_is_one_piece) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *out[2];
   int n = 0;
   cr_assert_eq(tg_split(range(7), INT64_MAX, 0, out, 2, &n), TG_OK, "%s", tg_last_error_message());
   cr_assert_eq(n, 1);
   tg_assert_sizes(out[0], 7);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(overflow, chunk_of_a_dim_of_size_int64_max) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_expand(tg_ones(TG_SHAPE(1), TG_OPTS(0)), TG_SHAPE(INT64_MAX));
   cr_assert_not_null(t, "%s", tg_last_error_message());
   tg_tensor *out[3];
@@ -195,7 +195,7 @@ TG_TEST(overflow, chunk_of_a_dim_of_size_int64_max) {
   cr_assert_eq(n, 3);
   tg_assert_sizes(out[0], INT64_MAX / 3 + 1);
   tg_assert_sizes(out[2], INT64_MAX - 2 * (INT64_MAX / 3 + 1));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* A user op reads its integer parameters exactly; a double would round 2^53 + 1. */
@@ -215,7 +215,7 @@ TG_TEST(overflow, op_integer_parameters_are_exact) {
                      .n_outputs = 1,
                      .forward = {probe_forward, probe_forward}};
   cr_assert_eq(tg_op_register(&desc), TG_OK, "%s", tg_last_error_message());
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = range(1);
   tg_tensor *y = tg_apply1_ex(tg_op_lookup("overflow_int_probe"), 1, (const tg_tensor *[]){x}, 0,
                               NULL, 2, (const int64_t[]){P53 + 1, INT64_MIN});
@@ -225,13 +225,13 @@ TG_TEST(overflow, op_integer_parameters_are_exact) {
   cr_assert_null(tg_apply1_ex(tg_op_lookup("overflow_int_probe"), 1, (const tg_tensor *[]){x}, 0,
                               NULL, TG_CTX_MAX_INTS + 1, many));
   tg_expect_error(TG_ERR_ARGUMENT, "overflow_int_probe", "integer parameters");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- products of sizes ---- */
 
 TG_TEST(overflow, expand_whose_numel_overflows_is_refused) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_ones(TG_SHAPE(1, 1), TG_OPTS(0));
   cr_assert_null(tg_expand(t, TG_SHAPE(P32, P32)));
   tg_expect_error(TG_ERR_SHAPE, "tg_expand", "[1, 1]", "[4294967296, 4294967296]", "overflows");
@@ -242,11 +242,11 @@ TG_TEST(overflow, expand_whose_numel_overflows_is_refused) {
   /* A new leading dim of 0 makes it empty, but the other sizes must still fit together. */
   cr_assert_null(tg_expand(t, TG_SHAPE(0, P40, P40, 1)));
   tg_expect_error(TG_ERR_SHAPE, "tg_expand", "overflows");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(overflow, view_whose_numel_overflows_is_refused) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *z = tg_zeros(TG_SHAPE(0), TG_OPTS(0));
   cr_assert_null(tg_view(z, TG_SHAPE(P32, P32)));
   tg_expect_error(TG_ERR_SHAPE, "tg_view", "sizes [4294967296, 4294967296]", "overflows int64",
@@ -260,31 +260,31 @@ TG_TEST(overflow, view_whose_numel_overflows_is_refused) {
   cr_assert_eq(tg_numel(ok), 0);
   /* Every empty view can be copied: tg_empty bounds the same sizes. */
   tg_assert_sizes(tg_clone(ok), 0, P32, 2);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(overflow, cat_whose_size_overflows_is_refused) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *big = tg_expand(tg_ones(TG_SHAPE(1), TG_OPTS(0)), TG_SHAPE(INT64_MAX / 2 + 1));
   cr_assert_not_null(big, "%s", tg_last_error_message());
   cr_assert_null(tg_cat(2, (const tg_tensor *[]){big, big}, 0));
   tg_expect_error(TG_ERR_SHAPE, "tg_cat", "[4611686018427387904]", "overflows int64");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(overflow, empty_with_too_many_elements_is_refused) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   cr_assert_null(tg_zeros(TG_SHAPE(P32, P32), TG_OPTS(0)));
   tg_expect_error(TG_ERR_SHAPE, "tg_zeros", "[4294967296, 4294967296]", "too many elements");
   cr_assert_null(tg_empty(TG_SHAPE(0, P40, P40), TG_OPTS(0)));
   tg_expect_error(TG_ERR_SHAPE, "tg_empty", "too many elements");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- arange ---- */
 
 TG_TEST(overflow, arange_with_too_many_elements_is_refused) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   cr_assert_null(tg_arange(0, 1e300, 1, TG_OPTS(0)));
   tg_expect_error(TG_ERR_SHAPE, "tg_arange", "start 0, end 1e+300, step 1", "too many");
   cr_assert_null(tg_arange(0, 1e19, 1, TG_OPTS(0)));
@@ -295,13 +295,13 @@ TG_TEST(overflow, arange_with_too_many_elements_is_refused) {
   tg_tensor *neg = tg_arange(-9.2e18, -9.2e18 + 4096, 2048, TG_OPTS(.dtype = TG_I64));
   cr_assert_not_null(neg, "%s", tg_last_error_message());
   cr_assert_eq(tg_numel(neg), 2);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* A C cast of NaN or of a float out of range to int64 is undefined: tg converts as Rust's
  * `as` does (NaN -> 0, saturating), in fill, copy, to_dtype and tg_set alike. */
 TG_TEST(overflow, float_to_int64_conversions_are_defined) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *i = tg_zeros(TG_SHAPE(2), TG_OPTS(.dtype = TG_I64));
   cr_assert_eq(tg_fill_(i, NAN), TG_OK);
   int64_t got[4];
@@ -318,23 +318,23 @@ TG_TEST(overflow, float_to_int64_conversions_are_defined) {
   cr_assert_eq(tg_set(i, (int64_t[]){1}, INFINITY), TG_OK);
   cr_assert_eq(tg_to_host_array(i, got, sizeof got / 2), TG_OK);
   cr_assert_eq(got[1], INT64_MAX);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- empty tensors ---- */
 
 TG_TEST(overflow, empty_tensors_are_contiguous) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *z = tg_zeros(TG_SHAPE(2, 0), TG_OPTS(0));
   cr_assert(tg_is_contiguous(z));
   cr_assert(tg_is_contiguous(tg_transpose(z, 0, 1)));
   cr_assert(tg_is_contiguous(tg_zeros(TG_SHAPE(0, 3, 5), TG_OPTS(0))));
   cr_assert(tg_is_contiguous(tg_expand(tg_zeros(TG_SHAPE(0, 1), TG_OPTS(0)), TG_SHAPE(0, 4))));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(overflow, reductions_of_empty_tensors) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *z = tg_zeros(TG_SHAPE(2, 0), TG_OPTS(.dtype = TG_F64));
   double s = -1;
   cr_assert_eq(tg_item(tg_sum(z), &s), TG_OK, "%s", tg_last_error_message());
@@ -349,11 +349,11 @@ TG_TEST(overflow, reductions_of_empty_tensors) {
   tg_assert_sizes(values, 0);
   tg_assert_sizes(tg_contiguous(tg_zeros(TG_SHAPE(0), TG_OPTS(0))), 0);
   tg_assert_sizes(tg_add(z, z), 2, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 static void lltm_batch_0(bool fused) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   int64_t batch = 0, in = 4, state = 3;
   tg_options opt = TG_OPTS(.dtype = TG_F64), grad = TG_OPTS(.dtype = TG_F64, .requires_grad = true);
   tg_tensor *x = tg_zeros(TG_SHAPE(batch, in), opt);
@@ -371,7 +371,7 @@ static void lltm_batch_0(bool fused) {
                tg_last_error_message());
   cr_assert_not_null(tg_grad(w));
   cr_assert_eq(tg_test_max_abs_diff(tg_grad(w), tg_zeros_like(w)), 0.0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(overflow, lltm_with_batch_0_fused) { lltm_batch_0(true); }
@@ -379,12 +379,12 @@ TG_TEST(overflow, lltm_with_batch_0_composed) { lltm_batch_0(false); }
 
 /* Element access through the accessor helpers agrees with the exact geometry. */
 TG_TEST(overflow, select_on_a_huge_expanded_dim_reads_the_right_element) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_expand(tg_view(range(2), TG_SHAPE(2, 1)), TG_SHAPE(2, INT64_MAX / 4));
   cr_assert_not_null(t, "%s", tg_last_error_message());
   cr_assert_eq(at(t, 2, (int64_t[]){1, INT64_MAX / 4 - 1}), 1.0);
   tg_tensor *row = tg_select(t, 1, INT64_MAX / 4 - 1);
   cr_assert_not_null(row, "%s", tg_last_error_message());
   tg_test_expect_values(row, 2, (double[]){0, 1}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }

@@ -127,19 +127,19 @@ TG_TEST(pointwise, unary_gradcheck_and_gradgradcheck_every_layout) {
   for (int k = 0; k < N_UNARY; k++) {
     const unary_case *c = &unary_cases[k];
     for (int l = 0; l < NUM_LAYOUTS; l++) {
-      tg_scope_begin();
+      tg_scope sc = tg_scope_begin();
       tg_tensor *x = input((layout)l, 10 + (uint64_t)k, c->dom);
       cr_assert_eq(tg_gradcheck(run_unary, (void *)c, 1, &x, 1, quiet), TG_OK, "%s %s: %s", c->name,
                    layout_names[l], tg_last_error_message());
       cr_assert_eq(tg_gradgradcheck(run_unary, (void *)c, 1, &x, 1, quiet), TG_OK, "%s %s: %s",
                    c->name, layout_names[l], tg_last_error_message());
-      tg_scope_end();
+      tg_scope_end(sc);
     }
   }
 }
 
 TG_TEST(pointwise, unary_values_by_hand) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int dt = TG_F32; dt <= TG_F64; dt++) {
     double tol = dt == TG_F32 ? 1e-6 : 1e-14;
     tg_tensor *x = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(4), (const double[]){-1, 0, 1, 4});
@@ -171,12 +171,12 @@ TG_TEST(pointwise, unary_values_by_hand) {
   cr_assert_eq(tg_ndim(e), 0);
   tg_test_expect_values(e, 1, (const double[]){exp(2)}, 1e-15);
   tg_expect_ok();
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* op on transposed, sliced-with-offset and expanded views equals op on contiguous copies. */
 TG_TEST(pointwise, unary_strided_inputs_match_contiguous) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int dt = TG_F32; dt <= TG_F64; dt++) {
     tg_options o = {.dtype = (tg_dtype)dt};
     tg_tensor *base = tg_to_dtype(values(TG_SHAPE(5, 8), 3, 0.2, 2.0, false), o.dtype);
@@ -192,11 +192,11 @@ TG_TEST(pointwise, unary_strided_inputs_match_contiguous) {
       }
     }
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(pointwise, sigmoid_tanh_elu_stay_finite_at_1e4_with_finite_gradients) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   unary_fn fns[] = {tg_sigmoid, tg_tanh, elu_1, elu_0_3, tg_relu};
   for (int dt = TG_F32; dt <= TG_F64; dt++) {
     for (int k = 0; k < 5; k++) {
@@ -217,16 +217,16 @@ TG_TEST(pointwise, sigmoid_tanh_elu_stay_finite_at_1e4_with_finite_gradients) {
   tg_test_expect_values(tg_sigmoid(x), 2, (const double[]){0, 1}, 0);
   tg_test_expect_values(tg_tanh(x), 2, (const double[]){-1, 1}, 0);
   tg_test_expect_values(tg_elu(x, 2.0), 2, (const double[]){-2, 1e4}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* relu'(0) = 0 and elu'(0) = alpha, as in PyTorch. */
 TG_TEST(pointwise, relu_and_elu_gradient_at_zero) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_zeros(TG_SHAPE(1), (tg_options){.dtype = TG_F64, .requires_grad = true});
   cr_assert_eq(tg_backward(tg_sum(tg_add(tg_relu(x), tg_elu(x, 0.25))), NULL), TG_OK);
   tg_test_expect_values(tg_grad(x), 1, (const double[]){0.25}, 1e-15);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- binary ops ---- */
@@ -271,7 +271,7 @@ TG_TEST(pointwise, binary_gradcheck_and_gradgradcheck_every_layout) {
     const binary_case *c = &binary_cases[k];
     /* pairs: a, b */
     for (int p = 0; p < 7; p++) {
-      tg_scope_begin();
+      tg_scope sc = tg_scope_begin();
       tg_tensor *in[2];
       const char *what;
       switch (p) {
@@ -301,7 +301,7 @@ TG_TEST(pointwise, binary_gradcheck_and_gradgradcheck_every_layout) {
                    c->name, what, tg_last_error_message());
       cr_assert_eq(tg_gradgradcheck(run_binary, (void *)c, 2, in, 1, quiet), TG_OK, "%s %s: %s",
                    c->name, what, tg_last_error_message());
-      tg_scope_end();
+      tg_scope_end(sc);
     }
   }
 }
@@ -311,20 +311,20 @@ TG_TEST(pointwise, binary_gradcheck_with_one_constant_input) {
   const domain d = {0.5, 2.0, true};
   for (int k = 0; k < N_BINARY; k++) {
     for (int which = 0; which < 2; which++) {
-      tg_scope_begin();
+      tg_scope sc = tg_scope_begin();
       tg_tensor *in[2] = {input(CONTIGUOUS, 1, d), input(BROADCAST, 2, d)};
       cr_assert_eq(tg_set_requires_grad(in[which], false), TG_OK);
       cr_assert_eq(tg_gradgradcheck(run_binary, (void *)&binary_cases[k], 2, in, 1, quiet), TG_OK,
                    "%s (input %d constant): %s", binary_cases[k].name, which,
                    tg_last_error_message());
       cr_assert_null(tg_grad(in[which]));
-      tg_scope_end();
+      tg_scope_end(sc);
     }
   }
 }
 
 TG_TEST(pointwise, binary_values_and_broadcasting_by_hand) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int dt = TG_F32; dt <= TG_F64; dt++) {
     tg_dtype t = (tg_dtype)dt;
     double tol = dt == TG_F32 ? 1e-6 : 1e-15;
@@ -369,11 +369,11 @@ TG_TEST(pointwise, binary_values_and_broadcasting_by_hand) {
     tg_assert_sizes(tg_add(e, b), 0, 3);
   }
   tg_expect_ok();
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(pointwise, binary_strided_inputs_match_contiguous) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int dt = TG_F32; dt <= TG_F64; dt++) {
     tg_dtype t = (tg_dtype)dt;
     tg_tensor *base = tg_to_dtype(values(TG_SHAPE(6, 8), 5, 0.5, 2.0, true), t);
@@ -394,11 +394,11 @@ TG_TEST(pointwise, binary_strided_inputs_match_contiguous) {
       }
     }
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(pointwise, grad_fn_names) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_ones(TG_SHAPE(2), (tg_options){.dtype = TG_F64, .requires_grad = true});
   cr_assert_str_eq(tg_grad_fn_name(tg_add(a, a)), "add");
   cr_assert_str_eq(tg_grad_fn_name(tg_sub(a, a)), "sub");
@@ -412,23 +412,23 @@ TG_TEST(pointwise, grad_fn_names) {
   cr_assert_null(tg_grad_fn_name(tg_add(a, a)));
   cr_assert(!tg_requires_grad(tg_exp(a)));
   tg_no_grad_end();
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* d(a*a)/da through one tensor used twice: gradients meet. */
 TG_TEST(pointwise, same_tensor_as_both_operands) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_test_tensor_of(TG_F64, TG_SHAPE(3), (const double[]){1, -2, 3});
   cr_assert_eq(tg_set_requires_grad(a, true), TG_OK);
   cr_assert_eq(tg_backward(tg_sum(tg_mul(a, a)), NULL), TG_OK);
   tg_test_expect_values(tg_grad(a), 3, (const double[]){2, -4, 6}, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- errors ---- */
 
 TG_TEST(pointwise, mismatched_dtypes_are_rejected) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *f = tg_ones(TG_SHAPE(2, 3), (tg_options){.dtype = TG_F32});
   tg_tensor *d = tg_ones(TG_SHAPE(2, 3), (tg_options){.dtype = TG_F64});
   cr_assert_null(tg_add(f, d));
@@ -437,11 +437,11 @@ TG_TEST(pointwise, mismatched_dtypes_are_rejected) {
   tg_expect_error(TG_ERR_DTYPE, "tg_div: a is float64 but b is float32");
   cr_assert_null(tg_add_scaled(d, f, 2));
   tg_expect_error(TG_ERR_DTYPE, "tg_add_scaled: a is float64 but b is float32");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(pointwise, int64_inputs_are_rejected) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *i = tg_zeros(TG_SHAPE(3), (tg_options){.dtype = TG_I64});
   tg_tensor *f = tg_zeros(TG_SHAPE(3), (tg_options){.dtype = TG_F32});
   cr_assert_null(tg_mul(i, i));
@@ -456,11 +456,11 @@ TG_TEST(pointwise, int64_inputs_are_rejected) {
   tg_expect_error(TG_ERR_DTYPE, "tg_exp: x is int64");
   cr_assert_null(tg_add_scalar(i, 1));
   tg_expect_error(TG_ERR_DTYPE, "tg_add_scalar: a is int64");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(pointwise, non_broadcastable_shapes_are_rejected) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   tg_tensor *b = tg_ones(TG_SHAPE(4), TG_OPTS_DEFAULT);
   cr_assert_null(tg_add(a, b));
@@ -472,11 +472,11 @@ TG_TEST(pointwise, non_broadcastable_shapes_are_rejected) {
                   "tg_mul: a is [4, 3, 1] and b is [2, 3]: sizes are not broadcastable at dim 1");
   cr_assert_null(tg_div(tg_ones(TG_SHAPE(0), TG_OPTS_DEFAULT), b));
   tg_expect_error(TG_ERR_SHAPE, "tg_div: a is [0] and b is [4]");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(pointwise, null_inputs_keep_the_first_error) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   cr_assert_null(tg_sub(NULL, a));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_sub: a is NULL");
@@ -489,5 +489,5 @@ TG_TEST(pointwise, null_inputs_keep_the_first_error) {
   tg_expect_error(TG_ERR_SHAPE, "tg_add: a is [2, 3] and b is [5]");
   cr_assert_null(tg_add(a, tg_pow_scalar(NULL, 2)));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_pow_scalar: x is NULL");
-  tg_scope_end();
+  tg_scope_end(sc);
 }

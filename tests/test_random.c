@@ -4,7 +4,7 @@
 #include "testutil.h"
 
 TG_TEST(random, the_same_seed_gives_the_same_numbers) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_manual_seed(42);
   tg_tensor *a = tg_randn(TG_SHAPE(100), TG_OPTS(.dtype = TG_F64), NULL);
   tg_tensor *b = tg_rand(TG_SHAPE(7), TG_OPTS_DEFAULT, NULL);
@@ -15,11 +15,11 @@ TG_TEST(random, the_same_seed_gives_the_same_numbers) {
   cr_assert_eq(tg_test_max_abs_diff(b, d), 0.0);
   tg_tensor *e = tg_randn(TG_SHAPE(100), TG_OPTS(.dtype = TG_F64), NULL);
   cr_assert_gt(tg_test_max_abs_diff(a, e), 0.1); /* the stream moved on */
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(random, generators_are_independent_of_the_default) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_generator *g1 = tg_generator_new(7), *g2 = tg_generator_new(7);
   tg_tensor *a = tg_uniform(TG_SHAPE(3, 5), -2, 3, TG_OPTS(.dtype = TG_F64), g1);
   tg_manual_seed(1);
@@ -33,11 +33,11 @@ TG_TEST(random, generators_are_independent_of_the_default) {
   }
   tg_generator_free(g1);
   tg_generator_free(g2);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(random, normal_moments_are_plausible) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_generator *g = tg_generator_new(123);
   tg_tensor *t = tg_zeros(TG_SHAPE(20000), TG_OPTS(.dtype = TG_F64));
   cr_assert_eq(tg_normal_(t, 1.0, 2.0, g), TG_OK);
@@ -51,11 +51,11 @@ TG_TEST(random, normal_moments_are_plausible) {
   cr_assert(fabs(mean - 1.0) < 0.05, "mean %g", mean);
   cr_assert(fabs(sqrt(var) - 2.0) < 0.05, "std %g", sqrt(var));
   tg_generator_free(g);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(random, filling_a_strided_view_fills_only_the_view) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_zeros(TG_SHAPE(4, 4), TG_OPTS(.dtype = TG_F64));
   cr_assert_eq(tg_uniform_(tg_t(tg_narrow(t, 1, 1, 2)), 1, 2, NULL), TG_OK);
   for (int r = 0; r < 4; r++)
@@ -66,11 +66,11 @@ TG_TEST(random, filling_a_strided_view_fills_only_the_view) {
       else
         cr_assert_eq(v, 0.0);
     }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(random, bad_arguments_are_errors) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   cr_assert_null(tg_rand(TG_SHAPE(2), TG_OPTS(.dtype = TG_I64), NULL));
   tg_expect_error(TG_ERR_DTYPE, "tg_rand", "int64");
   cr_assert_null(tg_uniform(TG_SHAPE(2), 3, 1, TG_OPTS_DEFAULT, NULL));
@@ -78,5 +78,5 @@ TG_TEST(random, bad_arguments_are_errors) {
   tg_tensor *t = tg_zeros(TG_SHAPE(2), TG_OPTS_DEFAULT);
   cr_assert_eq(tg_normal_(t, 0, -1, NULL), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_normal_", "std -1");
-  tg_scope_end();
+  tg_scope_end(sc);
 }

@@ -15,7 +15,7 @@ static tg_tensor *from(int ndim, const int64_t *sizes, const double *values) {
 /* ---- cat values ---- */
 
 TG_TEST(shape_ops, cat_along_each_dim) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_view(range(0, 6, TG_F64), TG_SHAPE(2, 3));  /* [[0,1,2],[3,4,5]] */
   tg_tensor *b = tg_view(range(10, 3, TG_F64), TG_SHAPE(1, 3)); /* [[10,11,12]] */
   tg_tensor *rows = tg_cat(2, (const tg_tensor *[]){a, b}, 0);
@@ -35,11 +35,11 @@ TG_TEST(shape_ops, cat_along_each_dim) {
   tg_assert_close(
       mid, from(TG_SHAPE(2, 3, 2), (const double[]){0, 1, 2, 3, 100, 101, 4, 5, 6, 7, 102, 103}), 0,
       0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(shape_ops, cat_of_strided_empty_and_single_pieces) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *base = tg_view(range(0, 12, TG_F32), TG_SHAPE(3, 4));
   tg_tensor *tr = tg_t(tg_narrow(base, 1, 0, 3)); /* [3, 3] transposed */
   tg_tensor *sl = tg_slice(base, 0, 1, 3, 1);     /* rows 1..2, offset 4 */
@@ -60,13 +60,13 @@ TG_TEST(shape_ops, cat_of_strided_empty_and_single_pieces) {
   tg_tensor *ints = tg_cat(2, (const tg_tensor *[]){range(0, 2, TG_I64), range(7, 1, TG_I64)}, 0);
   cr_assert_eq(tg_tensor_dtype(ints), TG_I64);
   cr_assert_eq(tg_test_at(ints, 2), 7.0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- stack values ---- */
 
 TG_TEST(shape_ops, stack_along_each_dim) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_view(range(0, 6, TG_F64), TG_SHAPE(2, 3));
   tg_tensor *b = tg_t(tg_view(range(10, 6, TG_F64), TG_SHAPE(3, 2))); /* [[10,12,14],[11,13,15]] */
   const tg_tensor *pair[] = {a, b};
@@ -93,17 +93,14 @@ TG_TEST(shape_ops, stack_along_each_dim) {
                                 0);
   tg_assert_sizes(scalars, 3);
   cr_assert_eq(tg_test_at(scalars, 2), 3.0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
-TG_TEST(shape_ops, stack_without_a_scope_leaves_only_its_result) {
+TG_TEST(shape_ops, stack_leaves_only_its_result) {
   tg_tensor *a = tg_ones(TG_SHAPE(2), TG_OPTS_DEFAULT), *b = tg_zeros(TG_SHAPE(2), TG_OPTS_DEFAULT);
   tg_tensor *s = tg_stack(2, (const tg_tensor *[]){a, b}, 1);
   cr_assert(s, "%s", tg_last_error_message());
   tg_assert_sizes(s, 2, 2);
-  tg_release(s);
-  tg_release(a);
-  tg_release(b);
 }
 
 /* ---- gradients ---- */
@@ -136,7 +133,7 @@ static void check_grads(join_args *args, tg_tensor **in, const char *what) {
 }
 
 TG_TEST(shape_ops, cat_gradcheck_with_strided_pieces) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int dim = -2; dim < 2; dim++) {
     bool rows = dim == 0 || dim == -2;
     /* contiguous, transposed, sliced with an offset; sizes differ only along dim. */
@@ -148,30 +145,30 @@ TG_TEST(shape_ops, cat_gradcheck_with_strided_pieces) {
     join_args args = {tg_cat, dim};
     check_grads(&args, in, "cat");
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(shape_ops, cat_gradcheck_with_a_constant_and_an_empty_piece) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *in[] = {leaf(rand2(2, 3)), rand2(2, 2), leaf(rand2(2, 0))};
   join_args args = {tg_cat, 1};
   check_grads(&args, in, "constant middle piece");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(shape_ops, stack_gradcheck_with_strided_pieces) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   for (int dim = -3; dim < 3; dim++) {
     tg_tensor *in[] = {leaf(rand2(2, 3)), leaf(tg_t(rand2(3, 2))),
                        leaf(tg_narrow(tg_narrow(rand2(4, 5), 0, 1, 2), 1, 2, 3))};
     join_args args = {tg_stack, dim};
     check_grads(&args, in, "stack");
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(shape_ops, cat_backward_hands_each_piece_its_slice) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_zeros(TG_SHAPE(2), TG_OPTS(.dtype = TG_F64, .requires_grad = true));
   tg_tensor *b = tg_zeros(TG_SHAPE(3), TG_OPTS(.dtype = TG_F64, .requires_grad = true));
   tg_tensor *y = tg_cat(2, (const tg_tensor *[]){a, b}, 0);
@@ -180,13 +177,13 @@ TG_TEST(shape_ops, cat_backward_hands_each_piece_its_slice) {
   cr_assert_eq(tg_backward(y, g), TG_OK, "%s", tg_last_error_message());
   tg_assert_close(tg_grad(a), from(TG_SHAPE(2), (const double[]){1, 2}), 0, 0);
   tg_assert_close(tg_grad(b), from(TG_SHAPE(3), (const double[]){3, 4, 5}), 0, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- errors ---- */
 
 TG_TEST(shape_ops, cat_errors) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *m23 = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   cr_assert_null(tg_cat(0, (const tg_tensor *[]){m23}, 0));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_cat", "non-empty list", "got 0");
@@ -215,11 +212,11 @@ TG_TEST(shape_ops, cat_errors) {
   /* A NULL from a failed op keeps the first error. */
   cr_assert_null(tg_cat(2, (const tg_tensor *[]){m23, tg_mm(m23, m23)}, 0));
   tg_expect_error(TG_ERR_SHAPE, "tg_mm");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(shape_ops, stack_errors) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *m23 = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   cr_assert_null(tg_stack(0, (const tg_tensor *[]){m23}, 0));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_stack", "non-empty list");
@@ -237,17 +234,17 @@ TG_TEST(shape_ops, stack_errors) {
   tg_tensor *big = tg_ones(TG_SHAPE(1, 1, 1, 1, 1, 1, 1, 2), TG_OPTS_DEFAULT);
   cr_assert_null(tg_stack(2, (const tg_tensor *[]){big, big}, 0));
   tg_expect_error(TG_ERR_SHAPE, "tg_stack", "maximum of 8 dims");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(shape_ops, pieces_on_different_devices) {
   if (!tg_cuda_is_available()) cr_skip_test("no CUDA device in this build/machine");
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   tg_tensor *b = tg_to_device(a, TG_DEVICE_CUDA(0));
   cr_assert_null(tg_cat(2, (const tg_tensor *[]){a, b}, 0));
   tg_expect_error(TG_ERR_DEVICE, "tg_cat: tensor 1 is on");
   cr_assert_null(tg_stack(2, (const tg_tensor *[]){a, b}, 0));
   tg_expect_error(TG_ERR_DEVICE, "tg_stack: tensor 1 is on");
-  tg_scope_end();
+  tg_scope_end(sc);
 }

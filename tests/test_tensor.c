@@ -4,7 +4,7 @@
 #include "testutil.h"
 
 TG_TEST(tensor, zeros_ones_full_have_contiguous_geometry) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *z = tg_zeros(TG_SHAPE(2, 3, 4), TG_OPTS_DEFAULT);
   tg_assert_sizes(z, 2, 3, 4);
   cr_assert_eq(tg_stride(z, 0), 12);
@@ -22,11 +22,11 @@ TG_TEST(tensor, zeros_ones_full_have_contiguous_geometry) {
   cr_assert_eq(tg_test_at(f, 3), -2.5);
   tg_tensor *i = tg_full(TG_SHAPE(3), 7, TG_OPTS(.dtype = TG_I64));
   cr_assert_eq(tg_test_at(i, 2), 7.0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(tensor, zero_dim_and_empty_tensors) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *s = tg_full(0, NULL, 3.5, TG_OPTS_DEFAULT);
   cr_assert_eq(tg_ndim(s), 0);
   cr_assert_eq(tg_numel(s), 1);
@@ -36,11 +36,11 @@ TG_TEST(tensor, zero_dim_and_empty_tensors) {
   tg_tensor *e = tg_zeros(TG_SHAPE(0, 3), TG_OPTS_DEFAULT);
   cr_assert_eq(tg_numel(e), 0);
   tg_assert_sizes(e, 0, 3);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(tensor, arange_counts_like_python) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_arange(0, 5, 1, TG_OPTS_DEFAULT);
   tg_assert_sizes(a, 5);
   cr_assert_eq(tg_test_at(a, 4), 4.0);
@@ -54,11 +54,11 @@ TG_TEST(tensor, arange_counts_like_python) {
   cr_assert_eq(tg_numel(d), 0);
   cr_assert_null(tg_arange(0, 1, 0, TG_OPTS_DEFAULT));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_arange", "step 0");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(tensor, from_data_copies_the_array) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   double data[6] = {1, 2, 3, 4, 5, 6};
   tg_tensor *t = tg_from_data(TG_SHAPE(2, 3), data, TG_OPTS(.dtype = TG_F64));
   data[0] = 100;
@@ -73,11 +73,11 @@ TG_TEST(tensor, from_data_copies_the_array) {
   cr_assert_eq(tg_test_at(i, 1), -8.0);
   cr_assert_null(tg_from_data(TG_SHAPE(3), NULL, TG_OPTS_DEFAULT));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_from_data", "NULL");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(tensor, like_constructors_follow_dtype_and_sizes) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_ones(TG_SHAPE(2, 5), TG_OPTS(.dtype = TG_F64));
   tg_tensor *z = tg_zeros_like(t);
   tg_assert_sizes(z, 2, 5);
@@ -85,11 +85,11 @@ TG_TEST(tensor, like_constructors_follow_dtype_and_sizes) {
   cr_assert_eq(tg_test_at(tg_full_like(t, 4), 9), 4.0);
   cr_assert_eq(tg_test_at(tg_ones_like(t), 0), 1.0);
   tg_assert_sizes(tg_empty_like(t), 2, 5);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(tensor, to_dtype_converts_and_returns_self_when_equal) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_from_data(TG_SHAPE(3), (float[]){1.5f, -2.25f, 3.0f}, TG_OPTS_DEFAULT);
   tg_tensor *d = tg_to_dtype(t, TG_F64);
   cr_assert_eq(tg_tensor_dtype(d), TG_F64);
@@ -99,11 +99,11 @@ TG_TEST(tensor, to_dtype_converts_and_returns_self_when_equal) {
   cr_assert_eq(tg_to_dtype(t, TG_F32), t);
   cr_assert_null(tg_to_dtype(t, (tg_dtype)42));
   tg_expect_error(TG_ERR_DTYPE, "tg_to_dtype", "42");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(tensor, item_and_get_report_bad_indices) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_zeros(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   double v;
   cr_assert_eq(tg_item(t, &v), TG_ERR_SHAPE);
@@ -112,11 +112,11 @@ TG_TEST(tensor, item_and_get_report_bad_indices) {
   tg_expect_error(TG_ERR_INDEX, "tg_get", "index 2", "dim 0", "[2, 3]");
   cr_assert_eq(tg_set(t, (int64_t[]){0, -1}, 1.0), TG_ERR_INDEX);
   tg_expect_error(TG_ERR_INDEX, "tg_set", "index -1");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(tensor, invalid_creation_arguments_are_errors) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   cr_assert_null(tg_zeros(TG_SHAPE(2, -1), TG_OPTS_DEFAULT));
   tg_expect_error(TG_ERR_SHAPE, "tg_zeros: ", "[2, -1]", "dim 1");
   int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -130,11 +130,11 @@ TG_TEST(tensor, invalid_creation_arguments_are_errors) {
   tg_expect_error(TG_ERR_SHAPE, "too many elements");
   cr_assert_null(tg_zeros_like(NULL));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_zeros_like", "NULL");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(tensor, creation_errors_name_the_function_called) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   const int64_t bad[2] = {2, -1};
   const double data[2] = {1, 2};
   cr_assert_null(tg_empty(2, bad, TG_OPTS_DEFAULT));
@@ -177,12 +177,12 @@ TG_TEST(tensor, creation_errors_name_the_function_called) {
   tg_expect_error(TG_ERR_SHAPE, "tg_randn: ", "[2, -1]");
   cr_assert_null(tg_rand(2, bad, TG_OPTS_DEFAULT, NULL));
   tg_expect_error(TG_ERR_SHAPE, "tg_rand: ", "[2, -1]");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(tensor, cuda_without_cuda_build_is_a_device_error) {
   if (tg_cuda_is_built()) return; /* the emulated/real CUDA suites cover this build */
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   cr_assert_null(tg_zeros(TG_SHAPE(2), TG_OPTS(.device = TG_DEVICE_CUDA(0))));
   tg_expect_error(TG_ERR_DEVICE, "cuda", "without CUDA");
   tg_tensor *t = tg_zeros(TG_SHAPE(2), TG_OPTS_DEFAULT);
@@ -194,11 +194,11 @@ TG_TEST(tensor, cuda_without_cuda_build_is_a_device_error) {
   tg_cuda_timer_free(NULL);
   cr_assert_eq(tg_cuda_synchronize(), TG_ERR_DEVICE);
   tg_expect_error(TG_ERR_DEVICE, "tg_cuda_synchronize");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(tensor, accessor_indexes_strided_views) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_arange(0, 12, 1, TG_OPTS(.dtype = TG_F64));
   tg_tensor *m = tg_t(tg_view(t, TG_SHAPE(3, 4)));
   tg_accessor a;
@@ -209,5 +209,5 @@ TG_TEST(tensor, accessor_indexes_strided_views) {
   tg_expect_error(TG_ERR_SHAPE, "tg_accessor_of", "[4, 3]");
   cr_assert_eq(tg_accessor_of(m, 2, TG_F32, &a), TG_ERR_DTYPE);
   tg_expect_error(TG_ERR_DTYPE, "float64");
-  tg_scope_end();
+  tg_scope_end(sc);
 }

@@ -32,11 +32,11 @@
 
 /* Element i of t as a double (any dtype and strides). */
 static double at(const tg_tensor *t, int64_t i) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *c = tg_contiguous(tg_to_dtype(t, TG_F64));
   CHECK(c != NULL, "%s", tg_last_error_message());
   double v = ((const double *)tg_data_ptr(c))[i];
-  tg_scope_end();
+  tg_scope_end(sc);
   return v;
 }
 
@@ -101,7 +101,7 @@ static void *shared_leaf_worker(void *arg) {
   worker *wk = arg;
   pthread_barrier_wait(wk->start);
   for (int it = 0; it < wk->iters && wk->status == TG_OK; it++) {
-    tg_scope_begin();
+    tg_scope sc = tg_scope_begin();
     tg_tensor *x = thread_input(wk->id), *loss;
     if (wk->create_graph)
       loss = tg_mul_scalar(tg_sum(tg_mul(tg_mul(wk->w, wk->w), x)), 0.5);
@@ -111,7 +111,7 @@ static void *shared_leaf_worker(void *arg) {
         loss ? tg_backward_ex(loss, NULL, (tg_backward_options){.create_graph = wk->create_graph})
              : tg_last_error();
     if (st != TG_OK) fail(wk, st);
-    tg_scope_end();
+    tg_scope_end(sc);
   }
   return NULL;
 }
@@ -130,7 +130,7 @@ static void run_workers(worker *wk, int n, void *(*fn)(void *)) {
 }
 
 THREAD_TEST(backward_into_shared_leaves_sums_exactly) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *w = shared_leaf();
   float zero = 0;
   tg_tensor *b = tg_from_data(TG_SHAPE(1), &zero, TG_OPTS(.requires_grad = true));
@@ -152,11 +152,11 @@ THREAD_TEST(backward_into_shared_leaves_sums_exactly) {
     /* b is broadcast over the N_ELEMS elements of w * x */
     CHECK(at(tg_grad(b), 0) == 2.0 * N_ELEMS * N_THREADS * TG_TEST_THREAD_ITERS);
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 THREAD_TEST(create_graph_backward_into_shared_leaf_sums_exactly) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *w = shared_leaf();
   worker wk[N_THREADS] = {0};
   for (int t = 0; t < N_THREADS; t++)
@@ -174,7 +174,7 @@ THREAD_TEST(create_graph_backward_into_shared_leaf_sums_exactly) {
   /* w.grad's graph holds w (a cycle, as in PyTorch): drop it before releasing w. */
   CHECK(tg_zero_grad(w) == TG_OK);
   CHECK(tg_grad(w) == NULL);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* zero_grad and set_grad from one thread while others accumulate: the values are a race by
@@ -196,7 +196,7 @@ static void *mixed_worker(void *arg) {
 }
 
 THREAD_TEST(zero_grad_while_others_accumulate) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *w = shared_leaf();
   float zero = 0;
   tg_tensor *b = tg_from_data(TG_SHAPE(1), &zero, TG_OPTS(.requires_grad = true));
@@ -205,13 +205,13 @@ THREAD_TEST(zero_grad_while_others_accumulate) {
     wk[t] = (worker){.w = w, .b = b, .iters = TG_TEST_THREAD_ITERS};
   run_workers(wk, N_THREADS, mixed_worker);
   CHECK(tg_set_grad(w, NULL) == TG_OK);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* Each thread builds and differentiates its own graph (mm, sigmoid, broadcasting add): the
  * results equal the same computation run alone, bit for bit. */
 static tg_status independent_graph(int id, double values[N_ELEMS]) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_generator *gen = tg_generator_new(100 + (uint64_t)id);
   if (!gen) return tg_last_error();
   tg_options o = {.dtype = TG_F64, .requires_grad = true};
@@ -223,7 +223,7 @@ static tg_status independent_graph(int id, double values[N_ELEMS]) {
   tg_status st = loss ? tg_backward(loss, NULL) : tg_last_error();
   if (st == TG_OK)
     for (int i = 0; i < N_ELEMS; i++) values[i] = at(tg_grad(a), i);
-  tg_scope_end();
+  tg_scope_end(sc);
   return st;
 }
 
@@ -262,7 +262,7 @@ static void *shared_nonleaf_worker(void *arg) {
   worker *wk = arg;
   pthread_barrier_wait(wk->start);
   for (int it = 0; it < wk->iters && wk->status == TG_OK; it++) {
-    tg_scope_begin();
+    tg_scope sc = tg_scope_begin();
     tg_tensor *loss = tg_sum(tg_mul(wk->shared, thread_input(wk->id)));
     tg_status st = loss ? tg_backward_ex(loss, NULL, (tg_backward_options){.retain_graph = true})
                         : tg_last_error();
@@ -273,13 +273,13 @@ static void *shared_nonleaf_worker(void *arg) {
       tg_clear_error();
     } else
       fail(wk, st);
-    tg_scope_end();
+    tg_scope_end(sc);
   }
   return NULL;
 }
 
 THREAD_TEST(shared_nonleaf_is_refused_not_raced) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *w = shared_leaf();
   tg_tensor *shared = tg_mul_scalar(w, 2.0);
   worker wk[N_THREADS] = {0};
@@ -291,7 +291,7 @@ THREAD_TEST(shared_nonleaf_is_refused_not_raced) {
     for (int t = 0; t < N_THREADS; t++) want += 2.0 * wk[t].done * (t + 1 + i);
     CHECK((tg_grad(w) ? at(tg_grad(w), i) : 0.0) == want, "dw[%d]", i);
   }
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 /* ---- a backward started from inside a backward, through the node being run ---- */
@@ -314,7 +314,7 @@ static tg_status reenter_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_ten
 THREAD_TEST(backward_from_backward_through_the_same_node_fails) {
   static const tg_op_desc reenter = {"test_reenter",   1, 1, {[TG_CPU] = reenter_forward},
                                      reenter_backward, 0};
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_ones(TG_SHAPE(3), TG_OPTS(.requires_grad = true));
   tg_tensor *h = tg_mul_scalar(x, 1.0);
   tg_tensor *y = tg_apply1(&reenter, 1, (const tg_tensor *const[]){h}, 0, NULL);
@@ -326,7 +326,7 @@ THREAD_TEST(backward_from_backward_through_the_same_node_fails) {
   /* The failed pass gave its claims back: h's node can be differentiated again. */
   CHECK(tg_backward(tg_sum(h), NULL) == TG_OK, "%s", tg_last_error_message());
   CHECK(at(tg_grad(x), 0) == 1.0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 #ifdef TG_THREADS_STANDALONE

@@ -18,7 +18,7 @@ static void assert_geometry(const tg_tensor *t, int ndim, const int64_t *sizes,
 #define L(...) {__VA_ARGS__}
 
 TG_TEST(views, view_and_reshape_share_storage) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = range(24);
   tg_tensor *v = tg_view(t, TG_SHAPE(2, 3, 4));
   GEOM(v, L(2, 3, 4), L(12, 4, 1), 0);
@@ -28,11 +28,11 @@ TG_TEST(views, view_and_reshape_share_storage) {
   tg_tensor *r = tg_reshape(v, TG_SHAPE(-1));
   cr_assert(tg_shares_storage(t, r));
   cr_assert_eq(tg_test_at(r, 23), 23.0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(views, transpose_and_permute_swap_strides) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_view(range(24), TG_SHAPE(2, 3, 4));
   tg_tensor *tr = tg_transpose(t, 0, 2);
   GEOM(tr, L(4, 3, 2), L(1, 4, 12), 0);
@@ -44,11 +44,11 @@ TG_TEST(views, transpose_and_permute_swap_strides) {
   double v;
   cr_assert_eq(tg_get(tt, (int64_t[]){3, 5}, &v), TG_OK);
   cr_assert_eq(v, 23.0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(views, narrow_slice_select_move_the_offset) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_view(range(30), TG_SHAPE(5, 6));
   tg_tensor *n = tg_narrow(t, 1, 2, 3);
   GEOM(n, L(5, 3), L(6, 1), 2);
@@ -67,11 +67,11 @@ TG_TEST(views, narrow_slice_select_move_the_offset) {
   GEOM(ss, L(3), L(2), 19);
   cr_assert_eq(tg_test_at(ss, 2), 23.0);
   cr_assert(tg_shares_storage(t, ss));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(views, chunk_and_split_cover_the_dim) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_view(range(14), TG_SHAPE(2, 7));
   tg_tensor *parts[4];
   int n = 0;
@@ -90,11 +90,11 @@ TG_TEST(views, chunk_and_split_cover_the_dim) {
   cr_assert_eq(n, 0);
   cr_assert_eq(tg_chunk(t, 0, 1, parts, &n), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_chunk", "chunks 0");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(views, expand_squeeze_unsqueeze) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_view(range(3), TG_SHAPE(3, 1));
   tg_tensor *e = tg_expand(t, TG_SHAPE(2, 3, 4));
   GEOM(e, L(2, 3, 4), L(0, 1, 0), 0);
@@ -109,11 +109,11 @@ TG_TEST(views, expand_squeeze_unsqueeze) {
   tg_assert_sizes(tg_squeeze(u, 1), 1, 3, 1); /* not size 1: unchanged */
   tg_assert_sizes(tg_squeeze_all(u), 3);
   cr_assert(tg_shares_storage(t, tg_squeeze_all(e)));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(views, reshape_copies_only_when_strides_forbid_a_view) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_view(range(12), TG_SHAPE(3, 4));
   tg_tensor *tr = tg_t(t);
   tg_tensor *r = tg_reshape(tr, TG_SHAPE(12));
@@ -125,11 +125,11 @@ TG_TEST(views, reshape_copies_only_when_strides_forbid_a_view) {
   tg_tensor *ok = tg_view(tr, TG_SHAPE(2, 2, 3));
   cr_assert(tg_shares_storage(t, ok));
   GEOM(ok, L(2, 2, 3), L(2, 1, 4), 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(views, contiguous_of_a_non_contiguous_view_copies) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_view(range(6), TG_SHAPE(2, 3));
   tg_tensor *c = tg_contiguous(tg_t(t));
   cr_assert(tg_is_contiguous(c));
@@ -139,11 +139,11 @@ TG_TEST(views, contiguous_of_a_non_contiguous_view_copies) {
   cr_assert_eq(tg_contiguous(t), t); /* already contiguous: the same tensor */
   tg_tensor *cl = tg_clone(t);
   cr_assert(!tg_shares_storage(t, cl));
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(views, writes_through_a_view_reach_the_base) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_zeros(TG_SHAPE(3, 4), TG_OPTS(.dtype = TG_F64));
   uint64_t v0 = tg_version(t);
   tg_tensor *col = tg_select(t, 1, 2);
@@ -156,11 +156,11 @@ TG_TEST(views, writes_through_a_view_reach_the_base) {
   cr_assert_eq(tg_copy_(tg_narrow(t, 0, 1, 2), src), TG_OK);
   cr_assert_eq(tg_test_at(t, 7), 3.0);
   cr_assert_eq(tg_test_at(t, 0), 0.0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(views, bad_views_are_errors_naming_op_argument_and_sizes) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_view(range(12), TG_SHAPE(3, 4));
   cr_assert_null(tg_view(t, TG_SHAPE(5, -1)));
   tg_expect_error(TG_ERR_SHAPE, "tg_view", "[5, -1]", "[3, 4]");
@@ -189,11 +189,11 @@ TG_TEST(views, bad_views_are_errors_naming_op_argument_and_sizes) {
   tg_expect_error(TG_ERR_SHAPE, "tg_copy_", "[3, 4]", "[3]");
   cr_assert_eq(tg_fill_(tg_expand(tg_zeros(TG_SHAPE(1), TG_OPTS_DEFAULT), TG_SHAPE(3)), 1.0),
                TG_OK); /* filling an expanded view writes the one element: allowed */
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(views, null_inputs_propagate_the_first_error) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_view(range(12), TG_SHAPE(3, 4));
   tg_tensor *bad = tg_narrow(t, 0, 5, 1); /* fails: the first error */
   tg_tensor *chained = tg_transpose(tg_unsqueeze(bad, 0), 0, 1);
@@ -201,11 +201,11 @@ TG_TEST(views, null_inputs_propagate_the_first_error) {
   tg_expect_error(TG_ERR_INDEX, "tg_narrow");
   cr_assert_null(tg_view(NULL, TG_SHAPE(2)));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_view", "t is NULL");
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(views, recorded_in_place_write_through_a_view_is_refused) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *w = tg_from_data(TG_SHAPE(2), (double[]){5, 6},
                               TG_OPTS(.dtype = TG_F64, .requires_grad = true));
   tg_tensor *b = tg_zeros(TG_SHAPE(4), TG_OPTS(.dtype = TG_F64));
@@ -216,11 +216,11 @@ TG_TEST(views, recorded_in_place_write_through_a_view_is_refused) {
   cr_assert_eq(tg_add_(tg_narrow(b, 0, 1, 2), w), TG_OK);
   tg_no_grad_end();
   cr_assert_eq(tg_test_at(b, 2), 6.0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(views, a_view_whose_base_history_was_rewritten_is_refused) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_ones(TG_SHAPE(4), TG_OPTS(.dtype = TG_F64, .requires_grad = true));
   tg_tensor *y = tg_mul_scalar(x, 2.0);
   tg_tensor *v = tg_narrow(y, 0, 0, 2);
@@ -228,5 +228,5 @@ TG_TEST(views, a_view_whose_base_history_was_rewritten_is_refused) {
   cr_assert_null(tg_sum(v));
   tg_expect_error(TG_ERR_STATE, "tg_sum: ", "view whose base was modified");
   cr_assert_not_null(tg_sum(tg_narrow(y, 0, 0, 2))); /* a fresh view is fine */
-  tg_scope_end();
+  tg_scope_end(sc);
 }

@@ -179,13 +179,13 @@ static const view_case cases[] = {
 };
 
 static void check_case(const view_case *c, layout l, tg_gradcheck_options opts) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = leaf(l);
   cr_assert_eq(tg_gradcheck(run_case, (void *)c, 1, &x, c->n_outputs, opts), TG_OK, "%s, %s: %s",
                c->name, layout_names[l], tg_last_error_message());
   cr_assert_eq(tg_gradgradcheck(run_case, (void *)c, 1, &x, c->n_outputs, opts), TG_OK,
                "%s, %s (gradgrad): %s", c->name, layout_names[l], tg_last_error_message());
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(views_grad, every_view_op_on_every_layout) {
@@ -201,7 +201,7 @@ TG_TEST(views_grad, to_dtype_round_trip) {
 }
 
 TG_TEST(views_grad, reshape_of_a_transposed_input_copies_and_still_differentiates) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = leaf(TRANSPOSED);
   tg_tensor *r = tg_reshape(x, TG_SHAPE(4, 6));
   cr_assert(r && !tg_shares_storage(r, x), "strides [1, 2, 6] cannot merge dims 0 and 1");
@@ -209,11 +209,11 @@ TG_TEST(views_grad, reshape_of_a_transposed_input_copies_and_still_differentiate
   cr_assert_eq(tg_backward(r, tg_view(g, TG_SHAPE(4, 6))), TG_OK, "%s", tg_last_error_message());
   /* The gradient has x's sizes and element i of g lands where element i of x sits. */
   tg_assert_close(tg_grad(x), tg_view(g, TG_SHAPE(2, 3, 4)), 0, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(views_grad, gradients_of_overlapping_views_accumulate) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   /* Two narrows sharing column 1, and an expand that reads each element 3 times. */
   tg_tensor *x = tg_zeros(TG_SHAPE(2, 3), TG_OPTS(.dtype = TG_F64, .requires_grad = true));
   tg_tensor *a = tg_narrow(x, 1, 0, 2), *b = tg_narrow(x, 1, 1, 2);
@@ -222,5 +222,5 @@ TG_TEST(views_grad, gradients_of_overlapping_views_accumulate) {
   cr_assert_eq(tg_backward(y, NULL), TG_OK, "%s", tg_last_error_message());
   const double want[] = {4, 5, 4, 4, 5, 4};
   tg_assert_close(tg_grad(x), tg_from_data(TG_SHAPE(2, 3), want, TG_OPTS(.dtype = TG_F64)), 0, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }

@@ -4,15 +4,19 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
+tg_scope tg_test_scope;
+
 void tg_test_setup(void) {
   tg_clear_error();
   tg_manual_seed(0);
+  tg_test_scope = tg_scope_begin();
 }
 
 void tg_test_teardown(void) {
   int depth = tg_scope_depth();
-  while (tg_scope_depth() > 0) tg_scope_end();
-  cr_assert_eq(depth, 0, "test left %d scope(s) open", depth);
+  tg_status st = tg_scope_end(tg_test_scope); /* closes any scope the test left open, too */
+  cr_assert_eq(depth, 1, "test left %d scope(s) open", depth - 1);
+  cr_assert_eq(st, TG_OK, "%s", tg_last_error_message());
   cr_assert_eq(tg_live_objects(), 0, "test leaked %lld live object(s)",
                (long long)tg_live_objects());
 }
@@ -33,16 +37,14 @@ void tg_test_expect_error_impl(const char *file, int line, tg_status code, ...) 
 
 static double *host_values(const tg_tensor *t, int64_t *n) {
   *n = tg_numel(t);
+  tg_scope sc = tg_scope_begin();
   tg_tensor *d = tg_to_dtype(t, TG_F64);
   tg_tensor *h = d ? tg_to_device(d, TG_DEVICE_CPU) : NULL;
   double *out = malloc(sizeof(double) * (size_t)(*n > 0 ? *n : 1));
   cr_assert(h && out, "could not read tensor: %s", tg_last_error_message());
   cr_assert_eq(tg_to_host_array(h, out, sizeof(double) * (size_t)*n), TG_OK, "%s",
                tg_last_error_message());
-  if (tg_scope_depth() == 0) {
-    tg_release(h);
-    tg_release(d);
-  }
+  tg_scope_end(sc);
   return out;
 }
 

@@ -7,8 +7,11 @@
 
 #include "tg/tg.h"
 
-/* Clears the error state and checks, at the end, that no tensor, storage or node is alive,
- * that no scope was left open and that no error is pending unless the test cleared it. */
+/* Clears the error state and opens tg_test_scope, which owns what the test body creates
+ * outside scopes of its own; at the end closes it and checks that no tensor, storage or
+ * node is alive, that no scope was left open inside it and that no error is pending unless
+ * the test cleared it. */
+extern tg_scope tg_test_scope;
 void tg_test_setup(void);
 void tg_test_teardown(void);
 

@@ -6,12 +6,12 @@
  * usual rules: arguments borrowed, results owned by the innermost scope.
  *
  * A training step:
- *   tg_scope_begin();
+ *   tg_scope s = tg_scope_begin();
  *   tg_lltm_cell_forward(cell, TG_LLTM_FUSED, x, h, c, &new_h, &new_c);
  *   tg_backward(loss_of(new_h, new_c), NULL);
  *   tg_optimizer_step(opt);
  *   tg_optimizer_zero_grad(opt);
- *   tg_scope_end(); */
+ *   tg_scope_end(s); */
 #ifndef TG_NN_H
 #define TG_NN_H
 

@@ -1,10 +1,29 @@
 /* tg — tensors: creation, views, copies, element access, printing, RNG, lifetimes.
  *
- * Lifetimes: arguments are borrowed. Every tensor a function returns is a new
- * reference owned by the innermost open scope of the calling thread
- * (tg_scope_begin/tg_scope_end); with no scope open the caller owns it and
- * calls tg_release. tg_keep(t) takes an extra reference the caller owns, so t
- * outlives its scope. */
+ * Ownership (the one rule): arguments are borrowed. Every tensor a function returns is a
+ * new reference owned by the innermost open scope of the calling thread, never by the
+ * caller. Every thread always has a root scope, so "innermost open scope" is the root scope
+ * when the program opened none: the same code means the same thing at any depth. The root
+ * scope is drained when the thread exits (and, for the thread that calls exit, at exit), so
+ * a long-running loop opens a scope per iteration or its results pile up until then:
+ *
+ *   for (int step = 0; step < n; step++) {
+ *     tg_scope s = tg_scope_begin();
+ *     tg_tensor *loss = ...;            // every result here belongs to s
+ *     tg_scope_end(s);                  // and is released here
+ *   }
+ *
+ * tg_release(y) on a returned y is therefore always wrong, unless the caller first took a
+ * reference of its own with tg_retain(y) (to keep y past its scope). A function that
+ * returns a tensor to its caller computes it in a scope of its own and hands the result out
+ * with tg_scope_escape:
+ *
+ *   tg_tensor *f(const tg_tensor *x) {
+ *     tg_scope s = tg_scope_begin();
+ *     tg_tensor *y = tg_scope_escape(s, tg_exp(tg_neg(x)));  // y now belongs to the caller's scope
+ *     tg_scope_end(s);                                         // the temporaries go
+ *     return y;                                                // NULL with the error pending
+ *   } */
 #ifndef TG_TENSOR_H
 #define TG_TENSOR_H
 
@@ -34,16 +53,35 @@ typedef struct tg_options {
   }
 
 /* ---- lifetimes ----
- * tg_scope_begin never aborts. The first 32 nesting levels of a thread need no allocation;
- * when a deeper level cannot be allocated it records TG_ERR_MEMORY and opens a "failed"
- * scope: every op that returns a tensor in it fails with TG_ERR_MEMORY, and the matching
- * tg_scope_end closes it as usual (tg_scope_depth counts it), so begin/end stay paired. */
-void tg_scope_begin(void);
-/* Releases every tensor returned since the matching tg_scope_begin. */
-void tg_scope_end(void);
+ * A scope token: which level tg_scope_begin opened (depth, 1 = outermost; the root scope is
+ * depth 0 and has no token) and a per-thread serial, so a token for a scope that was closed
+ * since is told apart from the scope now at that depth. Tokens belong to their thread. */
+typedef struct tg_scope {
+  int depth;
+  uint64_t serial;
+} tg_scope;
+
+/* Opens a scope inside the innermost one. Never aborts. The first 32 nesting levels of a
+ * thread need no allocation; when a deeper level cannot be allocated it records
+ * TG_ERR_MEMORY and opens a "failed" scope: every op that returns a tensor in it fails with
+ * TG_ERR_MEMORY, and tg_scope_end with its token closes it as usual (tg_scope_depth counts
+ * it), so begin/end stay paired. */
+tg_scope tg_scope_begin(void);
+/* Releases every tensor the scope s owns and closes it. s must be the innermost open scope;
+ * otherwise TG_ERR_STATE: when s is open further out, every scope inside it is closed too
+ * (so a forgotten inner end leaks nothing) and then s; when s is not open (closed already,
+ * another thread's, never opened) nothing changes. TG_OK leaves the pending error alone. */
+tg_status tg_scope_end(tg_scope s);
+/* Hands t to the caller: registers a new reference to t in the scope that encloses s (the
+ * root scope encloses a depth-1 scope) and returns t, so t outlives tg_scope_end(s). NULL t
+ * returns NULL and keeps the pending error (so tg_scope_escape(s, tg_op(...)) needs no
+ * check); NULL with TG_ERR_STATE if s is not open, TG_ERR_MEMORY if the reference cannot be
+ * registered. */
+tg_tensor *tg_scope_escape(tg_scope s, const tg_tensor *t);
+/* Scopes open on this thread (the root scope not counted): 0 at top level. */
 int tg_scope_depth(void);
-/* Takes a reference the caller owns (release it with tg_release). Returns t. */
-tg_tensor *tg_keep(const tg_tensor *t);
+/* Takes a reference the caller owns, outside every scope (drop it with tg_release).
+ * Returns t. */
 tg_tensor *tg_retain(const tg_tensor *t);
 void tg_release(tg_tensor *t); /* NULL is a no-op */
 /* Tensors, storages and tape nodes alive now (for leak tests). */

@@ -245,7 +245,8 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
   ctx->inplace_target = inplace && n_inputs > 0 ? inputs[0] : NULL;
   uint64_t version_before = ctx->inplace_target ? tg_version(inputs[0]) : 0;
   bool was_enabled = tg_set_grad_enabled(false);
-  st = tg__scope_open();
+  tg_scope scope;
+  st = tg__scope_open(&scope);
   if (st == TG_OK) st = op->forward[device.type](ctx, inputs, outputs);
   if (st != TG_OK) tg__error_prefix(api); /* a backend's "gemm: ..." becomes "tg_mm: gemm: ..." */
   for (int j = 0; j < n_outputs; j++) {
@@ -255,7 +256,7 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
                : tg_set_error(TG_ERR_STATE, "%s: forward left output %d unset", api, j);
     tg_retain(outputs[j]);
   }
-  tg_scope_end();
+  tg_scope_end(scope);
   tg_set_grad_enabled(was_enabled);
   ctx->forward_outputs = NULL;
   ctx->inplace_target = NULL;

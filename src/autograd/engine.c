@@ -354,10 +354,11 @@ static tg_status run_backward(const char *name, int n_roots, const tg_tensor *co
       st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
       break;
     }
-    st = tg__scope_open();
+    tg_scope scope;
+    st = tg__scope_open(&scope);
     if (st == TG_OK) st = run_node(name, node, &opts, cap == NULL, grad_inputs);
     if (st == TG_OK && cap) st = capture_from_node(node, cap, grad_inputs, opts.create_graph);
-    tg_scope_end();
+    tg_scope_end(scope);
     tg__host_free(grad_inputs);
     for (int j = 0; j < node->ctx.n_outputs; j++) {
       tg_release(node->grads[j]);
@@ -392,10 +393,11 @@ done:
 static tg_status backward_impl(const char *name, const tg_tensor *root, const tg_tensor *grad,
                                tg_backward_options opts) {
   if (!tg__check_arg(name, "root", root)) return tg_last_error();
-  tg_status st = tg__scope_open();
+  tg_scope scope;
+  tg_status st = tg__scope_open(&scope);
   if (st == TG_OK)
     st = run_backward(name, 1, &root, (const tg_tensor *const[]){grad}, opts, NULL);
-  tg_scope_end();
+  tg_scope_end(scope);
   return st;
 }
 
@@ -429,9 +431,10 @@ tg_status tg_autograd_grad(int n_outputs, const tg_tensor *const *outputs,
   tg_tensor **owned = tg__host_calloc((size_t)n_inputs, sizeof *owned);
   if (!owned) return tg_set_error(TG_ERR_MEMORY, "tg_autograd_grad: out of memory");
   capture cap = {n_inputs, inputs, owned};
-  tg_status st = tg__scope_open();
+  tg_scope scope;
+  tg_status st = tg__scope_open(&scope);
   if (st == TG_OK) st = run_backward("tg_autograd_grad", n_outputs, outputs, grad_outputs, opts, &cap);
-  tg_scope_end();
+  tg_scope_end(scope);
   for (int k = 0; k < n_inputs && st == TG_OK; k++)
     if (!owned[k] && !allow_unused)
       st = tg_set_error(TG_ERR_STATE,

@@ -252,7 +252,7 @@ static tg_status analytical_jacobian(gc_problem *p, tg_tensor *const *outs) {
       int64_t index[TG_MAX_DIMS];
       unravel(k, g->ndim, g->sizes, index);
       if ((st = tg_set(seeds[r], index, 1.0)) != TG_OK) break;
-      tg_scope_begin();
+      tg_scope scope = tg_scope_begin();
       st = tg_autograd_grad(n_roots, roots, (const tg_tensor *const *)seeds, p->n_diff, targets,
                             grads, keep, true);
       if (st == TG_OK) st = store_row(p, g->offset + k, grads, scratch);
@@ -260,7 +260,7 @@ static tg_status analytical_jacobian(gc_problem *p, tg_tensor *const *outs) {
         st = tg_autograd_grad(n_roots, roots, (const tg_tensor *const *)seeds, p->n_diff,
                               targets, grads, keep, true);
       if (st == TG_OK) st = check_reentrant(p, g->offset + k, j, k, grads, scratch);
-      tg_scope_end();
+      tg_scope_end(scope);
       if (st == TG_OK) st = tg_set(seeds[r], index, 0.0);
     }
     r++;
@@ -310,10 +310,10 @@ static tg_status evaluate_at(const gc_problem *p, tg_tensor *x, const int64_t *i
   tg_status st = tg_set(x, index, value);
   tg_no_grad_end();
   if (st != TG_OK) return st;
-  tg_scope_begin();
+  tg_scope scope = tg_scope_begin();
   st = evaluate(p, outs);
   if (st == TG_OK) st = read_values(p, outs, values);
-  tg_scope_end();
+  tg_scope_end(scope);
   return st;
 }
 
@@ -384,7 +384,7 @@ static tg_status gradcheck_impl(const char *name, tg_gradcheck_fn fn, void *user
   }
   for (int i = 0; i < n_inputs; i++) before[i] = (grad_state){inputs[i]->grad, inputs[i]->requires_grad};
 
-  tg_scope_begin();
+  tg_scope scope = tg_scope_begin();
   st = evaluate(&p, outs);
   if (st == TG_OK) st = describe_outputs(&p, outs);
   for (int d = 0; d < p.n_diff && st == TG_OK; d++) {
@@ -393,7 +393,7 @@ static tg_status gradcheck_impl(const char *name, tg_gradcheck_fn fn, void *user
     if (!p.jac[d]) st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory for the Jacobian", name);
   }
   if (st == TG_OK) st = analytical_jacobian(&p, outs);
-  tg_scope_end(); /* frees the graph before any input is perturbed */
+  tg_scope_end(scope); /* frees the graph before any input is perturbed */
 
   if (st == TG_OK) st = numerical_check(&p);
 
@@ -492,7 +492,7 @@ tg_status tg_gradgradcheck(tg_gradcheck_fn fn, void *user, int n_inputs, tg_tens
     st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
     goto done;
   }
-  tg_scope_begin();
+  tg_scope scope = tg_scope_begin();
   st = evaluate(&p, outs);
   for (int i = 0; i < n_inputs; i++) all[i] = inputs[i];
   /* One random upstream gradient per output that requires grad: inputs of the check. */
@@ -521,7 +521,7 @@ tg_status tg_gradgradcheck(tg_gradcheck_fn fn, void *user, int n_inputs, tg_tens
   if (st == TG_OK)
     st = gradcheck_impl(name, gradgrad_eval, &g, n_inputs + g.n_v, all, n_inputs, g.n_diff,
                         opts);
-  tg_scope_end();
+  tg_scope_end(scope);
 done:
   tg_generator_free(gen);
   tg__host_free(p.diff);

@@ -107,12 +107,12 @@ tg_optimizer *tg_adam_new(int n_params, tg_tensor *const *params, tg_adam_option
   tg_optimizer *opt = optimizer_new("tg_adam_new", OPT_ADAM, n_params, params);
   if (!opt) return NULL;
   opt->adam = o;
-  tg_scope_begin();
+  tg_scope scope = tg_scope_begin();
   for (int i = 0; i < opt->n; i++) {
-    opt->state1[i] = tg_keep(tg_zeros_like(opt->params[i]));
-    opt->state2[i] = tg_keep(tg_zeros_like(opt->params[i]));
+    opt->state1[i] = tg_retain(tg_zeros_like(opt->params[i]));
+    opt->state2[i] = tg_retain(tg_zeros_like(opt->params[i]));
   }
-  tg_scope_end();
+  tg_scope_end(scope);
   for (int i = 0; i < opt->n; i++) {
     if (!opt->state1[i] || !opt->state2[i]) {
       tg_optimizer_free(opt);
@@ -176,7 +176,7 @@ tg_status tg_optimizer_step(tg_optimizer *opt) {
   if (!updates) return tg_set_error(TG_ERR_MEMORY, "tg_optimizer_step: out of memory");
   tg_status st = TG_OK;
   tg_no_grad_begin();
-  tg_scope_begin();
+  tg_scope scope = tg_scope_begin();
   for (int i = 0; i < opt->n && st == TG_OK; i++) {
     tg_tensor *g = tg_grad(opt->params[i]);
     if (!g) continue;
@@ -196,7 +196,7 @@ tg_status tg_optimizer_step(tg_optimizer *opt) {
     replace_state(&opt->state2[i], u->state2);
     opt->steps[i]++;
   }
-  tg_scope_end();
+  tg_scope_end(scope);
   tg_no_grad_end();
   tg__host_free(updates);
   return st;

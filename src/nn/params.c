@@ -6,10 +6,10 @@
 tg_tensor *tg__nn_uniform_param(int ndim, const int64_t *sizes, double bound, tg_options opts,
                                 tg_generator *gen) {
   opts.requires_grad = false;
-  tg_scope_begin();
+  tg_scope s = tg_scope_begin();
   tg_tensor *t = tg_uniform(ndim, sizes, -bound, bound, opts, gen);
-  tg_tensor *kept = t && tg_set_requires_grad(t, true) == TG_OK ? tg_keep(t) : NULL;
-  tg_scope_end();
+  tg_tensor *kept = t && tg_set_requires_grad(t, true) == TG_OK ? tg_retain(t) : NULL;
+  tg_scope_end(s);
   return kept;
 }
 

@@ -213,7 +213,7 @@ tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b) {
     return NULL;
   if (a->ndim == 2 && b->ndim == 2) return mm_op(a, b, 1.0);
 
-  tg_scope_begin(); /* the row/column views are temporaries */
+  tg_scope s = tg_scope_begin(); /* the row/column views are temporaries */
   const tg_tensor *left = a->ndim == 1 ? tg_unsqueeze(a, 0) : a;
   const tg_tensor *right = b->ndim == 1 ? tg_unsqueeze(b, 1) : b;
   tg_tensor *product = left && right ? mm_op(left, right, 1.0) : NULL;
@@ -221,7 +221,7 @@ tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b) {
                       : a->ndim == b->ndim ? tg_reshape(product, 0, NULL) /* dot: 0-dim */
                       : a->ndim == 1       ? tg_squeeze(product, 0)
                                            : tg_squeeze(product, 1);
-  tg_tensor *kept = result ? tg_keep(result) : NULL;
-  tg_scope_end();
-  return tg__scoped(kept);
+  result = tg_scope_escape(s, result);
+  tg_scope_end(s);
+  return result;
 }

@@ -17,7 +17,7 @@ tg_status tg_lltm_composed(const tg_tensor *input, const tg_tensor *weights, con
   /* Room for the two results in the caller's scope first, so handing them over cannot fail. */
   if ((st = tg__scope_reserve(2)) != TG_OK) return st;
   /* Intermediates live in an inner scope; only the two results reach the caller's. */
-  tg_scope_begin();
+  tg_scope s = tg_scope_begin();
   tg_tensor *X = tg_cat(2, (const tg_tensor *const[]){old_h, input}, 1);
   tg_tensor *gate_weights = tg_addmm(bias, X, tg_t(weights), 1.0, 1.0);
   tg_tensor *gates[3] = {0};
@@ -28,11 +28,11 @@ tg_status tg_lltm_composed(const tg_tensor *input, const tg_tensor *weights, con
   tg_tensor *candidate_cell = tg_elu(gates[2], 1.0);
   tg_tensor *c = tg_add(old_cell, tg_mul(candidate_cell, input_gate));
   tg_tensor *h = tg_mul(tg_tanh(c), output_gate);
-  tg_tensor *kept_h = h && c ? tg_keep(h) : NULL, *kept_c = h && c ? tg_keep(c) : NULL;
-  st = kept_h ? TG_OK : tg_last_error();
-  tg_scope_end();
-  if (st != TG_OK) return st;
-  *new_h = tg__scoped(kept_h); /* neither can fail: reserved above */
-  *new_cell = tg__scoped(kept_c);
-  return TG_OK;
+  st = h && c ? TG_OK : tg_last_error();
+  if (st == TG_OK) { /* neither can fail: reserved above */
+    *new_h = tg_scope_escape(s, h);
+    *new_cell = tg_scope_escape(s, c);
+  }
+  tg_scope_end(s);
+  return st;
 }

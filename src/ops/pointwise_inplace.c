@@ -226,14 +226,14 @@ static tg_status binary_(const char *op, const tg_op_desc *desc, tg_tensor *a, c
   if (!tg__check_inplace_target(op, "a", a) || !tg__check_binary_operands(op, "a", a, "b", b) ||
       !tg__check_broadcasts_to(op, "b", b->ndim, b->sizes, "a", a->ndim, a->sizes))
     return tg_last_error();
-  tg_scope_begin();
+  tg_scope s = tg_scope_begin();
   bool need_old = wants_old_value(with_old && b->requires_grad);
   tg_tensor *old = need_old ? tg_clone(a) : NULL;
   tg_status st = need_old && !old
                      ? tg_last_error()
                      : run_inplace(desc, old ? 3 : 2, (const tg_tensor *const[]){a, b, old},
                                    n_scalars, scalars);
-  tg_scope_end();
+  tg_scope_end(s);
   return st;
 }
 
@@ -257,14 +257,14 @@ tg_status tg_div_(tg_tensor *a, const tg_tensor *b) {
 static tg_status unary_(const char *op, const tg_op_desc *desc, tg_tensor *x, bool with_old,
                         int n_scalars, const double *scalars) {
   if (!tg__check_inplace_target(op, "x", x)) return tg_last_error();
-  tg_scope_begin();
+  tg_scope s = tg_scope_begin();
   bool need_old = wants_old_value(with_old && x->requires_grad);
   tg_tensor *old = need_old ? tg_clone(x) : NULL;
   tg_status st =
       need_old && !old
           ? tg_last_error()
           : run_inplace(desc, old ? 2 : 1, (const tg_tensor *const[]){x, old}, n_scalars, scalars);
-  tg_scope_end();
+  tg_scope_end(s);
   return st;
 }
 

@@ -349,15 +349,9 @@ tg_status tg_max_dim(const tg_tensor *x, int dim, bool keepdim, tg_tensor **valu
   tg_status st = tg_apply_ex(TG__OP(max_dim), 1, (const tg_tensor *const[]){x}, TG__NO_SC,
                              TG__INTS(d, keepdim), 2, out);
   if (st != TG_OK) return st;
-  /* With no scope open the caller owns both results: drop the one it did not ask for. */
-  if (values)
-    *values = out[0];
-  else if (tg_scope_depth() == 0)
-    tg_release(out[0]);
-  if (indices)
-    *indices = out[1];
-  else if (tg_scope_depth() == 0)
-    tg_release(out[1]);
+  /* Both results are scope-owned; the one the caller did not ask for goes with its scope. */
+  if (values) *values = out[0];
+  if (indices) *indices = out[1];
   return TG_OK;
 }
 

@@ -157,12 +157,12 @@ tg_tensor *tg_stack(int n, const tg_tensor *const *tensors, int dim) {
     tg_set_error(TG_ERR_MEMORY, "tg_stack: out of memory for %d pieces", n);
     return NULL;
   }
-  tg_scope_begin(); /* the unsqueezed views are temporaries */
+  tg_scope s = tg_scope_begin(); /* the unsqueezed views are temporaries */
   bool ok = true;
   for (int i = 0; i < n && ok; i++) ok = (pieces[i] = tg_unsqueeze(tensors[i], d)) != NULL;
   tg_tensor *result = ok ? tg_cat(n, pieces, d) : NULL;
-  tg_tensor *kept = result ? tg_keep(result) : NULL;
-  tg_scope_end();
+  result = tg_scope_escape(s, result);
+  tg_scope_end(s);
   tg__host_free(pieces);
-  return tg__scoped(kept);
+  return result;
 }

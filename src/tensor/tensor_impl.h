@@ -65,15 +65,17 @@ tg_tensor *tg__empty_op(const char *op, int ndim, const int64_t *sizes, tg_dtype
 tg_tensor *tg__alias_raw(const tg_tensor *t);
 /* A contiguous host copy of t in t's dtype (refcount 1, NOT in a scope); NULL on error. */
 tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t);
-/* Hands a fresh reference (refcount 1) to the innermost scope; returns t. When the scope
+/* Hands a fresh reference (refcount 1) to the innermost scope (the root scope when none is
+ * open); returns t. For a result made here; a result computed in an inner scope goes out
+ * with tg_scope_escape. When the scope
  * cannot grow it releases t, records TG_ERR_MEMORY and returns NULL. */
 tg_tensor *tg__scoped(tg_tensor *t);
 /* Makes room for n more tensors in the innermost scope, so the next n tg__scoped calls
  * cannot fail (call it before committing to something that cannot be undone). */
 tg_status tg__scope_reserve(size_t n);
 /* tg_scope_begin that says whether the scope was really opened (TG_ERR_MEMORY recorded
- * otherwise); either way it is closed by one tg_scope_end. */
-tg_status tg__scope_open(void);
+ * otherwise); either way *s is its token and tg_scope_end(*s) closes it. */
+tg_status tg__scope_open(tg_scope *s);
 
 void tg__contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides);
 int64_t tg__numel(int ndim, const int64_t *sizes);

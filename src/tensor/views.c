@@ -463,8 +463,6 @@ static tg_status split_views(const char *op, const tg_tensor *t, int64_t split_s
     int64_t len = n - start < split_size ? n - start : split_size;
     out[k] = tg_narrow(t, d, start, len);
     if (!out[k]) {
-      if (tg_scope_depth() == 0)
-        for (int j = 0; j < k; j++) tg_release(out[j]);
       for (int j = 0; j < k; j++) out[j] = NULL;
       return tg_last_error();
     }

@@ -5,12 +5,10 @@
 
 void tg_cuda_test_begin(void) {
   if (tg_cuda_device_count() == 0) cr_skip_test("no CUDA device");
-  tg_scope_begin();
 }
 
 void tg_cuda_test_end(void) {
-  tg_scope_end();
-  tg_test_teardown();
+  tg_test_teardown(); /* closes tg_test_scope, the scope the body ran in */
   tg_cuda_memory_stats stats;
   cr_assert_eq(tg_cuda_memory_stats_get(&stats), TG_OK);
   cr_assert_eq(stats.bytes_in_use, 0, "test left %zu bytes of device memory in use",

@@ -18,31 +18,31 @@ static tg_tensor *device_floats(int64_t n) {
 TG_CUDA_TEST(cuda_allocator, freed_blocks_are_reused) {
   tg_cuda_empty_cache();
   tg_cuda_memory_stats s0 = stats();
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   device_floats(1000); /* 4000 B: the 4096 B class */
   tg_cuda_memory_stats s1 = stats();
   cr_assert_eq(s1.driver_allocs, s0.driver_allocs + 1);
   cr_assert_eq(s1.bytes_in_use, s0.bytes_in_use + 4096);
-  tg_scope_end();
+  tg_scope_end(sc);
   tg_cuda_memory_stats s2 = stats();
   cr_assert_eq(s2.bytes_in_use, s0.bytes_in_use);
   cr_assert_eq(s2.bytes_cached, s0.bytes_cached + 4096);
   cr_assert_eq(s2.driver_frees, s0.driver_frees); /* kept, not freed */
   /* same class (3600 B -> 4096 B): the cached block, no driver call */
-  tg_scope_begin();
+  sc = tg_scope_begin();
   device_floats(900);
   cr_assert_eq(stats().driver_allocs, s1.driver_allocs);
   cr_assert_eq(stats().bytes_cached, s0.bytes_cached);
   /* another class: a new block */
   device_floats(2000);
   cr_assert_eq(stats().driver_allocs, s1.driver_allocs + 1);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_CUDA_TEST(cuda_allocator, size_classes) {
   tg_cuda_empty_cache();
   tg_cuda_memory_stats s0 = stats();
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   device_floats(1);                   /* 4 B -> 512 B */
   device_floats(129);                 /* 516 B -> 1024 B */
   device_floats(3 * 1024 * 1024 / 4); /* 3 MiB -> 4 MiB */
@@ -50,7 +50,7 @@ TG_CUDA_TEST(cuda_allocator, size_classes) {
   size_t expected = 512 + 1024 + (4u << 20) + (1u << 20);
   cr_assert_eq(stats().bytes_in_use, s0.bytes_in_use + expected);
   cr_assert_geq(stats().peak_bytes_in_use, s0.bytes_in_use + expected);
-  tg_scope_end();
+  tg_scope_end(sc);
   tg_cuda_memory_stats s1 = stats();
   cr_assert_eq(s1.bytes_cached, s0.bytes_cached + expected);
   cr_assert_eq(tg_cuda_empty_cache(), TG_OK);
@@ -62,7 +62,7 @@ TG_CUDA_TEST(cuda_allocator, size_classes) {
 
 /* One step of a small model: forward, loss, backward, SGD update. */
 static void training_step(tg_tensor *w, tg_tensor *b, tg_generator *gen) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_randn(TG_SHAPE(16, 24), TG_OPTS(.device = TG_CUDA0), gen);
   tg_tensor *y = tg_tanh(tg_addmm(b, x, w, 1.0, 1.0));
   tg_tensor *loss = tg_mean(tg_mul(y, y));
@@ -74,13 +74,13 @@ static void training_step(tg_tensor *w, tg_tensor *b, tg_generator *gen) {
   tg_no_grad_end();
   cr_assert_eq(tg_zero_grad(w), TG_OK);
   cr_assert_eq(tg_zero_grad(b), TG_OK);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_CUDA_TEST(cuda_allocator, a_repeated_training_step_allocates_nothing_new) {
   tg_generator *gen = tg_generator_new(3);
-  tg_tensor *w = tg_keep(tg_randn(TG_SHAPE(24, 8), TG_OPTS(.device = TG_CUDA0), gen));
-  tg_tensor *b = tg_keep(tg_zeros(TG_SHAPE(8), TG_OPTS(.device = TG_CUDA0)));
+  tg_tensor *w = tg_retain(tg_randn(TG_SHAPE(24, 8), TG_OPTS(.device = TG_CUDA0), gen));
+  tg_tensor *b = tg_retain(tg_zeros(TG_SHAPE(8), TG_OPTS(.device = TG_CUDA0)));
   tg_set_requires_grad(w, true);
   tg_set_requires_grad(b, true);
   /* The first step makes w.grad and b.grad; from the second on, backward accumulates into
@@ -102,9 +102,9 @@ TG_CUDA_TEST(cuda_allocator, a_repeated_training_step_allocates_nothing_new) {
 
 TG_CUDA_TEST(cuda_allocator, out_of_memory_empties_the_cache_and_retries) {
   tg_cuda_empty_cache();
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   device_floats(5000);
-  tg_scope_end();
+  tg_scope_end(sc);
   tg_cuda_memory_stats s0 = stats();
   cr_assert_gt(s0.bytes_cached, 0);
   tg_emu_fail_mallocs(1); /* the first cudaMalloc fails, the retry after emptying works */
@@ -125,10 +125,10 @@ TG_CUDA_TEST(cuda_allocator, out_of_memory_is_a_memory_error) {
 }
 
 TG_CUDA_TEST(cuda_allocator, every_driver_buffer_is_freed_by_empty_cache) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   device_floats(10);
   device_floats(100000);
-  tg_scope_end();
+  tg_scope_end(sc);
   cr_assert_gt(tg_emu_device_allocations(), 0);
   cr_assert_eq(tg_cuda_empty_cache(), TG_OK);
   cr_assert_eq(tg_emu_device_allocations(), 0);

@@ -108,7 +108,7 @@ TG_CUDA_TEST(cuda_backend, binary_every_kind_with_broadcasting) {
     for (int d = 0; d < 2; d++)
       for (int la = 0; la < TG_L_NUM; la++)
         for (int lb = 0; lb < TG_L_NUM; lb++) {
-          tg_scope_begin();
+          tg_scope sc = tg_scope_begin();
           tg_dtype dt = floating[d];
           tg_twin a = tg_twin_matrix((tg_layout)la, 5, 4, dt, 1, false);
           /* b == a in some elements, so EQ and GE see ties. */
@@ -117,7 +117,7 @@ TG_CUDA_TEST(cuda_backend, binary_every_kind_with_broadcasting) {
           check(cpu_be()->binary(kinds[k], 0.75, o.cpu, a.cpu, b.cpu),
                 cuda_be()->binary(kinds[k], 0.75, o.cuda, a.cuda, b.cuda));
           tg_assert_twin_close(o, TG_RTOL(dt), TG_ATOL(dt));
-          tg_scope_end();
+          tg_scope_end(sc);
         }
 }
 
@@ -205,7 +205,7 @@ TG_CUDA_TEST(cuda_backend, sum_dim_without_a_gemv_layout) {
   };
   for (int d = 0; d < 2; d++)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-      tg_scope_begin();
+      tg_scope sc = tg_scope_begin();
       tg_dtype dt = floating[d];
       const int ndim = cases[c].ndim, dim = cases[c].dim;
       int64_t n = 1, os[3];
@@ -219,7 +219,7 @@ TG_CUDA_TEST(cuda_backend, sum_dim_without_a_gemv_layout) {
                    tg_empty(ndim, os, TG_OPTS(.dtype = dt, .device = TG_CUDA0))};
       check(cpu_be()->sum_dim(o.cpu, x.cpu, dim), cuda_be()->sum_dim(o.cuda, x.cuda, dim));
       tg_assert_twin_close(o, 1e-5, 1e-4);
-      tg_scope_end();
+      tg_scope_end(sc);
     }
 }
 
@@ -269,7 +269,7 @@ TG_CUDA_TEST(cuda_backend, max_dim_over_long_rows) {
   v[1][100] = 10, v[1][600] = v[1][900] = NAN; /* the first NaN wins */
   for (int d = 0; d < 2; d++)
     for (int transposed = 0; transposed < 2; transposed++) {
-      tg_scope_begin();
+      tg_scope sc = tg_scope_begin();
       tg_dtype dt = floating[d];
       tg_tensor *h = tg_to_dtype(tg_from_data(TG_SHAPE(3, 1000), v, TG_OPTS(.dtype = TG_F64)), dt);
       if (transposed) h = tg_t(tg_contiguous(tg_t(h)));
@@ -285,7 +285,7 @@ TG_CUDA_TEST(cuda_backend, max_dim_over_long_rows) {
       tg_assert_twin_close(idx, 0, 0);
       cr_assert_eq(tg_test_at(idx.cuda, 0), 300);
       cr_assert_eq(tg_test_at(idx.cuda, 1), 600);
-      tg_scope_end();
+      tg_scope_end(sc);
     }
 }
 
@@ -296,7 +296,7 @@ TG_CUDA_TEST(cuda_backend, gemm_every_operand_layout) {
       for (int lb = 0; lb < TG_L_NUM; lb++)
         for (int lo = 0; lo < TG_L_NUM_OUTPUT; lo++)
           for (int beta_i = 0; beta_i < 2; beta_i++) {
-            tg_scope_begin();
+            tg_scope sc = tg_scope_begin();
             tg_dtype dt = floating[d];
             double beta = beta_i ? 0.5 : 0.0; /* beta 0: out's NaNs must not leak */
             tg_twin a = tg_twin_matrix((tg_layout)la, m, k, dt, 1, false);
@@ -308,7 +308,7 @@ TG_CUDA_TEST(cuda_backend, gemm_every_operand_layout) {
             cr_assert(tg_test_max_abs_diff(o.cuda, o.cpu) <= (dt == TG_F64 ? 1e-12 : 1e-4),
                       "a %s, b %s, out %s, beta %g", tg_layout_name((tg_layout)la),
                       tg_layout_name((tg_layout)lb), tg_layout_name((tg_layout)lo), beta);
-            tg_scope_end();
+            tg_scope_end(sc);
           }
 }
 

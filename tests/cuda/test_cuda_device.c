@@ -84,7 +84,6 @@ TG_TEST(cuda_device_any, no_device_is_a_clean_error_not_a_crash) {
   tg_tensor *t = tg_zeros(TG_SHAPE(3), TG_OPTS(.device = TG_CUDA0));
   if (n > 0) {
     cr_assert(t, "%s", tg_last_error_message());
-    tg_release(t);
     return;
   }
   cr_assert_null(t);
@@ -122,7 +121,6 @@ TG_TEST(cuda_device_emu, toolkit_without_driver_means_no_device) {
   tg_cuda_memory_stats stats;
   cr_assert_eq(tg_cuda_memory_stats_get(&stats), TG_OK);
   cr_assert_eq(stats.driver_allocs, 0);
-  tg_release(h);
 }
 
 TG_TEST(cuda_device_emu, no_gpu_means_no_device) {
@@ -134,7 +132,7 @@ TG_TEST(cuda_device_emu, no_gpu_means_no_device) {
 
 TG_TEST(cuda_device_emu, two_devices) {
   tg_emu_set_device_count(2);
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *h = tg_arange(0, 6, 1, TG_OPTS(.dtype = TG_F64));
   tg_tensor *c0 = tg_to_device(h, TG_CUDA0), *c1 = tg_to_device(h, TG_DEVICE_CUDA(1));
   cr_assert(c0 && c1, "%s", tg_last_error_message());
@@ -149,11 +147,11 @@ TG_TEST(cuda_device_emu, two_devices) {
   cr_assert_null(tg_add(c0, c1));
   tg_expect_error(TG_ERR_DEVICE);
   cr_assert_eq(tg_cuda_synchronize(), TG_OK);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(cuda_device_emu, failed_launch_is_a_device_error) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *c = tg_ones(TG_SHAPE(4), TG_OPTS(.device = TG_CUDA0));
   cr_assert(c, "%s", tg_last_error_message());
   tg_emu_fail_launches(1);
@@ -165,11 +163,11 @@ TG_TEST(cuda_device_emu, failed_launch_is_a_device_error) {
   cr_assert_neq(tg_exp_(c), TG_OK);
   tg_expect_error(TG_ERR_DEVICE);
   tg_assert_close(c, tg_ones(TG_SHAPE(4), TG_OPTS_DEFAULT), 0, 0);
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 TG_TEST(cuda_device_emu, failed_cublas_call_is_a_device_error) {
-  tg_scope_begin();
+  tg_scope sc = tg_scope_begin();
   tg_tensor *a = tg_ones(TG_SHAPE(3, 3), TG_OPTS(.device = TG_CUDA0));
   tg_emu_fail_blas(1);
   cr_assert_null(tg_mm(a, a));
@@ -178,7 +176,7 @@ TG_TEST(cuda_device_emu, failed_cublas_call_is_a_device_error) {
   cr_assert_null(tg_sum_dim(a, 0, false));
   tg_expect_error(TG_ERR_DEVICE, "cublasSgemv failed");
   cr_assert_not_null(tg_mm(a, a), "%s", tg_last_error_message());
-  tg_scope_end();
+  tg_scope_end(sc);
 }
 
 #endif

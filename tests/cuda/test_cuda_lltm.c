@@ -162,7 +162,7 @@ TG_CUDA_TEST(cuda_lltm, kernels_match_the_reference) {
   for (size_t s = 0; s < NUM_SIZES; s++)
     for (int f = 0; f < 2; f++)
       for (int strided = 0; strided < 2; strided++) {
-        tg_scope_begin();
+        tg_scope sc = tg_scope_begin();
         const dims d = sizes[s];
         const int64_t B = d.B, I = d.I, S = d.S;
         const tg_dtype dt = floating[f];
@@ -202,7 +202,7 @@ TG_CUDA_TEST(cuda_lltm, kernels_match_the_reference) {
         assert_matches("d_old_h", d_old_h, h.d_old_h, dt);
         assert_matches("d_old_cell", d_old_cell, h.d_old_cell, dt);
         host_free(&h);
-        tg_scope_end();
+        tg_scope_end(sc);
       }
 }
 
@@ -210,7 +210,7 @@ TG_CUDA_TEST(cuda_lltm, backward_with_missing_gradients_and_outputs) {
   const dims d = {5, 4, 3};
   const int64_t B = d.B, I = d.I, S = d.S;
   for (int missing = 0; missing < 2; missing++) {
-    tg_scope_begin();
+    tg_scope sc = tg_scope_begin();
     host_lltm h = host_new(d);
     host_reference(d, &h, missing != 0, missing == 0); /* one of the two upstream gradients */
     tg_tensor *new_h = cuda_empty(B, S, TG_F64), *new_cell = cuda_empty(B, S, TG_F64);
@@ -231,7 +231,7 @@ TG_CUDA_TEST(cuda_lltm, backward_with_missing_gradients_and_outputs) {
     assert_matches("d_weights", d_W, h.d_W, TG_F64);
     assert_matches("d_old_cell", d_old_cell, h.d_old_cell, TG_F64);
     host_free(&h);
-    tg_scope_end();
+    tg_scope_end(sc);
   }
 }
 
@@ -298,7 +298,7 @@ static void assert_runs_close(const lltm_run *a, const lltm_run *b, tg_dtype dt)
 TG_CUDA_TEST(cuda_lltm, fused_on_cuda_equals_cpu_and_composed) {
   for (size_t s = 0; s < NUM_SIZES; s++)
     for (int f = 0; f < 2; f++) {
-      tg_scope_begin();
+      tg_scope sc = tg_scope_begin();
       host_lltm h = host_new(sizes[s]);
       lltm_run fused_gpu = run_op(&h, sizes[s], TG_CUDA0, floating[f], true);
       lltm_run fused_cpu = run_op(&h, sizes[s], TG_DEVICE_CPU, floating[f], true);
@@ -308,7 +308,7 @@ TG_CUDA_TEST(cuda_lltm, fused_on_cuda_equals_cpu_and_composed) {
       assert_runs_close(&fused_gpu, &fused_cpu, floating[f]);
       assert_runs_close(&fused_gpu, &composed_gpu, floating[f]);
       host_free(&h);
-      tg_scope_end();
+      tg_scope_end(sc);
     }
 }
 

@@ -155,7 +155,7 @@ TG_CUDA_TEST(cuda_ops, every_op_matches_the_cpu_forward_and_backward) {
   const tg_dtype floating[] = {TG_F32, TG_F64};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
     for (int d = 0; d < 2; d++) {
-      tg_scope_begin();
+      tg_scope sc = tg_scope_begin();
       const op_case *c = &cases[k];
       tg_tensor *cpu[1 + MAX_INPUTS], *gpu[1 + MAX_INPUTS];
       run(c, floating[d], TG_DEVICE_CPU, cpu);
@@ -167,6 +167,6 @@ TG_CUDA_TEST(cuda_ops, every_op_matches_the_cpu_forward_and_backward) {
         cr_log_info("%s (%s): result %d", c->name, tg_dtype_name(floating[d]), r);
         tg_assert_close(gpu[r], cpu[r], rtol, atol);
       }
-      tg_scope_end();
+      tg_scope_end(sc);
     }
 }

@@ -56,7 +56,7 @@ TG_CUDA_TEST(cuda_transfer, to_device_of_same_device_is_the_tensor) {
 TG_CUDA_TEST(cuda_transfer, strided_views_cross_both_ways) {
   for (int d = 0; d < 3; d++)
     for (int l = 0; l < TG_L_NUM; l++) {
-      tg_scope_begin();
+      tg_scope sc = tg_scope_begin();
       tg_twin m = tg_twin_matrix((tg_layout)l, 5, 3, dtypes[d], l, false);
       /* CPU view -> CUDA, and CUDA view -> CPU, equal the contiguous values */
       tg_tensor *up = tg_to_device(m.cpu, TG_CUDA0), *down = tg_to_device(m.cuda, TG_DEVICE_CPU);
@@ -64,14 +64,14 @@ TG_CUDA_TEST(cuda_transfer, strided_views_cross_both_ways) {
       cr_assert(tg_is_contiguous(up) && tg_is_contiguous(down));
       assert_same_bits(up, m.cpu);
       assert_same_bits(down, m.cpu);
-      tg_scope_end();
+      tg_scope_end(sc);
     }
 }
 
 TG_CUDA_TEST(cuda_transfer, copy_across_devices_converts_and_broadcasts) {
   for (int from = 0; from < 3; from++)
     for (int to = 0; to < 3; to++) {
-      tg_scope_begin();
+      tg_scope sc = tg_scope_begin();
       tg_twin src = tg_twin_matrix(TG_L_EXPAND_ROW, 4, 6, dtypes[from], 1, false);
       tg_twin dst = tg_twin_matrix(TG_L_TRANSPOSED, 4, 6, dtypes[to], 2, false);
       cr_assert_eq(tg_copy_(dst.cuda, src.cpu), TG_OK, "%s", tg_last_error_message());
@@ -80,7 +80,7 @@ TG_CUDA_TEST(cuda_transfer, copy_across_devices_converts_and_broadcasts) {
       tg_tensor *back = tg_zeros(TG_SHAPE(4, 6), TG_OPTS(.dtype = dtypes[from]));
       cr_assert_eq(tg_copy_(back, dst.cuda), TG_OK, "%s", tg_last_error_message());
       tg_assert_close(back, dst.cpu, 0, 0);
-      tg_scope_end();
+      tg_scope_end(sc);
     }
 }
 

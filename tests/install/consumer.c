@@ -3,13 +3,13 @@
 #include <tg/tg.h>
 
 int main(void) {
-  tg_tensor *t = tg_zeros(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
+  tg_scope s = tg_scope_begin();
+  tg_tensor *t = tg_zeros(TG_SHAPE(2, 3), TG_OPTS_DEFAULT); /* owned by s */
   if (!t || tg_print(t) != TG_OK) {
     fprintf(stderr, "consumer: %s\n", tg_last_error_message());
-    tg_release(t);
     return 1;
   }
-  tg_release(t);
+  if (tg_scope_end(s) != TG_OK) return 1;
   if (tg_live_objects() != 0) {
     fprintf(stderr, "consumer: %lld objects still alive\n", (long long)tg_live_objects());
     return 1;
