@@ -2,8 +2,11 @@
 """Generates docs/api.md from the public headers (include/tg/*.h), so the reference cannot
 drift from the API: every declaration appears with the comment written above it.
 
-  scripts/gen-api-doc.py            rewrite docs/api.md
-  scripts/gen-api-doc.py --check    exit 1 if docs/api.md is stale (a ctest runs this)
+  scripts/gen-api-doc.py            rewrite docs/api.md and the tutorial in include/tg/tg.h
+  scripts/gen-api-doc.py --check    exit 1 if either is stale (a ctest runs this)
+
+The tutorial in tg.h's opening comment is a copy of examples/tutorial.c, which ctest builds
+and runs, so the front door cannot show code that does not work.
 
 The headers are the source: a section is a `/* ---- name ---- */` comment, a comment block
 becomes prose, declarations and macros become C code blocks. Preprocessor boilerplate
@@ -15,6 +18,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 HEADERS = ROOT / "include" / "tg"
 OUT = ROOT / "docs" / "api.md"
+TG_H = HEADERS / "tg.h"
+TUTORIAL = ROOT / "examples" / "tutorial.c"
+TUTORIAL_BEGIN = " * ---- tutorial: examples/tutorial.c (ctest builds and runs it) ----\n"
+TUTORIAL_END = " * ---- end of tutorial ----\n"
+
+
+def with_tutorial():
+    """tg.h with its tutorial section replaced by examples/tutorial.c."""
+    header = TG_H.read_text()
+    a = header.index(TUTORIAL_BEGIN) + len(TUTORIAL_BEGIN)
+    b = header.index(TUTORIAL_END)
+    code = TUTORIAL.read_text().rstrip("\n").split("\n")
+    if any("*/" in line or "/*" in line for line in code):
+        raise SystemExit("examples/tutorial.c: use // comments (it is shown inside a /* */ block)")
+    body = " *\n" + "".join((" *   " + line).rstrip() + "\n" for line in code) + " *\n"
+    return header[:a] + body + header[b:]
 
 BOILERPLATE = re.compile(
     r'^\s*(#\s*(ifndef|ifdef|endif|include|pragma)\b|#\s*define\s+TG_\w+_H\s*$|'
@@ -165,13 +184,18 @@ def generate():
 
 
 def main():
-    text = generate()
+    header = with_tutorial()
     if "--check" in sys.argv[1:]:
-        if not OUT.exists() or OUT.read_text() != text:
-            print("docs/api.md is stale: run scripts/gen-api-doc.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text)
+        stale = []
+        if TG_H.read_text() != header:
+            stale.append("include/tg/tg.h (its tutorial differs from examples/tutorial.c)")
+        if not OUT.exists() or OUT.read_text() != generate():
+            stale.append("docs/api.md")
+        for name in stale:
+            print(f"{name} is stale: run scripts/gen-api-doc.py", file=sys.stderr)
+        return 1 if stale else 0
+    TG_H.write_text(header)
+    OUT.write_text(generate())
     return 0
 
 
