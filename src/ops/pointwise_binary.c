@@ -185,3 +185,16 @@ tg_tensor *tg_mul_scalar(const tg_tensor *a, double s) {
 tg_tensor *tg_div_scalar(const tg_tensor *a, double s) {
   return with_scalar("tg_div_scalar", TG__OP(mul_scalar), a, 1.0 / s);
 }
+
+/* ---- comparisons, from the list (ops/def/binary.def) ---- */
+
+#define TG_BINARY_KERNEL(KIND, name)
+#define TG_BINARY_CMP(KIND, name)                                                                  \
+  tg_status tg__fwd_##name(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {             \
+    (void)ctx;                                                                                     \
+    return binary_forward("tg_" #name, TG_BINARY_##KIND, 1.0, in, out);                            \
+  }                                                                                                \
+  tg_tensor *tg_##name(const tg_tensor *a, const tg_tensor *b) {                                   \
+    return binary("tg_" #name, TG__OP(name), a, b, TG__NO_SC);                                     \
+  }
+#include "ops/def/binary.def"

@@ -4,6 +4,7 @@
 
 #include "ops/backend.h"
 #include "tensor/tensor_impl.h"
+#include "tg/autograd.h"
 
 /* x > 0 ? 1 : 0 in x's dtype; not differentiable (its gradient is zero almost everywhere).
  * Used by the backward of relu and elu. */
@@ -31,5 +32,10 @@ tg_tensor *tg__unary_new(const char *op, tg_unary_kind kind, double a, double b,
 /* out = a (op) b with a and b broadcast to out's sizes (they must broadcast to them). */
 tg_status tg__binary_into(const char *op, tg_binary_kind kind, double alpha, tg_tensor *out,
                           const tg_tensor *a, const tg_tensor *b);
+
+/* Front end of an in-place unary op: checks the target x, then runs desc on (x[, a copy of
+ * x's old value when with_old and the call will be recorded]) inside a scope. */
+tg_status tg__unary_inplace_call(const char *op, const tg_op_desc *desc, tg_tensor *x,
+                                 bool with_old, int n_scalars, const double *scalars);
 
 #endif

@@ -1,6 +1,6 @@
 /* Internals of the CPU backend: the strided-loop driver shared by every primitive, the
  * per-primitive entry points gathered into tg_cpu_backend (backend_cpu.c), and the
- * precision-generic libm spellings the loops are written with. */
+ * row functions the loops are written with. */
 #ifndef TG_CPU_INTERNAL_H
 #define TG_CPU_INTERNAL_H
 
@@ -64,13 +64,6 @@ bool tg_cpu_should_parallelize(int64_t numel, int64_t min_numel);
 typedef struct tg_cpu_scalars {
   double a, b;
 } tg_cpu_scalars;
-
-/* ---- precision-generic libm: expf for float, exp for double, never mixed ---- */
-#define TG_CPU_EXP(x) _Generic((x), float : expf, double : exp)(x)
-#define TG_CPU_LOG(x) _Generic((x), float : logf, double : log)(x)
-#define TG_CPU_SQRT(x) _Generic((x), float : sqrtf, double : sqrt)(x)
-#define TG_CPU_FABS(x) _Generic((x), float : fabsf, double : fabs)(x)
-#define TG_CPU_POW(x, y) _Generic((x), float : powf, double : pow)((x), (y))
 
 /* ---- primitives (one file each area) ---- */
 tg_status tg_cpu_fill(tg_tensor *out, double value);
