@@ -213,6 +213,7 @@ static void check_unary(tg_unary_kind k, tg_tensor *out, const tg_tensor *x, con
 TG_TEST(backend_cpu, unary_every_kind_on_every_layout) {
   for (int di = 0; di < 2; di++) {
     for (int k = 0; k < TG_NUM_UNARY; k++) {
+      if (!unary_names[k]) continue; /* a kind without a reference here: its op test covers it */
       for (int l = 0; l < L_NUM; l++) {
         for (int ot = 0; ot < 2; ot++) {
           tg_scope_begin();
