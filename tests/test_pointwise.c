@@ -111,6 +111,7 @@ static const unary_case unary_cases[] = {
     {"div_scalar", div_scalar_4, anywhere},
     {"abs", tg_abs, anywhere},
     {"reciprocal", tg_reciprocal, {0.5, 2.0, true}},
+    {"softplus", tg_softplus, anywhere},
 };
 #define N_UNARY (int)(sizeof unary_cases / sizeof unary_cases[0])
 
@@ -156,6 +157,8 @@ TG_TEST(pointwise, unary_values_by_hand) {
     tg_test_expect_values(tg_tanh(x), 4, (const double[]){tanh(-1), 0, tanh(1), tanh(4)}, tol);
     tg_test_expect_values(tg_pow_scalar(x, 3), 4, (const double[]){-1, 0, 1, 64}, tol);
     tg_test_expect_values(tg_pow_scalar(x, 2), 4, (const double[]){1, 0, 1, 16}, tol);
+    tg_tensor *big = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(2), (const double[]){-100, 100});
+    tg_test_expect_values(tg_softplus(big), 2, (const double[]){exp(-100), 100}, tol);
     tg_tensor *p = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(3), (const double[]){1, 4, 9});
     tg_test_expect_values(tg_sqrt(p), 3, (const double[]){1, 2, 3}, tol);
     tg_test_expect_values(tg_log(p), 3, (const double[]){0, log(4), log(9)}, tol);
@@ -167,6 +170,9 @@ TG_TEST(pointwise, unary_values_by_hand) {
     tg_test_expect_values(tg_mul_scalar(x, -2), 4, (const double[]){2, 0, -2, -8}, tol);
     tg_test_expect_values(tg_div_scalar(x, 4), 4, (const double[]){-0.25, 0, 0.25, 1}, tol);
     tg_test_expect_values(tg_abs(x), 4, (const double[]){1, 0, 1, 4}, tol);
+    tg_test_expect_values(tg_softplus(x), 4,
+                          (const double[]){log1p(exp(-1)), log(2), log1p(exp(1)), log1p(exp(4))},
+                          tol);
     cr_assert_eq(tg_tensor_dtype(tg_exp(x)), (tg_dtype)dt);
   }
   /* 0-dim in, 0-dim out */

@@ -62,6 +62,8 @@ tg_tensor *tg_abs(const tg_tensor *x);
 tg_tensor *tg_reciprocal(const tg_tensor *x);
 tg_status tg_abs_(tg_tensor *x);
 tg_status tg_reciprocal_(tg_tensor *x);
+tg_tensor *tg_softplus(const tg_tensor *x); /* log(1 + exp(x)); x itself above 20 */
+tg_status tg_softplus_(tg_tensor *x);
 tg_tensor *tg_eq(const tg_tensor *a, const tg_tensor *b); /* a == b */
 tg_tensor *tg_ne(const tg_tensor *a, const tg_tensor *b); /* a != b */
 tg_tensor *tg_gt(const tg_tensor *a, const tg_tensor *b); /* a > b */

@@ -112,6 +112,7 @@ TG__M1(exp, expf, exp)
 TG__M1(log, logf, log)
 TG__M1(sqrt, sqrtf, sqrt)
 TG__M1(fabs, fabsf, fabs)
+TG__M1(log1p, log1pf, log1p)
 #undef TG__M1
 static inline TG_HOST_DEVICE float tg_m_pow(float x, float y) { return powf(x, y); }
 static inline TG_HOST_DEVICE double tg_m_pow(double x, double y) { return pow(x, y); }
@@ -134,6 +135,7 @@ static inline TG_HOST_DEVICE double tg_m_pow(double x, double y) { return pow(x,
 #define tg_m_log(x) _Generic((x), float : logf, double : log)(x)
 #define tg_m_sqrt(x) _Generic((x), float : sqrtf, double : sqrt)(x)
 #define tg_m_fabs(x) _Generic((x), float : fabsf, double : fabs)(x)
+#define tg_m_log1p(x) _Generic((x), float : log1pf, double : log1p)(x)
 #define tg_m_pow(x, y) _Generic((x), float : powf, double : pow)((x), (y))
 #define TG__UNARY_OVERLOADS(name)
 #define TG__BINARY_OVERLOADS(name)
@@ -177,6 +179,8 @@ TG_UNARY_MATH(affine, b + a * x)
 TG_UNARY_MATH(reciprocal, 1 / x)
 TG_UNARY_MATH(step, tg_math_step(x))
 TG_UNARY_MATH(abs, tg_m_fabs(x))
+/* as PyTorch's threshold 20: above it log(1 + e^x) is x to working precision */
+TG_UNARY_MATH(softplus, x > 20 ? x : tg_m_log1p(tg_m_exp(x)))
 
 TG_BINARY_MATH(add, a + alpha * b)
 TG_BINARY_MATH(sub, a - alpha * b)
