@@ -60,33 +60,17 @@ static tg_status save_operand(tg_ctx *ctx, const tg_tensor *const *in) {
   return b ? tg_ctx_save_for_backward(ctx, 1, &b) : tg_last_error();
 }
 
-tg_status tg__fwd_add_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return binary_inplace("tg_add_", TG_BINARY_ADD, tg_ctx_scalar(ctx, 0), in, out);
-}
-
-tg_status tg__fwd_sub_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return binary_inplace("tg_sub_", TG_BINARY_SUB, tg_ctx_scalar(ctx, 0), in, out);
-}
-
-/* Saved like mul: b when a needs its gradient, then a's old value (input 2). */
-tg_status tg__fwd_mul_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  tg_status st = tg_ctx_needs_input_grad(ctx, 0) ? save_operand(ctx, in) : TG_OK;
-  if (st == TG_OK && tg_ctx_needs_input_grad(ctx, 1)) {
-    if (tg_ctx_num_inputs(ctx) < 3)
-      return tg_set_error(TG_ERR_STATE,
-                          "tg_mul_: b needs its gradient but a's old value was not given");
-    st = tg_ctx_save_for_backward(ctx, 1, &in[2]);
-  }
-  return st != TG_OK ? st : binary_inplace("tg_mul_", TG_BINARY_MUL, 1.0, in, out);
-}
-
-/* Saved like div: b (before the write, so div_(a, a) is caught), then the output. */
-tg_status tg__fwd_div_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  bool save_output = tg_ctx_needs_input_grad(ctx, 1);
-  tg_status st = save_operand(ctx, in);
-  if (st == TG_OK && save_output) st = tg_ctx_save_for_backward(ctx, 1, &in[0]);
-  if (st == TG_OK) st = binary_inplace("tg_div_", TG_BINARY_DIV, 1.0, in, out);
-  if (st == TG_OK && save_output) tg__ctx_saved_target_written(ctx);
+tg_status tg__binary_inplace_forward(tg_ctx *ctx, const char *op, tg_binary_kind kind,
+                                     double alpha, int need, const tg_tensor *const *in,
+                                     tg_tensor **out) {
+  if (need & TG__SAVE_A && tg_ctx_num_inputs(ctx) < 3)
+    return tg_set_error(TG_ERR_STATE, "%s: a gradient needs a's old value but it was not given",
+                        op);
+  tg_status st = need & TG__SAVE_B ? save_operand(ctx, in) : TG_OK;
+  if (st == TG_OK && need & TG__SAVE_A) st = tg_ctx_save_for_backward(ctx, 1, &in[2]);
+  if (st == TG_OK && need & TG__SAVE_OUT) st = tg_ctx_save_for_backward(ctx, 1, &in[0]);
+  if (st == TG_OK) st = binary_inplace(op, kind, alpha, in, out);
+  if (st == TG_OK && need & TG__SAVE_OUT) tg__ctx_saved_target_written(ctx);
   return st;
 }
 
@@ -114,14 +98,14 @@ static bool wants_old_value(bool backward_needs_it) {
   return backward_needs_it && tg_is_grad_enabled();
 }
 
-/* with_old: b's gradient needs a's value before the write (mul_). */
-static tg_status binary_(const char *op, const tg_op_desc *desc, tg_tensor *a, const tg_tensor *b,
-                         bool with_old, int n_scalars, const double *scalars) {
+tg_status tg__binary_inplace_call(const char *op, const tg_op_desc *desc, tg_tensor *a,
+                                  const tg_tensor *b, bool a_for_a, bool a_for_b, int n_scalars,
+                                  const double *scalars) {
   if (!tg__check_inplace_target(op, "a", a) || !tg__check_binary_operands(op, "a", a, "b", b) ||
       !tg__check_broadcasts_to(op, "b", b->ndim, b->sizes, "a", a->ndim, a->sizes))
     return tg_last_error();
   tg_scope_begin();
-  bool need_old = wants_old_value(with_old && b->requires_grad);
+  bool need_old = wants_old_value((a_for_a && a->requires_grad) || (a_for_b && b->requires_grad));
   tg_tensor *old = need_old ? tg_clone(a) : NULL;
   tg_status st = need_old && !old
                      ? tg_last_error()
@@ -131,20 +115,9 @@ static tg_status binary_(const char *op, const tg_op_desc *desc, tg_tensor *a, c
   return st;
 }
 
-tg_status tg_add_(tg_tensor *a, const tg_tensor *b) {
-  return binary_("tg_add_", TG__OP(add_), a, b, false, TG__SC(1.0));
-}
 tg_status tg_add_scaled_(tg_tensor *a, const tg_tensor *b, double alpha) {
-  return binary_("tg_add_scaled_", TG__OP(add_), a, b, false, TG__SC(alpha));
-}
-tg_status tg_sub_(tg_tensor *a, const tg_tensor *b) {
-  return binary_("tg_sub_", TG__OP(sub_), a, b, false, TG__SC(1.0));
-}
-tg_status tg_mul_(tg_tensor *a, const tg_tensor *b) {
-  return binary_("tg_mul_", TG__OP(mul_), a, b, true, TG__NO_SC);
-}
-tg_status tg_div_(tg_tensor *a, const tg_tensor *b) {
-  return binary_("tg_div_", TG__OP(div_), a, b, false, TG__NO_SC);
+  return tg__binary_inplace_call("tg_add_scaled_", TG__OP(add_), a, b, false, false,
+                                 TG__SC(alpha));
 }
 
 tg_status tg__unary_inplace_call(const char *op, const tg_op_desc *desc, tg_tensor *x,
