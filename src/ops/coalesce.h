@@ -17,8 +17,8 @@
 #define TG_COALESCE_MAX_OPERANDS 3
 
 typedef struct tg_coalesced {
-  int ndim;                    /* >= 1 */
-  int64_t sizes[TG_MAX_DIMS];  /* dim ndim-1 is the innermost */
+  int ndim;                   /* >= 1 */
+  int64_t sizes[TG_MAX_DIMS]; /* dim ndim-1 is the innermost */
   int64_t strides[TG_COALESCE_MAX_OPERANDS][TG_MAX_DIMS];
 } tg_coalesced;
 
@@ -39,9 +39,8 @@ static inline void tg__coalesce_swap(tg_coalesced *c, int nops, int i, int j) {
  * equal strides keep their logical order): the written operand is walked in memory order. */
 static inline void tg__coalesce_sort(tg_coalesced *c, int nops, int n) {
   for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && tg__coalesce_abs(c->strides[0][j - 1]) <
-                                 tg__coalesce_abs(c->strides[0][j]);
-         j--)
+    for (int j = i;
+         j > 0 && tg__coalesce_abs(c->strides[0][j - 1]) < tg__coalesce_abs(c->strides[0][j]); j--)
       tg__coalesce_swap(c, nops, j, j - 1);
 }
 
@@ -72,7 +71,8 @@ static inline void tg_coalesce(tg_coalesced *c, int ndim, const int64_t *sizes, 
     /* Checked: an operand's stride times the size may pass its span by one stride. */
     for (int k = 0; k < nops && mergeable; k++) {
       int64_t step;
-      mergeable = !tg__mul_ovf(c->strides[k][d], c->sizes[d], &step) && c->strides[k][m - 1] == step;
+      mergeable =
+          !tg__mul_ovf(c->strides[k][d], c->sizes[d], &step) && c->strides[k][m - 1] == step;
     }
     if (mergeable) {
       c->sizes[m - 1] *= c->sizes[d];

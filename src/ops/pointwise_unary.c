@@ -31,14 +31,14 @@ static tg_status unary_forward(tg_ctx *ctx, const char *op, tg_unary_kind kind, 
   out[0] = tg__unary_new(op, kind, scalar_or_zero(ctx), 0.0, in[0]);
   if (!out[0]) return tg_last_error();
   if (!tg_ctx_needs_input_grad(ctx, 0)) return TG_OK;
-  tg_status st = saves & OUT ? tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const *)out)
-                             : TG_OK;
+  tg_status st =
+      saves & OUT ? tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const *)out) : TG_OK;
   return st == TG_OK && saves & IN ? tg_ctx_save_for_backward(ctx, 1, in) : st;
 }
 
 /* x = f(x) in place; in[1] is x's old value when the entry saves IN (and x needs grad). */
-static tg_status unary_inplace_forward(tg_ctx *ctx, const char *op, tg_unary_kind kind,
-                                       int saves, const tg_tensor *const *in, tg_tensor **out) {
+static tg_status unary_inplace_forward(tg_ctx *ctx, const char *op, tg_unary_kind kind, int saves,
+                                       const tg_tensor *const *in, tg_tensor **out) {
   tg_tensor *x = (tg_tensor *)in[0];
   bool grad = tg_ctx_needs_input_grad(ctx, 0), save_out = grad && saves & OUT;
   if (grad && saves & IN && tg_ctx_num_inputs(ctx) < 2)
