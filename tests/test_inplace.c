@@ -117,6 +117,8 @@ static const unary_case unary_cases[] = {
     {"elu_ -0.5", elu_minus_0_5_, elu_minus_0_5, {0.1, 2.0, true}},
     {"add_scalar_", add_scalar_2_, add_scalar_2, {0.1, 2.0, true}},
     {"mul_scalar_", mul_scalar_3_, mul_scalar_3, {0.1, 2.0, true}},
+    {"abs_", tg_abs_, tg_abs, {0.1, 2.0, true}},
+    {"reciprocal_", tg_reciprocal_, tg_reciprocal, {0.5, 2.0, true}},
 };
 #define N_UNARY (int)(sizeof unary_cases / sizeof unary_cases[0])
 
@@ -194,6 +196,11 @@ TG_TEST(inplace, unary_values_by_hand) {
   tg_tensor *t = tg_test_tensor_of(TG_F32, TG_SHAPE(3), (const double[]){-1e4, 0, 1e4});
   cr_assert_eq(tg_tanh_(t), TG_OK);
   tg_test_expect_values(t, 3, (const double[]){-1, 0, 1}, 0);
+  tg_tensor *r = tg_test_tensor_of(TG_F32, TG_SHAPE(3), (const double[]){-4, 0.5, 2});
+  cr_assert_eq(tg_abs_(r), TG_OK);
+  tg_test_expect_values(r, 3, (const double[]){4, 0.5, 2}, 0);
+  cr_assert_eq(tg_reciprocal_(r), TG_OK);
+  tg_test_expect_values(r, 3, (const double[]){0.25, 2, 0.5}, 0);
   tg_scope_end(sc);
 }
 
@@ -420,6 +427,10 @@ TG_TEST(inplace, leaf_that_requires_grad_is_rejected) {
   tg_expect_error(TG_ERR_STATE, "mul_", "leaf tensor");
   cr_assert_eq(tg_pow_scalar_(w, 2), TG_ERR_STATE);
   tg_expect_error(TG_ERR_STATE, "pow_scalar_", "leaf tensor");
+  cr_assert_eq(tg_abs_(w), TG_ERR_STATE);
+  tg_expect_error(TG_ERR_STATE, "abs_", "leaf tensor");
+  cr_assert_eq(tg_reciprocal_(w), TG_ERR_STATE);
+  tg_expect_error(TG_ERR_STATE, "reciprocal_", "leaf tensor");
   expect_unchanged(w, v, ver);
   cr_assert(tg_is_leaf(w));
   tg_scope_end(sc);

@@ -109,6 +109,9 @@ static const unary_case unary_cases[] = {
     {"rsub_scalar", rsub_scalar_2, anywhere},
     {"mul_scalar", mul_scalar_3, anywhere},
     {"div_scalar", div_scalar_4, anywhere},
+    {"abs", tg_abs, anywhere},
+    {"reciprocal", tg_reciprocal, {0.5, 2.0, true}},
+    {"softplus", tg_softplus, anywhere},
 };
 #define N_UNARY (int)(sizeof unary_cases / sizeof unary_cases[0])
 
@@ -154,15 +157,22 @@ TG_TEST(pointwise, unary_values_by_hand) {
     tg_test_expect_values(tg_tanh(x), 4, (const double[]){tanh(-1), 0, tanh(1), tanh(4)}, tol);
     tg_test_expect_values(tg_pow_scalar(x, 3), 4, (const double[]){-1, 0, 1, 64}, tol);
     tg_test_expect_values(tg_pow_scalar(x, 2), 4, (const double[]){1, 0, 1, 16}, tol);
+    tg_tensor *big = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(2), (const double[]){-100, 100});
+    tg_test_expect_values(tg_softplus(big), 2, (const double[]){exp(-100), 100}, tol);
     tg_tensor *p = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(3), (const double[]){1, 4, 9});
     tg_test_expect_values(tg_sqrt(p), 3, (const double[]){1, 2, 3}, tol);
     tg_test_expect_values(tg_log(p), 3, (const double[]){0, log(4), log(9)}, tol);
     tg_test_expect_values(tg_pow_scalar(p, 0.5), 3, (const double[]){1, 2, 3}, tol);
+    tg_test_expect_values(tg_reciprocal(tg_neg(p)), 3, (const double[]){-1, -0.25, -1.0 / 9}, tol);
     tg_test_expect_values(tg_add_scalar(x, 1.5), 4, (const double[]){0.5, 1.5, 2.5, 5.5}, tol);
     tg_test_expect_values(tg_sub_scalar(x, 1.5), 4, (const double[]){-2.5, -1.5, -0.5, 2.5}, tol);
     tg_test_expect_values(tg_rsub_scalar(x, 1.5), 4, (const double[]){2.5, 1.5, 0.5, -2.5}, tol);
     tg_test_expect_values(tg_mul_scalar(x, -2), 4, (const double[]){2, 0, -2, -8}, tol);
     tg_test_expect_values(tg_div_scalar(x, 4), 4, (const double[]){-0.25, 0, 0.25, 1}, tol);
+    tg_test_expect_values(tg_abs(x), 4, (const double[]){1, 0, 1, 4}, tol);
+    tg_test_expect_values(tg_softplus(x), 4,
+                          (const double[]){log1p(exp(-1)), log(2), log1p(exp(1)), log1p(exp(4))},
+                          tol);
     cr_assert_eq(tg_tensor_dtype(tg_exp(x)), (tg_dtype)dt);
   }
   /* 0-dim in, 0-dim out */
@@ -489,5 +499,93 @@ TG_TEST(pointwise, null_inputs_keep_the_first_error) {
   tg_expect_error(TG_ERR_SHAPE, "tg_add: a is [2, 3] and b is [5]");
   cr_assert_null(tg_add(a, tg_pow_scalar(NULL, 2)));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_pow_scalar: x is NULL");
+  tg_scope_end(sc);
+}
+
+/* ---- abs, reciprocal and the comparisons (declared once in their lists) ---- */
+
+/* d|x|/dx is sign(x): 0 at 0, as in PyTorch. */
+TG_TEST(pointwise, abs_gradient_is_the_sign_and_zero_at_zero) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *x = tg_test_tensor_of(TG_F64, TG_SHAPE(4), (const double[]){-2, 0, 0.5, -0.0});
+  cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+  cr_assert_str_eq(tg_grad_fn_name(tg_abs(x)), "abs");
+  cr_assert_str_eq(tg_grad_fn_name(tg_reciprocal(x)), "reciprocal");
+  cr_assert_eq(tg_backward(tg_sum(tg_abs(x)), NULL), TG_OK);
+  tg_test_expect_values(tg_grad(x), 4, (const double[]){-1, 0, 1, 0}, 0);
+  tg_scope_end(sc);
+}
+
+typedef tg_tensor *(*binary_fn)(const tg_tensor *, const tg_tensor *);
+
+static const struct {
+  const char *name;
+  binary_fn op;
+  double want[5]; /* for a = {1, 2, 3, NaN, 2} against b = {2, 2, 2, 2, NaN} */
+} comparisons[] = {
+    {"tg_eq", tg_eq, {0, 1, 0, 0, 0}}, {"tg_ne", tg_ne, {1, 0, 1, 1, 1}},
+    {"tg_gt", tg_gt, {0, 0, 1, 0, 0}}, {"tg_ge", tg_ge, {0, 1, 1, 0, 0}},
+    {"tg_lt", tg_lt, {1, 0, 0, 0, 0}}, {"tg_le", tg_le, {1, 1, 0, 0, 0}},
+};
+#define N_COMPARISONS (int)(sizeof comparisons / sizeof comparisons[0])
+
+TG_TEST(pointwise, comparisons_by_hand_in_the_input_dtype_without_grad) {
+  tg_scope sc = tg_scope_begin();
+  for (int dt = TG_F32; dt <= TG_F64; dt++) {
+    tg_tensor *a = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(5), (const double[]){1, 2, 3, NAN, 2});
+    tg_tensor *b = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(5), (const double[]){2, 2, 2, 2, NAN});
+    cr_assert_eq(tg_set_requires_grad(a, true), TG_OK);
+    for (int k = 0; k < N_COMPARISONS; k++) {
+      tg_tensor *y = comparisons[k].op(a, b);
+      cr_assert(y, "%s: %s", comparisons[k].name, tg_last_error_message());
+      cr_assert_eq(tg_tensor_dtype(y), (tg_dtype)dt);
+      cr_assert(!tg_requires_grad(y), "%s", comparisons[k].name);
+      tg_test_expect_values(y, 5, comparisons[k].want, 0);
+    }
+  }
+  tg_expect_ok();
+  tg_scope_end(sc);
+}
+
+/* A [2, 1] against a [3] broadcasts to [2, 3], strided operands too. */
+TG_TEST(pointwise, comparisons_broadcast_and_take_strided_operands) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *a = tg_test_tensor_of(TG_F64, TG_SHAPE(2, 1), (const double[]){1, 2});
+  tg_tensor *b = tg_test_tensor_of(TG_F64, TG_SHAPE(3), (const double[]){0, 1, 2});
+  tg_test_expect_values(tg_ge(a, b), 6, (const double[]){1, 1, 0, 1, 1, 1}, 0);
+  tg_test_expect_values(tg_lt(b, a), 6, (const double[]){1, 0, 0, 1, 1, 0}, 0);
+  tg_tensor *m = tg_test_tensor_of(TG_F64, TG_SHAPE(2, 3), (const double[]){0, 1, 2, 3, 4, 5});
+  tg_test_expect_values(tg_eq(tg_t(m), tg_t(m)), 6, (const double[]){1, 1, 1, 1, 1, 1}, 0);
+  tg_test_expect_values(tg_gt(tg_t(m), tg_narrow(tg_t(m), 1, 0, 1)), 6,
+                        (const double[]){0, 1, 0, 1, 0, 1}, 0);
+  tg_expect_ok();
+  tg_scope_end(sc);
+}
+
+TG_TEST(pointwise, comparisons_and_new_unary_ops_reject_bad_input) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *f = tg_ones(TG_SHAPE(2, 3), (tg_options){.dtype = TG_F32});
+  tg_tensor *d = tg_ones(TG_SHAPE(2, 3), (tg_options){.dtype = TG_F64});
+  tg_tensor *i = tg_zeros(TG_SHAPE(3), (tg_options){.dtype = TG_I64});
+  tg_tensor *b = tg_ones(TG_SHAPE(4), (tg_options){.dtype = TG_F32});
+  for (int k = 0; k < N_COMPARISONS; k++) {
+    char want[128];
+    cr_assert_null(comparisons[k].op(f, d));
+    snprintf(want, sizeof want, "%s: a is float32 but b is float64", comparisons[k].name);
+    tg_expect_error(TG_ERR_DTYPE, want);
+    cr_assert_null(comparisons[k].op(i, i));
+    snprintf(want, sizeof want, "%s: a is int64; expected float32 or float64", comparisons[k].name);
+    tg_expect_error(TG_ERR_DTYPE, want);
+    cr_assert_null(comparisons[k].op(f, b));
+    snprintf(want, sizeof want, "%s: a is [2, 3] and b is [4]", comparisons[k].name);
+    tg_expect_error(TG_ERR_SHAPE, want);
+    cr_assert_null(comparisons[k].op(NULL, f));
+    snprintf(want, sizeof want, "%s: a is NULL", comparisons[k].name);
+    tg_expect_error(TG_ERR_ARGUMENT, want);
+  }
+  cr_assert_null(tg_abs(NULL));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_abs: x is NULL");
+  cr_assert_null(tg_reciprocal(i));
+  tg_expect_error(TG_ERR_DTYPE, "tg_reciprocal: x is int64; expected float32 or float64");
   tg_scope_end(sc);
 }

@@ -54,6 +54,24 @@ tg_status tg_tanh_(tg_tensor *x);
 tg_status tg_relu_(tg_tensor *x);
 tg_status tg_elu_(tg_tensor *x, double alpha);
 
+/* ---- pointwise, more unary ops (with their in-place forms) and comparisons ----
+ * abs: d/dx = sign(x), 0 at 0. reciprocal: 1/x.
+ * Comparisons broadcast like the binary ops and give 1 where the relation holds and 0
+ * elsewhere, in the inputs' (floating) dtype; they are not differentiable (the result
+ * does not require grad). NaN compares unequal to everything, itself included. */
+tg_tensor *tg_abs(const tg_tensor *x);
+tg_tensor *tg_reciprocal(const tg_tensor *x);
+tg_status tg_abs_(tg_tensor *x);
+tg_status tg_reciprocal_(tg_tensor *x);
+tg_tensor *tg_softplus(const tg_tensor *x); /* log(1 + exp(x)); x itself above 20 */
+tg_status tg_softplus_(tg_tensor *x);
+tg_tensor *tg_eq(const tg_tensor *a, const tg_tensor *b); /* a == b */
+tg_tensor *tg_ne(const tg_tensor *a, const tg_tensor *b); /* a != b */
+tg_tensor *tg_gt(const tg_tensor *a, const tg_tensor *b); /* a > b */
+tg_tensor *tg_ge(const tg_tensor *a, const tg_tensor *b); /* a >= b */
+tg_tensor *tg_lt(const tg_tensor *a, const tg_tensor *b); /* a < b */
+tg_tensor *tg_le(const tg_tensor *a, const tg_tensor *b); /* a <= b */
+
 /* ---- reductions ---- */
 tg_tensor *tg_sum(const tg_tensor *x); /* all elements -> 0-dim */
 tg_tensor *tg_sum_dim(const tg_tensor *x, int dim, bool keepdim);

@@ -13,30 +13,16 @@
 
 #include "tg/tensor.h"
 
+/* The pointwise kinds, generated from their lists (the math: ops/pointwise_math.h). */
 typedef enum tg_unary_kind {
-  TG_UNARY_NEG,        /* -x */
-  TG_UNARY_EXP,        /* exp(x) */
-  TG_UNARY_LOG,        /* log(x) */
-  TG_UNARY_SQRT,       /* sqrt(x) */
-  TG_UNARY_SIGMOID,    /* 1/(1+exp(-x)), stable for any finite x */
-  TG_UNARY_TANH,       /* tanh(x) */
-  TG_UNARY_RELU,       /* max(x, 0) */
-  TG_UNARY_ELU,        /* x > 0 ? x : a*(exp(x)-1)   (a = alpha) */
-  TG_UNARY_POW,        /* pow(x, a) */
-  TG_UNARY_AFFINE,     /* a*x + b  (add/mul/sub/rsub by a scalar) */
-  TG_UNARY_RECIPROCAL, /* 1/x */
-  TG_UNARY_STEP,       /* x > 0 ? 1 : 0 */
-  TG_UNARY_ABS,        /* |x| */
+#define TG_UNARY_KIND(KIND, name, cost) TG_UNARY_##KIND,
+#include "ops/def/unary.def"
   TG_NUM_UNARY
 } tg_unary_kind;
 
 typedef enum tg_binary_kind {
-  TG_BINARY_ADD, /* a + alpha*b */
-  TG_BINARY_SUB, /* a - alpha*b */
-  TG_BINARY_MUL, /* a * b */
-  TG_BINARY_DIV, /* a / b */
-  TG_BINARY_EQ,  /* a == b ? 1 : 0 */
-  TG_BINARY_GE,  /* a >= b ? 1 : 0 */
+#define TG_BINARY_KIND(KIND, name) TG_BINARY_##KIND,
+#include "ops/def/binary.def"
   TG_NUM_BINARY
 } tg_binary_kind;
 

@@ -1,8 +1,20 @@
-/* Binary pointwise ops with NumPy broadcasting, and their scalar-operand forms. */
+/* Binary pointwise ops with NumPy broadcasting, and their scalar-operand forms. The binary
+ * ops and comparisons are generated from their list (ops/def/binary.def): what an op saves
+ * and its derivatives sit in its entry; this file holds the shared steps.
+ *
+ * Saved layout (out-of-place and in-place alike, so both share one backward): b, then a,
+ * then the output y, each only when the gradient of an input that needs one reads it. */
 #include "ops/broadcast.h"
 #include "ops/pointwise_internal.h"
 #include "ops/registry.h"
 #include "tg/ops.h"
+
+/* What an entry's gradients read (its saves_a / saves_b fields). */
+enum { A = TG__SAVE_A, B = TG__SAVE_B, OUT = TG__SAVE_OUT };
+
+/* The gradient of one input at the output's sizes: from g, the saved a, b, y and alpha. */
+typedef const tg_tensor *(*binary_grad_fn)(const tg_tensor *g, const tg_tensor *a,
+                                           const tg_tensor *b, const tg_tensor *y, double alpha);
 
 /* ---- forward ---- */
 
@@ -16,31 +28,6 @@ static tg_status binary_forward(const char *op, tg_binary_kind kind, double alph
   out[0] = tg_empty(ndim, sizes, (tg_options){a->dtype, a->storage->device, false});
   if (!out[0]) return tg_last_error();
   return tg__binary_into(op, kind, alpha, out[0], a, b);
-}
-
-tg_status tg__fwd_add(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return binary_forward("tg_add", TG_BINARY_ADD, tg_ctx_scalar(ctx, 0), in, out);
-}
-
-tg_status tg__fwd_sub(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return binary_forward("tg_sub", TG_BINARY_SUB, tg_ctx_scalar(ctx, 0), in, out);
-}
-
-tg_status tg__fwd_mul(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  /* b for a's gradient, a for b's. */
-  if (tg_ctx_needs_input_grad(ctx, 0) && tg_ctx_save_for_backward(ctx, 1, &in[1]) != TG_OK)
-    return tg_last_error();
-  if (tg_ctx_needs_input_grad(ctx, 1) && tg_ctx_save_for_backward(ctx, 1, &in[0]) != TG_OK)
-    return tg_last_error();
-  return binary_forward("tg_mul", TG_BINARY_MUL, 1.0, in, out);
-}
-
-tg_status tg__fwd_div(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  tg_status st = binary_forward("tg_div", TG_BINARY_DIV, 1.0, in, out);
-  if (st != TG_OK) return st;
-  /* d/db (a/b) = -y/b: the output stands in for a, so div_ needs no copy of a either. */
-  const tg_tensor *saved[2] = {in[1], out[0]};
-  return tg_ctx_save_for_backward(ctx, tg_ctx_needs_input_grad(ctx, 1) ? 2 : 1, saved);
 }
 
 static tg_status affine_forward(const char *op, double scale, double shift,
@@ -61,7 +48,7 @@ tg_status tg__fwd_rsub_scalar(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor
   return affine_forward("tg_rsub_scalar", -1.0, tg_ctx_scalar(ctx, 0), in, out);
 }
 
-/* ---- backward (shared with the in-place forms, which have the same inputs) ---- */
+/* ---- backward ---- */
 
 /* g summed down to input i's sizes (undoing its broadcast). */
 static tg_tensor *to_input(tg_ctx *ctx, int i, const tg_tensor *g) {
@@ -73,42 +60,6 @@ static tg_status grads_status(tg_ctx *ctx, int n, tg_tensor **gi) {
   for (int i = 0; i < n; i++)
     if (tg_ctx_needs_input_grad(ctx, i) && !gi[i]) return tg_last_error();
   return TG_OK;
-}
-
-static tg_status add_sub_backward(tg_ctx *ctx, double b_scale, const tg_tensor *g, tg_tensor **gi) {
-  if (tg_ctx_needs_input_grad(ctx, 0)) gi[0] = to_input(ctx, 0, g);
-  if (tg_ctx_needs_input_grad(ctx, 1))
-    gi[1] = to_input(ctx, 1, b_scale == 1.0 ? g : tg_mul_scalar(g, b_scale));
-  return grads_status(ctx, 2, gi);
-}
-
-tg_status tg__bwd_add(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return add_sub_backward(ctx, tg_ctx_scalar(ctx, 0), g[0], gi);
-}
-
-tg_status tg__bwd_sub(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return add_sub_backward(ctx, -tg_ctx_scalar(ctx, 0), g[0], gi);
-}
-
-/* mul and mul_ save b first when a needs its gradient, then a (or a's old value). */
-tg_status tg__bwd_mul(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  int next = 0;
-  if (tg_ctx_needs_input_grad(ctx, 0))
-    gi[0] = to_input(ctx, 0, tg_mul(g[0], tg_ctx_saved(ctx, next++)));
-  if (tg_ctx_needs_input_grad(ctx, 1))
-    gi[1] = to_input(ctx, 1, tg_mul(g[0], tg_ctx_saved(ctx, next)));
-  return grads_status(ctx, 2, gi);
-}
-
-/* Saved: b, then the output y when b needs its gradient. */
-tg_status tg__bwd_div(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  tg_tensor *b = tg_ctx_saved(ctx, 0);
-  if (!b) return tg_last_error();
-  tg_tensor *g_over_b = tg_div(g[0], b);
-  if (tg_ctx_needs_input_grad(ctx, 0)) gi[0] = to_input(ctx, 0, g_over_b);
-  if (tg_ctx_needs_input_grad(ctx, 1))
-    gi[1] = to_input(ctx, 1, tg_neg(tg_mul(g_over_b, tg_ctx_saved(ctx, 1))));
-  return grads_status(ctx, 2, gi);
 }
 
 tg_status tg__bwd_add_scalar(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
@@ -140,24 +91,8 @@ static tg_tensor *binary(const char *op, const tg_op_desc *desc, const tg_tensor
   return tg_apply1(desc, 2, (const tg_tensor *const[]){a, b}, n_scalars, scalars);
 }
 
-tg_tensor *tg_add(const tg_tensor *a, const tg_tensor *b) {
-  return binary("tg_add", TG__OP(add), a, b, TG__SC(1.0));
-}
-
 tg_tensor *tg_add_scaled(const tg_tensor *a, const tg_tensor *b, double alpha) {
   return binary("tg_add_scaled", TG__OP(add), a, b, TG__SC(alpha));
-}
-
-tg_tensor *tg_sub(const tg_tensor *a, const tg_tensor *b) {
-  return binary("tg_sub", TG__OP(sub), a, b, TG__SC(1.0));
-}
-
-tg_tensor *tg_mul(const tg_tensor *a, const tg_tensor *b) {
-  return binary("tg_mul", TG__OP(mul), a, b, TG__NO_SC);
-}
-
-tg_tensor *tg_div(const tg_tensor *a, const tg_tensor *b) {
-  return binary("tg_div", TG__OP(div), a, b, TG__NO_SC);
 }
 
 static tg_tensor *with_scalar(const char *op, const tg_op_desc *desc, const tg_tensor *x,
@@ -185,3 +120,83 @@ tg_tensor *tg_mul_scalar(const tg_tensor *a, double s) {
 tg_tensor *tg_div_scalar(const tg_tensor *a, double s) {
   return with_scalar("tg_div_scalar", TG__OP(mul_scalar), a, 1.0 / s);
 }
+
+/* ---- the ops of the list ---- */
+
+static double alpha_of(tg_ctx *ctx) {
+  return tg_ctx_num_scalars(ctx) > 0 ? tg_ctx_scalar(ctx, 0) : 1.0;
+}
+
+/* The saved tensors (TG__SAVE_* bits) this call's backward will read. */
+static int needed(tg_ctx *ctx, int saves_a, int saves_b) {
+  return (tg_ctx_needs_input_grad(ctx, 0) ? saves_a : 0) |
+         (tg_ctx_needs_input_grad(ctx, 1) ? saves_b : 0);
+}
+
+static tg_status binary_op_forward(tg_ctx *ctx, const char *op, tg_binary_kind kind, int need,
+                                   const tg_tensor *const *in, tg_tensor **out) {
+  tg_status st = binary_forward(op, kind, alpha_of(ctx), in, out);
+  if (st == TG_OK && need & B) st = tg_ctx_save_for_backward(ctx, 1, &in[1]);
+  if (st == TG_OK && need & A) st = tg_ctx_save_for_backward(ctx, 1, &in[0]);
+  if (st == TG_OK && need & OUT) st = tg_ctx_save_for_backward(ctx, 1, (const tg_tensor **)out);
+  return st;
+}
+
+static tg_status binary_op_backward(tg_ctx *ctx, int need, binary_grad_fn grad_a,
+                                    binary_grad_fn grad_b, const tg_tensor *g, tg_tensor **gi) {
+  int slot = 0;
+  const tg_tensor *b = need & B ? tg_ctx_saved(ctx, slot++) : NULL;
+  const tg_tensor *a = need & A ? tg_ctx_saved(ctx, slot++) : NULL;
+  const tg_tensor *y = need & OUT ? tg_ctx_saved(ctx, slot) : NULL;
+  if ((need & B && !b) || (need & A && !a) || (need & OUT && !y)) return tg_last_error();
+  double alpha = alpha_of(ctx);
+  if (tg_ctx_needs_input_grad(ctx, 0)) gi[0] = to_input(ctx, 0, grad_a(g, a, b, y, alpha));
+  if (tg_ctx_needs_input_grad(ctx, 1)) gi[1] = to_input(ctx, 1, grad_b(g, a, b, y, alpha));
+  return grads_status(ctx, 2, gi);
+}
+
+#define TG__BINARY_GRAD(fn, expr)                                                                  \
+  static const tg_tensor *fn(const tg_tensor *g, const tg_tensor *a, const tg_tensor *b,           \
+                             const tg_tensor *y, double alpha) {                                   \
+    (void)g, (void)a, (void)b, (void)y, (void)alpha;                                               \
+    return (expr);                                                                                 \
+  }
+#define TG_BINARY_KERNEL(KIND, name)
+#define TG_BINARY_CMP(KIND, name)
+#define TG_BINARY_OP(KIND, name, saves_a, saves_b, grad_a, grad_b)                                 \
+  TG__BINARY_GRAD(grad_a_##name, grad_a)                                                           \
+  TG__BINARY_GRAD(grad_b_##name, grad_b)                                                           \
+  tg_status tg__fwd_##name(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {             \
+    return binary_op_forward(ctx, "tg_" #name, TG_BINARY_##KIND,                                   \
+                             needed(ctx, saves_a, saves_b), in, out);                              \
+  }                                                                                                \
+  tg_status tg__bwd_##name(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {               \
+    return binary_op_backward(ctx, needed(ctx, saves_a, saves_b), grad_a_##name, grad_b_##name,    \
+                              g[0], gi);                                                           \
+  }                                                                                                \
+  tg_status tg__fwd_##name##_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {          \
+    return tg__binary_inplace_forward(ctx, "tg_" #name "_", TG_BINARY_##KIND, alpha_of(ctx),       \
+                                      needed(ctx, saves_a, saves_b), in, out);                     \
+  }                                                                                                \
+  tg_tensor *tg_##name(const tg_tensor *a, const tg_tensor *b) {                                   \
+    return binary("tg_" #name, TG__OP(name), a, b, TG__SC(1.0));                                   \
+  }                                                                                                \
+  tg_status tg_##name##_(tg_tensor *a, const tg_tensor *b) {                                       \
+    return tg__binary_inplace_call("tg_" #name "_", TG__OP(name##_), a, b, (saves_a) & A,          \
+                                   (saves_b) & A, TG__SC(1.0));                                    \
+  }
+#include "ops/def/binary.def"
+
+/* ---- comparisons, from the list (ops/def/binary.def) ---- */
+
+#define TG_BINARY_KERNEL(KIND, name)
+#define TG_BINARY_OP(KIND, name, saves_a, saves_b, grad_a, grad_b)
+#define TG_BINARY_CMP(KIND, name)                                                                  \
+  tg_status tg__fwd_##name(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {             \
+    (void)ctx;                                                                                     \
+    return binary_forward("tg_" #name, TG_BINARY_##KIND, 1.0, in, out);                            \
+  }                                                                                                \
+  tg_tensor *tg_##name(const tg_tensor *a, const tg_tensor *b) {                                   \
+    return binary("tg_" #name, TG__OP(name), a, b, TG__NO_SC);                                     \
+  }
+#include "ops/def/binary.def"

@@ -1,11 +1,13 @@
-/* In-place pointwise ops. The front end validates everything first (a failed call leaves
+/* In-place binary and scalar pointwise ops, and the front-end step every in-place op
+ * shares (the unary ones are generated in pointwise_unary.c). The front end validates everything first (a failed call leaves
  * its target untouched); forward writes input 0, bumps its version and returns it, and
  * tg_apply moves the target's history onto the new node.
  *
- * Backward never reads the overwritten value: each op saves what it needs before writing
- * (b), uses the output where it suffices (exp, sqrt, sigmoid, tanh, relu, elu), or gets a
- * copy of the old value as an extra input made on the tape by the front end (mul_ when b
- * needs its gradient, pow_scalar_, elu_ with alpha < 0), so double backward works too.
+ * Backward is the base op's (ops.def: TG_OP_INPLACE_OF) and never reads the overwritten
+ * value: each op saves what it needs before writing (b), uses the output where it
+ * suffices, or gets a copy of the old value as an extra input made on the tape by the
+ * front end (mul_ when b needs its gradient; unary ops whose list entry saves IN), so
+ * double backward works too.
  * Everything is saved before the write, the output included (then dated after it): saving
  * allocates, and a call that fails must leave its target as it was. */
 #include <stdbool.h>
@@ -42,18 +44,12 @@ static tg_status binary_inplace(const char *op, tg_binary_kind kind, double alph
   return st != TG_OK ? st : finish(a, out);
 }
 
-/* x = f(x); saves the output when backward needs it (and then also `also`, when given). */
-static tg_status unary_inplace(const char *op, tg_unary_kind kind, double p, double q, tg_ctx *ctx,
-                               const tg_tensor *const *in, tg_tensor **out, bool save_output,
-                               const tg_tensor *also) {
+/* x = a*x + b (the scalar ops: their backward reads nothing saved). */
+static tg_status affine_inplace(const char *op, double a, double b, const tg_tensor *const *in,
+                                tg_tensor **out) {
   tg_tensor *x = (tg_tensor *)in[0];
-  bool save = save_output && tg_ctx_needs_input_grad(ctx, 0);
-  tg_status st = save ? tg_ctx_save_for_backward(ctx, 1, &in[0]) : TG_OK;
-  if (st == TG_OK && also) st = tg_ctx_save_for_backward(ctx, 1, &also);
-  if (st == TG_OK) st = tg__unary_into(op, kind, p, q, x, x);
-  if (st == TG_OK) st = finish(x, out);
-  if (st == TG_OK && save) tg__ctx_saved_target_written(ctx);
-  return st;
+  tg_status st = tg__unary_into(op, TG_UNARY_AFFINE, a, b, x, x);
+  return st != TG_OK ? st : finish(x, out);
 }
 
 /* Saves operand b (input 1). When b is the target itself, the saved reference would be held
@@ -64,144 +60,26 @@ static tg_status save_operand(tg_ctx *ctx, const tg_tensor *const *in) {
   return b ? tg_ctx_save_for_backward(ctx, 1, &b) : tg_last_error();
 }
 
-tg_status tg__fwd_add_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return binary_inplace("tg_add_", TG_BINARY_ADD, tg_ctx_scalar(ctx, 0), in, out);
-}
-
-tg_status tg__fwd_sub_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return binary_inplace("tg_sub_", TG_BINARY_SUB, tg_ctx_scalar(ctx, 0), in, out);
-}
-
-/* Saved like mul: b when a needs its gradient, then a's old value (input 2). */
-tg_status tg__fwd_mul_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  tg_status st = tg_ctx_needs_input_grad(ctx, 0) ? save_operand(ctx, in) : TG_OK;
-  if (st == TG_OK && tg_ctx_needs_input_grad(ctx, 1)) {
-    if (tg_ctx_num_inputs(ctx) < 3)
-      return tg_set_error(TG_ERR_STATE,
-                          "tg_mul_: b needs its gradient but a's old value was not given");
-    st = tg_ctx_save_for_backward(ctx, 1, &in[2]);
-  }
-  return st != TG_OK ? st : binary_inplace("tg_mul_", TG_BINARY_MUL, 1.0, in, out);
-}
-
-/* Saved like div: b (before the write, so div_(a, a) is caught), then the output. */
-tg_status tg__fwd_div_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  bool save_output = tg_ctx_needs_input_grad(ctx, 1);
-  tg_status st = save_operand(ctx, in);
-  if (st == TG_OK && save_output) st = tg_ctx_save_for_backward(ctx, 1, &in[0]);
-  if (st == TG_OK) st = binary_inplace("tg_div_", TG_BINARY_DIV, 1.0, in, out);
-  if (st == TG_OK && save_output) tg__ctx_saved_target_written(ctx);
+tg_status tg__binary_inplace_forward(tg_ctx *ctx, const char *op, tg_binary_kind kind,
+                                     double alpha, int need, const tg_tensor *const *in,
+                                     tg_tensor **out) {
+  if (need & TG__SAVE_A && tg_ctx_num_inputs(ctx) < 3)
+    return tg_set_error(TG_ERR_STATE, "%s: a gradient needs a's old value but it was not given",
+                        op);
+  tg_status st = need & TG__SAVE_B ? save_operand(ctx, in) : TG_OK;
+  if (st == TG_OK && need & TG__SAVE_A) st = tg_ctx_save_for_backward(ctx, 1, &in[2]);
+  if (st == TG_OK && need & TG__SAVE_OUT) st = tg_ctx_save_for_backward(ctx, 1, &in[0]);
+  if (st == TG_OK) st = binary_inplace(op, kind, alpha, in, out);
+  if (st == TG_OK && need & TG__SAVE_OUT) tg__ctx_saved_target_written(ctx);
   return st;
 }
 
 tg_status tg__fwd_add_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_add_scalar_", TG_UNARY_AFFINE, 1.0, tg_ctx_scalar(ctx, 0), ctx, in, out,
-                       false, NULL);
+  return affine_inplace("tg_add_scalar_", 1.0, tg_ctx_scalar(ctx, 0), in, out);
 }
 
 tg_status tg__fwd_mul_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_mul_scalar_", TG_UNARY_AFFINE, tg_ctx_scalar(ctx, 0), 0.0, ctx, in, out,
-                       false, NULL);
-}
-
-tg_status tg__fwd_neg_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_neg_", TG_UNARY_NEG, 0.0, 0.0, ctx, in, out, false, NULL);
-}
-
-tg_status tg__fwd_exp_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_exp_", TG_UNARY_EXP, 0.0, 0.0, ctx, in, out, true, NULL);
-}
-
-/* Saves the output: 1/x = exp(-y). */
-tg_status tg__fwd_log_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_log_", TG_UNARY_LOG, 0.0, 0.0, ctx, in, out, true, NULL);
-}
-
-tg_status tg__fwd_sqrt_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_sqrt_", TG_UNARY_SQRT, 0.0, 0.0, ctx, in, out, true, NULL);
-}
-
-/* Saved like pow_scalar: x's old value (input 1). */
-tg_status tg__fwd_pow_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  if (tg_ctx_needs_input_grad(ctx, 0)) {
-    if (tg_ctx_num_inputs(ctx) < 2)
-      return tg_set_error(TG_ERR_STATE, "tg_pow_scalar_: x's old value was not given");
-    if (tg_ctx_save_for_backward(ctx, 1, &in[1]) != TG_OK) return tg_last_error();
-  }
-  return unary_inplace("tg_pow_scalar_", TG_UNARY_POW, tg_ctx_scalar(ctx, 0), 0.0, ctx, in, out,
-                       false, NULL);
-}
-
-tg_status tg__fwd_sigmoid_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_sigmoid_", TG_UNARY_SIGMOID, 0.0, 0.0, ctx, in, out, true, NULL);
-}
-
-tg_status tg__fwd_tanh_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_tanh_", TG_UNARY_TANH, 0.0, 0.0, ctx, in, out, true, NULL);
-}
-
-tg_status tg__fwd_relu_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_inplace("tg_relu_", TG_UNARY_RELU, 0.0, 0.0, ctx, in, out, true, NULL);
-}
-
-/* Saved like elu: the output, then x's old value (input 1) when alpha < 0. */
-tg_status tg__fwd_elu_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  double alpha = tg_ctx_scalar(ctx, 0);
-  bool needs_old = alpha < 0 && tg_ctx_needs_input_grad(ctx, 0);
-  if (needs_old && tg_ctx_num_inputs(ctx) < 2)
-    return tg_set_error(TG_ERR_STATE, "tg_elu_: x's old value was not given");
-  return unary_inplace("tg_elu_", TG_UNARY_ELU, alpha, 0.0, ctx, in, out, true,
-                       needs_old ? in[1] : NULL);
-}
-
-/* ---- backward: the out-of-place formulas, over the same saved layout ---- */
-
-tg_status tg__bwd_add_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return tg__bwd_add(ctx, g, gi);
-}
-tg_status tg__bwd_sub_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return tg__bwd_sub(ctx, g, gi);
-}
-tg_status tg__bwd_mul_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return tg__bwd_mul(ctx, g, gi); /* no gradient for the old-value input: it is a or a copy */
-}
-tg_status tg__bwd_div_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return tg__bwd_div(ctx, g, gi);
-}
-tg_status tg__bwd_add_scalar_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return tg__bwd_add_scalar(ctx, g, gi);
-}
-tg_status tg__bwd_mul_scalar_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return tg__bwd_mul_scalar(ctx, g, gi);
-}
-tg_status tg__bwd_neg_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return tg__bwd_neg(ctx, g, gi);
-}
-tg_status tg__bwd_exp_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return tg__bwd_exp(ctx, g, gi);
-}
-/* saved: y = log(x); dy/dx = 1/x = exp(-y) */
-tg_status tg__bwd_log_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  gi[0] = tg_div(g[0], tg_exp(tg_ctx_saved(ctx, 0)));
-  return gi[0] ? TG_OK : tg_last_error();
-}
-tg_status tg__bwd_sqrt_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return tg__bwd_sqrt(ctx, g, gi);
-}
-tg_status tg__bwd_pow_scalar_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return tg__bwd_pow_scalar(ctx, g, gi);
-}
-tg_status tg__bwd_sigmoid_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return tg__bwd_sigmoid(ctx, g, gi);
-}
-tg_status tg__bwd_tanh_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return tg__bwd_tanh(ctx, g, gi);
-}
-tg_status tg__bwd_relu_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return tg__bwd_relu(ctx, g, gi);
-}
-tg_status tg__bwd_elu_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  return tg__bwd_elu(ctx, g, gi);
+  return affine_inplace("tg_mul_scalar_", tg_ctx_scalar(ctx, 0), 0.0, in, out);
 }
 
 /* ---- front ends ---- */
@@ -220,14 +98,14 @@ static bool wants_old_value(bool backward_needs_it) {
   return backward_needs_it && tg_is_grad_enabled();
 }
 
-/* with_old: b's gradient needs a's value before the write (mul_). */
-static tg_status binary_(const char *op, const tg_op_desc *desc, tg_tensor *a, const tg_tensor *b,
-                         bool with_old, int n_scalars, const double *scalars) {
+tg_status tg__binary_inplace_call(const char *op, const tg_op_desc *desc, tg_tensor *a,
+                                  const tg_tensor *b, bool a_for_a, bool a_for_b, int n_scalars,
+                                  const double *scalars) {
   if (!tg__check_inplace_target(op, "a", a) || !tg__check_binary_operands(op, "a", a, "b", b) ||
       !tg__check_broadcasts_to(op, "b", b->ndim, b->sizes, "a", a->ndim, a->sizes))
     return tg_last_error();
   tg_scope s = tg_scope_begin();
-  bool need_old = wants_old_value(with_old && b->requires_grad);
+  bool need_old = wants_old_value((a_for_a && a->requires_grad) || (a_for_b && b->requires_grad));
   tg_tensor *old = need_old ? tg_clone(a) : NULL;
   tg_status st = need_old && !old
                      ? tg_last_error()
@@ -237,25 +115,13 @@ static tg_status binary_(const char *op, const tg_op_desc *desc, tg_tensor *a, c
   return st;
 }
 
-tg_status tg_add_(tg_tensor *a, const tg_tensor *b) {
-  return binary_("tg_add_", TG__OP(add_), a, b, false, TG__SC(1.0));
-}
 tg_status tg_add_scaled_(tg_tensor *a, const tg_tensor *b, double alpha) {
-  return binary_("tg_add_scaled_", TG__OP(add_), a, b, false, TG__SC(alpha));
-}
-tg_status tg_sub_(tg_tensor *a, const tg_tensor *b) {
-  return binary_("tg_sub_", TG__OP(sub_), a, b, false, TG__SC(1.0));
-}
-tg_status tg_mul_(tg_tensor *a, const tg_tensor *b) {
-  return binary_("tg_mul_", TG__OP(mul_), a, b, true, TG__NO_SC);
-}
-tg_status tg_div_(tg_tensor *a, const tg_tensor *b) {
-  return binary_("tg_div_", TG__OP(div_), a, b, false, TG__NO_SC);
+  return tg__binary_inplace_call("tg_add_scaled_", TG__OP(add_), a, b, false, false,
+                                 TG__SC(alpha));
 }
 
-/* Unary in-place call; with_old passes a copy of x's current value as input 1. */
-static tg_status unary_(const char *op, const tg_op_desc *desc, tg_tensor *x, bool with_old,
-                        int n_scalars, const double *scalars) {
+tg_status tg__unary_inplace_call(const char *op, const tg_op_desc *desc, tg_tensor *x,
+                                 bool with_old, int n_scalars, const double *scalars) {
   if (!tg__check_inplace_target(op, "x", x)) return tg_last_error();
   tg_scope s = tg_scope_begin();
   bool need_old = wants_old_value(with_old && x->requires_grad);
@@ -269,23 +135,8 @@ static tg_status unary_(const char *op, const tg_op_desc *desc, tg_tensor *x, bo
 }
 
 tg_status tg_add_scalar_(tg_tensor *a, double s) {
-  return unary_("tg_add_scalar_", TG__OP(add_scalar_), a, false, TG__SC(s));
+  return tg__unary_inplace_call("tg_add_scalar_", TG__OP(add_scalar_), a, false, TG__SC(s));
 }
 tg_status tg_mul_scalar_(tg_tensor *a, double s) {
-  return unary_("tg_mul_scalar_", TG__OP(mul_scalar_), a, false, TG__SC(s));
-}
-tg_status tg_neg_(tg_tensor *x) { return unary_("tg_neg_", TG__OP(neg_), x, false, TG__NO_SC); }
-tg_status tg_exp_(tg_tensor *x) { return unary_("tg_exp_", TG__OP(exp_), x, false, TG__NO_SC); }
-tg_status tg_log_(tg_tensor *x) { return unary_("tg_log_", TG__OP(log_), x, false, TG__NO_SC); }
-tg_status tg_sqrt_(tg_tensor *x) { return unary_("tg_sqrt_", TG__OP(sqrt_), x, false, TG__NO_SC); }
-tg_status tg_pow_scalar_(tg_tensor *x, double exponent) {
-  return unary_("tg_pow_scalar_", TG__OP(pow_scalar_), x, true, TG__SC(exponent));
-}
-tg_status tg_sigmoid_(tg_tensor *x) {
-  return unary_("tg_sigmoid_", TG__OP(sigmoid_), x, false, TG__NO_SC);
-}
-tg_status tg_tanh_(tg_tensor *x) { return unary_("tg_tanh_", TG__OP(tanh_), x, false, TG__NO_SC); }
-tg_status tg_relu_(tg_tensor *x) { return unary_("tg_relu_", TG__OP(relu_), x, false, TG__NO_SC); }
-tg_status tg_elu_(tg_tensor *x, double alpha) {
-  return unary_("tg_elu_", TG__OP(elu_), x, alpha < 0, TG__SC(alpha));
+  return tg__unary_inplace_call("tg_mul_scalar_", TG__OP(mul_scalar_), a, false, TG__SC(s));
 }

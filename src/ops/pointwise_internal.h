@@ -4,6 +4,7 @@
 
 #include "ops/backend.h"
 #include "tensor/tensor_impl.h"
+#include "tg/autograd.h"
 
 /* x > 0 ? 1 : 0 in x's dtype; not differentiable (its gradient is zero almost everywhere).
  * Used by the backward of relu and elu. */
@@ -31,5 +32,26 @@ tg_tensor *tg__unary_new(const char *op, tg_unary_kind kind, double a, double b,
 /* out = a (op) b with a and b broadcast to out's sizes (they must broadcast to them). */
 tg_status tg__binary_into(const char *op, tg_binary_kind kind, double alpha, tg_tensor *out,
                           const tg_tensor *a, const tg_tensor *b);
+
+/* What a binary op's backward reads (ops/def/binary.def). */
+enum { TG__SAVE_A = 1, TG__SAVE_B = 2, TG__SAVE_OUT = 4 };
+
+/* Forward of an in-place binary op: saves what `need` (TG__SAVE_* bits) asks, all before
+ * the write (b, then a's old value from input 2, then the target as the output), then
+ * a = a (op) b, bumps a's version and returns a. */
+tg_status tg__binary_inplace_forward(tg_ctx *ctx, const char *op, tg_binary_kind kind,
+                                     double alpha, int need, const tg_tensor *const *in,
+                                     tg_tensor **out);
+/* Front end of an in-place binary op: checks a and b (b broadcasts to a), then runs desc
+ * on (a, b[, a copy of a's old value when the call will be recorded and an input whose
+ * gradient reads it (a_for_a, a_for_b) requires grad]) inside a scope. */
+tg_status tg__binary_inplace_call(const char *op, const tg_op_desc *desc, tg_tensor *a,
+                                  const tg_tensor *b, bool a_for_a, bool a_for_b, int n_scalars,
+                                  const double *scalars);
+
+/* Front end of an in-place unary op: checks the target x, then runs desc on (x[, a copy of
+ * x's old value when with_old and the call will be recorded]) inside a scope. */
+tg_status tg__unary_inplace_call(const char *op, const tg_op_desc *desc, tg_tensor *x,
+                                 bool with_old, int n_scalars, const double *scalars);
 
 #endif

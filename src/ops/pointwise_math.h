@@ -97,4 +97,100 @@ TG__PM_OVERLOAD2(d_elu)
 #define tg_math_d_elu(z, alpha) TG__PM_GENERIC(d_elu, z)((z), (alpha))
 #endif
 
+/* ---- the element math of every unary and binary kind (ops/def/unary.def, binary.def) ----
+ * tg_unary_<name>_f / _d (x, a, b) and tg_binary_<name>_f / _d (a, b, alpha), one
+ * expression per kind written once over `x` (or `a`, `b`) and the scalars, which are
+ * already in the element type. The libm calls go through tg_m_* so that float stays
+ * float and double stays double. In C++ (CUDA) tg_unary_<name>(x, a, b) and
+ * tg_binary_<name>(a, b, alpha) are overloaded on the element type. */
+
+#ifdef __cplusplus
+#define TG__M1(name, ffn, dfn)                                                                     \
+  static inline TG_HOST_DEVICE float tg_m_##name(float x) { return ffn(x); }                       \
+  static inline TG_HOST_DEVICE double tg_m_##name(double x) { return dfn(x); }
+TG__M1(exp, expf, exp)
+TG__M1(log, logf, log)
+TG__M1(sqrt, sqrtf, sqrt)
+TG__M1(fabs, fabsf, fabs)
+TG__M1(log1p, log1pf, log1p)
+#undef TG__M1
+static inline TG_HOST_DEVICE float tg_m_pow(float x, float y) { return powf(x, y); }
+static inline TG_HOST_DEVICE double tg_m_pow(double x, double y) { return pow(x, y); }
+#define TG__UNARY_OVERLOADS(name)                                                                  \
+  static inline TG_HOST_DEVICE float tg_unary_##name(float x, float a, float b) {                  \
+    return tg_unary_##name##_f(x, a, b);                                                           \
+  }                                                                                                \
+  static inline TG_HOST_DEVICE double tg_unary_##name(double x, double a, double b) {              \
+    return tg_unary_##name##_d(x, a, b);                                                           \
+  }
+#define TG__BINARY_OVERLOADS(name)                                                                 \
+  static inline TG_HOST_DEVICE float tg_binary_##name(float a, float b, float alpha) {             \
+    return tg_binary_##name##_f(a, b, alpha);                                                      \
+  }                                                                                                \
+  static inline TG_HOST_DEVICE double tg_binary_##name(double a, double b, double alpha) {         \
+    return tg_binary_##name##_d(a, b, alpha);                                                      \
+  }
+#else
+#define tg_m_exp(x) _Generic((x), float : expf, double : exp)(x)
+#define tg_m_log(x) _Generic((x), float : logf, double : log)(x)
+#define tg_m_sqrt(x) _Generic((x), float : sqrtf, double : sqrt)(x)
+#define tg_m_fabs(x) _Generic((x), float : fabsf, double : fabs)(x)
+#define tg_m_log1p(x) _Generic((x), float : log1pf, double : log1p)(x)
+#define tg_m_pow(x, y) _Generic((x), float : powf, double : pow)((x), (y))
+#define TG__UNARY_OVERLOADS(name)
+#define TG__BINARY_OVERLOADS(name)
+#endif
+
+/* Defines tg_unary_<name>_f and _d from one expression over x, a, b. */
+#define TG_UNARY_MATH(name, expr)                                                                  \
+  static inline TG_HOST_DEVICE float tg_unary_##name##_f(float x, float a, float b) {              \
+    (void)a;                                                                                       \
+    (void)b;                                                                                       \
+    return (expr);                                                                                 \
+  }                                                                                                \
+  static inline TG_HOST_DEVICE double tg_unary_##name##_d(double x, double a, double b) {          \
+    (void)a;                                                                                       \
+    (void)b;                                                                                       \
+    return (expr);                                                                                 \
+  }                                                                                                \
+  TG__UNARY_OVERLOADS(name)
+/* Defines tg_binary_<name>_f and _d from one expression over a, b, alpha. */
+#define TG_BINARY_MATH(name, expr)                                                                 \
+  static inline TG_HOST_DEVICE float tg_binary_##name##_f(float a, float b, float alpha) {         \
+    (void)alpha;                                                                                   \
+    return (expr);                                                                                 \
+  }                                                                                                \
+  static inline TG_HOST_DEVICE double tg_binary_##name##_d(double a, double b, double alpha) {     \
+    (void)alpha;                                                                                   \
+    return (expr);                                                                                 \
+  }                                                                                                \
+  TG__BINARY_OVERLOADS(name)
+
+TG_UNARY_MATH(neg, -x)
+TG_UNARY_MATH(exp, tg_m_exp(x))
+TG_UNARY_MATH(log, tg_m_log(x))
+TG_UNARY_MATH(sqrt, tg_m_sqrt(x))
+TG_UNARY_MATH(sigmoid, tg_math_sigmoid(x))
+TG_UNARY_MATH(tanh, tg_math_tanh(x))
+TG_UNARY_MATH(relu, tg_math_relu(x))
+TG_UNARY_MATH(elu, tg_math_elu(x, a))
+TG_UNARY_MATH(pow_scalar, tg_m_pow(x, a))
+TG_UNARY_MATH(affine, b + a * x)
+TG_UNARY_MATH(reciprocal, 1 / x)
+TG_UNARY_MATH(step, tg_math_step(x))
+TG_UNARY_MATH(abs, tg_m_fabs(x))
+/* as PyTorch's threshold 20: above it log(1 + e^x) is x to working precision */
+TG_UNARY_MATH(softplus, x > 20 ? x : tg_m_log1p(tg_m_exp(x)))
+
+TG_BINARY_MATH(add, a + alpha * b)
+TG_BINARY_MATH(sub, a - alpha * b)
+TG_BINARY_MATH(mul, a * b)
+TG_BINARY_MATH(div, a / b)
+TG_BINARY_MATH(eq, a == b ? 1 : 0)
+TG_BINARY_MATH(ge, a >= b ? 1 : 0)
+TG_BINARY_MATH(ne, a != b ? 1 : 0)
+TG_BINARY_MATH(gt, a > b ? 1 : 0)
+TG_BINARY_MATH(lt, a < b ? 1 : 0)
+TG_BINARY_MATH(le, a <= b ? 1 : 0)
+
 #endif

@@ -1,116 +1,76 @@
-/* Unary pointwise ops. Backward formulas use the output where it suffices (exp, sqrt,
- * sigmoid, tanh, relu, elu), so the in-place forms, which overwrite the input, share them. */
+/* Unary pointwise ops, generated from their list (ops/def/unary.def): per op a forward, a
+ * backward, an in-place forward and the public front ends tg_<name>, tg_<name>_. What an
+ * op saves and its derivative sit in its list entry; this file holds the shared steps.
+ *
+ * Saved layout (out-of-place and in-place alike, so both share one backward): y (when the
+ * entry saves OUT), then x (when it saves IN). In place, y is the target saved before the
+ * write (dated after it) and x is the copy of the old value the front end passed as input
+ * 1. Everything is saved before the write: saving allocates, and a call that fails must
+ * leave its target as it was. */
+#include "autograd/node.h"
 #include "ops/pointwise_internal.h"
 #include "ops/registry.h"
 #include "tg/ops.h"
 
+/* What an entry's backward reads (the `saves` field). */
+enum { OUT = 1, IN = 2 };
+
+/* Derivative of an entry: dL/dx from g, x, y (NULL unless saved) and the scalar a. */
+typedef tg_tensor *(*unary_grad_fn)(const tg_tensor *g, const tg_tensor *x, const tg_tensor *y,
+                                    double a);
+
 /* ---- forward ---- */
 
-/* out = f(x); saves the output when backward needs it. */
-static tg_status unary_forward(tg_ctx *ctx, const char *op, tg_unary_kind kind, double a,
-                               const tg_tensor *const *in, tg_tensor **out, bool save_output) {
-  out[0] = tg__unary_new(op, kind, a, 0.0, in[0]);
+/* Scalar 0 of the call, or 0 for an op without one. */
+static double scalar_or_zero(tg_ctx *ctx) {
+  return tg_ctx_num_scalars(ctx) > 0 ? tg_ctx_scalar(ctx, 0) : 0.0;
+}
+
+static tg_status unary_forward(tg_ctx *ctx, const char *op, tg_unary_kind kind, int saves,
+                               const tg_tensor *const *in, tg_tensor **out) {
+  out[0] = tg__unary_new(op, kind, scalar_or_zero(ctx), 0.0, in[0]);
   if (!out[0]) return tg_last_error();
-  if (!save_output || !tg_ctx_needs_input_grad(ctx, 0)) return TG_OK;
-  return tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const *)out);
-}
-
-/* Saves input x for backward (log, pow need it). */
-static tg_status save_input(tg_ctx *ctx, const tg_tensor *const *in) {
   if (!tg_ctx_needs_input_grad(ctx, 0)) return TG_OK;
-  return tg_ctx_save_for_backward(ctx, 1, in);
+  tg_status st =
+      saves & OUT ? tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const *)out) : TG_OK;
+  return st == TG_OK && saves & IN ? tg_ctx_save_for_backward(ctx, 1, in) : st;
 }
 
-tg_status tg__fwd_neg(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_forward(ctx, "tg_neg", TG_UNARY_NEG, 0.0, in, out, false);
-}
-tg_status tg__fwd_exp(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_forward(ctx, "tg_exp", TG_UNARY_EXP, 0.0, in, out, true);
-}
-tg_status tg__fwd_log(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  tg_status st = save_input(ctx, in);
-  return st != TG_OK ? st : unary_forward(ctx, "tg_log", TG_UNARY_LOG, 0.0, in, out, false);
-}
-tg_status tg__fwd_sqrt(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_forward(ctx, "tg_sqrt", TG_UNARY_SQRT, 0.0, in, out, true);
-}
-tg_status tg__fwd_pow_scalar(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  tg_status st = save_input(ctx, in);
+/* x = f(x) in place; in[1] is x's old value when the entry saves IN (and x needs grad). */
+static tg_status unary_inplace_forward(tg_ctx *ctx, const char *op, tg_unary_kind kind, int saves,
+                                       const tg_tensor *const *in, tg_tensor **out) {
+  tg_tensor *x = (tg_tensor *)in[0];
+  bool grad = tg_ctx_needs_input_grad(ctx, 0), save_out = grad && saves & OUT;
+  if (grad && saves & IN && tg_ctx_num_inputs(ctx) < 2)
+    return tg_set_error(TG_ERR_STATE, "%s: x's old value was not given", op);
+  tg_status st = save_out ? tg_ctx_save_for_backward(ctx, 1, &in[0]) : TG_OK;
+  if (st == TG_OK && grad && saves & IN) st = tg_ctx_save_for_backward(ctx, 1, &in[1]);
+  if (st == TG_OK) st = tg__unary_into(op, kind, scalar_or_zero(ctx), 0.0, x, x);
   if (st != TG_OK) return st;
-  return unary_forward(ctx, "tg_pow_scalar", TG_UNARY_POW, tg_ctx_scalar(ctx, 0), in, out, false);
-}
-tg_status tg__fwd_sigmoid(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_forward(ctx, "tg_sigmoid", TG_UNARY_SIGMOID, 0.0, in, out, true);
-}
-tg_status tg__fwd_tanh(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_forward(ctx, "tg_tanh", TG_UNARY_TANH, 0.0, in, out, true);
-}
-tg_status tg__fwd_relu(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_forward(ctx, "tg_relu", TG_UNARY_RELU, 0.0, in, out, true);
-}
-tg_status tg__fwd_elu(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  double alpha = tg_ctx_scalar(ctx, 0);
-  tg_status st = unary_forward(ctx, "tg_elu", TG_UNARY_ELU, alpha, in, out, true);
-  /* With alpha < 0 the output's sign no longer tells which branch x took: keep x too. */
-  return st != TG_OK || alpha >= 0 ? st : save_input(ctx, in);
-}
-tg_status tg__fwd_step(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return unary_forward(ctx, "tg_step", TG_UNARY_STEP, 0.0, in, out, false);
+  tg__bump_version(x);
+  out[0] = x;
+  if (save_out) tg__ctx_saved_target_written(ctx);
+  return TG_OK;
 }
 
-/* ---- backward (formulas shared with the in-place forms; see pointwise_inplace.c) ---- */
+/* ---- backward ---- */
 
-#define RETURN_GRAD(expr)                                                                          \
-  do {                                                                                             \
-    gi[0] = (expr);                                                                                \
-    return gi[0] ? TG_OK : tg_last_error();                                                        \
-  } while (0)
+static tg_status unary_backward(tg_ctx *ctx, int saves, unary_grad_fn grad,
+                                const tg_tensor *const *g, tg_tensor **gi) {
+  int slot = 0;
+  tg_tensor *y = saves & OUT ? tg_ctx_saved(ctx, slot++) : NULL;
+  tg_tensor *x = saves & IN ? tg_ctx_saved(ctx, slot) : NULL;
+  if ((saves & OUT && !y) || (saves & IN && !x)) return tg_last_error();
+  gi[0] = grad(g[0], x, y, scalar_or_zero(ctx));
+  return gi[0] ? TG_OK : tg_last_error();
+}
 
-tg_status tg__bwd_neg(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  (void)ctx;
-  RETURN_GRAD(tg_neg(g[0]));
-}
-/* saved: y */
-tg_status tg__bwd_exp(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  RETURN_GRAD(tg_mul(g[0], tg_ctx_saved(ctx, 0)));
-}
-/* saved: x */
-tg_status tg__bwd_log(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  RETURN_GRAD(tg_div(g[0], tg_ctx_saved(ctx, 0)));
-}
-/* saved: y; dy/dx = 1 / (2y) */
-tg_status tg__bwd_sqrt(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  RETURN_GRAD(tg_div(g[0], tg_mul_scalar(tg_ctx_saved(ctx, 0), 2.0)));
-}
-/* saved: x; dy/dx = p x^(p-1) */
-tg_status tg__bwd_pow_scalar(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  double p = tg_ctx_scalar(ctx, 0);
-  tg_tensor *x = tg_ctx_saved(ctx, 0);
-  if (p == 0.0) RETURN_GRAD(x ? tg_mul_scalar(g[0], 0.0) : NULL);
-  RETURN_GRAD(tg_mul(g[0], tg_mul_scalar(tg_pow_scalar(x, p - 1.0), p)));
-}
-/* saved: y; dy/dx = y (1 - y) */
-tg_status tg__bwd_sigmoid(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  tg_tensor *y = tg_ctx_saved(ctx, 0);
-  RETURN_GRAD(tg_mul(g[0], tg_mul(y, tg_rsub_scalar(y, 1.0))));
-}
-/* saved: y; dy/dx = 1 - y^2 */
-tg_status tg__bwd_tanh(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  tg_tensor *y = tg_ctx_saved(ctx, 0);
-  RETURN_GRAD(tg_mul(g[0], tg_rsub_scalar(tg_mul(y, y), 1.0)));
-}
-/* saved: y; y > 0 exactly where x > 0 */
-tg_status tg__bwd_relu(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  RETURN_GRAD(tg_mul(g[0], tg__step(tg_ctx_saved(ctx, 0))));
-}
-/* saved: y, then x when alpha < 0. dy/dx = 1 where x > 0, else alpha e^x = y + alpha.
- * With alpha >= 0, y > 0 exactly where x > 0, so y alone decides the branch. */
-tg_status tg__bwd_elu(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  double alpha = tg_ctx_scalar(ctx, 0);
-  tg_tensor *y = tg_ctx_saved(ctx, 0);
-  tg_tensor *positive = tg__step(alpha < 0 ? tg_ctx_saved(ctx, 1) : y);
+/* elu: 1 where x > 0, else alpha e^x = y + alpha. x is given only when alpha < 0. */
+static tg_tensor *tg__elu_grad(const tg_tensor *g, const tg_tensor *x, const tg_tensor *y,
+                               double alpha) {
+  tg_tensor *positive = tg__step(x ? x : y);
   tg_tensor *negative_slope = tg_mul(tg_rsub_scalar(positive, 1.0), tg_add_scalar(y, alpha));
-  RETURN_GRAD(tg_mul(g[0], tg_add(positive, negative_slope)));
+  return tg_mul(g, tg_add(positive, negative_slope));
 }
 
 /* ---- front ends ---- */
@@ -121,19 +81,56 @@ static tg_tensor *unary(const char *op, const tg_op_desc *desc, const tg_tensor 
   return tg_apply1(desc, 1, (const tg_tensor *const[]){x}, n_scalars, scalars);
 }
 
-tg_tensor *tg_neg(const tg_tensor *x) { return unary("tg_neg", TG__OP(neg), x, TG__NO_SC); }
-tg_tensor *tg_exp(const tg_tensor *x) { return unary("tg_exp", TG__OP(exp), x, TG__NO_SC); }
-tg_tensor *tg_log(const tg_tensor *x) { return unary("tg_log", TG__OP(log), x, TG__NO_SC); }
-tg_tensor *tg_sqrt(const tg_tensor *x) { return unary("tg_sqrt", TG__OP(sqrt), x, TG__NO_SC); }
-tg_tensor *tg_pow_scalar(const tg_tensor *x, double exponent) {
-  return unary("tg_pow_scalar", TG__OP(pow_scalar), x, TG__SC(exponent));
-}
-tg_tensor *tg_sigmoid(const tg_tensor *x) {
-  return unary("tg_sigmoid", TG__OP(sigmoid), x, TG__NO_SC);
-}
-tg_tensor *tg_tanh(const tg_tensor *x) { return unary("tg_tanh", TG__OP(tanh), x, TG__NO_SC); }
-tg_tensor *tg_relu(const tg_tensor *x) { return unary("tg_relu", TG__OP(relu), x, TG__NO_SC); }
-tg_tensor *tg_elu(const tg_tensor *x, double alpha) {
-  return unary("tg_elu", TG__OP(elu), x, TG__SC(alpha));
-}
-tg_tensor *tg__step(const tg_tensor *x) { return unary("tg_step", TG__OP(step), x, TG__NO_SC); }
+/* ---- the ops of the list ---- */
+
+/* Per entry: its saves as a function of the scalar, its derivative, forward, backward and
+ * in-place forward. */
+#define TG__UNARY_DEFINE(KIND, name, saves, grad)                                                  \
+  static int saves_##name(double a) {                                                              \
+    (void)a;                                                                                       \
+    return (saves);                                                                                \
+  }                                                                                                \
+  static tg_tensor *grad_##name(const tg_tensor *g, const tg_tensor *x, const tg_tensor *y,        \
+                                double a) {                                                        \
+    (void)g, (void)x, (void)y, (void)a;                                                            \
+    return (grad);                                                                                 \
+  }                                                                                                \
+  tg_status tg__fwd_##name(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {             \
+    return unary_forward(ctx, "tg_" #name, TG_UNARY_##KIND, saves_##name(scalar_or_zero(ctx)), in, \
+                         out);                                                                     \
+  }                                                                                                \
+  tg_status tg__bwd_##name(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {               \
+    return unary_backward(ctx, saves_##name(scalar_or_zero(ctx)), grad_##name, g, gi);             \
+  }                                                                                                \
+  tg_status tg__fwd_##name##_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {          \
+    return unary_inplace_forward(ctx, "tg_" #name "_", TG_UNARY_##KIND,                            \
+                                 saves_##name(scalar_or_zero(ctx)), in, out);                      \
+  }
+
+#define TG_UNARY_KERNEL(KIND, name, cost)
+#define TG_UNARY_NOGRAD(KIND, name, cost)                                                          \
+  tg_status tg__fwd_##name(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {             \
+    return unary_forward(ctx, "tg_" #name, TG_UNARY_##KIND, 0, in, out);                           \
+  }                                                                                                \
+  tg_tensor *tg__##name(const tg_tensor *x) {                                                      \
+    return unary("tg_" #name, TG__OP(name), x, TG__NO_SC);                                         \
+  }
+#define TG_UNARY_OP(KIND, name, cost, saves, grad)                                                 \
+  TG__UNARY_DEFINE(KIND, name, saves, grad)                                                        \
+  tg_tensor *tg_##name(const tg_tensor *x) {                                                       \
+    return unary("tg_" #name, TG__OP(name), x, TG__NO_SC);                                         \
+  }                                                                                                \
+  tg_status tg_##name##_(tg_tensor *x) {                                                           \
+    return tg__unary_inplace_call("tg_" #name "_", TG__OP(name##_), x,                             \
+                                  (saves_##name(0.0) & IN) != 0, TG__NO_SC);                       \
+  }
+#define TG_UNARY_OP1(KIND, name, cost, param, saves, grad)                                         \
+  TG__UNARY_DEFINE(KIND, name, saves, grad)                                                        \
+  tg_tensor *tg_##name(const tg_tensor *x, double param) {                                         \
+    return unary("tg_" #name, TG__OP(name), x, TG__SC(param));                                     \
+  }                                                                                                \
+  tg_status tg_##name##_(tg_tensor *x, double param) {                                             \
+    return tg__unary_inplace_call("tg_" #name "_", TG__OP(name##_), x,                             \
+                                  (saves_##name(param) & IN) != 0, TG__SC(param));                 \
+  }
+#include "ops/def/unary.def"

@@ -36,6 +36,20 @@ static tg_tensor *f_sigmoid(tg_tensor *const *in) { return tg_sigmoid(in[0]); }
 static tg_tensor *f_tanh(tg_tensor *const *in) { return tg_tanh(in[0]); }
 static tg_tensor *f_relu(tg_tensor *const *in) { return tg_relu(in[0]); }
 static tg_tensor *f_elu(tg_tensor *const *in) { return tg_elu(in[0], 0.8); }
+static tg_tensor *f_abs(tg_tensor *const *in) { return tg_abs(in[0]); }
+static tg_tensor *f_reciprocal(tg_tensor *const *in) { return tg_reciprocal(in[0]); }
+/* Every comparison, weighted so that each one shows in the result; eq(a, a) sees ties.
+ * They are not differentiable: the gradients come through the products with a and b. */
+static tg_tensor *f_comparisons(tg_tensor *const *in) {
+  const tg_tensor *a = in[0], *b = in[1];
+  tg_tensor *w = tg_add(tg_eq(a, b), tg_mul_scalar(tg_ne(a, b), 2));
+  w = tg_add(w, tg_mul_scalar(tg_gt(a, b), 4));
+  w = tg_add(w, tg_mul_scalar(tg_ge(a, b), 8));
+  w = tg_add(w, tg_mul_scalar(tg_lt(a, b), 16));
+  w = tg_add(w, tg_mul_scalar(tg_le(a, b), 32));
+  w = tg_add(w, tg_mul_scalar(tg_eq(a, a), 64));
+  return tg_add(tg_mul(a, w), tg_mul(b, w));
+}
 static tg_tensor *f_sum(tg_tensor *const *in) { return tg_sum(in[0]); }
 static tg_tensor *f_sum_dim(tg_tensor *const *in) { return tg_sum_dim(in[0], 0, false); }
 static tg_tensor *f_mean(tg_tensor *const *in) { return tg_mean(in[0]); }
@@ -91,6 +105,9 @@ static const op_case cases[] = {
     {"tanh", f_tanh, 1, {{4, 5}}, false},
     {"relu", f_relu, 1, {{4, 5}}, false},
     {"elu", f_elu, 1, {{4, 5}}, false},
+    {"abs", f_abs, 1, {{4, 5}}, false},
+    {"reciprocal", f_reciprocal, 1, {{4, 5}}, true},
+    {"comparisons", f_comparisons, 2, {{4, 5}, {1, 5}}, false},
     {"sum", f_sum, 1, {{4, 5}}, false},
     {"sum_dim", f_sum_dim, 1, {{4, 5}}, false},
     {"mean", f_mean, 1, {{4, 5}}, false},

@@ -1,6 +1,6 @@
 /* Internals of the CPU backend: the strided-loop driver shared by every primitive, the
  * per-primitive entry points gathered into tg_cpu_backend (backend_cpu.c), and the
- * precision-generic libm spellings the loops are written with. */
+ * row functions the loops are written with. */
 #ifndef TG_CPU_INTERNAL_H
 #define TG_CPU_INTERNAL_H
 
@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "ops/backend.h"
+#include "ops/coalesce.h"
 #include "tensor/tensor_impl.h"
 
 /* Element counts from which loops fork an OpenMP team. Below them the fork/join costs
@@ -21,12 +22,11 @@
 
 /* ---- the strided-loop driver ----
  * An iteration over the elements of up to TG_CPU_MAX_OPERANDS operands of the same
- * logical sizes (operand 0 is the one written). Dims of size 1 are dropped, the rest are
- * ordered by operand 0's strides (largest outermost) and adjacent dims that are
- * contiguous in every operand are merged, so a contiguous or expanded (stride 0) operand
- * set becomes one long row. Rows are handed to a row function: the unit of work that
- * the compiler vectorizes. */
-#define TG_CPU_MAX_OPERANDS 3
+ * logical sizes (operand 0 is the one written). Its dims are coalesced as the CUDA kernels'
+ * are (ops/coalesce.h), ordered by operand 0's strides first, so a contiguous or expanded
+ * (stride 0) operand set becomes one long row. Rows are handed to a row function: the
+ * unit of work that the compiler vectorizes. */
+#define TG_CPU_MAX_OPERANDS TG_COALESCE_MAX_OPERANDS
 
 typedef struct tg_cpu_operand {
   char *data;             /* element 0 (offset applied) */
@@ -36,10 +36,8 @@ typedef struct tg_cpu_operand {
 
 typedef struct tg_cpu_iter {
   int nops;
-  int ndim; /* >= 1 after init */
   int64_t numel;
-  int64_t sizes[TG_MAX_DIMS]; /* dim ndim-1 is the innermost */
-  int64_t strides[TG_CPU_MAX_OPERANDS][TG_MAX_DIMS];
+  tg_coalesced dims; /* dims.ndim >= 1; dim ndim-1 is the innermost */
   char *data[TG_CPU_MAX_OPERANDS];
   size_t elsize[TG_CPU_MAX_OPERANDS];
 } tg_cpu_iter;
@@ -64,13 +62,6 @@ bool tg_cpu_should_parallelize(int64_t numel, int64_t min_numel);
 typedef struct tg_cpu_scalars {
   double a, b;
 } tg_cpu_scalars;
-
-/* ---- precision-generic libm: expf for float, exp for double, never mixed ---- */
-#define TG_CPU_EXP(x) _Generic((x), float : expf, double : exp)(x)
-#define TG_CPU_LOG(x) _Generic((x), float : logf, double : log)(x)
-#define TG_CPU_SQRT(x) _Generic((x), float : sqrtf, double : sqrt)(x)
-#define TG_CPU_FABS(x) _Generic((x), float : fabsf, double : fabs)(x)
-#define TG_CPU_POW(x, y) _Generic((x), float : powf, double : pow)((x), (y))
 
 /* ---- primitives (one file each area) ---- */
 tg_status tg_cpu_fill(tg_tensor *out, double value);

@@ -1,9 +1,9 @@
 /* unary and binary pointwise kernels for F32 and F64.
  *
- * Each (kind, dtype) gets its own row function, so the element expression is inlined into
- * loops the compiler vectorizes. An expression is written once over `x` (unary) or `a`, `b`
- * (binary) and the scalars A, B / alpha, already converted to the element type T; integer
- * literals in an expression (1 / x) take T's precision by the usual conversions. */
+ * Each (kind, dtype) gets its own row function, generated from the kind lists
+ * (ops/def/unary.def, binary.def), so the element math (ops/pointwise_math.h, shared with
+ * CUDA) is inlined into loops the compiler vectorizes. The scalars A, B / alpha are
+ * converted to the element type T first. */
 #include "ops/cpu/cpu_internal.h"
 #include "ops/pointwise_math.h"
 
@@ -34,57 +34,26 @@
     }                                                                                              \
   }
 
-#define TG_CPU_UNARY_ROWS(KIND, EXPR)                                                              \
-  TG_CPU_UNARY_ROW(unary_##KIND##_f32, float, EXPR)                                                \
-  TG_CPU_UNARY_ROW(unary_##KIND##_f64, double, EXPR)
+/* One row per (kind, dtype), generated from the list; the expression is the kind's math
+ * (ops/pointwise_math.h), inlined into the loop. */
+#define TG_UNARY_KIND(KIND, name, cost)                                                            \
+  TG_CPU_UNARY_ROW(unary_##name##_f32, float, tg_unary_##name##_f(x, A, B))                       \
+  TG_CPU_UNARY_ROW(unary_##name##_f64, double, tg_unary_##name##_d(x, A, B))
+#include "ops/def/unary.def"
 
-TG_CPU_UNARY_ROWS(neg, -x)
-TG_CPU_UNARY_ROWS(exp, TG_CPU_EXP(x))
-TG_CPU_UNARY_ROWS(log, TG_CPU_LOG(x))
-TG_CPU_UNARY_ROWS(sqrt, TG_CPU_SQRT(x))
-TG_CPU_UNARY_ROWS(sigmoid, tg_math_sigmoid(x))
-TG_CPU_UNARY_ROWS(tanh, tg_math_tanh(x))
-TG_CPU_UNARY_ROWS(relu, tg_math_relu(x))
-TG_CPU_UNARY_ROWS(elu, tg_math_elu(x, A))
-TG_CPU_UNARY_ROWS(pow, TG_CPU_POW(x, A))
-TG_CPU_UNARY_ROWS(affine, B + A * x)
-TG_CPU_UNARY_ROWS(reciprocal, 1 / x)
-TG_CPU_UNARY_ROWS(step, tg_math_step(x))
-TG_CPU_UNARY_ROWS(abs, TG_CPU_FABS(x))
-
-#define TG_CPU_KIND_ENTRY(ENUM, KIND) [ENUM] = {unary_##KIND##_f32, unary_##KIND##_f64}
 /* [kind][0 = F32, 1 = F64] */
 static const tg_cpu_row_fn unary_rows[TG_NUM_UNARY][2] = {
-    TG_CPU_KIND_ENTRY(TG_UNARY_NEG, neg),
-    TG_CPU_KIND_ENTRY(TG_UNARY_EXP, exp),
-    TG_CPU_KIND_ENTRY(TG_UNARY_LOG, log),
-    TG_CPU_KIND_ENTRY(TG_UNARY_SQRT, sqrt),
-    TG_CPU_KIND_ENTRY(TG_UNARY_SIGMOID, sigmoid),
-    TG_CPU_KIND_ENTRY(TG_UNARY_TANH, tanh),
-    TG_CPU_KIND_ENTRY(TG_UNARY_RELU, relu),
-    TG_CPU_KIND_ENTRY(TG_UNARY_ELU, elu),
-    TG_CPU_KIND_ENTRY(TG_UNARY_POW, pow),
-    TG_CPU_KIND_ENTRY(TG_UNARY_AFFINE, affine),
-    TG_CPU_KIND_ENTRY(TG_UNARY_RECIPROCAL, reciprocal),
-    TG_CPU_KIND_ENTRY(TG_UNARY_STEP, step),
-    TG_CPU_KIND_ENTRY(TG_UNARY_ABS, abs),
+#define TG_UNARY_KIND(KIND, name, cost) [TG_UNARY_##KIND] = {unary_##name##_f32, unary_##name##_f64},
+#include "ops/def/unary.def"
 };
-#undef TG_CPU_KIND_ENTRY
 
-/* Kinds whose every element calls libm: worth a thread team at smaller sizes. */
-static bool unary_is_transcendental(tg_unary_kind kind) {
-  switch (kind) {
-  case TG_UNARY_EXP:
-  case TG_UNARY_LOG:
-  case TG_UNARY_SIGMOID:
-  case TG_UNARY_TANH:
-  case TG_UNARY_ELU:
-  case TG_UNARY_POW:
-    return true;
-  default:
-    return false;
-  }
-}
+/* Kinds whose every element calls libm (cost LIBM) are worth a thread team at smaller
+ * sizes. */
+enum { CHEAP, LIBM };
+static const bool unary_is_transcendental[TG_NUM_UNARY] = {
+#define TG_UNARY_KIND(KIND, name, cost) [TG_UNARY_##KIND] = (cost) == LIBM,
+#include "ops/def/unary.def"
+};
 
 /* 0 for F32, 1 for F64, -1 for a dtype the pointwise kernels do not support. */
 static int floating_slot(tg_dtype dtype) { return dtype == TG_F32 ? 0 : dtype == TG_F64 ? 1 : -1; }
@@ -104,7 +73,7 @@ tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out, c
   tg_cpu_iter_init(&it, out->ndim, out->sizes, 2, ops);
   tg_cpu_scalars sc = {a, b};
   const int64_t min =
-      unary_is_transcendental(kind) ? TG_CPU_PARALLEL_MIN_TRANSCENDENTAL : TG_CPU_PARALLEL_MIN;
+      unary_is_transcendental[kind] ? TG_CPU_PARALLEL_MIN_TRANSCENDENTAL : TG_CPU_PARALLEL_MIN;
   tg_cpu_iter_run(&it, unary_rows[kind][slot], &sc, tg_cpu_should_parallelize(it.numel, min));
   return TG_OK;
 }
@@ -143,24 +112,15 @@ tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out, c
     }                                                                                              \
   }
 
-#define TG_CPU_BINARY_ROWS(KIND, EXPR)                                                             \
-  TG_CPU_BINARY_ROW(binary_##KIND##_f32, float, EXPR)                                              \
-  TG_CPU_BINARY_ROW(binary_##KIND##_f64, double, EXPR)
+#define TG_BINARY_KIND(KIND, name)                                                                 \
+  TG_CPU_BINARY_ROW(binary_##name##_f32, float, tg_binary_##name##_f(a, b, alpha))                 \
+  TG_CPU_BINARY_ROW(binary_##name##_f64, double, tg_binary_##name##_d(a, b, alpha))
+#include "ops/def/binary.def"
 
-TG_CPU_BINARY_ROWS(add, a + alpha * b)
-TG_CPU_BINARY_ROWS(sub, a - alpha * b)
-TG_CPU_BINARY_ROWS(mul, a *b)
-TG_CPU_BINARY_ROWS(div, a / b)
-TG_CPU_BINARY_ROWS(eq, a == b ? 1 : 0)
-TG_CPU_BINARY_ROWS(ge, a >= b ? 1 : 0)
-
-#define TG_CPU_KIND_ENTRY(ENUM, KIND) [ENUM] = {binary_##KIND##_f32, binary_##KIND##_f64}
 static const tg_cpu_row_fn binary_rows[TG_NUM_BINARY][2] = {
-    TG_CPU_KIND_ENTRY(TG_BINARY_ADD, add), TG_CPU_KIND_ENTRY(TG_BINARY_SUB, sub),
-    TG_CPU_KIND_ENTRY(TG_BINARY_MUL, mul), TG_CPU_KIND_ENTRY(TG_BINARY_DIV, div),
-    TG_CPU_KIND_ENTRY(TG_BINARY_EQ, eq),   TG_CPU_KIND_ENTRY(TG_BINARY_GE, ge),
+#define TG_BINARY_KIND(KIND, name) [TG_BINARY_##KIND] = {binary_##name##_f32, binary_##name##_f64},
+#include "ops/def/binary.def"
 };
-#undef TG_CPU_KIND_ENTRY
 
 tg_status tg_cpu_binary(tg_binary_kind kind, double alpha, tg_tensor *out, const tg_tensor *a,
                         const tg_tensor *b) {

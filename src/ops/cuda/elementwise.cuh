@@ -6,11 +6,12 @@
 #define TG_CUDA_ELEMENTWISE_CUH
 
 #include "context.cuh"
+#include "ops/coalesce.h"
 #include "view.cuh"
 
 /* Maps a logical (row-major) element index to the element offset of each of N operands.
- * Built with dims of size 1 dropped and dims that are contiguous in every operand merged,
- * so a dense tensor is one dim and costs no division at all. */
+ * Built from the coalesced dims (ops/coalesce.h: size-1 dims dropped, dims contiguous in
+ * every operand merged), so a dense tensor is one dim and costs no division at all. */
 template <int N> struct tg_cu_indexer {
   int ndim;
   int64_t sizes[TG_MAX_DIMS];
@@ -30,44 +31,20 @@ template <int N> struct tg_cu_indexer {
   }
 };
 
-/* strides[k] are operand k's strides over the shared sizes. */
+/* strides[k] are operand k's strides over the shared sizes. Coalesced as the CPU loops are
+ * (ops/coalesce.h) but in logical order: a functor may depend on the logical index (the
+ * random fills) and the reductions index their rows by it. */
 template <int N>
 static tg_cu_indexer<N> tg_cu_make_indexer(int ndim, const int64_t *sizes,
                                            const int64_t *const *strides) {
+  static_assert(N <= TG_COALESCE_MAX_OPERANDS, "too many operands to coalesce");
+  tg_coalesced c;
+  tg_coalesce(&c, ndim, sizes, N, strides, false);
   tg_cu_indexer<N> ix;
-  /* Keep the dims that are not 1, innermost first. */
-  int n = 0;
-  for (int d = ndim - 1; d >= 0; d--) {
-    if (sizes[d] == 1) continue;
-    ix.sizes[n] = sizes[d];
-    for (int k = 0; k < N; k++) ix.strides[k][n] = strides[k][d];
-    n++;
-  }
-  /* Merge an outer dim into the current one when every operand steps over it as if the
-   * two were one dim. */
-  int m = 0;
-  for (int d = 1; d < n; d++) {
-    bool merge = true;
-    for (int k = 0; k < N; k++) merge = merge && ix.strides[k][d] == ix.strides[k][m] * ix.sizes[m];
-    if (merge) {
-      ix.sizes[m] *= ix.sizes[d];
-    } else {
-      m++;
-      ix.sizes[m] = ix.sizes[d];
-      for (int k = 0; k < N; k++) ix.strides[k][m] = ix.strides[k][d];
-    }
-  }
-  ix.ndim = n ? m + 1 : 0;
-  /* Back to outermost first. */
-  for (int lo = 0, hi = ix.ndim - 1; lo < hi; lo++, hi--) {
-    int64_t s = ix.sizes[lo];
-    ix.sizes[lo] = ix.sizes[hi];
-    ix.sizes[hi] = s;
-    for (int k = 0; k < N; k++) {
-      int64_t t = ix.strides[k][lo];
-      ix.strides[k][lo] = ix.strides[k][hi];
-      ix.strides[k][hi] = t;
-    }
+  ix.ndim = c.ndim == 1 && c.sizes[0] == 1 ? 0 : c.ndim; /* one element: no dims at all */
+  for (int d = 0; d < c.ndim; d++) {
+    ix.sizes[d] = c.sizes[d];
+    for (int k = 0; k < N; k++) ix.strides[k][d] = c.strides[k][d];
   }
   return ix;
 }

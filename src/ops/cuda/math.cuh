@@ -10,50 +10,18 @@
 #include "ops/pointwise_math.h"
 #include "tensor/checked.h"
 
-#define TG_CU_MATH1(name, ffn, dfn)                                                                \
-  static inline TG_HOST_DEVICE float name(float x) { return ffn(x); }                              \
-  static inline TG_HOST_DEVICE double name(double x) { return dfn(x); }
-TG_CU_MATH1(tg_cu_exp, expf, exp)
-TG_CU_MATH1(tg_cu_log, logf, log)
-TG_CU_MATH1(tg_cu_sqrt, sqrtf, sqrt)
-TG_CU_MATH1(tg_cu_fabs, fabsf, fabs)
-#undef TG_CU_MATH1
-static inline TG_HOST_DEVICE float tg_cu_pow(float x, float y) { return powf(x, y); }
-static inline TG_HOST_DEVICE double tg_cu_pow(double x, double y) { return pow(x, y); }
-
 /* One functor for all unary kinds: the switch is on a kernel argument, the same branch for
- * every thread, and keeps the instantiations to one per dtype. */
+ * every thread, and keeps the instantiations to one per dtype. The cases are generated
+ * from the kind list; the math is shared with the CPU (ops/pointwise_math.h). */
 template <typename T> struct tg_cu_unary_fn {
   tg_unary_kind kind;
   T a, b;
   TG_HOST_DEVICE T operator()(T x) const {
     switch (kind) {
-    case TG_UNARY_NEG:
-      return -x;
-    case TG_UNARY_EXP:
-      return tg_cu_exp(x);
-    case TG_UNARY_LOG:
-      return tg_cu_log(x);
-    case TG_UNARY_SQRT:
-      return tg_cu_sqrt(x);
-    case TG_UNARY_SIGMOID:
-      return tg_math_sigmoid(x);
-    case TG_UNARY_TANH:
-      return tg_math_tanh(x);
-    case TG_UNARY_RELU:
-      return tg_math_relu(x);
-    case TG_UNARY_ELU:
-      return tg_math_elu(x, a);
-    case TG_UNARY_POW:
-      return tg_cu_pow(x, a);
-    case TG_UNARY_AFFINE:
-      return a * x + b;
-    case TG_UNARY_RECIPROCAL:
-      return 1 / x;
-    case TG_UNARY_STEP:
-      return tg_math_step(x);
-    case TG_UNARY_ABS:
-      return tg_cu_fabs(x);
+#define TG_UNARY_KIND(KIND, name, cost)                                                            \
+  case TG_UNARY_##KIND:                                                                            \
+    return tg_unary_##name(x, a, b);
+#include "ops/def/unary.def"
     case TG_NUM_UNARY:
       break;
     }
@@ -66,18 +34,10 @@ template <typename T> struct tg_cu_binary_fn {
   T alpha;
   TG_HOST_DEVICE T operator()(T a, T b) const {
     switch (kind) {
-    case TG_BINARY_ADD:
-      return a + alpha * b;
-    case TG_BINARY_SUB:
-      return a - alpha * b;
-    case TG_BINARY_MUL:
-      return a * b;
-    case TG_BINARY_DIV:
-      return a / b;
-    case TG_BINARY_EQ:
-      return a == b ? 1 : 0;
-    case TG_BINARY_GE:
-      return a >= b ? 1 : 0;
+#define TG_BINARY_KIND(KIND, name)                                                                 \
+  case TG_BINARY_##KIND:                                                                           \
+    return tg_binary_##name(a, b, alpha);
+#include "ops/def/binary.def"
     case TG_NUM_BINARY:
       break;
     }
