@@ -19,7 +19,7 @@ static void free_node(tg_node *node, tg_node **todo) {
   for (int i = 0; i < node->ctx.n_inputs; i++) {
     tg_edge *e = &node->edges[i];
     tg_release(e->leaf);
-    if (e->node && atomic_fetch_sub(&e->node->refcount, 1) == 1) {
+    if (e->node && atomic_fetch_sub(&e->node->header.refcount, 1) == 1) {
       e->node->release_next = *todo;
       *todo = e->node;
     }
@@ -33,8 +33,8 @@ static void free_node(tg_node *node, tg_node **todo) {
   tg__live_dec();
 }
 
-void tg__node_release(tg_node *node) {
-  if (!node || atomic_fetch_sub(&node->refcount, 1) != 1) return;
+/* The header's destroy: node's count has reached 0. */
+static void destroy_node(tg_node *node) {
   tg_node *todo = NULL;
   free_node(node, &todo);
   while (todo) {
@@ -71,7 +71,9 @@ static void ctx_free_arrays(tg_ctx *ctx) {
 static tg_node *node_new(const tg_op_desc *op, int n_inputs, int n_outputs) {
   tg_node *node = tg__host_calloc(1, sizeof *node);
   if (!node) return NULL;
-  atomic_init(&node->refcount, 1);
+  atomic_init(&node->header.refcount, 1);
+  node->header.name = op->name;
+  node->header.destroy = destroy_node;
   node->sequence_nr = atomic_fetch_add(&next_sequence_nr, 1);
   node->edges = tg__host_calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *node->edges);
   if (!node->edges || !ctx_alloc(&node->ctx, n_inputs, n_outputs)) {

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "autograd/node.h"
 #include "host_memory.h"
 #include "tensor_impl.h"
 
@@ -176,7 +175,7 @@ char *tg_to_string(const tg_tensor *t) {
     sb_printf(&sb, ", device=%s:%d", tg_device_type_name(t->storage->device.type),
               t->storage->device.index);
   if (t->grad_fn)
-    sb_printf(&sb, ", grad_fn=<%s>", t->grad_fn->ctx.op->name);
+    sb_printf(&sb, ", grad_fn=<%s>", tg__node_header(t->grad_fn)->name);
   else if (t->requires_grad)
     sb_printf(&sb, ", requires_grad=true");
   sb_printf(&sb, ")");

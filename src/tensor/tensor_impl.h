@@ -8,6 +8,22 @@
 
 typedef struct tg_node tg_node;
 
+/* What the tensor layer knows of a tape node: struct tg_node (src/autograd/node.h) starts
+ * with this header. It carries the reference count, the op's name (for printing) and the
+ * function that frees the node once the count reaches zero, so tg_release drops a grad_fn
+ * without calling into autograd: the tensor layer depends on nothing above it. */
+typedef struct tg_node_header {
+  atomic_long refcount;
+  const char *name;
+  void (*destroy)(tg_node *node); /* called once, when refcount reaches 0 */
+} tg_node_header;
+
+static inline tg_node_header *tg__node_header(tg_node *node) {
+  return (tg_node_header *)(void *)node; /* the header is the node's first member */
+}
+/* Drops one reference to node (NULL: nothing); the last one destroys it. */
+void tg__node_drop(tg_node *node);
+
 typedef struct tg_storage {
   atomic_long refcount;
   void *data;
