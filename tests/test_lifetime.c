@@ -2,6 +2,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "ops/creation.h"
 #include "tensor/tensor_impl.h"
 #include "testutil.h"
 

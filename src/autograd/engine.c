@@ -8,6 +8,7 @@
 #include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
 #include "ops/backend.h"
+#include "ops/creation.h"
 #include "tg/ops.h"
 
 static atomic_ullong visit_epoch_counter;

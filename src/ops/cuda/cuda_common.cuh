@@ -16,7 +16,6 @@
 /* tg's internal headers are C without extern "C" guards of their own. */
 extern "C" {
 #include "ops/backend.h"
-#include "tensor/device.h"
 #include "tg/cuda.h"
 #include "tg/dispatch.h"
 #include "tg/tensor.h"
