@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "node.h"
-#include "ops/registry.h"
 #include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
 
@@ -93,8 +92,7 @@ static tg_node *node_new(const tg_op_desc *op, int n_inputs, int n_outputs) {
 /* Errors name the function the caller called: tg_<name> for a built-in op (tg_sigmoid, not
  * sigmoid; the front ends are named so), the registered name for a user op. */
 static const char *api_name(const tg_op_desc *op, char *buf, size_t size) {
-  uintptr_t p = (uintptr_t)op, first = (uintptr_t)&tg__builtin_ops[0];
-  if (p < first || p >= (uintptr_t)(&tg__builtin_ops[0] + TG_NUM_BUILTIN_OPS)) return op->name;
+  if (!(op->flags & TG__OP_BUILTIN)) return op->name;
   snprintf(buf, size, "tg_%s", op->name);
   return buf;
 }

@@ -62,6 +62,10 @@ struct tg_node {
   tg_node *release_next; /* tg__node_release's work list: freeing a graph allocates nothing */
 };
 
+/* A flag the registry (src/ops/registry.c) sets on the built-in ops, whose errors name
+ * their front end (tg_<name>); tg_op_register clears it on user ops. */
+#define TG__OP_BUILTIN (1u << 31)
+
 /* Releases a node; long chains are released with a work list, not recursion (the
  * header's destroy, see apply.c). */
 static inline void tg__node_release(tg_node *node) { tg__node_drop(node); }

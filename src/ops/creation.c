@@ -5,13 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/grad_arith.h"
 #include "ops/backend.h"
 #include "ops/creation.h"
 #include "tensor/checked.h"
 #include "tensor/tensor_impl.h"
 
-/* Makes device current and allocates there with its allocator (an installed one first). */
+extern const tg_grad_arith tg__ops_grad_arith; /* src/ops/grad_arith.c */
+
+/* Makes device current and allocates there with its allocator (an installed one first).
+ * Every storage is born here, so the engine's arithmetic is installed before any tensor
+ * (and so any graph) exists. */
 static tg_storage *storage_new(const char *op, size_t nbytes, tg_device device) {
+  tg__grad_arith_install(&tg__ops_grad_arith);
   const tg_backend *be = tg__backend(op, device);
   if (!be || be->check_device(op, device) != TG_OK) return NULL;
   return tg__storage_new_op(op, nbytes, device, tg_get_allocator(device.type), be->copy_bytes);

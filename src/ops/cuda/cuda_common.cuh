@@ -21,7 +21,7 @@ extern "C" {
 #include "tg/tensor.h"
 }
 
-#include "ops/hostdevice.h"
+#include "tensor/hostdevice.h"
 
 /* Threads per block of the one-thread-per-element kernels, and the grid cap beyond which
  * the grid-stride loops take over. */
