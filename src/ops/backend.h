@@ -88,9 +88,10 @@ typedef struct tg_backend {
  * device is not built in. The one registration point is src/ops/backend.c. */
 const tg_backend *tg__backend(const char *op, tg_device device);
 
+/* The backend tables (src/ops/cpu/backend_cpu.c, src/ops/cuda/backend.cu). Ops reach them
+ * through tg__backend; only src/ops/backend.c (the CUDA one only when the library is built
+ * with a CUDA device, TG_WITH_CUDA) and the backends' tests name them. */
 extern const tg_backend tg_cpu_backend;
-/* Defined by src/ops/cuda/backend.cu; named only by src/ops/backend.c, when the library is
- * built with a CUDA device (TG_WITH_CUDA). */
 extern const tg_backend tg_cuda_backend;
 
 #endif

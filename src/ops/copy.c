@@ -21,7 +21,7 @@ tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t) {
   if (!h) return NULL;
   tg_status st;
   if (t->storage->device.type == TG_CPU) {
-    st = tg_cpu_backend.copy(h, t);
+    st = tg__backend(op, TG_DEVICE_CPU)->copy(h, t); /* the CPU is always built */
   } else {
     const tg_backend *be = tg__backend(op, t->storage->device);
     tg_tensor *dense =
