@@ -19,7 +19,10 @@ static const tg_backend *const backends[TG_NUM_DEVICE_TYPES] = {
 const tg_backend *tg__backend(const char *op, tg_device device) {
   const tg_backend *be =
       (unsigned)device.type < TG_NUM_DEVICE_TYPES ? backends[device.type] : NULL;
-  if (!be)
+  if (!be && device.type == TG_CUDA)
+    tg_set_error(TG_ERR_DEVICE, "%s: device cuda:%d requested but tg was built without CUDA", op,
+                 device.index);
+  else if (!be)
     tg_set_error(TG_ERR_DEVICE, "%s: device %s is not available in this build", op,
                  tg_device_type_name(device.type));
   return be;

@@ -5,13 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "autograd/grad_arith.h"
 #include "ops/backend.h"
 #include "ops/creation.h"
 #include "tensor/checked.h"
 #include "tensor/tensor_impl.h"
-
-extern const tg_grad_arith tg__ops_grad_arith; /* src/ops/grad_arith.c */
 
 /* Makes device current and allocates there with its allocator (an installed one first).
  * Every storage is born here, so the engine's arithmetic is installed before any tensor

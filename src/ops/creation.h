@@ -2,7 +2,12 @@
 #ifndef TG_OPS_CREATION_H
 #define TG_OPS_CREATION_H
 
+#include "autograd/grad_arith.h"
 #include "tensor/tensor_impl.h"
+
+/* The engine's arithmetic as ops implement it (src/ops/grad_arith.c); installed by the
+ * first storage made here. */
+extern const tg_grad_arith tg__ops_grad_arith;
 
 /* Storage for nbytes on device via that device's allocator (refcount 1). */
 tg_storage *tg__storage_new(size_t nbytes, tg_device device);

@@ -1,6 +1,5 @@
 /* Tensor objects and their properties. (The creation functions, which allocate on a device
  * and fill through its backend, are in src/ops/creation.c.) */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
