@@ -7,11 +7,12 @@
 #                                  (ops/backend.h); they include tensor/ and ops/ headers
 #
 # Usage: scripts/check-layers.sh [SRC_DIR]   (default: the src/ next to this script).
-# Prints each include against the direction and exits 1 if there is any. ctest runs it
-# (test check_layers).
+#        scripts/check-layers.sh --objects OBJ...
+# The first form checks includes; the second the calls: no symbol an object file needs may
+# be defined by an object of a layer it may not include (a call through the public API
+# shows only here). Each prints what goes against the direction and exits 1 if anything
+# does. ctest runs both (check_layers, check_layers_symbols).
 set -u
-src=${1:-$(cd "$(dirname "$0")/.." && pwd)/src}
-cd "$src" || exit 2
 
 # The folder (layer) of a path relative to src/.
 layer_of() {
@@ -45,6 +46,56 @@ exceptions=(
   "ops/lltm.c -> ops/cuda/lltm_cuda.h"
   "ops/lltm_cpu.c -> ops/cpu/cpu_internal.h"
 )
+
+# The same for symbols, "file -> symbol": the LLTM's CPU passes use the CPU backend's
+# thread heuristic (also removed by the LLTM rewrite).
+symbol_exceptions=(
+  "ops/lltm_cpu.c -> tg_cpu_should_parallelize"
+)
+
+# --objects: OBJ paths contain /src/<folder>/<file>.o (CMake's object layout).
+check_objects() {
+  local bad=0 obj rel from to sym ok defs
+  defs=$(mktemp)
+  for obj in "$@"; do
+    rel=${obj##*/src/}
+    nm --defined-only -g "$obj" | awk -v f="${rel%.o}" 'NF == 3 {print $3, f}'
+  done | sort > "$defs"
+  for obj in "$@"; do
+    rel=${obj##*/src/}
+    rel=${rel%.o}
+    from=$(layer_of "$rel")
+    while read -r sym; do
+      to=$(awk -v s="$sym" '$1 == s {print $2; exit}' "$defs")
+      [ -n "$to" ] || continue
+      to=$(layer_of "$to")
+      ok=0
+      for l in $(allowed "$from"); do [ "$l" = "$to" ] && ok=1; done
+      for e in "${symbol_exceptions[@]}"; do [ "$e" = "$rel -> $sym" ] && ok=1; done
+      if [ $ok = 0 ]; then
+        echo "src/$rel ($from) uses $sym from $to: against the layer direction"
+        bad=1
+      fi
+    done < <(nm -u "$obj" | awk 'NF == 2 {print $2}')
+  done
+  rm -f "$defs"
+  [ $bad = 0 ] && echo "layers: every call follows tensor <- autograd <- ops <- nn"
+  return $bad
+}
+
+if [ "${1:-}" = --objects ]; then
+  shift
+  objects=()
+  for arg in "$@"; do # ctest may pass CMake's list (a;b;c) as one argument
+    IFS=';' read -ra parts <<< "$arg"
+    objects+=("${parts[@]}")
+  done
+  check_objects "${objects[@]}"
+  exit $?
+fi
+
+src=${1:-$(cd "$(dirname "$0")/.." && pwd)/src}
+cd "$src" || exit 2
 
 bad=0
 while IFS= read -r file; do
