@@ -2,8 +2,9 @@
 #
 # Sets, for the main library:
 #   TG_DEVICE_SOURCES  the device implementation: the real .cu sources (as the objects of
-#                      tg_cuda) when CUDA is built, else src/tensor/cuda_stub.c and
-#                      src/ops/cuda/lltm_stub.c (every CUDA request is a clean error);
+#                      tg_cuda) when CUDA is built, else src/ops/cuda/lltm_stub.c (the
+#                      registry src/ops/backend.c, compiled with TG_WITH_CUDA=0, then
+#                      answers every CUDA request with a clean error);
 #   TG_DEVICE_LIBS     CUDA::cudart CUDA::cublas, or nothing;
 #   TG_HAVE_CUDA       ON when the main library has the real CUDA device.
 # TG_CUDA=OFF: the stub. ON: real CUDA, or a configure error. AUTO: real CUDA when nvcc and
@@ -79,8 +80,7 @@ if(_tg_want_cuda)
   set(TG_HAVE_CUDA ON)
   message(STATUS "tg: CUDA device built (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, sm_80, sm_90 + PTX)")
 else()
-  set(TG_DEVICE_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/src/tensor/cuda_stub.c
-                        ${_tg_cuda_dir}/lltm_stub.c)
+  set(TG_DEVICE_SOURCES ${_tg_cuda_dir}/lltm_stub.c)
   set(TG_DEVICE_LIBS "")
 endif()
 
@@ -96,8 +96,9 @@ if(TG_BUILD_TESTS)
     list(APPEND _tg_emu_wrappers ${wrapper})
   endforeach()
   file(GLOB _tg_emu_runtime CONFIGURE_DEPENDS ${_tg_cuda_dir}/emu/*.cpp)
-  add_library(tg_emu STATIC $<TARGET_OBJECTS:tg_core> ${_tg_emu_wrappers} ${_tg_emu_runtime})
-  target_compile_definitions(tg_emu PRIVATE TG_CUDA_EMULATION)
+  add_library(tg_emu STATIC $<TARGET_OBJECTS:tg_core> ${TG_BACKEND_REGISTRY} ${_tg_emu_wrappers}
+                            ${_tg_emu_runtime})
+  target_compile_definitions(tg_emu PRIVATE TG_CUDA_EMULATION TG_WITH_CUDA=1)
   target_include_directories(tg_emu PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
                                     PRIVATE ${_tg_cuda_includes} ${BLIS_INCLUDE_DIR})
   target_compile_options(tg_emu PRIVATE ${TG_WARNINGS})

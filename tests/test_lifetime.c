@@ -2,6 +2,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "ops/creation.h"
 #include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
 #include "testutil.h"

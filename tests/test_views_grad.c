@@ -1,4 +1,4 @@
-/* Gradients of the view and copy ops (src/tensor/views.c, src/tensor/copy.c): gradcheck and
+/* Gradients of the view and copy ops (src/ops/views.c, src/ops/copy.c): gradcheck and
  * gradgradcheck in F64 of every view op on contiguous, transposed and sliced-with-offset
  * inputs. gradgradcheck runs the backward ops' own backward (slice_backward -> slice,
  * select_backward -> select, expand -> sum_to_size, view -> reshape...). */

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "node.h"
-#include "ops/registry.h"
 #include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
 
@@ -19,7 +18,7 @@ static void free_node(tg_node *node, tg_node **todo) {
   for (int i = 0; i < node->ctx.n_inputs; i++) {
     tg_edge *e = &node->edges[i];
     tg_release(e->leaf);
-    if (e->node && atomic_fetch_sub(&e->node->refcount, 1) == 1) {
+    if (e->node && atomic_fetch_sub(&e->node->header.refcount, 1) == 1) {
       e->node->release_next = *todo;
       *todo = e->node;
     }
@@ -33,8 +32,8 @@ static void free_node(tg_node *node, tg_node **todo) {
   tg__live_dec();
 }
 
-void tg__node_release(tg_node *node) {
-  if (!node || atomic_fetch_sub(&node->refcount, 1) != 1) return;
+/* The header's destroy: node's count has reached 0. */
+static void destroy_node(tg_node *node) {
   tg_node *todo = NULL;
   free_node(node, &todo);
   while (todo) {
@@ -71,7 +70,9 @@ static void ctx_free_arrays(tg_ctx *ctx) {
 static tg_node *node_new(const tg_op_desc *op, int n_inputs, int n_outputs) {
   tg_node *node = tg__host_calloc(1, sizeof *node);
   if (!node) return NULL;
-  atomic_init(&node->refcount, 1);
+  atomic_init(&node->header.refcount, 1);
+  node->header.name = op->name;
+  node->header.destroy = destroy_node;
   node->sequence_nr = atomic_fetch_add(&next_sequence_nr, 1);
   node->edges = tg__host_calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *node->edges);
   if (!node->edges || !ctx_alloc(&node->ctx, n_inputs, n_outputs)) {
@@ -91,8 +92,7 @@ static tg_node *node_new(const tg_op_desc *op, int n_inputs, int n_outputs) {
 /* Errors name the function the caller called: tg_<name> for a built-in op (tg_sigmoid, not
  * sigmoid; the front ends are named so), the registered name for a user op. */
 static const char *api_name(const tg_op_desc *op, char *buf, size_t size) {
-  uintptr_t p = (uintptr_t)op, first = (uintptr_t)&tg__builtin_ops[0];
-  if (p < first || p >= (uintptr_t)(&tg__builtin_ops[0] + TG_NUM_BUILTIN_OPS)) return op->name;
+  if (!(op->flags & TG__OP_BUILTIN)) return op->name;
   snprintf(buf, size, "tg_%s", op->name);
   return buf;
 }

@@ -3,12 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grad_arith.h"
 #include "grad_lock.h"
 #include "node.h"
 #include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
-#include "ops/backend.h"
-#include "tg/ops.h"
 
 static atomic_ullong visit_epoch_counter;
 
@@ -88,13 +87,13 @@ static tg_status accumulate(tg_tensor **slot, const tg_tensor *g, bool create_gr
     *slot = tg_retain(g);
     return TG_OK;
   }
+  const tg_grad_arith *arith = tg__grad_arith();
   tg_tensor *sum;
   if (create_graph) {
-    sum = tg_retain(tg_add(*slot, g));
+    sum = tg_retain(arith->add(*slot, g));
   } else {
-    sum = tg__empty_raw(g->ndim, g->sizes, g->dtype, g->storage->device);
-    const tg_backend *be = sum ? tg__backend("tg_backward", g->storage->device) : NULL;
-    if (!be || be->binary(TG_BINARY_ADD, 1.0, sum, *slot, g) != TG_OK) {
+    sum = arith->empty(g->ndim, g->sizes, g->dtype, g->storage->device);
+    if (sum && arith->add_into("tg_backward", sum, *slot, g) != TG_OK) {
       tg_release(sum);
       sum = NULL;
     }
@@ -109,12 +108,11 @@ static tg_status accumulate(tg_tensor **slot, const tg_tensor *g, bool create_gr
  * Called with leaf's grad lock held. */
 static tg_status accumulate_leaf_locked(tg_tensor *leaf, const tg_tensor *g, bool create_graph) {
   if (create_graph) return accumulate(&leaf->grad, g, true);
-  const tg_backend *be = tg__backend("tg_backward", g->storage->device);
-  if (!be) return tg_last_error();
+  const tg_grad_arith *arith = tg__grad_arith();
   if (!leaf->grad) {
-    tg_tensor *copy = tg__empty_raw(g->ndim, g->sizes, g->dtype, g->storage->device);
+    tg_tensor *copy = arith->empty(g->ndim, g->sizes, g->dtype, g->storage->device);
     if (!copy) return tg_last_error();
-    if (be->copy(copy, g) != TG_OK) {
+    if (arith->copy_into("tg_backward", copy, g) != TG_OK) {
       tg_release(copy);
       return tg_last_error();
     }
@@ -122,7 +120,7 @@ static tg_status accumulate_leaf_locked(tg_tensor *leaf, const tg_tensor *g, boo
     return TG_OK;
   }
   if (leaf->grad->grad_fn) return accumulate(&leaf->grad, g, false); /* from a create_graph run */
-  tg_status st = be->binary(TG_BINARY_ADD, 1.0, leaf->grad, leaf->grad, g);
+  tg_status st = arith->add_into("tg_backward", leaf->grad, leaf->grad, g);
   if (st == TG_OK) tg__bump_version(leaf->grad);
   return st;
 }
@@ -199,8 +197,8 @@ static tg_status run_node(const char *name, tg_node *node, const tg_backward_opt
   for (int j = 0; j < ctx->n_outputs; j++) {
     if (!node->grads[j] && ctx->materialize_grads) {
       const tg_meta *m = &ctx->outputs[j];
-      node->grads[j] = tg_retain(
-          tg_zeros(m->ndim, m->sizes, (tg_options){.dtype = m->dtype, .device = m->device}));
+      node->grads[j] = tg_retain(tg__grad_arith()->zeros(
+          m->ndim, m->sizes, (tg_options){.dtype = m->dtype, .device = m->device}));
       if (!node->grads[j]) return tg_last_error();
     }
   }
@@ -291,7 +289,7 @@ static tg_status run_backward(const char *name, int n_roots, const tg_tensor *co
                           name, r, tg_format_sizes(a, sizeof a, root->ndim, root->sizes));
         goto done;
       }
-      g = tg_ones_like(root);
+      g = tg__grad_arith()->ones_like(root);
       if (!g) {
         st = tg_last_error();
         goto done;

@@ -50,7 +50,7 @@ struct tg_ctx {
 };
 
 struct tg_node {
-  atomic_long refcount;
+  tg_node_header header; /* first: the tensor layer releases grad_fn through it */
   uint64_t sequence_nr;
   tg_ctx ctx;
   tg_edge *edges; /* one per input */
@@ -62,10 +62,15 @@ struct tg_node {
   tg_node *release_next; /* tg__node_release's work list: freeing a graph allocates nothing */
 };
 
-/* Releases a node; long chains are released with a work list, not recursion. */
-void tg__node_release(tg_node *node);
+/* A flag the registry (src/ops/registry.c) sets on the built-in ops, whose errors name
+ * their front end (tg_<name>); tg_op_register clears it on user ops. */
+#define TG__OP_BUILTIN (1u << 31)
+
+/* Releases a node; long chains are released with a work list, not recursion (the
+ * header's destroy, see apply.c). */
+static inline void tg__node_release(tg_node *node) { tg__node_drop(node); }
 static inline void tg__node_retain(tg_node *node) {
-  if (node) atomic_fetch_add(&node->refcount, 1);
+  if (node) atomic_fetch_add(&node->header.refcount, 1);
 }
 
 /* A forward may save an output before storing it in outputs[]: turn such saves into

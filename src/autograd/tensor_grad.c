@@ -1,7 +1,7 @@
 /* Per-tensor autograd state: requires_grad, .grad, grad_fn, detach. */
+#include "grad_arith.h"
 #include "grad_lock.h"
 #include "node.h"
-#include "ops/backend.h"
 
 bool tg_requires_grad(const tg_tensor *t) { return t && t->requires_grad; }
 
@@ -66,8 +66,7 @@ tg_status tg_zero_grad(tg_tensor *t) {
     drop = t->grad;
     t->grad = NULL;
   } else if (t->grad) {
-    const tg_backend *be = tg__backend("tg_zero_grad", t->grad->storage->device);
-    st = be ? be->fill(t->grad, 0.0) : tg_last_error();
+    st = tg__grad_arith()->fill("tg_zero_grad", t->grad, 0.0);
     if (st == TG_OK) tg__bump_version(t->grad);
   }
   tg__grad_unlock(t);

@@ -56,12 +56,28 @@ typedef struct tg_backend {
    * normal with mean a, std b. */
   tg_status (*uniform)(tg_tensor *out, uint64_t seed, uint64_t offset, double a, double b);
   tg_status (*normal)(tg_tensor *out, uint64_t seed, uint64_t offset, double a, double b);
+
+  /* ---- device memory: the only way anything reaches a device's memory ---- */
+  /* The default storage allocator (what tg_get_allocator gives unless one is installed).
+   * It allocates on the current device: call check_device first. */
+  const tg_allocator *allocator;
+  /* Copies nbytes between the host and this device, or between devices of this type.
+   * Storages keep it (tg_storage.copy_bytes) so the tensor layer can read them. */
+  tg_status (*copy_bytes)(const char *op, void *dst, tg_device dst_device, const void *src,
+                          tg_device src_device, size_t nbytes);
+  /* Checks that device exists (initialising the device lazily) and makes it current;
+   * records TG_ERR_DEVICE naming op otherwise. */
+  tg_status (*check_device)(const char *op, tg_device device);
 } tg_backend;
 
 /* The backend of a device type: NULL with TG_ERR_DEVICE recorded (naming op) when that
- * device is not built in. */
+ * device is not built in. The one registration point is src/ops/backend.c. */
 const tg_backend *tg__backend(const char *op, tg_device device);
 
+/* The backend tables (src/ops/cpu/backend_cpu.c, src/ops/cuda/backend.cu). Ops reach them
+ * through tg__backend; only src/ops/backend.c (the CUDA one only when the library is built
+ * with a CUDA device, TG_WITH_CUDA) and the backends' tests name them. */
 extern const tg_backend tg_cpu_backend;
+extern const tg_backend tg_cuda_backend;
 
 #endif

@@ -26,7 +26,7 @@
 #ifndef TG_LLTM_CELL_H
 #define TG_LLTM_CELL_H
 
-#include "ops/hostdevice.h"
+#include "tensor/hostdevice.h"
 #include "ops/pointwise_math.h"
 
 /* Defines the cell functions tg_lltm_cell_*<sfx> over element type T from a set of scalar

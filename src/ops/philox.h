@@ -30,7 +30,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "ops/hostdevice.h"
+#include "tensor/hostdevice.h"
 
 #define TG_PHILOX_F32_PER_BLOCK 4
 #define TG_PHILOX_F64_PER_BLOCK 2

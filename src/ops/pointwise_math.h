@@ -14,7 +14,7 @@
 
 #include <math.h>
 
-#include "ops/hostdevice.h"
+#include "tensor/hostdevice.h"
 
 /* ---- float ---- */
 

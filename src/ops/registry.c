@@ -2,18 +2,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/node.h"
 #include "registry.h"
 #include "tensor/host_memory.h"
 
 #define TG_OP(name, nin, nout, fl)                                                          \
-  [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, tg__bwd_##name, fl},
+  [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, tg__bwd_##name,    \
+                       (fl) | TG__OP_BUILTIN},
 #define TG_OP_NOGRAD(name, nin, nout, fl)                                                   \
-  [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, NULL, fl},
+  [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, NULL,              \
+                       (fl) | TG__OP_BUILTIN},
 #define TG_OP_DEVICE(name, nin, nout, fl)                                                   \
   [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name##_cpu, tg__fwd_##name##_cuda},     \
-                       tg__bwd_##name, fl},
+                       tg__bwd_##name, (fl) | TG__OP_BUILTIN},
 #define TG_OP_INPLACE_OF(name, base, nin, nout, fl)                                         \
-  [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, tg__bwd_##base, fl},
+  [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, tg__bwd_##base,    \
+                       (fl) | TG__OP_BUILTIN},
 const tg_op_desc tg__builtin_ops[TG_NUM_BUILTIN_OPS] = {
 #include "ops/ops.def"
 };
@@ -68,6 +72,7 @@ tg_status tg_op_register(const tg_op_desc *desc) {
   strcpy(name, desc->name);
   *copy = *desc;
   copy->name = name;
+  copy->flags &= ~TG__OP_BUILTIN; /* errors name a user op by its registered name */
   user_ops[user_count++] = copy;
   return TG_OK;
 }

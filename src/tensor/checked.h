@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ops/hostdevice.h"
+#include "tensor/hostdevice.h"
 
 static inline bool tg__mul_ovf(int64_t a, int64_t b, int64_t *out) {
   return __builtin_mul_overflow(a, b, out);

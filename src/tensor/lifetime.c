@@ -10,7 +10,6 @@
 
 #include "host_memory.h"
 
-#include "autograd/node.h"
 #include "tensor_impl.h"
 
 typedef struct scope {
@@ -235,11 +234,17 @@ tg_tensor *tg_retain(const tg_tensor *t) {
   return m;
 }
 
+void tg__node_drop(tg_node *node) {
+  if (!node) return;
+  tg_node_header *h = tg__node_header(node);
+  if (atomic_fetch_sub(&h->refcount, 1) == 1) h->destroy(node);
+}
+
 void tg_release(tg_tensor *t) {
   if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
   tg__storage_release(t->storage);
   tg_release(t->grad);
-  tg__node_release(t->grad_fn);
+  tg__node_drop(t->grad_fn);
   tg__host_free(t);
   tg__live_dec();
 }

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "autograd/node.h"
 #include "host_memory.h"
 #include "tensor_impl.h"
 
@@ -125,25 +124,65 @@ static void emit(printer *p, int dim, int64_t base, int indent) {
   sb_printf(p->sb, "]");
 }
 
-char *tg_to_string(const tg_tensor *t) {
-  if (!tg__check_arg("tg_to_string", "t", t)) return NULL;
-  int64_t numel = tg__numel(t->ndim, t->sizes);
-  tg_tensor *h = tg__host_contiguous("tg_to_string", t);
-  if (!h) return NULL;
-  double *values = tg__host_malloc(sizeof(double) * (size_t)numel);
+static double load_value(tg_dtype dtype, const char *base, int64_t i) {
+  switch (dtype) {
+  case TG_F32: return ((const float *)(const void *)base)[i];
+  case TG_F64: return ((const double *)(const void *)base)[i];
+  default: return (double)((const int64_t *)(const void *)base)[i];
+  }
+}
+
+/* The bytes t addresses, readable on the host: the storage itself on the CPU, else a host
+ * copy of the span [offset, last element] made by the storage's own copy_bytes (printing
+ * runs no op). *base is where element offset 0 of that span is; *copy is what to free. */
+static tg_status host_span(const tg_tensor *t, int64_t numel, const char **base, char **copy) {
+  size_t es = tg_dtype_size(t->dtype);
+  const char *data = (const char *)t->storage->data + t->offset * (int64_t)es;
+  *copy = NULL;
+  *base = data;
+  if (t->storage->device.type == TG_CPU || numel == 0) return TG_OK;
+  int64_t last = 0; /* view strides are non-negative */
+  for (int d = 0; d < t->ndim; d++) last += (t->sizes[d] - 1) * t->strides[d];
+  size_t nbytes = (size_t)(last + 1) * es;
+  *copy = tg__host_malloc(nbytes);
+  if (!*copy) return tg_set_error(TG_ERR_MEMORY, "tg_to_string: out of memory");
+  *base = *copy;
+  tg_status st = t->storage->copy_bytes("tg_to_string", *copy, TG_DEVICE_CPU, data,
+                                        t->storage->device, nbytes);
+  if (st != TG_OK) tg__host_free(*copy), *copy = NULL;
+  return st;
+}
+
+/* t's elements in row-major order, as doubles (an array of at least one); NULL on error. */
+static double *read_values(const tg_tensor *t, int64_t numel) {
+  const char *base;
+  char *copy;
+  if (host_span(t, numel, &base, &copy) != TG_OK) return NULL;
+  double *values = tg__host_malloc(sizeof(double) * (size_t)(numel > 0 ? numel : 1));
   if (!values) {
-    tg_release(h);
+    tg__host_free(copy);
     tg_set_error(TG_ERR_MEMORY, "tg_to_string: out of memory");
     return NULL;
   }
+  int64_t index[TG_MAX_DIMS] = {0}, at = 0; /* at: element offset of index in the span */
   for (int64_t i = 0; i < numel; i++) {
-    switch (t->dtype) {
-    case TG_F32: values[i] = ((const float *)h->storage->data)[i]; break;
-    case TG_F64: values[i] = ((const double *)h->storage->data)[i]; break;
-    default: values[i] = (double)((const int64_t *)h->storage->data)[i]; break;
+    values[i] = load_value(t->dtype, base, at);
+    for (int d = t->ndim - 1; d >= 0; d--) { /* odometer step */
+      at += t->strides[d];
+      if (++index[d] < t->sizes[d]) break;
+      at -= t->strides[d] * index[d];
+      index[d] = 0;
     }
   }
-  tg_release(h);
+  tg__host_free(copy);
+  return values;
+}
+
+char *tg_to_string(const tg_tensor *t) {
+  if (!tg__check_arg("tg_to_string", "t", t)) return NULL;
+  int64_t numel = tg__numel(t->ndim, t->sizes);
+  double *values = read_values(t, numel);
+  if (!values) return NULL;
 
   strbuf sb = {0};
   printer p = {t, values, numel > PRINT_THRESHOLD, {t->dtype, true, false, 1}, &sb};
@@ -176,7 +215,7 @@ char *tg_to_string(const tg_tensor *t) {
     sb_printf(&sb, ", device=%s:%d", tg_device_type_name(t->storage->device.type),
               t->storage->device.index);
   if (t->grad_fn)
-    sb_printf(&sb, ", grad_fn=<%s>", t->grad_fn->ctx.op->name);
+    sb_printf(&sb, ", grad_fn=<%s>", tg__node_header(t->grad_fn)->name);
   else if (t->requires_grad)
     sb_printf(&sb, ", requires_grad=true");
   sb_printf(&sb, ")");

@@ -1,8 +1,8 @@
-/* Reference-counted storage over per-device allocators, and the live-object counter. */
+/* Reference-counted storage over the allocator its creator chose (the device backend's, in
+ * src/ops/creation.c), and the live-object counter. */
 #include <stdint.h>
 #include <string.h>
 
-#include "device.h"
 #include "host_memory.h"
 #include "tensor_impl.h"
 
@@ -11,19 +11,6 @@ static atomic_llong live_objects;
 void tg__live_inc(void) { atomic_fetch_add(&live_objects, 1); }
 void tg__live_dec(void) { atomic_fetch_sub(&live_objects, 1); }
 int64_t tg_live_objects(void) { return (int64_t)atomic_load(&live_objects); }
-
-/* CPU: 64-byte aligned so vector loads and BLIS packing never straddle cache lines. */
-static void *cpu_alloc(void *ctx, size_t nbytes) {
-  (void)ctx;
-  return tg__host_aligned_alloc(64, nbytes);
-}
-static void cpu_free(void *ctx, void *ptr, size_t nbytes) {
-  (void)ctx, (void)nbytes;
-  tg__host_free(ptr);
-}
-static const tg_allocator cpu_default_allocator = {"cpu", cpu_alloc, cpu_free, NULL};
-
-static const tg_allocator *installed[TG_NUM_DEVICE_TYPES];
 
 size_t tg__cpu_tail_pad(size_t nbytes) {
   const size_t row_limit = 16384, vector = 64;
@@ -34,29 +21,8 @@ size_t tg__cpu_tail_pad(size_t nbytes) {
  * NULL + 0 is undefined behaviour in C. Zero bytes of it are ever read or written. */
 static _Alignas(64) char empty_cpu_block[64];
 
-const tg_allocator *tg_get_allocator(tg_device_type type) {
-  if ((unsigned)type >= TG_NUM_DEVICE_TYPES) return NULL;
-  if (installed[type]) return installed[type];
-  return type == TG_CPU ? &cpu_default_allocator : tg__cuda_allocator();
-}
-
-const tg_allocator *tg_set_allocator(tg_device_type type, const tg_allocator *allocator) {
-  if ((unsigned)type >= TG_NUM_DEVICE_TYPES) {
-    tg_set_error(TG_ERR_ARGUMENT, "tg_set_allocator: invalid device type %d", (int)type);
-    return NULL;
-  }
-  const tg_allocator *previous = tg_get_allocator(type);
-  installed[type] = allocator;
-  return previous;
-}
-
-tg_storage *tg__storage_new(size_t nbytes, tg_device device) {
-  return tg__storage_new_op("tg_empty", nbytes, device);
-}
-
-tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device) {
-  if (device.type == TG_CUDA && tg__cuda_check_device(op, device) != TG_OK) return NULL;
-  const tg_allocator *allocator = tg_get_allocator(device.type);
+tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device,
+                               const tg_allocator *allocator, tg_copy_bytes_fn copy_bytes) {
   if (!allocator) {
     tg_set_error(TG_ERR_DEVICE, "%s: no allocator for device %s", op,
                  tg_device_type_name(device.type));
@@ -95,6 +61,7 @@ tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device) 
   s->capacity = capacity;
   s->device = device;
   s->allocator = allocator;
+  s->copy_bytes = copy_bytes;
   tg__live_inc();
   return s;
 }

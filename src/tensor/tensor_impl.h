@@ -8,6 +8,26 @@
 
 typedef struct tg_node tg_node;
 
+/* What the tensor layer knows of a tape node: struct tg_node (src/autograd/node.h) starts
+ * with this header. It carries the reference count, the op's name (for printing) and the
+ * function that frees the node once the count reaches zero, so tg_release drops a grad_fn
+ * without calling into autograd: the tensor layer depends on nothing above it. */
+typedef struct tg_node_header {
+  atomic_long refcount;
+  const char *name;
+  void (*destroy)(tg_node *node); /* called once, when refcount reaches 0 */
+} tg_node_header;
+
+static inline tg_node_header *tg__node_header(tg_node *node) {
+  return (tg_node_header *)(void *)node; /* the header is the node's first member */
+}
+/* Drops one reference to node (NULL: nothing); the last one destroys it. */
+void tg__node_drop(tg_node *node);
+
+/* Moves nbytes between the host and a device (a backend's copy_bytes, ops/backend.h). */
+typedef tg_status (*tg_copy_bytes_fn)(const char *op, void *dst, tg_device dst_device,
+                                      const void *src, tg_device src_device, size_t nbytes);
+
 typedef struct tg_storage {
   atomic_long refcount;
   void *data;
@@ -15,6 +35,7 @@ typedef struct tg_storage {
   size_t capacity; /* what was allocated: nbytes plus, on the CPU, tg__cpu_tail_pad(nbytes) */
   tg_device device;
   const tg_allocator *allocator; /* the one that allocated data; frees it */
+  tg_copy_bytes_fn copy_bytes;   /* its device's: how the tensor layer reads it (printing) */
   atomic_ullong version;         /* bumped by every in-place write through any view */
   atomic_ullong history;         /* bumped when a recorded in-place op rewrites a grad_fn */
 } tg_storage;
@@ -44,10 +65,10 @@ void tg__live_dec(void);
  * strides for sizes. */
 tg_tensor *tg__tensor_new(tg_storage *storage, int64_t offset, int ndim, const int64_t *sizes,
                           const int64_t *strides, tg_dtype dtype);
-/* Allocates storage for nbytes on device via that device's allocator (refcount 1). */
-tg_storage *tg__storage_new(size_t nbytes, tg_device device);
-/* The same, with errors naming op (the public function the caller called). */
-tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device);
+/* Storage for nbytes on device from allocator, which allocates on the current device (the
+ * caller made device current: src/ops/creation.c); refcount 1. Errors name op. */
+tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device,
+                               const tg_allocator *allocator, tg_copy_bytes_fn copy_bytes);
 void tg__storage_retain(tg_storage *s);
 void tg__storage_release(tg_storage *s);
 /* Bytes every CPU storage gets past its end, owned but never addressed by a tensor: BLIS 0.9's
@@ -56,15 +77,8 @@ void tg__storage_release(tg_storage *s);
  * tg_cpu_gemm copies an operand that would need more (src/ops/cpu/cpu_gemm.c). */
 size_t tg__cpu_tail_pad(size_t nbytes);
 
-/* Uninitialised contiguous tensor, refcount 1, NOT registered in a scope. */
-tg_tensor *tg__empty_raw(int ndim, const int64_t *sizes, tg_dtype dtype, tg_device device);
-/* The same, with errors naming op instead of tg_empty. */
-tg_tensor *tg__empty_op(const char *op, int ndim, const int64_t *sizes, tg_dtype dtype,
-                        tg_device device);
 /* Same geometry/storage, fresh object, no autograd state, NOT in a scope. */
 tg_tensor *tg__alias_raw(const tg_tensor *t);
-/* A contiguous host copy of t in t's dtype (refcount 1, NOT in a scope); NULL on error. */
-tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t);
 /* Hands a fresh reference (refcount 1) to the innermost scope (the root scope when none is
  * open); returns t. For a result made here; a result computed in an inner scope goes out
  * with tg_scope_escape. When the scope

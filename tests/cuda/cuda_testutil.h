@@ -5,7 +5,6 @@
 #define TG_CUDA_TESTUTIL_H
 
 #include "ops/backend.h"
-#include "tensor/device.h"
 #include "testutil.h"
 #include "tg/cuda.h"
 

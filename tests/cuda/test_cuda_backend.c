@@ -7,7 +7,7 @@
 
 static const tg_backend *cpu_be(void) { return &tg_cpu_backend; }
 static const tg_backend *cuda_be(void) {
-  const tg_backend *be = tg__cuda_backend();
+  const tg_backend *be = tg__backend("test", TG_CUDA0);
   cr_assert(be, "no CUDA backend");
   return be;
 }

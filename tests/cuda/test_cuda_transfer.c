@@ -21,6 +21,13 @@ static tg_tensor *awkward(tg_dtype dtype) {
   return tg_to_dtype(t, dtype);
 }
 
+/* Views for the printing test: transposed, offset and stepped, expanded (stride 0). */
+static tg_tensor *view_transposed(const tg_tensor *t) { return tg_transpose(t, 1, 2); }
+static tg_tensor *view_stepped(const tg_tensor *t) { return tg_slice(t, 2, 1, 4, 2); }
+static tg_tensor *view_expanded(const tg_tensor *t) {
+  return tg_expand(tg_select(t, 0, 1), 3, (const int64_t[]){2, 3, 4});
+}
+
 static void assert_same_bits(const tg_tensor *a, const tg_tensor *b) {
   size_t n = (size_t)tg_numel(a) * tg_dtype_size(tg_tensor_dtype(a));
   cr_assert_eq(tg_numel(a), tg_numel(b));
@@ -104,6 +111,26 @@ TG_CUDA_TEST(cuda_transfer, printing_a_device_tensor) {
   cr_assert(s, "%s", tg_last_error_message());
   cr_assert(strstr(s, "1.5") && strstr(s, "cuda:0"), "%s", s);
   free(s);
+}
+
+/* Printing reads the device storage's span itself (no op runs): strided, offset and
+ * expanded views print as their host twins do, bar the device suffix. */
+TG_CUDA_TEST(cuda_transfer, printing_device_views_matches_the_host) {
+  tg_tensor *h = tg_view(tg_arange(0, 24, 1, TG_OPTS(.dtype = TG_F64)), TG_SHAPE(2, 3, 4));
+  tg_tensor *c = tg_to_device(h, TG_CUDA0);
+  cr_assert(c, "%s", tg_last_error_message());
+  tg_tensor *(*const views[])(const tg_tensor *) = {view_transposed, view_stepped, view_expanded};
+  for (size_t v = 0; v < sizeof views / sizeof views[0]; v++) {
+    char *hs = tg_to_string(views[v](h)), *cs = tg_to_string(views[v](c));
+    cr_assert(hs && cs, "%s", tg_last_error_message());
+    const char *tag = ", device=cuda:0";
+    char *suffix = strstr(cs, tag);
+    cr_assert(suffix, "%s", cs);
+    memmove(suffix, suffix + strlen(tag), strlen(suffix + strlen(tag)) + 1);
+    cr_assert_str_eq(cs, hs);
+    free(hs);
+    free(cs);
+  }
 }
 
 TG_CUDA_TEST(cuda_transfer, creation_on_cuda_matches_cpu) {

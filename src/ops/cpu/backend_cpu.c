@@ -1,5 +1,36 @@
 /* The CPU backend: every primitive of backend.h, implemented in src/ops/cpu/cpu_*.c. */
+#include <string.h>
+
 #include "ops/cpu/cpu_internal.h"
+#include "tensor/host_memory.h"
+
+/* ---- device memory ---- */
+
+/* 64-byte aligned so vector loads and BLIS packing never straddle cache lines. */
+static void *cpu_alloc(void *ctx, size_t nbytes) {
+  (void)ctx;
+  return tg__host_aligned_alloc(64, nbytes);
+}
+static void cpu_free(void *ctx, void *ptr, size_t nbytes) {
+  (void)ctx, (void)nbytes;
+  tg__host_free(ptr);
+}
+static const tg_allocator cpu_allocator = {"cpu", cpu_alloc, cpu_free, NULL};
+
+/* Host to host: the only copy a CPU storage needs (other devices copy to and from it). */
+static tg_status cpu_copy_bytes(const char *op, void *dst, tg_device dst_device, const void *src,
+                                tg_device src_device, size_t nbytes) {
+  if (dst_device.type != TG_CPU || src_device.type != TG_CPU)
+    return tg_set_error(TG_ERR_DEVICE, "%s: a device copy routed to the CPU backend", op);
+  if (nbytes > 0) memcpy(dst, src, nbytes);
+  return TG_OK;
+}
+
+/* There is one host: any index names it (as before the hook existed). */
+static tg_status cpu_check_device(const char *op, tg_device device) {
+  (void)op, (void)device;
+  return TG_OK;
+}
 
 const tg_backend tg_cpu_backend = {
     .name = "cpu",
@@ -14,4 +45,8 @@ const tg_backend tg_cpu_backend = {
     .scatter_add_rows = tg_cpu_scatter_add_rows,
     .uniform = tg_cpu_uniform,
     .normal = tg_cpu_normal,
+    /* device memory */
+    .allocator = &cpu_allocator,
+    .copy_bytes = cpu_copy_bytes,
+    .check_device = cpu_check_device,
 };

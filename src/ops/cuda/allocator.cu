@@ -143,8 +143,8 @@ void tg_cu_free(void *ptr) {
 
 /* ---- the storage allocator (tg_allocator) ---- */
 
-/* Storages go on the current device, which tg__cuda_check_device (called by the core
- * before every CUDA storage) has just made the requested one. */
+/* Storages go on the current device, which tg_cu_check_device (the backend's check_device,
+ * called before every CUDA storage) has just made the requested one. */
 static void *storage_alloc(void *ctx, size_t nbytes) {
   (void)ctx;
   int device = 0;
@@ -160,10 +160,7 @@ static void storage_free(void *ctx, void *ptr, size_t nbytes) {
   tg_cu_free(ptr);
 }
 
-static const tg_allocator cuda_caching_allocator = {"cuda-caching", storage_alloc, storage_free,
-                                                    NULL};
-
-const tg_allocator *tg__cuda_allocator(void) { return &cuda_caching_allocator; }
+const tg_allocator tg_cu_storage_allocator = {"cuda-caching", storage_alloc, storage_free, NULL};
 
 /* ---- tg/cuda.h ---- */
 

@@ -1,5 +1,7 @@
 /* The CUDA backend table (ops/backend.h): each primitive checks that its tensors share one
  * CUDA device, takes their views and runs the view-level op. */
+#include "allocator.cuh"
+#include "context.cuh"
 #include "ops.cuh"
 
 tg_status tg_cu_views_of(const char *op, int n, const tg_tensor *const *ts, tg_cu_view *views) {
@@ -83,11 +85,12 @@ tg_status normal(tg_tensor *out, uint64_t seed, uint64_t offset, double a, doubl
 
 #undef VIEWS
 
-const tg_backend cuda_backend = {
-    "cuda",           fill,    copy,   unary, binary, sum_dim, max_dim, gemm, gather_rows,
-    scatter_add_rows, uniform, normal,
-};
-
 } // namespace
 
-const tg_backend *tg__cuda_backend(void) { return &cuda_backend; }
+/* Named by src/ops/backend.c, the registration point (declared in ops/backend.h). */
+const tg_backend tg_cuda_backend = {
+    "cuda",           fill,    copy,   unary, binary, sum_dim, max_dim, gemm, gather_rows,
+    scatter_add_rows, uniform, normal,
+    /* device memory */
+    &tg_cu_storage_allocator, tg_cu_memcpy, tg_cu_check_device,
+};

@@ -1,5 +1,6 @@
 /* Lazy CUDA initialisation, devices, streams and cuBLAS handles; CUDA errors as tg errors;
- * the core's device hooks (tensor/device.h) and the runtime half of tg/cuda.h. */
+ * the backend's device-memory entries (check_device, copy_bytes: ops/backend.h) and the
+ * runtime half of tg/cuda.h. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -105,15 +106,15 @@ tg_status tg_cu_blas_get(const char *op, tg_cu_device *dev, cublasHandle_t *out)
   return TG_OK;
 }
 
-/* ---- the core's hooks ---- */
+/* ---- the backend's device-memory entries (ops/backend.h) ---- */
 
 /* Also makes the device current: the caching allocator allocates on the current device. */
-tg_status tg__cuda_check_device(const char *op, tg_device device) {
+tg_status tg_cu_check_device(const char *op, tg_device device) {
   tg_cu_device *dev;
   return tg_cu_device_get(op, device.index, &dev);
 }
 
-tg_status tg__cuda_memcpy(const char *op, void *dst, tg_device dst_device, const void *src,
+tg_status tg_cu_memcpy(const char *op, void *dst, tg_device dst_device, const void *src,
                           tg_device src_device, size_t nbytes) {
   if (nbytes == 0) return TG_OK;
   bool to_dev = dst_device.type == TG_CUDA, from_dev = src_device.type == TG_CUDA;

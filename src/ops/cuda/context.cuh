@@ -24,4 +24,11 @@ tg_status tg_cu_device_get(const char *op, int index, tg_cu_device **out);
 /* The device's cuBLAS handle, bound to its stream. */
 tg_status tg_cu_blas_get(const char *op, tg_cu_device *dev, cublasHandle_t *out);
 
+/* The backend's device-memory entries (ops/backend.h). Checks that device exists, lazily
+ * initialising CUDA, and makes it current; TG_ERR_DEVICE naming op otherwise. */
+tg_status tg_cu_check_device(const char *op, tg_device device);
+/* Copies nbytes between host and device or device and device (not host to host). */
+tg_status tg_cu_memcpy(const char *op, void *dst, tg_device dst_device, const void *src,
+                       tg_device src_device, size_t nbytes);
+
 #endif

@@ -16,13 +16,12 @@
 /* tg's internal headers are C without extern "C" guards of their own. */
 extern "C" {
 #include "ops/backend.h"
-#include "tensor/device.h"
 #include "tg/cuda.h"
 #include "tg/dispatch.h"
 #include "tg/tensor.h"
 }
 
-#include "ops/hostdevice.h"
+#include "tensor/hostdevice.h"
 
 /* Threads per block of the one-thread-per-element kernels, and the grid cap beyond which
  * the grid-stride loops take over. */

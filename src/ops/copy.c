@@ -2,18 +2,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checked.h"
-#include "device.h"
+#include "ops/backend.h"
+#include "ops/creation.h"
 #include "ops/registry.h"
-#include "tensor_impl.h"
+#include "tensor/checked.h"
+#include "tensor/tensor_impl.h"
 
-const tg_backend *tg__backend(const char *op, tg_device device) {
-  if (device.type == TG_CPU) return &tg_cpu_backend;
-  const tg_backend *be = device.type == TG_CUDA ? tg__cuda_backend() : NULL;
-  if (!be)
-    tg_set_error(TG_ERR_DEVICE, "%s: device %s is not available in this build", op,
-                 tg_device_type_name(device.type));
-  return be;
+/* Moves nbytes between the host and a device, or between devices of one type, through the
+ * device side's backend (the CPU backend for host to host). */
+static tg_status move_bytes(const char *op, void *dst, tg_device dd, const void *src, tg_device sd,
+                            size_t nbytes) {
+  const tg_backend *be = tg__backend(op, dd.type != TG_CPU ? dd : sd);
+  return be ? be->copy_bytes(op, dst, dd, src, sd, nbytes) : tg_last_error();
 }
 
 tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t) {
@@ -21,15 +21,15 @@ tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t) {
   if (!h) return NULL;
   tg_status st;
   if (t->storage->device.type == TG_CPU) {
-    st = tg_cpu_backend.copy(h, t);
+    st = tg__backend(op, TG_DEVICE_CPU)->copy(h, t); /* the CPU is always built */
   } else {
     const tg_backend *be = tg__backend(op, t->storage->device);
     tg_tensor *dense =
         be ? tg__empty_op(op, t->ndim, t->sizes, t->dtype, t->storage->device) : NULL;
     st = dense ? be->copy(dense, t) : tg_last_error();
     if (st == TG_OK)
-      st = tg__cuda_memcpy(op, h->storage->data, TG_DEVICE_CPU, tg_data_ptr(dense),
-                           t->storage->device, h->storage->nbytes);
+      st = move_bytes(op, h->storage->data, TG_DEVICE_CPU, tg_data_ptr(dense),
+                      t->storage->device, h->storage->nbytes);
     tg_release(dense);
   }
   if (st != TG_OK) {
@@ -56,8 +56,8 @@ static tg_status copy_same_sizes(const char *op, tg_tensor *dst, const tg_tensor
   bool direct = tg_is_contiguous(dst) && !tg__has_internal_overlap(dst);
   dense = direct ? tg_retain(dst) : tg__empty_op(op, dst->ndim, dst->sizes, dst->dtype, dd);
   if (!dense) goto fail;
-  st = tg__cuda_memcpy(op, tg_data_ptr(dense), dd, tg_data_ptr(staged), sd,
-                       (size_t)tg__numel(dst->ndim, dst->sizes) * tg_dtype_size(dst->dtype));
+  st = move_bytes(op, tg_data_ptr(dense), dd, tg_data_ptr(staged), sd,
+                  (size_t)tg__numel(dst->ndim, dst->sizes) * tg_dtype_size(dst->dtype));
   if (st == TG_OK && !direct) st = dst_be->copy(dst, dense);
   tg_release(staged);
   tg_release(dense);
@@ -207,8 +207,8 @@ tg_tensor *tg_to_device(const tg_tensor *t, tg_device device) {
     tg_set_error(TG_ERR_DEVICE, "tg_to_device: invalid device type %d", (int)device.type);
     return NULL;
   }
-  if (device.type == TG_CUDA && tg__cuda_check_device("tg_to_device", device) != TG_OK)
-    return NULL;
+  const tg_backend *be = tg__backend("tg_to_device", device);
+  if (!be || be->check_device("tg_to_device", device) != TG_OK) return NULL;
   if (tg_device_equal(device, t->storage->device)) return tg__scoped(tg_retain(t));
   /* The forward runs with the tensor's device kernel table; both slots point at it. */
   tg_tensor *out = NULL;
@@ -268,7 +268,7 @@ tg_status tg_get(const tg_tensor *t, const int64_t *index, double *out) {
     return TG_OK;
   }
   char buf[8];
-  tg_status st = tg__cuda_memcpy("tg_get", buf, TG_DEVICE_CPU, p, t->storage->device, es);
+  tg_status st = move_bytes("tg_get", buf, TG_DEVICE_CPU, p, t->storage->device, es);
   if (st == TG_OK) *out = load(t->dtype, buf);
   return st;
 }
@@ -288,7 +288,7 @@ tg_status tg_set(tg_tensor *t, const int64_t *index, double value) {
   } else {
     char buf[8];
     store(t->dtype, buf, value);
-    st = tg__cuda_memcpy("tg_set", p, t->storage->device, buf, TG_DEVICE_CPU, es);
+    st = move_bytes("tg_set", p, t->storage->device, buf, TG_DEVICE_CPU, es);
   }
   if (st == TG_OK) tg__bump_version(t);
   return st;

@@ -2,10 +2,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checked.h"
 #include "ops/backend.h"
 #include "ops/registry.h"
-#include "tensor_impl.h"
+#include "tensor/checked.h"
+#include "tensor/tensor_impl.h"
 #include "tg/ops.h"
 
 /* ---- geometry ---- */

@@ -3,8 +3,8 @@
  * the distinct storages their saved tensors hold. */
 #include <stdlib.h>
 
-#include "tensor/host_memory.h"
 #include "autograd/node.h"
+#include "tensor/host_memory.h"
 #include "tg/lltm.h"
 
 /* A set of pointers: open addressing, linear probing, grown at half full. */

@@ -1,8 +1,9 @@
 /* Seedable generators. A draw of n elements uses counters offset..offset+n-1 and then
  * advances the offset, so results depend only on the seed and the sequence of draws. */
-#include "host_memory.h"
 #include "ops/backend.h"
-#include "tensor_impl.h"
+#include "ops/creation.h"
+#include "tensor/host_memory.h"
+#include "tensor/tensor_impl.h"
 #include "tg/autograd.h"
 
 struct tg_generator {

@@ -1,0 +1,80 @@
+/* The one registration point of the device backends: which backend serves which device
+ * type, and the default allocators. This file is compiled once per library (not in
+ * tg_core): TG_WITH_CUDA=1 when that library links src/ops/cuda/ (real or emulated), so
+ * there is no stub and no weak symbol: a build without CUDA names no CUDA code at all. */
+#include "ops/backend.h"
+#include "tg/cuda.h"
+
+#ifndef TG_WITH_CUDA
+#error "src/ops/backend.c needs TG_WITH_CUDA (0 or 1) from the build"
+#endif
+
+static const tg_backend *const backends[TG_NUM_DEVICE_TYPES] = {
+    [TG_CPU] = &tg_cpu_backend,
+#if TG_WITH_CUDA
+    [TG_CUDA] = &tg_cuda_backend,
+#endif
+};
+
+const tg_backend *tg__backend(const char *op, tg_device device) {
+  const tg_backend *be =
+      (unsigned)device.type < TG_NUM_DEVICE_TYPES ? backends[device.type] : NULL;
+  if (!be && device.type == TG_CUDA)
+    tg_set_error(TG_ERR_DEVICE, "%s: device cuda:%d requested but tg was built without CUDA", op,
+                 device.index);
+  else if (!be)
+    tg_set_error(TG_ERR_DEVICE, "%s: device %s is not available in this build", op,
+                 tg_device_type_name(device.type));
+  return be;
+}
+
+/* ---- allocators (tg/tensor.h) ---- */
+
+static const tg_allocator *installed[TG_NUM_DEVICE_TYPES];
+
+const tg_allocator *tg_get_allocator(tg_device_type type) {
+  if ((unsigned)type >= TG_NUM_DEVICE_TYPES) return NULL;
+  if (installed[type]) return installed[type];
+  return backends[type] ? backends[type]->allocator : NULL;
+}
+
+const tg_allocator *tg_set_allocator(tg_device_type type, const tg_allocator *allocator) {
+  if ((unsigned)type >= TG_NUM_DEVICE_TYPES) {
+    tg_set_error(TG_ERR_ARGUMENT, "tg_set_allocator: invalid device type %d", (int)type);
+    return NULL;
+  }
+  const tg_allocator *previous = tg_get_allocator(type);
+  installed[type] = allocator;
+  return previous;
+}
+
+#if !TG_WITH_CUDA
+/* tg/cuda.h in a library without CUDA: every request for the device is a clean error. */
+bool tg_cuda_is_built(void) { return false; }
+int tg_cuda_device_count(void) { return 0; }
+bool tg_cuda_is_available(void) { return false; }
+tg_status tg_cuda_synchronize(void) {
+  return tg_set_error(TG_ERR_DEVICE, "tg_cuda_synchronize: tg was built without CUDA");
+}
+tg_status tg_cuda_memory_stats_get(tg_cuda_memory_stats *out) {
+  if (out) *out = (tg_cuda_memory_stats){0};
+  return tg_set_error(TG_ERR_DEVICE, "tg_cuda_memory_stats_get: tg was built without CUDA");
+}
+tg_status tg_cuda_empty_cache(void) {
+  return tg_set_error(TG_ERR_DEVICE, "tg_cuda_empty_cache: tg was built without CUDA");
+}
+/* There is no device to time: the timer cannot be made, and nothing can be timed. */
+tg_cuda_timer *tg_cuda_timer_new(void) {
+  tg_set_error(TG_ERR_DEVICE, "tg_cuda_timer_new: tg was built without CUDA");
+  return NULL;
+}
+tg_status tg_cuda_timer_start(tg_cuda_timer *timer) {
+  (void)timer;
+  return tg_set_error(TG_ERR_DEVICE, "tg_cuda_timer_start: tg was built without CUDA");
+}
+tg_status tg_cuda_timer_elapsed_ms(tg_cuda_timer *timer, double *ms) {
+  (void)timer, (void)ms;
+  return tg_set_error(TG_ERR_DEVICE, "tg_cuda_timer_elapsed_ms: tg was built without CUDA");
+}
+void tg_cuda_timer_free(tg_cuda_timer *timer) { (void)timer; }
+#endif
