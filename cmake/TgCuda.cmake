@@ -2,8 +2,8 @@
 #
 # Sets, for the main library:
 #   TG_DEVICE_SOURCES  the device implementation: the real .cu sources (as the objects of
-#                      tg_cuda) when CUDA is built, else src/tensor/cuda_stub.c and
-#                      src/ops/cuda/lltm_stub.c (every CUDA request is a clean error);
+#                      tg_cuda) when CUDA is built, else src/tensor/cuda_stub.c (every
+#                      CUDA request is a clean error);
 #   TG_DEVICE_LIBS     CUDA::cudart CUDA::cublas, or nothing;
 #   TG_HAVE_CUDA       ON when the main library has the real CUDA device.
 # TG_CUDA=OFF: the stub. ON: real CUDA, or a configure error. AUTO: real CUDA when nvcc and
@@ -79,8 +79,7 @@ if(_tg_want_cuda)
   set(TG_HAVE_CUDA ON)
   message(STATUS "tg: CUDA device built (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, sm_80, sm_90 + PTX)")
 else()
-  set(TG_DEVICE_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/src/tensor/cuda_stub.c
-                        ${_tg_cuda_dir}/lltm_stub.c)
+  set(TG_DEVICE_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/src/tensor/cuda_stub.c)
   set(TG_DEVICE_LIBS "")
 endif()
 

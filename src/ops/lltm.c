@@ -1,24 +1,26 @@
-/* The fused LLTM op "lltm": argument checks, the front end, the CPU and CUDA forwards and
- * the hand-written backward.
+/* The fused LLTM op "lltm", one op for every device: argument checks, the front end, the
+ * forward and the hand-written backward. lltm.c runs cat, the GEMMs and the bias reduction
+ * through the backend (ops/backend.h); the device supplies only the elementwise passes,
+ * lltm_forward_pointwise and lltm_backward_pointwise (CPU: src/ops/cpu/cpu_lltm.c, CUDA:
+ * src/ops/cuda/lltm_cuda.cu), both over the cell math of ops/lltm_cell.h.
  *
- * CPU forward: gates [B, 3S] = X @ W^T with X = cat([old_h, input]) a temporary (one GEMM
- * measured faster than two into the same buffer), then one elementwise pass (lltm_cpu.c) that
- * adds the bias, computes the cell and overwrites gates with the activations (input gate,
- * output gate, candidate). Saved for backward: that buffer, the only memory the op keeps
- * beyond its inputs; old_cell (tanh(new_cell) is recomputed from it); old_h and input
- * only when weights need a gradient, weights only when old_h or input do. Inputs are
- * saved by reference.
+ * Forward: gates [B, 3S] = X @ W^T with X = cat([old_h, input]) a temporary (one GEMM
+ * measured faster than two into the same buffer), then the forward pass, which adds the
+ * bias, computes the cell and overwrites gates with the activations (input gate, output
+ * gate, candidate). Saved for backward: that buffer, the only memory the op keeps beyond
+ * its inputs; old_cell (tanh(new_cell) is recomputed from it); old_h and input only when
+ * weights need a gradient, weights only when old_h or input do. Inputs are saved by
+ * reference. (The other layout, X + pre-activations + new_cell as the CUDA op used to keep,
+ * saves B*(S+I) + B*S more elements and its backward pass evaluates four transcendental
+ * functions per element instead of one.)
  *
- * CPU backward: one pass for d_gates (stored transposed, the layout BLIS runs fastest),
- * d_old_cell and d_bias (a column sum taken in the same pass), then the GEMMs:
- * d_W = d_gates^T @ X (X rebuilt from the saved inputs),
- * d_X = d_gates @ W as one GEMM when both old_h and input need a
- * gradient (else only the block needed). Nothing is computed for an input that needs no
- * gradient. The backward is not itself differentiable (TG_OP_ONCE_DIFFERENTIABLE).
- *
- * CUDA: the kernels of src/ops/cuda/lltm_cuda.h, which keep X and the pre-activations. */
+ * Backward: the backward pass for d_gates (stored transposed when large, the layout BLIS
+ * runs fastest) and d_old_cell, then d_bias = the column sum of d_gates,
+ * d_W = d_gates^T @ X (X rebuilt from the saved inputs), and d_X = d_gates @ W as one GEMM
+ * when both old_h and input need a gradient (else only the block needed). Nothing is
+ * computed for an input that needs no gradient. The backward is not itself differentiable
+ * (TG_OP_ONCE_DIFFERENTIABLE). */
 #include "ops/backend.h"
-#include "ops/cuda/lltm_cuda.h"
 #include "ops/lltm_internal.h"
 #include "ops/registry.h"
 #include "tg/lltm.h"
@@ -144,7 +146,7 @@ static tg_tensor *matrix_like(const tg_tensor *t, int64_t rows, int64_t cols, bo
   return zeroed ? tg_zeros(TG_SHAPE(rows, cols), o) : tg_empty(TG_SHAPE(rows, cols), o);
 }
 
-/* Which inputs the CPU forward saves, in order, given which gradients are wanted. */
+/* Which inputs the forward saves, in order, given which gradients are wanted. */
 typedef struct saved_plan {
   bool x_for_weights; /* input, old_h: for d_weights */
   bool w_for_x;       /* weights: for d_input, d_old_h */
@@ -167,9 +169,9 @@ static tg_tensor *concat_x(const tg_backend *be, const tg_tensor *old_h, const t
   return X;
 }
 
-/* ---- CPU forward ---- */
+/* ---- forward ---- */
 
-tg_status tg__fwd_lltm_cpu(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+tg_status tg__fwd_lltm(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *input = in[IN_INPUT], *W = in[IN_WEIGHTS], *bias = in[IN_BIAS];
   const tg_tensor *old_h = in[IN_OLD_H], *old_cell = in[IN_OLD_CELL];
   const int64_t B = input->sizes[0], S = old_h->sizes[1];
@@ -185,7 +187,7 @@ tg_status tg__fwd_lltm_cpu(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **
   tg_tensor *w_t = block(W, 0, 0, 3 * S, W->sizes[1], true);
   if (!X || !gates || !new_h || !new_cell || !w_t) return tg_last_error();
   tg_status st = be->gemm(gates, X, w_t, 1.0, 0.0);
-  if (st == TG_OK) st = tg__lltm_cpu_forward(gates, bias, old_cell, new_h, new_cell);
+  if (st == TG_OK) st = be->lltm_forward_pointwise(gates, bias, old_cell, new_h, new_cell);
   if (st != TG_OK) return st;
 
   const saved_plan p = plan_of(ctx);
@@ -200,58 +202,15 @@ tg_status tg__fwd_lltm_cpu(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **
   return TG_OK;
 }
 
-/* ---- CUDA forward ---- */
-
-tg_status tg__fwd_lltm_cuda(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  const tg_tensor *input = in[IN_INPUT], *W = in[IN_WEIGHTS];
-  const int64_t B = input->sizes[0], I = input->sizes[1], S = in[IN_OLD_H]->sizes[1];
-  tg_tensor *new_h = matrix_like(input, B, S, false), *new_cell = matrix_like(input, B, S, false);
-  tg_tensor *X = matrix_like(input, B, S + I, false), *gates = matrix_like(input, B, 3 * S, false);
-  if (!new_h || !new_cell || !X || !gates) return tg_last_error();
-  tg_status st = tg__lltm_forward_cuda(input, W, in[IN_BIAS], in[IN_OLD_H], in[IN_OLD_CELL], new_h,
-                                       new_cell, X, gates);
-  if (st == TG_OK)
-    st = tg_ctx_save_for_backward(ctx, 4, (const tg_tensor *const[]){new_cell, X, gates, W});
-  if (st != TG_OK) return st;
-  out[0] = new_h;
-  out[1] = new_cell;
-  return TG_OK;
-}
-
 /* ---- backward ---- */
 
-/* d_bias comes out as [3S]; the engine wants the bias's own shape ([3S] or [1, 3S]). */
+/* d_bias comes out as [1, 3S]; the engine wants the bias's own shape ([3S] or [1, 3S]). */
 static tg_tensor *as_bias_shape(const tg_ctx *ctx, tg_tensor *d_bias) {
-  if (!d_bias || tg_ctx_input_ndim(ctx, IN_BIAS) == 1) return d_bias;
-  return tg_view(d_bias, 2, tg_ctx_input_sizes(ctx, IN_BIAS));
-}
-
-static tg_status backward_cuda(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **gin) {
-  tg_tensor *new_cell = tg_ctx_saved(ctx, 0), *X = tg_ctx_saved(ctx, 1);
-  tg_tensor *gates = tg_ctx_saved(ctx, 2), *W = tg_ctx_saved(ctx, 3);
-  if (!new_cell || !X || !gates || !W) return tg_last_error();
-  const int64_t B = new_cell->sizes[0], S = new_cell->sizes[1], I = X->sizes[1] - S;
-  tg_tensor *d[5] = {0};
-  if (tg_ctx_needs_input_grad(ctx, IN_INPUT)) d[IN_INPUT] = matrix_like(X, B, I, false);
-  if (tg_ctx_needs_input_grad(ctx, IN_WEIGHTS)) d[IN_WEIGHTS] = matrix_like(X, 3 * S, S + I, false);
-  if (tg_ctx_needs_input_grad(ctx, IN_BIAS))
-    d[IN_BIAS] = tg_empty(TG_SHAPE(3 * S), (tg_options){X->dtype, X->storage->device, false});
-  if (tg_ctx_needs_input_grad(ctx, IN_OLD_H)) d[IN_OLD_H] = matrix_like(X, B, S, false);
-  if (tg_ctx_needs_input_grad(ctx, IN_OLD_CELL)) d[IN_OLD_CELL] = matrix_like(X, B, S, false);
-  for (int i = 0; i < 5; i++)
-    if (tg_ctx_needs_input_grad(ctx, i) && !d[i]) return tg_last_error();
-  tg_status st = tg__lltm_backward_cuda(grads[0], grads[1], new_cell, X, gates, W, d[IN_OLD_H],
-                                        d[IN_INPUT], d[IN_WEIGHTS], d[IN_BIAS], d[IN_OLD_CELL]);
-  if (st != TG_OK) return st;
-  d[IN_BIAS] = as_bias_shape(ctx, d[IN_BIAS]);
-  if (tg_ctx_needs_input_grad(ctx, IN_BIAS) && !d[IN_BIAS]) return tg_last_error();
-  for (int i = 0; i < 5; i++) gin[i] = d[i];
-  return TG_OK;
+  if (!d_bias || tg_ctx_input_ndim(ctx, IN_BIAS) == 2) return d_bias;
+  return tg_view(d_bias, 1, tg_ctx_input_sizes(ctx, IN_BIAS));
 }
 
 tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **gin) {
-  if (tg_ctx_input_device(ctx, IN_INPUT).type == TG_CUDA) return backward_cuda(ctx, grads, gin);
-
   const bool need_x = tg_ctx_needs_input_grad(ctx, IN_INPUT);
   const bool need_w = tg_ctx_needs_input_grad(ctx, IN_WEIGHTS);
   const bool need_b = tg_ctx_needs_input_grad(ctx, IN_BIAS);
@@ -280,14 +239,13 @@ tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **g
   tg_tensor *d_gates = transposed ? (d_gates_t ? block(d_gates_t, 0, 0, 3 * S, B, true) : NULL)
                                   : matrix_like(gates, B, 3 * S, false);
   if (!transposed && d_gates) d_gates_t = block(d_gates, 0, 0, B, 3 * S, true);
-  tg_tensor *d_bias =
-      need_b ? tg_zeros(TG_SHAPE(3 * S), (tg_options){gates->dtype, gates->storage->device, false})
-             : NULL;
+  tg_tensor *d_bias = need_b ? matrix_like(gates, 1, 3 * S, false) : NULL;
   tg_tensor *d_old_cell = need_c ? matrix_like(gates, B, S, false) : NULL;
   if (!d_gates || !d_gates_t || (need_b && !d_bias) || (need_c && !d_old_cell))
     return tg_last_error();
   tg_status st =
-      tg__lltm_cpu_backward(grads[0], grads[1], gates, old_cell, d_gates, d_bias, d_old_cell);
+      be->lltm_backward_pointwise(grads[0], grads[1], gates, old_cell, d_gates, d_old_cell);
+  if (st == TG_OK && need_b) st = be->sum_dim(d_bias, d_gates, 0);
   if (st != TG_OK) return st;
 
   /* d_weights = d_gates^T @ X, X = [old_h, input] rebuilt: one GEMM packs d_gates once

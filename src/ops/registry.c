@@ -9,15 +9,11 @@
   [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, tg__bwd_##name, fl},
 #define TG_OP_NOGRAD(name, nin, nout, fl)                                                   \
   [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, NULL, fl},
-#define TG_OP_DEVICE(name, nin, nout, fl)                                                   \
-  [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name##_cpu, tg__fwd_##name##_cuda},     \
-                       tg__bwd_##name, fl},
 const tg_op_desc tg__builtin_ops[TG_NUM_BUILTIN_OPS] = {
 #include "ops/ops.def"
 };
 #undef TG_OP
 #undef TG_OP_NOGRAD
-#undef TG_OP_DEVICE
 
 /* User ops: registration is expected at start-up, from one thread. Each descriptor is its
  * own allocation so pointers handed out stay valid as the table grows. */

@@ -6,28 +6,21 @@
 
 #define TG_OP(name, nin, nout, flags) TG_OP_ID_##name,
 #define TG_OP_NOGRAD(name, nin, nout, flags) TG_OP_ID_##name,
-#define TG_OP_DEVICE(name, nin, nout, flags) TG_OP_ID_##name,
 typedef enum tg_op_id {
 #include "ops/ops.def"
   TG_NUM_BUILTIN_OPS
 } tg_op_id;
 #undef TG_OP
 #undef TG_OP_NOGRAD
-#undef TG_OP_DEVICE
 
 #define TG_OP(name, nin, nout, flags)                                                       \
   tg_status tg__fwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);               \
   tg_status tg__bwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);
 #define TG_OP_NOGRAD(name, nin, nout, flags)                                                \
   tg_status tg__fwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);
-#define TG_OP_DEVICE(name, nin, nout, flags)                                                \
-  tg_status tg__fwd_##name##_cpu(tg_ctx *, const tg_tensor *const *, tg_tensor **);         \
-  tg_status tg__fwd_##name##_cuda(tg_ctx *, const tg_tensor *const *, tg_tensor **);        \
-  tg_status tg__bwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);
 #include "ops/ops.def"
 #undef TG_OP
 #undef TG_OP_NOGRAD
-#undef TG_OP_DEVICE
 
 extern const tg_op_desc tg__builtin_ops[TG_NUM_BUILTIN_OPS];
 #define TG__OP(name) (&tg__builtin_ops[TG_OP_ID_##name])

@@ -1,5 +1,6 @@
 /* The CPU backend: every primitive of backend.h, implemented in src/ops/cpu/cpu_*.c. */
 #include "ops/cpu/cpu_internal.h"
+#include "ops/lltm_internal.h"
 
 const tg_backend tg_cpu_backend = {
     .name = "cpu",
@@ -14,4 +15,6 @@ const tg_backend tg_cpu_backend = {
     .scatter_add_rows = tg_cpu_scatter_add_rows,
     .uniform = tg_cpu_uniform,
     .normal = tg_cpu_normal,
+    .lltm_forward_pointwise = tg_cpu_lltm_forward_pointwise,
+    .lltm_backward_pointwise = tg_cpu_lltm_backward_pointwise,
 };

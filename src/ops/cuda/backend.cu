@@ -17,6 +17,14 @@ tg_status tg_cu_views_of(const char *op, int n, const tg_tensor *const *ts, tg_c
   return TG_OK;
 }
 
+/* The fused LLTM's elementwise passes (lltm_cuda.cu). */
+tg_status tg_cuda_lltm_forward_pointwise(tg_tensor *gates, const tg_tensor *bias,
+                                         const tg_tensor *old_cell, tg_tensor *new_h,
+                                         tg_tensor *new_cell);
+tg_status tg_cuda_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tensor *grad_cell,
+                                          const tg_tensor *gates, const tg_tensor *old_cell,
+                                          tg_tensor *d_gates, tg_tensor *d_old_cell);
+
 namespace {
 
 #define VIEWS(op, ...)                                                                             \
@@ -86,6 +94,7 @@ tg_status normal(tg_tensor *out, uint64_t seed, uint64_t offset, double a, doubl
 const tg_backend cuda_backend = {
     "cuda",           fill,    copy,   unary, binary, sum_dim, max_dim, gemm, gather_rows,
     scatter_add_rows, uniform, normal,
+    tg_cuda_lltm_forward_pointwise, tg_cuda_lltm_backward_pointwise,
 };
 
 } // namespace
