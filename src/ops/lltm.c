@@ -141,9 +141,10 @@ static tg_tensor *block(const tg_tensor *t, int64_t row0, int64_t col0, int64_t 
   return tg__scoped(v);
 }
 
-static tg_tensor *matrix_like(const tg_tensor *t, int64_t rows, int64_t cols, bool zeroed) {
+/* A new uninitialised [rows, cols] tensor of t's dtype and device (scope-owned). */
+static tg_tensor *matrix_like(const tg_tensor *t, int64_t rows, int64_t cols) {
   tg_options o = {.dtype = t->dtype, .device = t->storage->device};
-  return zeroed ? tg_zeros(TG_SHAPE(rows, cols), o) : tg_empty(TG_SHAPE(rows, cols), o);
+  return tg_empty(TG_SHAPE(rows, cols), o);
 }
 
 /* Which inputs the forward saves, in order, given which gradients are wanted. */
@@ -162,7 +163,7 @@ static saved_plan plan_of(const tg_ctx *ctx) {
 /* X = cat([old_h, input], 1) as a new [B, S+I] tensor (scope-owned). */
 static tg_tensor *concat_x(const tg_backend *be, const tg_tensor *old_h, const tg_tensor *input) {
   const int64_t B = input->sizes[0], I = input->sizes[1], S = old_h->sizes[1];
-  tg_tensor *X = matrix_like(input, B, S + I, false);
+  tg_tensor *X = matrix_like(input, B, S + I);
   tg_tensor *x_h = X ? block(X, 0, 0, B, S, false) : NULL;
   tg_tensor *x_in = X ? block(X, 0, S, B, I, false) : NULL;
   if (!x_h || !x_in || be->copy(x_h, old_h) != TG_OK || be->copy(x_in, input) != TG_OK) return NULL;
@@ -182,8 +183,8 @@ tg_status tg__fwd_lltm(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out)
    * (measured with BLIS: 25 vs 34 us at the tutorial's size; BLIS packs the other
    * operand once instead of twice). X is not kept. */
   tg_tensor *X = concat_x(be, old_h, input);
-  tg_tensor *gates = matrix_like(input, B, 3 * S, false);
-  tg_tensor *new_h = matrix_like(input, B, S, false), *new_cell = matrix_like(input, B, S, false);
+  tg_tensor *gates = matrix_like(input, B, 3 * S);
+  tg_tensor *new_h = matrix_like(input, B, S), *new_cell = matrix_like(input, B, S);
   tg_tensor *w_t = block(W, 0, 0, 3 * S, W->sizes[1], true);
   if (!X || !gates || !new_h || !new_cell || !w_t) return tg_last_error();
   tg_status st = be->gemm(gates, X, w_t, 1.0, 0.0);
@@ -208,6 +209,24 @@ tg_status tg__fwd_lltm(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out)
 static tg_tensor *as_bias_shape(const tg_ctx *ctx, tg_tensor *d_bias) {
   if (!d_bias || tg_ctx_input_ndim(ctx, IN_BIAS) == 2) return d_bias;
   return tg_view(d_bias, 1, tg_ctx_input_sizes(ctx, IN_BIAS));
+}
+
+/* d_old_h, d_input = d_gates @ W, split by columns; one GEMM when both are wanted. */
+static tg_status grad_h_x(const tg_tensor *d_gates, const tg_tensor *W, bool need_h, bool need_x,
+                          tg_tensor **d_h, tg_tensor **d_x) {
+  const tg_backend *be = tg__backend("tg_lltm", d_gates->storage->device);
+  if (!be) return tg_last_error();
+  const int64_t B = d_gates->sizes[0], S = d_gates->sizes[1] / 3, I = W->sizes[1] - S;
+  const int64_t col0 = need_h ? 0 : S, cols = (need_h ? S : 0) + (need_x ? I : 0);
+  tg_tensor *d = matrix_like(d_gates, B, cols);
+  tg_tensor *w = block(W, 0, col0, 3 * S, cols, false);
+  if (!d || !w) return tg_last_error();
+  tg_status st = be->gemm(d, d_gates, w, 1.0, 0.0);
+  if (st != TG_OK) return st;
+  *d_h = need_h ? (need_x ? block(d, 0, 0, B, S, false) : d) : NULL;
+  *d_x = need_x ? (need_h ? block(d, 0, S, B, I, false) : d) : NULL;
+  if ((need_h && !*d_h) || (need_x && !*d_x)) return tg_last_error();
+  return TG_OK;
 }
 
 tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **gin) {
@@ -235,12 +254,12 @@ tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **g
    * d_X = d_gates @ W as fast either way. Small ones gain nothing in the GEMM and lose a
    * little in the pass's scattered stores, so they stay row-major. */
   const bool transposed = B * 3 * S >= TG_LLTM_TRANSPOSED_D_GATES_MIN;
-  tg_tensor *d_gates_t = transposed ? matrix_like(gates, 3 * S, B, false) : NULL;
+  tg_tensor *d_gates_t = transposed ? matrix_like(gates, 3 * S, B) : NULL;
   tg_tensor *d_gates = transposed ? (d_gates_t ? block(d_gates_t, 0, 0, 3 * S, B, true) : NULL)
-                                  : matrix_like(gates, B, 3 * S, false);
+                                  : matrix_like(gates, B, 3 * S);
   if (!transposed && d_gates) d_gates_t = block(d_gates, 0, 0, B, 3 * S, true);
-  tg_tensor *d_bias = need_b ? matrix_like(gates, 1, 3 * S, false) : NULL;
-  tg_tensor *d_old_cell = need_c ? matrix_like(gates, B, S, false) : NULL;
+  tg_tensor *d_bias = need_b ? matrix_like(gates, 1, 3 * S) : NULL;
+  tg_tensor *d_old_cell = need_c ? matrix_like(gates, B, S) : NULL;
   if (!d_gates || !d_gates_t || (need_b && !d_bias) || (need_c && !d_old_cell))
     return tg_last_error();
   tg_status st =
@@ -252,31 +271,15 @@ tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **g
    * (two GEMMs into d_weights' column blocks took up to 1.7x longer). */
   tg_tensor *d_w = NULL;
   if (need_w) {
-    d_w = matrix_like(gates, 3 * S, S + I, false);
+    d_w = matrix_like(gates, 3 * S, S + I);
     tg_tensor *X = concat_x(be, old_h, input);
     if (!d_w || !X) return tg_last_error();
     if ((st = be->gemm(d_w, d_gates_t, X, 1.0, 0.0)) != TG_OK) return st;
   }
 
-  /* d_old_h, d_input = d_gates @ W, split by columns; one GEMM when both are wanted. */
   tg_tensor *d_h = NULL, *d_x = NULL;
-  if (need_h && need_x) {
-    tg_tensor *d_X = matrix_like(gates, B, S + I, false);
-    if (!d_X || (st = be->gemm(d_X, d_gates, W, 1.0, 0.0)) != TG_OK) return tg_last_error();
-    d_h = block(d_X, 0, 0, B, S, false);
-    d_x = block(d_X, 0, S, B, I, false);
-  } else if (need_h) {
-    d_h = matrix_like(gates, B, S, false);
-    tg_tensor *w_h = block(W, 0, 0, 3 * S, S, false);
-    if (!d_h || !w_h || (st = be->gemm(d_h, d_gates, w_h, 1.0, 0.0)) != TG_OK)
-      return tg_last_error();
-  } else if (need_x) {
-    d_x = matrix_like(gates, B, I, false);
-    tg_tensor *w_x = block(W, 0, S, 3 * S, I, false);
-    if (!d_x || !w_x || (st = be->gemm(d_x, d_gates, w_x, 1.0, 0.0)) != TG_OK)
-      return tg_last_error();
-  }
-  if ((need_h && !d_h) || (need_x && !d_x)) return tg_last_error();
+  if ((need_h || need_x) && (st = grad_h_x(d_gates, W, need_h, need_x, &d_h, &d_x)) != TG_OK)
+    return st;
 
   gin[IN_INPUT] = d_x;
   gin[IN_WEIGHTS] = d_w;
