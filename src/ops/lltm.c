@@ -10,9 +10,11 @@
  * gate, candidate). Saved for backward: that buffer, the only memory the op keeps beyond
  * its inputs; old_cell (tanh(new_cell) is recomputed from it); old_h and input only when
  * weights need a gradient, weights only when old_h or input do. Inputs are saved by
- * reference. (The other layout, X + pre-activations + new_cell as the CUDA op used to keep,
- * saves B*(S+I) + B*S more elements and its backward pass evaluates four transcendental
- * functions per element instead of one.)
+ * reference. The other layout (X, the pre-activations and new_cell, as the CUDA op used to
+ * keep) saves B*(S+I) + B*S more elements and its backward pass evaluates five
+ * transcendental functions per element instead of one: measured on the CPU it took 1.04x
+ * the time forward+backward at the tutorial's 16 x 32 x 128 (1 and 2 threads), 1.00x at
+ * 64 x 1024 x 128.
  *
  * Backward: the backward pass for d_gates (stored transposed when large, the layout BLIS
  * runs fastest) and d_old_cell, then d_bias = the column sum of d_gates,

@@ -62,10 +62,10 @@ static host_lltm host_new(dims d) {
 }
 
 static void host_free(host_lltm *h) {
-  double *all[] = {h->input,     h->W,      h->bias,     h->old_h,     h->old_cell, h->grad_h,
-                   h->grad_cell, h->new_h,  h->new_cell, h->X,         h->gates,    h->d_input,
-                   h->d_W,       h->d_bias, h->d_old_h,  h->d_old_cell, h->xw,   h->act,
-                   h->d_gates};
+  double *all[] = {h->input,      h->W,         h->bias,  h->old_h,    h->old_cell,
+                   h->grad_h,     h->grad_cell, h->new_h, h->new_cell, h->X,
+                   h->gates,      h->d_input,   h->d_W,   h->d_bias,   h->d_old_h,
+                   h->d_old_cell, h->xw,        h->act,   h->d_gates};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
 }
 
@@ -262,24 +262,28 @@ typedef struct lltm_run {
 } lltm_run;
 
 /* Runs the fused or composed LLTM on device from the host values of h, backward from
- * sum(new_h * grad_h) + sum(new_cell * grad_cell); results are scope-owned. */
-static lltm_run run_op(const host_lltm *h, dims d, tg_device device, tg_dtype dt, bool fused) {
+ * sum(new_h * grad_h) + sum(new_cell * grad_cell); results are scope-owned. strided: the
+ * 2-D inputs are transposed views of [cols, rows] leaves (whose gradients are returned). */
+static lltm_run run_op(const host_lltm *h, dims d, tg_device device, tg_dtype dt, bool fused,
+                       bool strided) {
   const int64_t B = d.B, I = d.I, S = d.S;
   const double *src[5] = {h->input, h->W, h->bias, h->old_h, h->old_cell};
   const int64_t rows[5] = {B, 3 * S, 3 * S, B, B}, cols[5] = {I, S + I, 0, S, S};
-  tg_tensor *leaf[5];
+  tg_tensor *leaf[5], *arg[5];
   for (int i = 0; i < 5; i++) {
     tg_tensor *t = cols[i]
                        ? tg_from_data(TG_SHAPE(rows[i], cols[i]), src[i], TG_OPTS(.dtype = TG_F64))
                        : tg_from_data(TG_SHAPE(rows[i]), src[i], TG_OPTS(.dtype = TG_F64));
-    leaf[i] = tg_to_device(tg_to_dtype(t, dt), device);
+    const bool transposed = strided && cols[i];
+    leaf[i] = tg_to_device(tg_to_dtype(transposed ? tg_contiguous(tg_t(t)) : t, dt), device);
     cr_assert(leaf[i], "%s", tg_last_error_message());
     cr_assert_eq(tg_set_requires_grad(leaf[i], true), TG_OK);
+    arg[i] = transposed ? tg_t(leaf[i]) : leaf[i];
   }
   lltm_run r;
   tg_status st =
-      fused ? tg_lltm(leaf[0], leaf[1], leaf[2], leaf[3], leaf[4], &r.out[0], &r.out[1])
-            : tg_lltm_composed(leaf[0], leaf[1], leaf[2], leaf[3], leaf[4], &r.out[0], &r.out[1]);
+      fused ? tg_lltm(arg[0], arg[1], arg[2], arg[3], arg[4], &r.out[0], &r.out[1])
+            : tg_lltm_composed(arg[0], arg[1], arg[2], arg[3], arg[4], &r.out[0], &r.out[1]);
   cr_assert_eq(st, TG_OK, "%s", tg_last_error_message());
   tg_tensor *gh = tg_to_device(
       tg_to_dtype(tg_from_data(TG_SHAPE(B, S), h->grad_h, TG_OPTS(.dtype = TG_F64)), dt), device);
@@ -304,19 +308,20 @@ static void assert_runs_close(const lltm_run *a, const lltm_run *b, tg_dtype dt)
 
 TG_CUDA_TEST(cuda_lltm, fused_on_cuda_equals_cpu_and_composed) {
   for (size_t s = 0; s < NUM_SIZES; s++)
-    for (int f = 0; f < 2; f++) {
-      tg_scope_begin();
-      host_lltm h = host_new(sizes[s]);
-      lltm_run fused_gpu = run_op(&h, sizes[s], TG_CUDA0, floating[f], true);
-      lltm_run fused_cpu = run_op(&h, sizes[s], TG_DEVICE_CPU, floating[f], true);
-      lltm_run composed_gpu = run_op(&h, sizes[s], TG_CUDA0, floating[f], false);
-      cr_assert_eq(tg_tensor_device(fused_gpu.out[0]).type, TG_CUDA);
-      cr_assert_eq(tg_tensor_device(fused_gpu.grads[1]).type, TG_CUDA);
-      assert_runs_close(&fused_gpu, &fused_cpu, floating[f]);
-      assert_runs_close(&fused_gpu, &composed_gpu, floating[f]);
-      host_free(&h);
-      tg_scope_end();
-    }
+    for (int f = 0; f < 2; f++)
+      for (int strided = 0; strided < 2; strided++) {
+        tg_scope_begin();
+        host_lltm h = host_new(sizes[s]);
+        lltm_run fused_gpu = run_op(&h, sizes[s], TG_CUDA0, floating[f], true, strided);
+        lltm_run fused_cpu = run_op(&h, sizes[s], TG_DEVICE_CPU, floating[f], true, strided);
+        lltm_run composed_gpu = run_op(&h, sizes[s], TG_CUDA0, floating[f], false, strided);
+        cr_assert_eq(tg_tensor_device(fused_gpu.out[0]).type, TG_CUDA);
+        cr_assert_eq(tg_tensor_device(fused_gpu.grads[1]).type, TG_CUDA);
+        assert_runs_close(&fused_gpu, &fused_cpu, floating[f]);
+        assert_runs_close(&fused_gpu, &composed_gpu, floating[f]);
+        host_free(&h);
+        tg_scope_end();
+      }
 }
 
 static tg_status fused_fn(void *user, const tg_tensor *const *in, tg_tensor **out) {

@@ -11,9 +11,9 @@
  * thread, every thread taking all rows of its range.
  *
  * Per element type: the passes are written once, in the template section at the end of
- * this file, which the file includes into itself for float and then for double (T and
- * FN(name) set before each include). They are ordinary functions (forward_columns_f32,
- * backward_row_f64, ...): a debugger steps through them line by line. */
+ * this file, which the file includes into itself for float and then for double (the
+ * element type and the name suffix set before each include). They are ordinary functions
+ * (forward_columns_f32, backward_row_f64, ...): a debugger steps through them line by line. */
 #ifndef TG_CPU_LLTM_T /* ---- the file proper (the template section is after the drivers) */
 
 /* The span loops select between computed values (elu, sigmoid, expm1); without trapping
@@ -111,7 +111,7 @@ TG_LLTM_CELL_DEFINE(float, _vf, 1.0f, tg_vf_sigmoid, tg_vf_tanh, tg_vf_elu, tg_v
 
 /* Not under ThreadSanitizer: the clones' ifunc resolver is instrumented and runs while the
  * executable is relocated, before the TSan runtime is initialised (a crash at start-up). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__gnu_linux__) && \
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__gnu_linux__) &&   \
     !defined(__SANITIZE_THREAD__)
 #define TG_LLTM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
@@ -256,21 +256,29 @@ tg_status tg_cpu_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tenso
 
 #else /* ---- template section: the passes over element type T = TG_CPU_LLTM_T ---- */
 
+/* Plain names in this section, suffixed per type by the macros set before the include
+ * (forward_span is forward_span_f32 or forward_span_f64, and so on). */
 #define T TG_CPU_LLTM_T
-#define FN TG_CPU_LLTM_FN
-#define CELL TG_CPU_LLTM_CELL
+#define forward_span TG_CPU_LLTM_FN(forward_span)
+#define backward_span TG_CPU_LLTM_FN(backward_span)
+#define unit_span TG_CPU_LLTM_FN(unit_span)
+#define at TG_CPU_LLTM_FN(at)
+#define forward_columns TG_CPU_LLTM_FN(forward_columns)
+#define backward_row TG_CPU_LLTM_FN(backward_row)
+#define backward_columns TG_CPU_LLTM_FN(backward_columns)
+#define backward_columns_blocked TG_CPU_LLTM_FN(backward_columns_blocked)
+#define cell_forward TG_CPU_LLTM_CELL(tg_lltm_cell_forward)
+#define cell_backward_from_act TG_CPU_LLTM_CELL(tg_lltm_cell_backward_from_act)
 
 /* The cell over n unit-stride elements: bias added to the three gate blocks, which are
  * overwritten with the activations (input gate, output gate, candidate). */
-TG_CPU_LLTM_CLONES static void FN(forward_span)(int64_t n, const T *restrict b0,
-                                                const T *restrict b1, const T *restrict b2,
-                                                const T *restrict old_cell, T *restrict a0,
-                                                T *restrict a1, T *restrict a2,
-                                                T *restrict new_h, T *restrict new_cell) {
+TG_CPU_LLTM_CLONES static void forward_span(int64_t n, const T *restrict b0, const T *restrict b1,
+                                            const T *restrict b2, const T *restrict old_cell,
+                                            T *restrict a0, T *restrict a1, T *restrict a2,
+                                            T *restrict new_h, T *restrict new_cell) {
   for (int64_t j = 0; j < n; j++) {
     T ig, og, cand, c, h;
-    CELL(tg_lltm_cell_forward)(a0[j] + b0[j], a1[j] + b1[j], a2[j] + b2[j], old_cell[j], &ig,
-                               &og, &cand, &c, &h);
+    cell_forward(a0[j] + b0[j], a1[j] + b1[j], a2[j] + b2[j], old_cell[j], &ig, &og, &cand, &c, &h);
     a0[j] = ig;
     a1[j] = og;
     a2[j] = cand;
@@ -280,16 +288,16 @@ TG_CPU_LLTM_CLONES static void FN(forward_span)(int64_t n, const T *restrict b0,
 }
 
 /* The gate gradients of n unit-stride elements from the activations and old_cell. */
-TG_CPU_LLTM_CLONES static void FN(backward_span)(int64_t n, const T *restrict grad_h,
-                                                 const T *restrict grad_cell,
-                                                 const T *restrict old_cell, const T *restrict a0,
-                                                 const T *restrict a1, const T *restrict a2,
-                                                 T *restrict d0, T *restrict d1, T *restrict d2,
-                                                 T *restrict d_old_cell) {
+TG_CPU_LLTM_CLONES static void backward_span(int64_t n, const T *restrict grad_h,
+                                             const T *restrict grad_cell,
+                                             const T *restrict old_cell, const T *restrict a0,
+                                             const T *restrict a1, const T *restrict a2,
+                                             T *restrict d0, T *restrict d1, T *restrict d2,
+                                             T *restrict d_old_cell) {
   for (int64_t j = 0; j < n; j++) {
     T g0, g1, g2, dc;
-    CELL(tg_lltm_cell_backward_from_act)(grad_h[j], grad_cell[j], old_cell[j], a0[j], a1[j],
-                                         a2[j], &g0, &g1, &g2, &dc);
+    cell_backward_from_act(grad_h[j], grad_cell[j], old_cell[j], a0[j], a1[j], a2[j], &g0, &g1, &g2,
+                           &dc);
     d0[j] = g0;
     d1[j] = g1;
     d2[j] = g2;
@@ -298,7 +306,7 @@ TG_CPU_LLTM_CLONES static void FN(backward_span)(int64_t n, const T *restrict gr
 }
 
 /* n elements from p (stride apart) as a unit-stride array: p itself, or a copy in buf. */
-static const T *FN(unit_span)(const char *p, int64_t stride, int64_t n, T *buf) {
+static const T *unit_span(const char *p, int64_t stride, int64_t n, T *buf) {
   const T *src = (const T *)p;
   if (stride == 1) return src;
   for (int64_t j = 0; j < n; j++) buf[j] = src[j * stride];
@@ -306,11 +314,11 @@ static const T *FN(unit_span)(const char *p, int64_t stride, int64_t n, T *buf) 
 }
 
 /* Address of element (b, j) of a strided operand. */
-static const char *FN(at)(const strided *m, int64_t b, int64_t j) {
+static const char *at(const strided *m, int64_t b, int64_t j) {
   return m->data + (size_t)(b * m->s0 + j * m->s1) * sizeof(T);
 }
 
-static void FN(forward_columns)(const forward_args *a, int64_t c0, int64_t c1) {
+static void forward_columns(const forward_args *a, int64_t c0, int64_t c1) {
   T bias0[TG_LLTM_TILE], bias1[TG_LLTM_TILE], bias2[TG_LLTM_TILE], cell[TG_LLTM_TILE];
   const int64_t S = a->state, bs = a->bias.s1;
   const T *bias = (const T *)a->bias.data;
@@ -320,34 +328,31 @@ static void FN(forward_columns)(const forward_args *a, int64_t c0, int64_t c1) {
     T *nc = (T *)a->new_cell.data + b * a->new_cell.s0;
     for (int64_t j = c0; j < c1; j += TG_LLTM_TILE) {
       const int64_t n = c1 - j < TG_LLTM_TILE ? c1 - j : TG_LLTM_TILE;
-      FN(forward_span)(n, FN(unit_span)((const char *)(bias + j * bs), bs, n, bias0),
-                       FN(unit_span)((const char *)(bias + (S + j) * bs), bs, n, bias1),
-                       FN(unit_span)((const char *)(bias + (2 * S + j) * bs), bs, n, bias2),
-                       FN(unit_span)(FN(at)(&a->old_cell, b, j), a->old_cell.s1, n, cell),
-                       g + j, g + S + j, g + 2 * S + j, nh + j, nc + j);
+      forward_span(n, unit_span((const char *)(bias + j * bs), bs, n, bias0),
+                   unit_span((const char *)(bias + (S + j) * bs), bs, n, bias1),
+                   unit_span((const char *)(bias + (2 * S + j) * bs), bs, n, bias2),
+                   unit_span(at(&a->old_cell, b, j), a->old_cell.s1, n, cell), g + j, g + S + j,
+                   g + 2 * S + j, nh + j, nc + j);
     }
   }
 }
 
 /* The operands of row b, columns [j, j + n), as unit-stride arrays; runs the span. */
-static void FN(backward_row)(const backward_args *a, int64_t b, int64_t j, int64_t n, T *d0,
-                             T *d1, T *d2, T *d_cell, T *scratch) {
+static void backward_row(const backward_args *a, int64_t b, int64_t j, int64_t n, T *d0, T *d1,
+                         T *d2, T *d_cell, T *scratch) {
   static const T zero[TG_LLTM_TILE];
   const int64_t S = a->state;
   const T *g = (const T *)a->gates.data + b * a->gates.s0;
-  const T *gh = a->has_grad_h
-                    ? FN(unit_span)(FN(at)(&a->grad_h, b, j), a->grad_h.s1, n, scratch)
+  const T *gh = a->has_grad_h ? unit_span(at(&a->grad_h, b, j), a->grad_h.s1, n, scratch) : zero;
+  const T *gc = a->has_grad_cell
+                    ? unit_span(at(&a->grad_cell, b, j), a->grad_cell.s1, n, scratch + TG_LLTM_TILE)
                     : zero;
-  const T *gc = a->has_grad_cell ? FN(unit_span)(FN(at)(&a->grad_cell, b, j), a->grad_cell.s1, n,
-                                                 scratch + TG_LLTM_TILE)
-                                 : zero;
-  const T *cell =
-      FN(unit_span)(FN(at)(&a->old_cell, b, j), a->old_cell.s1, n, scratch + 2 * TG_LLTM_TILE);
-  FN(backward_span)(n, gh, gc, cell, g + j, g + S + j, g + 2 * S + j, d0, d1, d2, d_cell);
+  const T *cell = unit_span(at(&a->old_cell, b, j), a->old_cell.s1, n, scratch + 2 * TG_LLTM_TILE);
+  backward_span(n, gh, gc, cell, g + j, g + S + j, g + 2 * S + j, d0, d1, d2, d_cell);
 }
 
 /* d_gates with unit column stride: each row written in place. */
-static void FN(backward_columns)(const backward_args *a, int64_t c0, int64_t c1) {
+static void backward_columns(const backward_args *a, int64_t c0, int64_t c1) {
   T scratch[3 * TG_LLTM_TILE], d_cell[TG_LLTM_TILE];
   const int64_t S = a->state;
   for (int64_t b = 0; b < a->batch; b++) {
@@ -355,8 +360,7 @@ static void FN(backward_columns)(const backward_args *a, int64_t c0, int64_t c1)
     T *doc = a->d_old_cell.data ? (T *)a->d_old_cell.data + b * a->d_old_cell.s0 : NULL;
     for (int64_t j = c0; j < c1; j += TG_LLTM_TILE) {
       const int64_t n = c1 - j < TG_LLTM_TILE ? c1 - j : TG_LLTM_TILE;
-      FN(backward_row)(a, b, j, n, d + j, d + S + j, d + 2 * S + j, doc ? doc + j : d_cell,
-                       scratch);
+      backward_row(a, b, j, n, d + j, d + S + j, d + 2 * S + j, doc ? doc + j : d_cell, scratch);
     }
   }
 }
@@ -364,7 +368,7 @@ static void FN(backward_columns)(const backward_args *a, int64_t c0, int64_t c1)
 /* Any other d_gates strides (the transposed layout backward uses for large sizes):
  * blocks of TG_LLTM_ROW_BLOCK rows go through buffers and leave column by column, so
  * the stores are runs of consecutive rows rather than one scattered element per row. */
-static void FN(backward_columns_blocked)(const backward_args *a, int64_t c0, int64_t c1) {
+static void backward_columns_blocked(const backward_args *a, int64_t c0, int64_t c1) {
   T scratch[3 * TG_LLTM_TILE], d_cell[TG_LLTM_TILE];
   T buf[3][TG_LLTM_ROW_BLOCK][TG_LLTM_BLOCK_TILE];
   const int64_t S = a->state, ds0 = a->d_gates.s0, ds1 = a->d_gates.s1;
@@ -376,7 +380,7 @@ static void FN(backward_columns_blocked)(const backward_args *a, int64_t c0, int
       for (int64_t r = 0; r < rows; r++) {
         const int64_t b = b0 + r;
         T *doc = a->d_old_cell.data ? (T *)a->d_old_cell.data + b * a->d_old_cell.s0 + j : d_cell;
-        FN(backward_row)(a, b, j, n, buf[0][r], buf[1][r], buf[2][r], doc, scratch);
+        backward_row(a, b, j, n, buf[0][r], buf[1][r], buf[2][r], doc, scratch);
       }
       for (int q = 0; q < 3; q++) {
         for (int64_t k = 0; k < n; k++) {
@@ -389,7 +393,15 @@ static void FN(backward_columns_blocked)(const backward_args *a, int64_t c0, int
 }
 
 #undef T
-#undef FN
-#undef CELL
+#undef forward_span
+#undef backward_span
+#undef unit_span
+#undef at
+#undef forward_columns
+#undef backward_row
+#undef backward_columns
+#undef backward_columns_blocked
+#undef cell_forward
+#undef cell_backward_from_act
 
 #endif
