@@ -2,12 +2,12 @@
 #
 # Sets, for the main library:
 #   TG_DEVICE_SOURCES  the device implementation: the real .cu sources (as the objects of
-#                      tg_cuda) when CUDA is built, else src/ops/cuda/lltm_stub.c (the
-#                      registry src/ops/backend.c, compiled with TG_WITH_CUDA=0, then
-#                      answers every CUDA request with a clean error);
+#                      tg_cuda) when CUDA is built, else nothing (the registry
+#                      src/ops/backend.c, compiled with TG_WITH_CUDA=0, then answers every
+#                      CUDA request with a clean error);
 #   TG_DEVICE_LIBS     CUDA::cudart CUDA::cublas, or nothing;
 #   TG_HAVE_CUDA       ON when the main library has the real CUDA device.
-# TG_CUDA=OFF: the stub. ON: real CUDA, or a configure error. AUTO: real CUDA when nvcc and
+# TG_CUDA=OFF: no CUDA device. ON: real CUDA, or a configure error. AUTO: real CUDA when nvcc and
 # cuBLAS are found (and not under TG_SANITIZE: the sanitizers' shadow memory and the CUDA
 # driver do not mix; the emulation build below is what the sanitizers check).
 #
@@ -80,7 +80,7 @@ if(_tg_want_cuda)
   set(TG_HAVE_CUDA ON)
   message(STATUS "tg: CUDA device built (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, sm_80, sm_90 + PTX)")
 else()
-  set(TG_DEVICE_SOURCES ${_tg_cuda_dir}/lltm_stub.c)
+  set(TG_DEVICE_SOURCES "")
   set(TG_DEVICE_LIBS "")
 endif()
 

@@ -39,19 +39,10 @@ allowed() {
   esac
 }
 
-# Known exceptions, "file -> header" (both relative to src/), each with its reason. The
-# LLTM rewrite (issue 9, item 1) removes these two: the fused LLTM's device passes become
-# backend entries, and src/ops/lltm.c stops calling CUDA directly.
-exceptions=(
-  "ops/lltm.c -> ops/cuda/lltm_cuda.h"
-  "ops/lltm_cpu.c -> ops/cpu/cpu_internal.h"
-)
-
-# The same for symbols, "file -> symbol": the LLTM's CPU passes use the CPU backend's
-# thread heuristic (also removed by the LLTM rewrite).
-symbol_exceptions=(
-  "ops/lltm_cpu.c -> tg_cpu_should_parallelize"
-)
+# Known exceptions, "file -> header" and "file -> symbol" (relative to src/), each with
+# its reason. None today: keep it that way.
+exceptions=()
+symbol_exceptions=()
 
 # --objects: OBJ paths contain /src/<folder>/<file>.o (CMake's object layout).
 check_objects() {

@@ -68,6 +68,20 @@ typedef struct tg_backend {
   /* Checks that device exists (initialising the device lazily) and makes it current;
    * records TG_ERR_DEVICE naming op otherwise. */
   tg_status (*check_device)(const char *op, tg_device device);
+
+  /* ---- the fused LLTM's elementwise passes (src/ops/lltm.c runs the GEMMs around them;
+   * the cell math is ops/lltm_cell.h). B = batch, S = state; F32 or F64. ---- */
+  /* gates [B, 3S] (unit column stride) holds X @ W^T on entry; adds bias ([3S] or [1, 3S]),
+   * writes new_h and new_cell [B, S] from old_cell [B, S] and overwrites gates with the
+   * activations (input gate, output gate, candidate) that backward reads. */
+  tg_status (*lltm_forward_pointwise)(tg_tensor *gates, const tg_tensor *bias,
+                                      const tg_tensor *old_cell, tg_tensor *new_h,
+                                      tg_tensor *new_cell);
+  /* From grad_h, grad_cell [B, S] (NULL = zero), the activations in gates and old_cell:
+   * writes the gate gradients d_gates [B, 3S] and d_old_cell [B, S] (NULL = not wanted). */
+  tg_status (*lltm_backward_pointwise)(const tg_tensor *grad_h, const tg_tensor *grad_cell,
+                                       const tg_tensor *gates, const tg_tensor *old_cell,
+                                       tg_tensor *d_gates, tg_tensor *d_old_cell);
 } tg_backend;
 
 /* The backend of a device type: NULL with TG_ERR_DEVICE recorded (naming op) when that

@@ -1,24 +1,28 @@
-/* The fused LLTM op "lltm": argument checks, the front end, the CPU and CUDA forwards and
- * the hand-written backward.
+/* The fused LLTM op "lltm", one op for every device: argument checks, the front end, the
+ * forward and the hand-written backward. lltm.c runs cat, the GEMMs and the bias reduction
+ * through the backend (ops/backend.h); the device supplies only the elementwise passes,
+ * lltm_forward_pointwise and lltm_backward_pointwise (CPU: src/ops/cpu/cpu_lltm.c, CUDA:
+ * src/ops/cuda/lltm_cuda.cu), both over the cell math of ops/lltm_cell.h.
  *
- * CPU forward: gates [B, 3S] = X @ W^T with X = cat([old_h, input]) a temporary (one GEMM
- * measured faster than two into the same buffer), then one elementwise pass (lltm_cpu.c) that
- * adds the bias, computes the cell and overwrites gates with the activations (input gate,
- * output gate, candidate). Saved for backward: that buffer, the only memory the op keeps
- * beyond its inputs; old_cell (tanh(new_cell) is recomputed from it); old_h and input
- * only when weights need a gradient, weights only when old_h or input do. Inputs are
- * saved by reference.
+ * Forward: gates [B, 3S] = X @ W^T with X = cat([old_h, input]) a temporary (one GEMM
+ * measured faster than two into the same buffer), then the forward pass, which adds the
+ * bias, computes the cell and overwrites gates with the activations (input gate, output
+ * gate, candidate). Saved for backward: that buffer, the only memory the op keeps beyond
+ * its inputs; old_cell (tanh(new_cell) is recomputed from it); old_h and input only when
+ * weights need a gradient, weights only when old_h or input do. Inputs are saved by
+ * reference. The other layout (X, the pre-activations and new_cell, as the CUDA op used to
+ * keep) saves B*(S+I) + B*S more elements and its backward pass evaluates five
+ * transcendental functions per element instead of one: measured on the CPU it took 1.04x
+ * the time forward+backward at the tutorial's 16 x 32 x 128 (1 and 2 threads), 1.00x at
+ * 64 x 1024 x 128.
  *
- * CPU backward: one pass for d_gates (stored transposed, the layout BLIS runs fastest),
- * d_old_cell and d_bias (a column sum taken in the same pass), then the GEMMs:
- * d_W = d_gates^T @ X (X rebuilt from the saved inputs),
- * d_X = d_gates @ W as one GEMM when both old_h and input need a
- * gradient (else only the block needed). Nothing is computed for an input that needs no
- * gradient. The backward is not itself differentiable (TG_OP_ONCE_DIFFERENTIABLE).
- *
- * CUDA: the kernels of src/ops/cuda/lltm_cuda.h, which keep X and the pre-activations. */
+ * Backward: the backward pass for d_gates (stored transposed when large, the layout BLIS
+ * runs fastest) and d_old_cell, then d_bias = the column sum of d_gates,
+ * d_W = d_gates^T @ X (X rebuilt from the saved inputs), and d_X = d_gates @ W as one GEMM
+ * when both old_h and input need a gradient (else only the block needed). Nothing is
+ * computed for an input that needs no gradient. The backward is not itself differentiable
+ * (TG_OP_ONCE_DIFFERENTIABLE). */
 #include "ops/backend.h"
-#include "ops/cuda/lltm_cuda.h"
 #include "ops/lltm_internal.h"
 #include "ops/registry.h"
 #include "tg/lltm.h"
@@ -139,12 +143,13 @@ static tg_tensor *block(const tg_tensor *t, int64_t row0, int64_t col0, int64_t 
   return tg__scoped(v);
 }
 
-static tg_tensor *matrix_like(const tg_tensor *t, int64_t rows, int64_t cols, bool zeroed) {
+/* A new uninitialised [rows, cols] tensor of t's dtype and device (scope-owned). */
+static tg_tensor *matrix_like(const tg_tensor *t, int64_t rows, int64_t cols) {
   tg_options o = {.dtype = t->dtype, .device = t->storage->device};
-  return zeroed ? tg_zeros(TG_SHAPE(rows, cols), o) : tg_empty(TG_SHAPE(rows, cols), o);
+  return tg_empty(TG_SHAPE(rows, cols), o);
 }
 
-/* Which inputs the CPU forward saves, in order, given which gradients are wanted. */
+/* Which inputs the forward saves, in order, given which gradients are wanted. */
 typedef struct saved_plan {
   bool x_for_weights; /* input, old_h: for d_weights */
   bool w_for_x;       /* weights: for d_input, d_old_h */
@@ -160,16 +165,16 @@ static saved_plan plan_of(const tg_ctx *ctx) {
 /* X = cat([old_h, input], 1) as a new [B, S+I] tensor (scope-owned). */
 static tg_tensor *concat_x(const tg_backend *be, const tg_tensor *old_h, const tg_tensor *input) {
   const int64_t B = input->sizes[0], I = input->sizes[1], S = old_h->sizes[1];
-  tg_tensor *X = matrix_like(input, B, S + I, false);
+  tg_tensor *X = matrix_like(input, B, S + I);
   tg_tensor *x_h = X ? block(X, 0, 0, B, S, false) : NULL;
   tg_tensor *x_in = X ? block(X, 0, S, B, I, false) : NULL;
   if (!x_h || !x_in || be->copy(x_h, old_h) != TG_OK || be->copy(x_in, input) != TG_OK) return NULL;
   return X;
 }
 
-/* ---- CPU forward ---- */
+/* ---- forward ---- */
 
-tg_status tg__fwd_lltm_cpu(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+tg_status tg__fwd_lltm(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *input = in[IN_INPUT], *W = in[IN_WEIGHTS], *bias = in[IN_BIAS];
   const tg_tensor *old_h = in[IN_OLD_H], *old_cell = in[IN_OLD_CELL];
   const int64_t B = input->sizes[0], S = old_h->sizes[1];
@@ -180,12 +185,12 @@ tg_status tg__fwd_lltm_cpu(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **
    * (measured with BLIS: 25 vs 34 us at the tutorial's size; BLIS packs the other
    * operand once instead of twice). X is not kept. */
   tg_tensor *X = concat_x(be, old_h, input);
-  tg_tensor *gates = matrix_like(input, B, 3 * S, false);
-  tg_tensor *new_h = matrix_like(input, B, S, false), *new_cell = matrix_like(input, B, S, false);
+  tg_tensor *gates = matrix_like(input, B, 3 * S);
+  tg_tensor *new_h = matrix_like(input, B, S), *new_cell = matrix_like(input, B, S);
   tg_tensor *w_t = block(W, 0, 0, 3 * S, W->sizes[1], true);
   if (!X || !gates || !new_h || !new_cell || !w_t) return tg_last_error();
   tg_status st = be->gemm(gates, X, w_t, 1.0, 0.0);
-  if (st == TG_OK) st = tg__lltm_cpu_forward(gates, bias, old_cell, new_h, new_cell);
+  if (st == TG_OK) st = be->lltm_forward_pointwise(gates, bias, old_cell, new_h, new_cell);
   if (st != TG_OK) return st;
 
   const saved_plan p = plan_of(ctx);
@@ -200,58 +205,33 @@ tg_status tg__fwd_lltm_cpu(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **
   return TG_OK;
 }
 
-/* ---- CUDA forward ---- */
-
-tg_status tg__fwd_lltm_cuda(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  const tg_tensor *input = in[IN_INPUT], *W = in[IN_WEIGHTS];
-  const int64_t B = input->sizes[0], I = input->sizes[1], S = in[IN_OLD_H]->sizes[1];
-  tg_tensor *new_h = matrix_like(input, B, S, false), *new_cell = matrix_like(input, B, S, false);
-  tg_tensor *X = matrix_like(input, B, S + I, false), *gates = matrix_like(input, B, 3 * S, false);
-  if (!new_h || !new_cell || !X || !gates) return tg_last_error();
-  tg_status st = tg__lltm_forward_cuda(input, W, in[IN_BIAS], in[IN_OLD_H], in[IN_OLD_CELL], new_h,
-                                       new_cell, X, gates);
-  if (st == TG_OK)
-    st = tg_ctx_save_for_backward(ctx, 4, (const tg_tensor *const[]){new_cell, X, gates, W});
-  if (st != TG_OK) return st;
-  out[0] = new_h;
-  out[1] = new_cell;
-  return TG_OK;
-}
-
 /* ---- backward ---- */
 
-/* d_bias comes out as [3S]; the engine wants the bias's own shape ([3S] or [1, 3S]). */
+/* d_bias comes out as [1, 3S]; the engine wants the bias's own shape ([3S] or [1, 3S]). */
 static tg_tensor *as_bias_shape(const tg_ctx *ctx, tg_tensor *d_bias) {
-  if (!d_bias || tg_ctx_input_ndim(ctx, IN_BIAS) == 1) return d_bias;
-  return tg_view(d_bias, 2, tg_ctx_input_sizes(ctx, IN_BIAS));
+  if (!d_bias || tg_ctx_input_ndim(ctx, IN_BIAS) == 2) return d_bias;
+  return tg_view(d_bias, 1, tg_ctx_input_sizes(ctx, IN_BIAS));
 }
 
-static tg_status backward_cuda(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **gin) {
-  tg_tensor *new_cell = tg_ctx_saved(ctx, 0), *X = tg_ctx_saved(ctx, 1);
-  tg_tensor *gates = tg_ctx_saved(ctx, 2), *W = tg_ctx_saved(ctx, 3);
-  if (!new_cell || !X || !gates || !W) return tg_last_error();
-  const int64_t B = new_cell->sizes[0], S = new_cell->sizes[1], I = X->sizes[1] - S;
-  tg_tensor *d[5] = {0};
-  if (tg_ctx_needs_input_grad(ctx, IN_INPUT)) d[IN_INPUT] = matrix_like(X, B, I, false);
-  if (tg_ctx_needs_input_grad(ctx, IN_WEIGHTS)) d[IN_WEIGHTS] = matrix_like(X, 3 * S, S + I, false);
-  if (tg_ctx_needs_input_grad(ctx, IN_BIAS))
-    d[IN_BIAS] = tg_empty(TG_SHAPE(3 * S), (tg_options){X->dtype, X->storage->device, false});
-  if (tg_ctx_needs_input_grad(ctx, IN_OLD_H)) d[IN_OLD_H] = matrix_like(X, B, S, false);
-  if (tg_ctx_needs_input_grad(ctx, IN_OLD_CELL)) d[IN_OLD_CELL] = matrix_like(X, B, S, false);
-  for (int i = 0; i < 5; i++)
-    if (tg_ctx_needs_input_grad(ctx, i) && !d[i]) return tg_last_error();
-  tg_status st = tg__lltm_backward_cuda(grads[0], grads[1], new_cell, X, gates, W, d[IN_OLD_H],
-                                        d[IN_INPUT], d[IN_WEIGHTS], d[IN_BIAS], d[IN_OLD_CELL]);
+/* d_old_h, d_input = d_gates @ W, split by columns; one GEMM when both are wanted. */
+static tg_status grad_h_x(const tg_tensor *d_gates, const tg_tensor *W, bool need_h, bool need_x,
+                          tg_tensor **d_h, tg_tensor **d_x) {
+  const tg_backend *be = tg__backend("tg_lltm", d_gates->storage->device);
+  if (!be) return tg_last_error();
+  const int64_t B = d_gates->sizes[0], S = d_gates->sizes[1] / 3, I = W->sizes[1] - S;
+  const int64_t col0 = need_h ? 0 : S, cols = (need_h ? S : 0) + (need_x ? I : 0);
+  tg_tensor *d = matrix_like(d_gates, B, cols);
+  tg_tensor *w = block(W, 0, col0, 3 * S, cols, false);
+  if (!d || !w) return tg_last_error();
+  tg_status st = be->gemm(d, d_gates, w, 1.0, 0.0);
   if (st != TG_OK) return st;
-  d[IN_BIAS] = as_bias_shape(ctx, d[IN_BIAS]);
-  if (tg_ctx_needs_input_grad(ctx, IN_BIAS) && !d[IN_BIAS]) return tg_last_error();
-  for (int i = 0; i < 5; i++) gin[i] = d[i];
+  *d_h = need_h ? (need_x ? block(d, 0, 0, B, S, false) : d) : NULL;
+  *d_x = need_x ? (need_h ? block(d, 0, S, B, I, false) : d) : NULL;
+  if ((need_h && !*d_h) || (need_x && !*d_x)) return tg_last_error();
   return TG_OK;
 }
 
 tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **gin) {
-  if (tg_ctx_input_device(ctx, IN_INPUT).type == TG_CUDA) return backward_cuda(ctx, grads, gin);
-
   const bool need_x = tg_ctx_needs_input_grad(ctx, IN_INPUT);
   const bool need_w = tg_ctx_needs_input_grad(ctx, IN_WEIGHTS);
   const bool need_b = tg_ctx_needs_input_grad(ctx, IN_BIAS);
@@ -276,49 +256,32 @@ tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **g
    * d_X = d_gates @ W as fast either way. Small ones gain nothing in the GEMM and lose a
    * little in the pass's scattered stores, so they stay row-major. */
   const bool transposed = B * 3 * S >= TG_LLTM_TRANSPOSED_D_GATES_MIN;
-  tg_tensor *d_gates_t = transposed ? matrix_like(gates, 3 * S, B, false) : NULL;
+  tg_tensor *d_gates_t = transposed ? matrix_like(gates, 3 * S, B) : NULL;
   tg_tensor *d_gates = transposed ? (d_gates_t ? block(d_gates_t, 0, 0, 3 * S, B, true) : NULL)
-                                  : matrix_like(gates, B, 3 * S, false);
+                                  : matrix_like(gates, B, 3 * S);
   if (!transposed && d_gates) d_gates_t = block(d_gates, 0, 0, B, 3 * S, true);
-  tg_tensor *d_bias =
-      need_b ? tg_zeros(TG_SHAPE(3 * S), (tg_options){gates->dtype, gates->storage->device, false})
-             : NULL;
-  tg_tensor *d_old_cell = need_c ? matrix_like(gates, B, S, false) : NULL;
+  tg_tensor *d_bias = need_b ? matrix_like(gates, 1, 3 * S) : NULL;
+  tg_tensor *d_old_cell = need_c ? matrix_like(gates, B, S) : NULL;
   if (!d_gates || !d_gates_t || (need_b && !d_bias) || (need_c && !d_old_cell))
     return tg_last_error();
   tg_status st =
-      tg__lltm_cpu_backward(grads[0], grads[1], gates, old_cell, d_gates, d_bias, d_old_cell);
+      be->lltm_backward_pointwise(grads[0], grads[1], gates, old_cell, d_gates, d_old_cell);
+  if (st == TG_OK && need_b) st = be->sum_dim(d_bias, d_gates, 0);
   if (st != TG_OK) return st;
 
   /* d_weights = d_gates^T @ X, X = [old_h, input] rebuilt: one GEMM packs d_gates once
    * (two GEMMs into d_weights' column blocks took up to 1.7x longer). */
   tg_tensor *d_w = NULL;
   if (need_w) {
-    d_w = matrix_like(gates, 3 * S, S + I, false);
+    d_w = matrix_like(gates, 3 * S, S + I);
     tg_tensor *X = concat_x(be, old_h, input);
     if (!d_w || !X) return tg_last_error();
     if ((st = be->gemm(d_w, d_gates_t, X, 1.0, 0.0)) != TG_OK) return st;
   }
 
-  /* d_old_h, d_input = d_gates @ W, split by columns; one GEMM when both are wanted. */
   tg_tensor *d_h = NULL, *d_x = NULL;
-  if (need_h && need_x) {
-    tg_tensor *d_X = matrix_like(gates, B, S + I, false);
-    if (!d_X || (st = be->gemm(d_X, d_gates, W, 1.0, 0.0)) != TG_OK) return tg_last_error();
-    d_h = block(d_X, 0, 0, B, S, false);
-    d_x = block(d_X, 0, S, B, I, false);
-  } else if (need_h) {
-    d_h = matrix_like(gates, B, S, false);
-    tg_tensor *w_h = block(W, 0, 0, 3 * S, S, false);
-    if (!d_h || !w_h || (st = be->gemm(d_h, d_gates, w_h, 1.0, 0.0)) != TG_OK)
-      return tg_last_error();
-  } else if (need_x) {
-    d_x = matrix_like(gates, B, I, false);
-    tg_tensor *w_x = block(W, 0, S, 3 * S, I, false);
-    if (!d_x || !w_x || (st = be->gemm(d_x, d_gates, w_x, 1.0, 0.0)) != TG_OK)
-      return tg_last_error();
-  }
-  if ((need_h && !d_h) || (need_x && !d_x)) return tg_last_error();
+  if ((need_h || need_x) && (st = grad_h_x(d_gates, W, need_h, need_x, &d_h, &d_x)) != TG_OK)
+    return st;
 
   gin[IN_INPUT] = d_x;
   gin[IN_WEIGHTS] = d_w;

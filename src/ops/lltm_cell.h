@@ -1,5 +1,5 @@
-/* The per-element math of the fused LLTM, shared by the CPU loops (src/ops/lltm.c) and
- * the CUDA kernels (src/ops/cuda/lltm_cuda.cu), so both devices compute the same thing.
+/* The per-element math of the fused LLTM, shared by the CPU passes (src/ops/cpu/cpu_lltm.c)
+ * and the CUDA kernels (src/ops/cuda/lltm_cuda.cu), so both devices compute the same thing.
  *
  * One element (b, j) of the cell, S = state size, with pre-activations
  *   g0 = gates[b, j], g1 = gates[b, S + j], g2 = gates[b, 2S + j]   (bias included):
@@ -32,7 +32,7 @@
 /* Defines the cell functions tg_lltm_cell_*<sfx> over element type T from a set of scalar
  * math functions (SIG(x), TANH(x), ELU(x, alpha), D_ELU(z, alpha) as in pointwise_math.h),
  * so a backend can instantiate the same formulas over its own fast math (the CPU's
- * vectorizable float math lives in ops/lltm_cpu_math.h). */
+ * vectorizable float math is in src/ops/cpu/cpu_lltm.c). */
 #define TG_LLTM_CELL_DEFINE(T, sfx, one, SIG, TANH, ELU, D_ELU)                                    \
   /* Forward of one element from the three pre-activations and old_cell. */                        \
   static inline TG_HOST_DEVICE void tg_lltm_cell_forward##sfx(                                     \
@@ -65,7 +65,7 @@
     *d_g1 = grad_h * t * (og * (one - og));                                                        \
     *d_g2 = d_new_cell * ig * d_elu_g2;                                                            \
   }                                                                                                \
-  /* Backward from what the CPU forward keeps: the activations and old_cell. */                    \
+  /* Backward from what the forward keeps: the activations and old_cell. */                        \
   static inline TG_HOST_DEVICE void tg_lltm_cell_backward_from_act##sfx(                           \
       T grad_h, T grad_cell, T old_cell, T ig, T og, T cand, T *d_g0, T *d_g1, T *d_g2,            \
       T *d_old_cell) {                                                                             \
@@ -73,13 +73,6 @@
     tg_lltm_cell_backward##sfx(grad_h, grad_cell, ig, og, cand, t,                                 \
                                tg_lltm_cell_d_elu_from_cand##sfx(cand), d_g0, d_g1, d_g2,          \
                                d_old_cell);                                                        \
-  }                                                                                                \
-  /* Backward from the pre-activations and new_cell (what the CUDA forward keeps). */              \
-  static inline TG_HOST_DEVICE void tg_lltm_cell_backward_from_preact##sfx(                        \
-      T grad_h, T grad_cell, T new_cell, T g0, T g1, T g2, T *d_g0, T *d_g1, T *d_g2,              \
-      T *d_old_cell) {                                                                             \
-    tg_lltm_cell_backward##sfx(grad_h, grad_cell, SIG(g0), SIG(g1), ELU(g2, one), TANH(new_cell),  \
-                               D_ELU(g2, one), d_g0, d_g1, d_g2, d_old_cell);                      \
   }
 
 TG_LLTM_CELL_DEFINE(float, _f, 1.0f, tg_sigmoid_f, tg_tanh_f, tg_elu_f, tg_d_elu_f)
@@ -101,7 +94,6 @@ TG__LLTM_CELL_OVERLOAD(tg_lltm_cell_new_cell)
 TG__LLTM_CELL_OVERLOAD(tg_lltm_cell_d_elu_from_cand)
 TG__LLTM_CELL_OVERLOAD(tg_lltm_cell_backward)
 TG__LLTM_CELL_OVERLOAD(tg_lltm_cell_backward_from_act)
-TG__LLTM_CELL_OVERLOAD(tg_lltm_cell_backward_from_preact)
 #undef TG__LLTM_CELL_OVERLOAD
 #else
 #define TG__LLTM_GENERIC(name, x) _Generic((x), float : name##_f, double : name##_d)
@@ -111,8 +103,6 @@ TG__LLTM_CELL_OVERLOAD(tg_lltm_cell_backward_from_preact)
 #define tg_lltm_cell_backward(gh, ...) TG__LLTM_GENERIC(tg_lltm_cell_backward, gh)(gh, __VA_ARGS__)
 #define tg_lltm_cell_backward_from_act(gh, ...)                                                    \
   TG__LLTM_GENERIC(tg_lltm_cell_backward_from_act, gh)(gh, __VA_ARGS__)
-#define tg_lltm_cell_backward_from_preact(gh, ...)                                                 \
-  TG__LLTM_GENERIC(tg_lltm_cell_backward_from_preact, gh)(gh, __VA_ARGS__)
 #endif
 
 #endif

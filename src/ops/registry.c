@@ -12,9 +12,6 @@
 #define TG_OP_NOGRAD(name, nin, nout, fl)                                                   \
   [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, NULL,              \
                        (fl) | TG__OP_BUILTIN},
-#define TG_OP_DEVICE(name, nin, nout, fl)                                                   \
-  [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name##_cpu, tg__fwd_##name##_cuda},     \
-                       tg__bwd_##name, (fl) | TG__OP_BUILTIN},
 #define TG_OP_INPLACE_OF(name, base, nin, nout, fl)                                         \
   [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, tg__bwd_##base,    \
                        (fl) | TG__OP_BUILTIN},
@@ -23,7 +20,6 @@ const tg_op_desc tg__builtin_ops[TG_NUM_BUILTIN_OPS] = {
 };
 #undef TG_OP
 #undef TG_OP_NOGRAD
-#undef TG_OP_DEVICE
 #undef TG_OP_INPLACE_OF
 
 /* User ops: registration is expected at start-up, from one thread. Each descriptor is its

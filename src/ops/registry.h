@@ -6,7 +6,6 @@
 
 #define TG_OP(name, nin, nout, flags) TG_OP_ID_##name,
 #define TG_OP_NOGRAD(name, nin, nout, flags) TG_OP_ID_##name,
-#define TG_OP_DEVICE(name, nin, nout, flags) TG_OP_ID_##name,
 #define TG_OP_INPLACE_OF(name, base, nin, nout, flags) TG_OP_ID_##name,
 typedef enum tg_op_id {
 #include "ops/ops.def"
@@ -14,7 +13,6 @@ typedef enum tg_op_id {
 } tg_op_id;
 #undef TG_OP
 #undef TG_OP_NOGRAD
-#undef TG_OP_DEVICE
 #undef TG_OP_INPLACE_OF
 
 #define TG_OP(name, nin, nout, flags)                                                       \
@@ -22,16 +20,11 @@ typedef enum tg_op_id {
   tg_status tg__bwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);
 #define TG_OP_NOGRAD(name, nin, nout, flags)                                                \
   tg_status tg__fwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);
-#define TG_OP_DEVICE(name, nin, nout, flags)                                                \
-  tg_status tg__fwd_##name##_cpu(tg_ctx *, const tg_tensor *const *, tg_tensor **);         \
-  tg_status tg__fwd_##name##_cuda(tg_ctx *, const tg_tensor *const *, tg_tensor **);        \
-  tg_status tg__bwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);
 #define TG_OP_INPLACE_OF(name, base, nin, nout, flags)                                      \
   tg_status tg__fwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);
 #include "ops/ops.def"
 #undef TG_OP
 #undef TG_OP_NOGRAD
-#undef TG_OP_DEVICE
 #undef TG_OP_INPLACE_OF
 
 extern const tg_op_desc tg__builtin_ops[TG_NUM_BUILTIN_OPS];

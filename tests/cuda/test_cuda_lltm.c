@@ -1,6 +1,7 @@
 /* The fused LLTM on CUDA:
- *  - the kernels' entry points (ops/cuda/lltm_cuda.h) against a double-precision host
- *    reference written from the formulas, on odd sizes and strided inputs;
+ *  - the CUDA backend's LLTM passes (lltm_forward_pointwise, lltm_backward_pointwise of
+ *    ops/backend.h) against a double-precision host reference written from the formulas,
+ *    on odd sizes and strided operands;
  *  - the registered op on CUDA against the same op on the CPU and against the LLTM
  *    composed from generic ops on CUDA: forward and every gradient, F32 and F64;
  *  - gradcheck of the fused op on CUDA in F64. */
@@ -8,7 +9,8 @@
 #include <stdlib.h>
 
 #include "cuda_testutil.h"
-#include "ops/cuda/lltm_cuda.h"
+#include "ops/backend.h"
+#include "ops/backend.h"
 #include "tg/lltm.h"
 
 typedef struct dims {
@@ -29,6 +31,7 @@ typedef struct host_lltm {
   double *input, *W, *bias, *old_h, *old_cell, *grad_h, *grad_cell;
   /* outputs */
   double *new_h, *new_cell, *X, *gates;
+  double *xw, *act, *d_gates; /* X @ W^T (no bias), the activations, the gate gradients */
   double *d_input, *d_W, *d_bias, *d_old_h, *d_old_cell;
 } host_lltm;
 
@@ -52,15 +55,17 @@ static host_lltm host_new(dims d) {
   h.grad_cell = values(B * S, 7, 1.0);
   h.new_h = zeros(B * S), h.new_cell = zeros(B * S);
   h.X = zeros(B * (S + I)), h.gates = zeros(B * 3 * S);
+  h.xw = zeros(B * 3 * S), h.act = zeros(B * 3 * S), h.d_gates = zeros(B * 3 * S);
   h.d_input = zeros(B * I), h.d_W = zeros(3 * S * (S + I)), h.d_bias = zeros(3 * S);
   h.d_old_h = zeros(B * S), h.d_old_cell = zeros(B * S);
   return h;
 }
 
 static void host_free(host_lltm *h) {
-  double *all[] = {h->input,     h->W,      h->bias,     h->old_h,     h->old_cell, h->grad_h,
-                   h->grad_cell, h->new_h,  h->new_cell, h->X,         h->gates,    h->d_input,
-                   h->d_W,       h->d_bias, h->d_old_h,  h->d_old_cell};
+  double *all[] = {h->input,      h->W,         h->bias,  h->old_h,    h->old_cell,
+                   h->grad_h,     h->grad_cell, h->new_h, h->new_cell, h->X,
+                   h->gates,      h->d_input,   h->d_W,   h->d_bias,   h->d_old_h,
+                   h->d_old_cell, h->xw,        h->act,   h->d_gates};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
 }
 
@@ -73,18 +78,22 @@ static void host_reference(dims d, host_lltm *h, bool use_grad_h, bool use_grad_
     for (int64_t j = 0; j < S; j++) h->X[b * K + j] = h->old_h[b * S + j];
     for (int64_t j = 0; j < I; j++) h->X[b * K + S + j] = h->input[b * I + j];
     for (int64_t g = 0; g < 3 * S; g++) {
-      double acc = h->bias[g];
+      double acc = 0;
       for (int64_t k = 0; k < K; k++) acc += h->X[b * K + k] * h->W[g * K + k];
-      h->gates[b * 3 * S + g] = acc;
+      h->xw[b * 3 * S + g] = acc;
+      h->gates[b * 3 * S + g] = acc + h->bias[g];
     }
   }
-  double *d_gates = zeros(B * 3 * S);
+  double *d_gates = h->d_gates;
   for (int64_t b = 0; b < B; b++)
     for (int64_t j = 0; j < S; j++) {
       const double g0 = h->gates[b * 3 * S + j], g1 = h->gates[b * 3 * S + S + j],
                    g2 = h->gates[b * 3 * S + 2 * S + j];
       const double ig = sigmoid(g0), og = sigmoid(g1), cand = g2 > 0 ? g2 : expm1(g2);
       const double nc = h->old_cell[b * S + j] + cand * ig, t = tanh(nc);
+      h->act[b * 3 * S + j] = ig;
+      h->act[b * 3 * S + S + j] = og;
+      h->act[b * 3 * S + 2 * S + j] = cand;
       h->new_cell[b * S + j] = nc;
       h->new_h[b * S + j] = t * og;
       const double gh = use_grad_h ? h->grad_h[b * S + j] : 0;
@@ -114,7 +123,6 @@ static void host_reference(dims d, host_lltm *h, bool use_grad_h, bool use_grad_
       else
         h->d_input[b * I + k - S] = acc;
     }
-  free(d_gates);
 }
 
 /* ---- device tensors ---- */
@@ -158,93 +166,92 @@ static void assert_matches(const char *what, const tg_tensor *t, const double *r
   free(got);
 }
 
-TG_CUDA_TEST(cuda_lltm, kernels_match_the_reference) {
+static const tg_backend *cuda_be(void) {
+  const tg_backend *be = tg__backend("test", TG_CUDA0);
+  cr_assert(be && be->lltm_forward_pointwise && be->lltm_backward_pointwise);
+  return be;
+}
+
+/* [B, 3S] d_gates laid out transposed in memory, as lltm.c stores large ones. */
+static tg_tensor *cuda_empty_transposed(int64_t rows, int64_t cols, tg_dtype dtype) {
+  return tg_t(cuda_empty(cols, rows, dtype));
+}
+
+TG_CUDA_TEST(cuda_lltm, passes_match_the_reference) {
+  const tg_backend *be = cuda_be();
   for (size_t s = 0; s < NUM_SIZES; s++)
     for (int f = 0; f < 2; f++)
       for (int strided = 0; strided < 2; strided++) {
         tg_scope sc = tg_scope_begin();
         const dims d = sizes[s];
-        const int64_t B = d.B, I = d.I, S = d.S;
+        const int64_t B = d.B, S = d.S;
         const tg_dtype dt = floating[f];
         host_lltm h = host_new(d);
         host_reference(d, &h, true, true);
-        /* strided: weights and old_cell transposed in memory, input a column window */
-        tg_tensor *input = strided ? tg_narrow(to_cuda_transposed(h.input, B, I, dt), 1, 0, I)
-                                   : to_cuda(h.input, B, I, dt);
-        tg_tensor *W =
-            strided ? to_cuda_transposed(h.W, 3 * S, S + I, dt) : to_cuda(h.W, 3 * S, S + I, dt);
-        tg_tensor *bias = to_cuda(h.bias, 3 * S, 0, dt);
-        tg_tensor *old_h = to_cuda(h.old_h, B, S, dt);
+        /* strided: old_cell, grad_h and d_gates transposed in memory, bias [1, 3S] */
+        tg_tensor *gates = to_cuda(h.xw, B, 3 * S, dt);
+        tg_tensor *bias = strided ? to_cuda(h.bias, 1, 3 * S, dt) : to_cuda(h.bias, 3 * S, 0, dt);
         tg_tensor *old_cell =
             strided ? to_cuda_transposed(h.old_cell, B, S, dt) : to_cuda(h.old_cell, B, S, dt);
         tg_tensor *new_h = cuda_empty(B, S, dt), *new_cell = cuda_empty(B, S, dt);
-        tg_tensor *X = cuda_empty(B, S + I, dt), *gates = cuda_empty(B, 3 * S, dt);
-        cr_assert_eq(
-            tg__lltm_forward_cuda(input, W, bias, old_h, old_cell, new_h, new_cell, X, gates),
-            TG_OK, "%s", tg_last_error_message());
+        cr_assert_eq(be->lltm_forward_pointwise(gates, bias, old_cell, new_h, new_cell), TG_OK,
+                     "%s", tg_last_error_message());
         assert_matches("new_h", new_h, h.new_h, dt);
         assert_matches("new_cell", new_cell, h.new_cell, dt);
-        assert_matches("X", X, h.X, dt);
-        assert_matches("gates", gates, h.gates, dt);
+        assert_matches("activations", gates, h.act, dt);
 
         tg_tensor *grad_h =
             strided ? to_cuda_transposed(h.grad_h, B, S, dt) : to_cuda(h.grad_h, B, S, dt);
         tg_tensor *grad_cell = to_cuda(h.grad_cell, B, S, dt);
-        tg_tensor *d_input = cuda_empty(B, I, dt), *d_W = cuda_empty(3 * S, S + I, dt);
-        tg_tensor *d_bias = cuda_empty(3 * S, 0, dt), *d_old_h = cuda_empty(B, S, dt);
+        tg_tensor *d_gates =
+            strided ? cuda_empty_transposed(B, 3 * S, dt) : cuda_empty(B, 3 * S, dt);
         tg_tensor *d_old_cell = cuda_empty(B, S, dt);
-        cr_assert_eq(tg__lltm_backward_cuda(grad_h, grad_cell, new_cell, X, gates, W, d_old_h,
-                                            d_input, d_W, d_bias, d_old_cell),
-                     TG_OK, "%s", tg_last_error_message());
-        assert_matches("d_input", d_input, h.d_input, dt);
-        assert_matches("d_weights", d_W, h.d_W, dt);
-        assert_matches("d_bias", d_bias, h.d_bias, dt);
-        assert_matches("d_old_h", d_old_h, h.d_old_h, dt);
+        cr_assert_eq(
+            be->lltm_backward_pointwise(grad_h, grad_cell, gates, old_cell, d_gates, d_old_cell),
+            TG_OK, "%s", tg_last_error_message());
+        assert_matches("d_gates", tg_contiguous(d_gates), h.d_gates, dt);
         assert_matches("d_old_cell", d_old_cell, h.d_old_cell, dt);
         host_free(&h);
         tg_scope_end(sc);
       }
 }
 
-TG_CUDA_TEST(cuda_lltm, backward_with_missing_gradients_and_outputs) {
+TG_CUDA_TEST(cuda_lltm, backward_pass_with_missing_gradients_and_outputs) {
+  const tg_backend *be = cuda_be();
   const dims d = {5, 4, 3};
-  const int64_t B = d.B, I = d.I, S = d.S;
+  const int64_t B = d.B, S = d.S;
   for (int missing = 0; missing < 2; missing++) {
     tg_scope sc = tg_scope_begin();
     host_lltm h = host_new(d);
     host_reference(d, &h, missing != 0, missing == 0); /* one of the two upstream gradients */
-    tg_tensor *new_h = cuda_empty(B, S, TG_F64), *new_cell = cuda_empty(B, S, TG_F64);
-    tg_tensor *X = cuda_empty(B, S + I, TG_F64), *gates = cuda_empty(B, 3 * S, TG_F64);
-    tg_tensor *W = to_cuda(h.W, 3 * S, S + I, TG_F64);
-    cr_assert_eq(
-        tg__lltm_forward_cuda(to_cuda(h.input, B, I, TG_F64), W, to_cuda(h.bias, 3 * S, 0, TG_F64),
-                              to_cuda(h.old_h, B, S, TG_F64), to_cuda(h.old_cell, B, S, TG_F64),
-                              new_h, new_cell, X, gates),
-        TG_OK, "%s", tg_last_error_message());
+    tg_tensor *gates = to_cuda(h.act, B, 3 * S, TG_F64);
+    tg_tensor *old_cell = to_cuda(h.old_cell, B, S, TG_F64);
     tg_tensor *gh = missing ? to_cuda(h.grad_h, B, S, TG_F64) : NULL;
     tg_tensor *gc = missing ? NULL : to_cuda(h.grad_cell, B, S, TG_F64);
-    /* only d_weights and d_old_cell asked for */
-    tg_tensor *d_W = cuda_empty(3 * S, S + I, TG_F64), *d_old_cell = cuda_empty(B, S, TG_F64);
-    cr_assert_eq(
-        tg__lltm_backward_cuda(gh, gc, new_cell, X, gates, W, NULL, NULL, d_W, NULL, d_old_cell),
-        TG_OK, "%s", tg_last_error_message());
-    assert_matches("d_weights", d_W, h.d_W, TG_F64);
-    assert_matches("d_old_cell", d_old_cell, h.d_old_cell, TG_F64);
+    /* d_old_cell asked for only once */
+    tg_tensor *d_gates = cuda_empty(B, 3 * S, TG_F64);
+    tg_tensor *d_old_cell = missing ? cuda_empty(B, S, TG_F64) : NULL;
+    cr_assert_eq(be->lltm_backward_pointwise(gh, gc, gates, old_cell, d_gates, d_old_cell), TG_OK,
+                 "%s", tg_last_error_message());
+    assert_matches("d_gates", d_gates, h.d_gates, TG_F64);
+    if (d_old_cell) assert_matches("d_old_cell", d_old_cell, h.d_old_cell, TG_F64);
     host_free(&h);
     tg_scope_end(sc);
   }
 }
 
-TG_CUDA_TEST(cuda_lltm, entry_points_reject_bad_arguments) {
+TG_CUDA_TEST(cuda_lltm, passes_reject_bad_arguments) {
+  const tg_backend *be = cuda_be();
   tg_tensor *a = tg_zeros(TG_SHAPE(2, 3), TG_OPTS(.device = TG_CUDA0));
+  tg_tensor *g = tg_zeros(TG_SHAPE(2, 9), TG_OPTS(.device = TG_CUDA0));
   tg_tensor *h = tg_zeros(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
-  cr_assert_eq(tg__lltm_forward_cuda(a, a, a, a, a, a, a, a, a), TG_ERR_SHAPE);
-  tg_expect_error(TG_ERR_SHAPE, "lltm");
-  cr_assert_eq(tg__lltm_forward_cuda(a, a, a, h, a, a, a, a, a), TG_ERR_DEVICE);
-  tg_expect_error(TG_ERR_DEVICE, "lltm");
-  cr_assert_eq(tg__lltm_backward_cuda(NULL, NULL, NULL, a, a, a, NULL, NULL, NULL, NULL, NULL),
-               TG_ERR_ARGUMENT);
-  tg_expect_error(TG_ERR_ARGUMENT);
+  tg_tensor *n = tg_zeros(TG_SHAPE(2, 3), TG_OPTS(.dtype = TG_I64, .device = TG_CUDA0));
+  cr_assert_eq(be->lltm_forward_pointwise(g, g, h, a, a), TG_ERR_DEVICE);
+  tg_expect_error(TG_ERR_DEVICE, "cuda.lltm_forward_pointwise");
+  cr_assert_eq(be->lltm_forward_pointwise(g, g, n, a, a), TG_ERR_DTYPE);
+  tg_expect_error(TG_ERR_DTYPE, "cuda.lltm_forward_pointwise");
+  cr_assert_eq(be->lltm_backward_pointwise(NULL, NULL, g, h, g, NULL), TG_ERR_DEVICE);
+  tg_expect_error(TG_ERR_DEVICE, "cuda.lltm_backward_pointwise");
 }
 
 /* ---- the registered op ---- */
@@ -255,24 +262,28 @@ typedef struct lltm_run {
 } lltm_run;
 
 /* Runs the fused or composed LLTM on device from the host values of h, backward from
- * sum(new_h * grad_h) + sum(new_cell * grad_cell); results are scope-owned. */
-static lltm_run run_op(const host_lltm *h, dims d, tg_device device, tg_dtype dt, bool fused) {
+ * sum(new_h * grad_h) + sum(new_cell * grad_cell); results are scope-owned. strided: the
+ * 2-D inputs are transposed views of [cols, rows] leaves (whose gradients are returned). */
+static lltm_run run_op(const host_lltm *h, dims d, tg_device device, tg_dtype dt, bool fused,
+                       bool strided) {
   const int64_t B = d.B, I = d.I, S = d.S;
   const double *src[5] = {h->input, h->W, h->bias, h->old_h, h->old_cell};
   const int64_t rows[5] = {B, 3 * S, 3 * S, B, B}, cols[5] = {I, S + I, 0, S, S};
-  tg_tensor *leaf[5];
+  tg_tensor *leaf[5], *arg[5];
   for (int i = 0; i < 5; i++) {
     tg_tensor *t = cols[i]
                        ? tg_from_data(TG_SHAPE(rows[i], cols[i]), src[i], TG_OPTS(.dtype = TG_F64))
                        : tg_from_data(TG_SHAPE(rows[i]), src[i], TG_OPTS(.dtype = TG_F64));
-    leaf[i] = tg_to_device(tg_to_dtype(t, dt), device);
+    const bool transposed = strided && cols[i];
+    leaf[i] = tg_to_device(tg_to_dtype(transposed ? tg_contiguous(tg_t(t)) : t, dt), device);
     cr_assert(leaf[i], "%s", tg_last_error_message());
     cr_assert_eq(tg_set_requires_grad(leaf[i], true), TG_OK);
+    arg[i] = transposed ? tg_t(leaf[i]) : leaf[i];
   }
   lltm_run r;
   tg_status st =
-      fused ? tg_lltm(leaf[0], leaf[1], leaf[2], leaf[3], leaf[4], &r.out[0], &r.out[1])
-            : tg_lltm_composed(leaf[0], leaf[1], leaf[2], leaf[3], leaf[4], &r.out[0], &r.out[1]);
+      fused ? tg_lltm(arg[0], arg[1], arg[2], arg[3], arg[4], &r.out[0], &r.out[1])
+            : tg_lltm_composed(arg[0], arg[1], arg[2], arg[3], arg[4], &r.out[0], &r.out[1]);
   cr_assert_eq(st, TG_OK, "%s", tg_last_error_message());
   tg_tensor *gh = tg_to_device(
       tg_to_dtype(tg_from_data(TG_SHAPE(B, S), h->grad_h, TG_OPTS(.dtype = TG_F64)), dt), device);
@@ -297,19 +308,20 @@ static void assert_runs_close(const lltm_run *a, const lltm_run *b, tg_dtype dt)
 
 TG_CUDA_TEST(cuda_lltm, fused_on_cuda_equals_cpu_and_composed) {
   for (size_t s = 0; s < NUM_SIZES; s++)
-    for (int f = 0; f < 2; f++) {
-      tg_scope sc = tg_scope_begin();
-      host_lltm h = host_new(sizes[s]);
-      lltm_run fused_gpu = run_op(&h, sizes[s], TG_CUDA0, floating[f], true);
-      lltm_run fused_cpu = run_op(&h, sizes[s], TG_DEVICE_CPU, floating[f], true);
-      lltm_run composed_gpu = run_op(&h, sizes[s], TG_CUDA0, floating[f], false);
-      cr_assert_eq(tg_tensor_device(fused_gpu.out[0]).type, TG_CUDA);
-      cr_assert_eq(tg_tensor_device(fused_gpu.grads[1]).type, TG_CUDA);
-      assert_runs_close(&fused_gpu, &fused_cpu, floating[f]);
-      assert_runs_close(&fused_gpu, &composed_gpu, floating[f]);
-      host_free(&h);
-      tg_scope_end(sc);
-    }
+    for (int f = 0; f < 2; f++)
+      for (int strided = 0; strided < 2; strided++) {
+        tg_scope sc = tg_scope_begin();
+        host_lltm h = host_new(sizes[s]);
+        lltm_run fused_gpu = run_op(&h, sizes[s], TG_CUDA0, floating[f], true, strided);
+        lltm_run fused_cpu = run_op(&h, sizes[s], TG_DEVICE_CPU, floating[f], true, strided);
+        lltm_run composed_gpu = run_op(&h, sizes[s], TG_CUDA0, floating[f], false, strided);
+        cr_assert_eq(tg_tensor_device(fused_gpu.out[0]).type, TG_CUDA);
+        cr_assert_eq(tg_tensor_device(fused_gpu.grads[1]).type, TG_CUDA);
+        assert_runs_close(&fused_gpu, &fused_cpu, floating[f]);
+        assert_runs_close(&fused_gpu, &composed_gpu, floating[f]);
+        host_free(&h);
+        tg_scope_end(sc);
+      }
 }
 
 static tg_status fused_fn(void *user, const tg_tensor *const *in, tg_tensor **out) {

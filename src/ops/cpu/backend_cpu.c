@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "ops/cpu/cpu_internal.h"
+#include "ops/lltm_internal.h"
 #include "tensor/host_memory.h"
 
 /* ---- device memory ---- */
@@ -49,4 +50,6 @@ const tg_backend tg_cpu_backend = {
     .allocator = &cpu_allocator,
     .copy_bytes = cpu_copy_bytes,
     .check_device = cpu_check_device,
+    .lltm_forward_pointwise = tg_cpu_lltm_forward_pointwise,
+    .lltm_backward_pointwise = tg_cpu_lltm_backward_pointwise,
 };

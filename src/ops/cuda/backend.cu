@@ -19,6 +19,14 @@ tg_status tg_cu_views_of(const char *op, int n, const tg_tensor *const *ts, tg_c
   return TG_OK;
 }
 
+/* The fused LLTM's elementwise passes (lltm_cuda.cu). */
+tg_status tg_cuda_lltm_forward_pointwise(tg_tensor *gates, const tg_tensor *bias,
+                                         const tg_tensor *old_cell, tg_tensor *new_h,
+                                         tg_tensor *new_cell);
+tg_status tg_cuda_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tensor *grad_cell,
+                                          const tg_tensor *gates, const tg_tensor *old_cell,
+                                          tg_tensor *d_gates, tg_tensor *d_old_cell);
+
 namespace {
 
 #define VIEWS(op, ...)                                                                             \
@@ -93,4 +101,6 @@ const tg_backend tg_cuda_backend = {
     scatter_add_rows, uniform, normal,
     /* device memory */
     &tg_cu_storage_allocator, tg_cu_memcpy, tg_cu_check_device,
+    /* the fused LLTM's elementwise passes */
+    tg_cuda_lltm_forward_pointwise, tg_cuda_lltm_backward_pointwise,
 };
