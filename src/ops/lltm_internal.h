@@ -1,5 +1,5 @@
 /* Internals of the LLTM: argument checks shared by the fused and composed paths, and the
- * CPU elementwise passes of the fused op (src/ops/lltm_cpu.c). */
+ * CPU elementwise passes of the fused op (src/ops/cpu/cpu_lltm.c). */
 #ifndef TG_LLTM_INTERNAL_H
 #define TG_LLTM_INTERNAL_H
 
