@@ -14,7 +14,8 @@ What counts as a mention:
   cmake/, fuzz/) that is not part of a longer path (build/bench/x is a build output);
 - a path as the sources #include it, from src/ (ops/backend.h, tensor/, cpu/cpu_iter.c)
   or include/ (tg/cuda.h): it must exist below src/, src/ops/, src/ops/cuda/ or include/;
-- a bare file name (lifetime.c, math.cuh, ...): some file in the tree has that name;
+- a bare file name (lifetime.c, math.cuh, ...): some file in the tree has that name (a
+  standard or library header such as math.h is not a tg file and passes);
 - in Markdown, a relative link target, against the linking file's folder.
 A trailing `:line` is not part of a path; a glob (src/ops/def/*.def) must match something.
 Prints each missing path with where it was named; exits 1 if there is any."""
@@ -35,8 +36,13 @@ TOP = re.compile(NOT_AFTER + r"((?:src|include/tg|tests|scripts|bench|examples|d
 INNER = re.compile(NOT_AFTER + r"((?:tensor|autograd|ops|nn|cpu|cuda|emu|def|tg)" + REST + ")")
 INNER_BASES = ("src", "src/ops", "src/ops/cuda", "include")
 BARE = re.compile(NOT_AFTER + r"([\w\-]+\.(?:c|h|cu|cuh|cpp|def|sh|py|md|cmake))\b(?![\w/])")
-# Bare names that stand for the reader's own files, not tg's.
-READERS_FILES = {"app.c"}
+# Bare names that are not tg's files: the reader's own, and headers of C, POSIX and the
+# libraries tg uses (a comment may well say why it needs no math.h).
+NOT_TGS = {"app.c"} | {h + ".h" for h in (
+    "assert complex ctype errno fenv float inttypes limits locale math setjmp signal "
+    "stdalign stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn string "
+    "tgmath threads time uchar wchar wctype pthread unistd dlfcn sched omp blis "
+    "criterion cuda cuda_runtime cublas_v2 cuda_fp16 immintrin cpuid").split()}
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
@@ -94,7 +100,7 @@ def check(path, names):
         found = [t for t in map(clean, TOP.findall(text)) if not exists(t)]
         found += [t for t in map(clean, INNER.findall(text))
                   if not any(exists(t, ROOT / b) for b in INNER_BASES)]
-        found += [t for t in BARE.findall(text) if t not in names and t not in READERS_FILES]
+        found += [t for t in BARE.findall(text) if t not in names and t not in NOT_TGS]
         if path.suffix == ".md":
             for target in LINK.findall(text):
                 target = target.split("#")[0]  # an anchor alone is this page
