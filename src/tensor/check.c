@@ -17,7 +17,7 @@ const char *tg__dims_str(int ndim, const int64_t *sizes) {
 const char *tg__sizes_str(const tg_tensor *t) { return tg__dims_str(t->ndim, t->sizes); }
 
 bool tg__fail(tg_status code, const char *fn, const char *fmt, ...) {
-  char msg[768];
+  char msg[1024]; /* the size of the error message itself (error.c) */
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);

@@ -69,8 +69,8 @@ static inline bool tg__same_sizes(const tg_tensor *t, const tg_tensor *ref) {
 
 /* Sizes as text, "[2, 3]" ("[]" for 0 dims), for error messages, with no buffer from the
  * caller: the text lives in one of TG__SIZES_STR_SLOTS thread-local buffers used in turn, so
- * it stays valid until that many more calls on the same thread (enough for every size in
- * one message). Copy it to keep it longer. */
+ * it survives the next TG__SIZES_STR_SLOTS - 1 calls on the same thread and one message can
+ * show up to TG__SIZES_STR_SLOTS sizes. Copy it to keep it longer. */
 #define TG__SIZES_STR_SLOTS 4
 const char *tg__dims_str(int ndim, const int64_t *sizes);
 const char *tg__sizes_str(const tg_tensor *t);
