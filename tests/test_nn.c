@@ -99,9 +99,14 @@ TG_TEST(nn, lltm_cell_errors) {
   tg_expect_error(TG_ERR_ARGUMENT, "tg_lltm_cell_forward", "impl 7");
   cr_assert_eq(tg_lltm_cell_forward(NULL, TG_LLTM_FUSED, x, h, h, &nh, &nc), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_lltm_cell_forward: cell is NULL");
-  /* A wrong input reaches the op's own check. */
+  /* A wrong input is named against the cell; the op's own checks name the module first. */
   cr_assert_eq(tg_lltm_cell_forward(cell, TG_LLTM_FUSED, h, h, h, &nh, &nc), TG_ERR_SHAPE);
-  tg_expect_error(TG_ERR_SHAPE, "tg_lltm", "weights is [12, 7]");
+  tg_expect_error(TG_ERR_SHAPE,
+                  "tg_lltm_cell_forward: input is [2, 4] but the cell takes [batch, 3]");
+  cr_assert_eq(tg_lltm_cell_forward(cell, TG_LLTM_COMPOSED, x, x, h, &nh, &nc), TG_ERR_SHAPE);
+  tg_expect_error(TG_ERR_SHAPE, "tg_lltm_cell_forward: tg_lltm_composed: ", "old_h");
+  cr_assert_eq(tg_lltm_cell_forward(cell, TG_LLTM_FUSED, x, h, h, &nh, NULL), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_lltm_cell_forward: tg_lltm: ", "new_h and new_cell");
   tg_scope_end(sc);
   tg_lltm_cell_free(cell);
 }
@@ -132,6 +137,11 @@ TG_TEST(nn, linear_forward_and_parameters) {
   tg_expect_error(TG_ERR_SHAPE, "tg_linear_forward", "x is [5, 3]", "[batch, 4]");
   cr_assert_null(tg_linear_forward(m, NULL));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_linear_forward", "x is NULL");
+  /* dtype and device are the module's errors too, not the inner tg_addmm's. */
+  cr_assert_null(tg_linear_forward(m, tg_zeros(TG_SHAPE(5, 4), TG_OPTS_DEFAULT)));
+  tg_expect_error(TG_ERR_DTYPE, "tg_linear_forward: x is float32 but m's weight is float64");
+  cr_assert_null(tg_linear_forward(m, tg_zeros(TG_SHAPE(5, 4), TG_OPTS(.dtype = TG_I64))));
+  tg_expect_error(TG_ERR_DTYPE, "tg_linear_forward: x is int64; expected float32 or float64");
   tg_scope_end(sc);
   tg_linear_free(m);
   tg_linear_free(nob);
@@ -224,13 +234,13 @@ TG_TEST(nn, optimizer_errors) {
   cr_assert_null(tg_sgd_new(1, &p, (tg_sgd_options){.lr = 0.1, .nesterov = true}));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_sgd_new", "nesterov");
   cr_assert_null(tg_sgd_new(1, &plain, (tg_sgd_options){.lr = 0.1}));
-  tg_expect_error(TG_ERR_ARGUMENT, "tg_sgd_new", "parameter 0", "requires grad");
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_sgd_new: params[0] must be", "requires grad");
   cr_assert_null(tg_sgd_new(1, &nonleaf, (tg_sgd_options){.lr = 0.1}));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_sgd_new", "leaf");
   cr_assert_null(tg_sgd_new(0, NULL, (tg_sgd_options){.lr = 0.1}));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_sgd_new", "at least one");
   cr_assert_null(tg_adam_new(2, (tg_tensor *const[]){p, NULL}, (tg_adam_options){0}));
-  tg_expect_error(TG_ERR_ARGUMENT, "tg_adam_new", "parameter 1 is NULL");
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_adam_new: params[1] is NULL");
   cr_assert_null(tg_adam_new(1, &p, (tg_adam_options){.beta1 = 1.5}));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_adam_new", "betas");
   cr_assert_eq(tg_optimizer_step(NULL), TG_ERR_ARGUMENT);

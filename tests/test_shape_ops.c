@@ -193,22 +193,22 @@ TG_TEST(shape_ops, cat_errors) {
   tg_expect_error(TG_ERR_ARGUMENT, "tg_cat", "tensors[1] is NULL");
   cr_assert_null(
       tg_cat(2, (const tg_tensor *[]){m23, tg_ones(TG_SHAPE(2, 4), TG_OPTS_DEFAULT)}, 0));
-  tg_expect_error(TG_ERR_SHAPE, "tg_cat: tensor 1 is [2, 4] but tensor 0 is [2, 3]",
+  tg_expect_error(TG_ERR_SHAPE, "tg_cat: tensors[1] is [2, 4] but tensors[0] is [2, 3]",
                   "except in dim 0");
   cr_assert_null(
       tg_cat(3, (const tg_tensor *[]){m23, m23, tg_ones(TG_SHAPE(2, 3, 1), TG_OPTS_DEFAULT)}, 1));
-  tg_expect_error(TG_ERR_SHAPE, "tg_cat: tensor 2 is [2, 3, 1] but tensor 0 is [2, 3]",
+  tg_expect_error(TG_ERR_SHAPE, "tg_cat: tensors[2] is [2, 3, 1] but tensors[0] is [2, 3]",
                   "same number of dims");
   cr_assert_null(
       tg_cat(2, (const tg_tensor *[]){m23, tg_ones(TG_SHAPE(2, 3), TG_OPTS(.dtype = TG_F64))}, 0));
-  tg_expect_error(TG_ERR_DTYPE, "tg_cat: tensor 1 is float64 but tensor 0 is float32");
+  tg_expect_error(TG_ERR_DTYPE, "tg_cat: tensors[1] is float64 but tensors[0] is float32");
   cr_assert_null(tg_cat(2, (const tg_tensor *[]){m23, m23}, 2));
   tg_expect_error(TG_ERR_INDEX, "tg_cat", "dim 2");
   cr_assert_null(tg_cat(2, (const tg_tensor *[]){m23, m23}, -3));
   tg_expect_error(TG_ERR_INDEX, "tg_cat", "dim -3");
   tg_tensor *s = tg_full(0, NULL, 1, TG_OPTS_DEFAULT);
   cr_assert_null(tg_cat(2, (const tg_tensor *[]){s, s}, 0));
-  tg_expect_error(TG_ERR_SHAPE, "tg_cat: tensor 0 is 0-dim");
+  tg_expect_error(TG_ERR_SHAPE, "tg_cat: tensors[0] is 0-dim");
   /* A NULL from a failed op keeps the first error. */
   cr_assert_null(tg_cat(2, (const tg_tensor *[]){m23, tg_mm(m23, m23)}, 0));
   tg_expect_error(TG_ERR_SHAPE, "tg_mm");
@@ -224,11 +224,11 @@ TG_TEST(shape_ops, stack_errors) {
   tg_expect_error(TG_ERR_ARGUMENT, "tg_stack", "tensors[0] is NULL");
   cr_assert_null(
       tg_stack(2, (const tg_tensor *[]){m23, tg_ones(TG_SHAPE(3, 3), TG_OPTS_DEFAULT)}, 0));
-  tg_expect_error(TG_ERR_SHAPE, "tg_stack: tensor 1 is [3, 3] but tensor 0 is [2, 3]",
-                  "equal sizes");
+  tg_expect_error(TG_ERR_SHAPE, "tg_stack: tensors[1] is [3, 3] but tensors[0] is [2, 3]",
+                  "sizes must be equal");
   cr_assert_null(tg_stack(
       2, (const tg_tensor *[]){m23, tg_zeros(TG_SHAPE(2, 3), TG_OPTS(.dtype = TG_I64))}, 0));
-  tg_expect_error(TG_ERR_DTYPE, "tg_stack: tensor 1 is int64 but tensor 0 is float32");
+  tg_expect_error(TG_ERR_DTYPE, "tg_stack: tensors[1] is int64 but tensors[0] is float32");
   cr_assert_null(tg_stack(2, (const tg_tensor *[]){m23, m23}, 3));
   tg_expect_error(TG_ERR_INDEX, "tg_stack", "dim 3");
   tg_tensor *big = tg_ones(TG_SHAPE(1, 1, 1, 1, 1, 1, 1, 2), TG_OPTS_DEFAULT);
@@ -243,8 +243,8 @@ TG_TEST(shape_ops, pieces_on_different_devices) {
   tg_tensor *a = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
   tg_tensor *b = tg_to_device(a, TG_DEVICE_CUDA(0));
   cr_assert_null(tg_cat(2, (const tg_tensor *[]){a, b}, 0));
-  tg_expect_error(TG_ERR_DEVICE, "tg_cat: tensor 1 is on");
+  tg_expect_error(TG_ERR_DEVICE, "tg_cat: tensors[1] is on");
   cr_assert_null(tg_stack(2, (const tg_tensor *[]){a, b}, 0));
-  tg_expect_error(TG_ERR_DEVICE, "tg_stack: tensor 1 is on");
+  tg_expect_error(TG_ERR_DEVICE, "tg_stack: tensors[1] is on");
   tg_scope_end(sc);
 }

@@ -59,12 +59,11 @@ tg_tensor *tg_ctx_saved(tg_ctx *ctx, int index) {
   tg_saved *s = &ctx->saved[index];
   uint64_t now = tg_version(s->data);
   if (now != s->version) {
-    char buf[160];
     tg_set_error(TG_ERR_STATE,
                  "%s: saved tensor %d %s was modified by an in-place operation (version %llu, "
                  "saved at version %llu)",
-                 op, index, tg_format_sizes(buf, sizeof buf, s->data->ndim, s->data->sizes),
-                 (unsigned long long)now, (unsigned long long)s->version);
+                 op, index, tg__sizes_str(s->data), (unsigned long long)now,
+                 (unsigned long long)s->version);
     return NULL;
   }
   /* Outputs the node never differentiates (marked, or not floating) come back as constants. */

@@ -32,22 +32,9 @@ tg_tensor *tg_grad(const tg_tensor *t) {
 
 tg_status tg_set_grad(tg_tensor *t, const tg_tensor *grad) {
   if (!tg__check_arg("tg_set_grad", "t", t)) return tg_last_error();
-  if (grad) {
-    char a[160], b[160];
-    bool same = grad->ndim == t->ndim;
-    for (int d = 0; same && d < t->ndim; d++) same = grad->sizes[d] == t->sizes[d];
-    if (!same)
-      return tg_set_error(TG_ERR_SHAPE, "tg_set_grad: grad is %s but t is %s",
-                          tg_format_sizes(a, sizeof a, grad->ndim, grad->sizes),
-                          tg_format_sizes(b, sizeof b, t->ndim, t->sizes));
-    if (grad->dtype != t->dtype)
-      return tg_set_error(TG_ERR_DTYPE, "tg_set_grad: grad is %s but t is %s",
-                          tg_dtype_name(grad->dtype), tg_dtype_name(t->dtype));
-    if (!tg_device_equal(grad->storage->device, t->storage->device))
-      return tg_set_error(TG_ERR_DEVICE, "tg_set_grad: grad is on %s but t is on %s",
-                          tg_device_type_name(grad->storage->device.type),
-                          tg_device_type_name(t->storage->device.type));
-  }
+  if (grad && (!tg__check_same_sizes("tg_set_grad", "grad", grad, "t", t) ||
+               !tg__check_alike("tg_set_grad", "grad", grad, "t", t)))
+    return tg_last_error();
   tg_retain(grad);
   tg__grad_lock(t);
   tg_tensor *old = t->grad;

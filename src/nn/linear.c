@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
 #include "nn/params.h"
 #include "tensor/tensor_impl.h"
@@ -61,15 +62,17 @@ tg_tensor *tg_linear_forward(const tg_linear *m, const tg_tensor *x) {
     tg_set_error(TG_ERR_ARGUMENT, "tg_linear_forward: m is NULL");
     return NULL;
   }
-  if (!tg__check_arg("tg_linear_forward", "x", x)) return NULL;
-  if (x->ndim != 2 || x->sizes[1] != m->in_features) {
-    char s[160];
-    tg_set_error(TG_ERR_SHAPE, "tg_linear_forward: x is %s but the layer takes [batch, %lld]",
-                 tg_format_sizes(s, sizeof s, x->ndim, x->sizes), (long long)m->in_features);
+  static const char *fn = "tg_linear_forward";
+  if (!tg__check_arg(fn, "x", x) || !tg__check_floating(fn, "x", x) ||
+      !tg__check_alike(fn, "x", x, "m's weight", m->params[0]) ||
+      !tg__check(x->ndim == 2 && x->sizes[1] == m->in_features, TG_ERR_SHAPE, fn,
+                 "x is %s but the layer takes [batch, %lld]", tg__sizes_str(x),
+                 (long long)m->in_features))
     return NULL;
-  }
   tg_tensor *wt = tg_t(m->params[0]);
-  return m->params[1] ? tg_addmm(m->params[1], x, wt, 1.0, 1.0) : tg_mm(x, wt);
+  tg_tensor *y = m->params[1] ? tg_addmm(m->params[1], x, wt, 1.0, 1.0) : tg_mm(x, wt);
+  if (!y) tg__error_prefix(fn); /* out of memory in the op, say: name the module first */
+  return y;
 }
 
 tg_tensor *tg_linear_weight(const tg_linear *m) { return m ? m->params[0] : NULL; }

@@ -2,7 +2,9 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
+#include "tensor/tensor_impl.h"
 #include "nn/params.h"
 #include "tg/nn.h"
 
@@ -56,18 +58,21 @@ tg_status tg_lltm_cell_forward(const tg_lltm_cell *cell, tg_lltm_impl impl, cons
                                tg_tensor **new_cell) {
   if (new_h) *new_h = NULL;
   if (new_cell) *new_cell = NULL;
+  static const char *fn = "tg_lltm_cell_forward";
   if (!cell) return tg_set_error(TG_ERR_ARGUMENT, "tg_lltm_cell_forward: cell is NULL");
-  switch (impl) {
-  case TG_LLTM_FUSED:
-    return tg_lltm(input, cell->params[0], cell->params[1], old_h, old_cell, new_h, new_cell);
-  case TG_LLTM_COMPOSED:
-    return tg_lltm_composed(input, cell->params[0], cell->params[1], old_h, old_cell, new_h,
-                            new_cell);
-  }
-  return tg_set_error(TG_ERR_ARGUMENT,
-                      "tg_lltm_cell_forward: impl %d is neither TG_LLTM_FUSED nor "
-                      "TG_LLTM_COMPOSED",
-                      (int)impl);
+  if (!tg__check(impl == TG_LLTM_FUSED || impl == TG_LLTM_COMPOSED, TG_ERR_ARGUMENT, fn,
+                 "impl %d is neither TG_LLTM_FUSED nor TG_LLTM_COMPOSED", (int)impl) ||
+      !tg__check_arg(fn, "input", input) ||
+      !tg__check(input->ndim == 2 && input->sizes[1] == cell->input_features, TG_ERR_SHAPE, fn,
+                 "input is %s but the cell takes [batch, %lld]", tg__sizes_str(input),
+                 (long long)cell->input_features))
+    return tg_last_error();
+  tg_status st = impl == TG_LLTM_FUSED ? tg_lltm(input, cell->params[0], cell->params[1], old_h,
+                                                 old_cell, new_h, new_cell)
+                                       : tg_lltm_composed(input, cell->params[0], cell->params[1],
+                                                          old_h, old_cell, new_h, new_cell);
+  if (st != TG_OK) tg__error_prefix(fn); /* the op's own check: name the module first */
+  return st;
 }
 
 tg_tensor *tg_lltm_cell_weights(const tg_lltm_cell *cell) { return cell ? cell->params[0] : NULL; }

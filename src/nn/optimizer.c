@@ -45,16 +45,12 @@ static tg_optimizer *optimizer_new(const char *op, optimizer_kind kind, int n,
     return NULL;
   }
   for (int i = 0; i < n; i++) {
-    if (!params[i]) {
-      tg_set_error(TG_ERR_ARGUMENT, "%s: parameter %d is NULL", op, i);
+    const tg_tensor *t = params[i];
+    if (!tg__check(t, TG_ERR_ARGUMENT, op, "params[%d] is NULL", i) ||
+        !tg__check(tg_dtype_is_floating(t->dtype) && t->requires_grad && !t->grad_fn,
+                   TG_ERR_ARGUMENT, op,
+                   "params[%d] must be a floating leaf tensor that requires grad", i))
       return NULL;
-    }
-    if (!tg_dtype_is_floating(params[i]->dtype) || !params[i]->requires_grad ||
-        params[i]->grad_fn) {
-      tg_set_error(TG_ERR_ARGUMENT,
-                   "%s: parameter %d must be a floating leaf tensor that requires grad", op, i);
-      return NULL;
-    }
   }
   tg_optimizer *opt = tg__host_calloc(1, sizeof *opt);
   if (opt) {

@@ -9,13 +9,10 @@ bool tg__broadcast_shapes(const char *op, const char *a_name, int a_ndim, const 
   for (int d = n - 1; d >= 0; d--) {
     int da = d - (n - a_ndim), db = d - (n - b_ndim);
     int64_t sa = da >= 0 ? a_sizes[da] : 1, sb = db >= 0 ? b_sizes[db] : 1;
-    if (sa != sb && sa != 1 && sb != 1) {
-      char a[160], b[160];
-      tg_set_error(TG_ERR_SHAPE, "%s: %s is %s and %s is %s: sizes are not broadcastable at dim %d",
-                   op, a_name, tg_format_sizes(a, sizeof a, a_ndim, a_sizes), b_name,
-                   tg_format_sizes(b, sizeof b, b_ndim, b_sizes), d);
+    if (!tg__check(sa == sb || sa == 1 || sb == 1, TG_ERR_SHAPE, op,
+                   "%s is %s and %s is %s: sizes are not broadcastable at dim %d", a_name,
+                   tg__dims_str(a_ndim, a_sizes), b_name, tg__dims_str(b_ndim, b_sizes), d))
       return false;
-    }
     sizes[d] = sa == 1 ? sb : sa;
   }
   *out_ndim = n;
@@ -36,12 +33,10 @@ bool tg__broadcasts_to(int src_ndim, const int64_t *src_sizes, int dst_ndim,
 bool tg__check_broadcasts_to(const char *op, const char *src_name, int src_ndim,
                              const int64_t *src_sizes, const char *dst_name, int dst_ndim,
                              const int64_t *dst_sizes) {
-  if (tg__broadcasts_to(src_ndim, src_sizes, dst_ndim, dst_sizes)) return true;
-  char a[160], b[160];
-  tg_set_error(TG_ERR_SHAPE, "%s: %s is %s and %s is %s: %s does not broadcast to %s's sizes", op,
-               src_name, tg_format_sizes(a, sizeof a, src_ndim, src_sizes), dst_name,
-               tg_format_sizes(b, sizeof b, dst_ndim, dst_sizes), src_name, dst_name);
-  return false;
+  return tg__check(tg__broadcasts_to(src_ndim, src_sizes, dst_ndim, dst_sizes), TG_ERR_SHAPE, op,
+                   "%s is %s and %s is %s: %s does not broadcast to %s's sizes", src_name,
+                   tg__dims_str(src_ndim, src_sizes), dst_name, tg__dims_str(dst_ndim, dst_sizes),
+                   src_name, dst_name);
 }
 
 tg_tensor *tg__broadcast_view(const tg_tensor *t, int ndim, const int64_t *sizes) {

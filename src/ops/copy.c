@@ -80,11 +80,9 @@ static bool broadcastable_to(const tg_tensor *src, const tg_tensor *dst) {
 tg_status tg_copy_(tg_tensor *dst, const tg_tensor *src) {
   if (!tg__check_arg("tg_copy_", "dst", dst) || !tg__check_arg("tg_copy_", "src", src))
     return tg_last_error();
-  char a[160], b[160];
   if (!broadcastable_to(src, dst))
     return tg_set_error(TG_ERR_SHAPE, "tg_copy_: src %s does not broadcast to dst %s",
-                        tg_format_sizes(a, sizeof a, src->ndim, src->sizes),
-                        tg_format_sizes(b, sizeof b, dst->ndim, dst->sizes));
+                        tg__sizes_str(src), tg__sizes_str(dst));
   if (tg_is_grad_enabled() && (dst->requires_grad || src->requires_grad))
     return tg_set_error(TG_ERR_UNSUPPORTED,
                         "tg_copy_: not differentiable and an argument requires grad; copy "
@@ -92,7 +90,7 @@ tg_status tg_copy_(tg_tensor *dst, const tg_tensor *src) {
   if (tg__has_internal_overlap(dst))
     return tg_set_error(TG_ERR_ARGUMENT,
                         "tg_copy_: dst %s has overlapping elements (an expanded view)",
-                        tg_format_sizes(a, sizeof a, dst->ndim, dst->sizes));
+                        tg__sizes_str(dst));
   /* Broadcast src to dst's sizes with stride-0 dims, without touching the tape. */
   tg_tensor *view = tg__tensor_new(src->storage, src->offset, dst->ndim, dst->sizes, NULL,
                                    src->dtype);
@@ -227,11 +225,9 @@ static bool check_index(const char *op, const tg_tensor *t, const int64_t *index
   int64_t off = t->offset;
   for (int d = 0; d < t->ndim; d++) {
     if (index[d] < 0 || index[d] >= t->sizes[d]) {
-      char a[160];
       return tg_set_error(TG_ERR_INDEX,
                           "%s: index %lld is out of range for dim %d of size %lld (tensor %s)", op,
-                          (long long)index[d], d, (long long)t->sizes[d],
-                          tg_format_sizes(a, sizeof a, t->ndim, t->sizes)),
+                          (long long)index[d], d, (long long)t->sizes[d], tg__sizes_str(t)),
              false;
     }
     off += index[d] * t->strides[d];
@@ -297,9 +293,8 @@ tg_status tg_set(tg_tensor *t, const int64_t *index, double value) {
 tg_status tg_item(const tg_tensor *t, double *out) {
   if (!tg__check_arg("tg_item", "t", t)) return tg_last_error();
   if (tg__numel(t->ndim, t->sizes) != 1) {
-    char a[160];
     return tg_set_error(TG_ERR_SHAPE, "tg_item: t is %s; only a one-element tensor has an item",
-                        tg_format_sizes(a, sizeof a, t->ndim, t->sizes));
+                        tg__sizes_str(t));
   }
   int64_t zeros[TG_MAX_DIMS] = {0};
   return tg_get(t, zeros, out);

@@ -25,7 +25,6 @@ tg_storage *tg__storage_new(size_t nbytes, tg_device device) {
 }
 
 static bool check_geometry(const char *op, int ndim, const int64_t *sizes, tg_dtype dtype) {
-  char buf[160];
   if (ndim < 0 || ndim > TG_MAX_DIMS)
     return tg_set_error(TG_ERR_SHAPE, "%s: ndim %d is outside 0..%d", op, ndim, TG_MAX_DIMS), false;
   if (ndim > 0 && !sizes)
@@ -35,14 +34,14 @@ static bool check_geometry(const char *op, int ndim, const int64_t *sizes, tg_dt
   for (int d = 0; d < ndim; d++)
     if (sizes[d] < 0)
       return tg_set_error(TG_ERR_SHAPE, "%s: sizes %s: size of dim %d is negative", op,
-                          tg_format_sizes(buf, sizeof buf, ndim, sizes), d),
+                          tg__dims_str(ndim, sizes), d),
              false;
   /* The same bound as every view (contiguous strides fit int64, zeros counted as 1), and the
    * bytes of the elements there are must fit too; an empty tensor has none. */
   int64_t extent; /* numel <= extent, so tg__numel cannot overflow once extent fits */
   if (tg__extent_ovf(ndim, sizes, &extent) || tg__numel(ndim, sizes) > INT64_MAX / 8)
     return tg_set_error(TG_ERR_SHAPE, "%s: sizes %s: too many elements", op,
-                        tg_format_sizes(buf, sizeof buf, ndim, sizes)),
+                        tg__dims_str(ndim, sizes)),
            false;
   return true;
 }

@@ -78,12 +78,9 @@ static tg_status check_inputs(gc_problem *p) {
   if (!p->diff) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
   for (int i = 0; i < p->n_inputs; i++) {
     const tg_tensor *t = p->inputs[i];
-    char what[64], sz[160];
+    char what[64];
     describe_input(p, i, what, sizeof what);
-    if (!t) {
-      if (tg_last_error() == TG_OK) tg_set_error(TG_ERR_ARGUMENT, "%s: %s is NULL", name, what);
-      return tg_last_error();
-    }
+    if (!tg__check_arg(name, what, t)) return tg_last_error();
     /* Integer inputs (indices, labels) are constants; floating ones must be F64 so that
      * finite differences mean something. */
     if (tg_dtype_is_floating(t->dtype) && t->dtype != TG_F64)
@@ -94,7 +91,7 @@ static tg_status check_inputs(gc_problem *p) {
       return tg_set_error(TG_ERR_ARGUMENT,
                           "%s: %s %s has overlapping elements (an expanded view); perturbing "
                           "one element would move several: pass a contiguous copy",
-                          name, what, tg_format_sizes(sz, sizeof sz, t->ndim, t->sizes));
+                          name, what, tg__sizes_str(t));
     p->diff[p->n_diff++] = i;
   }
   if (p->n_diff == 0)
@@ -147,15 +144,11 @@ static tg_status read_values(const gc_problem *p, tg_tensor *const *outs, double
     const gc_output *g = &p->outs[j];
     if (!g->checked) continue;
     const tg_tensor *o = outs[j];
-    bool same = o->ndim == g->ndim && o->dtype == TG_F64;
-    for (int d = 0; same && d < g->ndim; d++) same = o->sizes[d] == g->sizes[d];
-    if (!same) {
-      char a[160], b[160];
-      return tg_set_error(TG_ERR_SHAPE,
-                          "%s: output %d changed from %s to %s %s when an input was perturbed",
-                          p->name, j, tg_format_sizes(a, sizeof a, g->ndim, g->sizes),
-                          tg_format_sizes(b, sizeof b, o->ndim, o->sizes), tg_dtype_name(o->dtype));
-    }
+    if (!tg__check(o->dtype == TG_F64 && tg__dims_equal(o->ndim, o->sizes, g->ndim, g->sizes),
+                   TG_ERR_SHAPE, p->name,
+                   "output %d changed from %s to %s %s when an input was perturbed", j,
+                   tg__dims_str(g->ndim, g->sizes), tg__sizes_str(o), tg_dtype_name(o->dtype)))
+      return tg_last_error();
     tg_status st = tg_to_host_array(o, values + g->offset, sizeof(double) * (size_t)g->numel);
     if (st != TG_OK) return st;
   }
@@ -174,14 +167,11 @@ static tg_status store_row(gc_problem *p, int64_t row, tg_tensor *const *grads, 
       memset(dst, 0, sizeof(double) * (size_t)n);
       continue;
     }
-    bool same = g->ndim == x->ndim && g->dtype == TG_F64;
-    for (int d = 0; same && d < x->ndim; d++) same = g->sizes[d] == x->sizes[d];
-    if (!same) {
-      char a[160], b[160], what[64];
+    if (g->dtype != TG_F64 || !tg__same_sizes(g, x)) {
+      char what[64];
       describe_input(p, p->diff[k], what, sizeof what);
       return tg_set_error(TG_ERR_GRADCHECK, "%s: the gradient of %s %s is %s %s", p->name, what,
-                          tg_format_sizes(a, sizeof a, x->ndim, x->sizes),
-                          tg_format_sizes(b, sizeof b, g->ndim, g->sizes), tg_dtype_name(g->dtype));
+                          tg__sizes_str(x), tg__sizes_str(g), tg_dtype_name(g->dtype));
     }
     tg_status st = tg_to_host_array(g, scratch, sizeof(double) * (size_t)n);
     if (st != TG_OK) return st;
@@ -287,7 +277,7 @@ static tg_status report_mismatch(const gc_problem *p, int input, int64_t e, int6
   int64_t in_idx[TG_MAX_DIMS], out_idx[TG_MAX_DIMS];
   unravel(e, x->ndim, x->sizes, in_idx);
   unravel(row - g->offset, g->ndim, g->sizes, out_idx);
-  char what[64], a[160], b[160];
+  char what[64];
   describe_input(p, input, what, sizeof what);
   double tol = p->opts.atol + p->opts.rtol * fabs(numerical);
   tg_status st = tg_set_error(
@@ -295,9 +285,9 @@ static tg_status report_mismatch(const gc_problem *p, int input, int64_t e, int6
       "%s: Jacobian mismatch for %s element %lld %s and output %d element %lld %s: "
       "numerical %.10g, analytical %.10g, difference %.3g (tolerance %.3g = atol %g + rtol %g "
       "* |numerical|)%s",
-      p->name, what, (long long)e, tg_format_sizes(a, sizeof a, x->ndim, in_idx), j,
-      (long long)(row - g->offset), tg_format_sizes(b, sizeof b, g->ndim, out_idx), numerical,
-      analytical, fabs(analytical - numerical), tol, p->opts.atol, p->opts.rtol,
+      p->name, what, (long long)e, tg__dims_str(x->ndim, in_idx), j, (long long)(row - g->offset),
+      tg__dims_str(g->ndim, out_idx), numerical, analytical, fabs(analytical - numerical), tol,
+      p->opts.atol, p->opts.rtol,
       g->differentiable ? "" : "; the output does not require grad, so backward gives zero");
   if (!p->opts.quiet) fprintf(stderr, "%s\n", tg_last_error_message());
   return st;

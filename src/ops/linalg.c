@@ -9,58 +9,23 @@
 #include "tensor/tensor_impl.h"
 #include "tg/ops.h"
 
-/* ---- argument checks ---- */
-
-static bool check_floating(const char *op, const char *arg, const tg_tensor *t) {
-  if (tg_dtype_is_floating(t->dtype)) return true;
-  tg_set_error(TG_ERR_DTYPE, "%s: %s has dtype %s; only float32 and float64 are supported", op, arg,
-               tg_dtype_name(t->dtype));
-  return false;
-}
-
-/* dtype and device of t against the reference operand: floating, equal, same device. */
-static bool check_like(const char *op, const char *arg, const tg_tensor *t, const char *ref_arg,
-                       const tg_tensor *ref) {
-  if (!check_floating(op, arg, t)) return false;
-  if (t->dtype != ref->dtype) {
-    tg_set_error(TG_ERR_DTYPE, "%s: %s is %s but %s is %s", op, arg, tg_dtype_name(t->dtype),
-                 ref_arg, tg_dtype_name(ref->dtype));
-    return false;
-  }
-  tg_device d = t->storage->device, rd = ref->storage->device;
-  if (!tg_device_equal(d, rd)) {
-    tg_set_error(TG_ERR_DEVICE, "%s: %s is on %s:%d but %s is on %s:%d", op, arg,
-                 tg_device_type_name(d.type), d.index, ref_arg, tg_device_type_name(rd.type),
-                 rd.index);
-    return false;
-  }
-  return true;
-}
-
-static bool check_matrix(const char *op, const char *arg, const tg_tensor *t) {
-  if (t->ndim == 2) return true;
-  char a[160];
-  tg_set_error(TG_ERR_SHAPE, "%s: %s must be 2-D, got %s", op, arg,
-               tg_format_sizes(a, sizeof a, t->ndim, t->sizes));
-  return false;
-}
+/* ---- argument checks (the vocabulary is tensor/check.h) ---- */
 
 /* The inner size of a (its last dim) against b's first dim. */
 static bool check_inner(const char *op, const char *a_arg, const tg_tensor *a, const char *b_arg,
                         const tg_tensor *b) {
-  if (a->sizes[a->ndim - 1] == b->sizes[0]) return true;
-  char sa[160], sb[160];
-  tg_set_error(TG_ERR_SHAPE, "%s: %s is %s but %s is %s: inner sizes differ", op, a_arg,
-               tg_format_sizes(sa, sizeof sa, a->ndim, a->sizes), b_arg,
-               tg_format_sizes(sb, sizeof sb, b->ndim, b->sizes));
-  return false;
+  return tg__check(a->sizes[a->ndim - 1] == b->sizes[0], TG_ERR_SHAPE, op,
+                   "%s is %s but %s is %s: inner sizes differ", a_arg, tg__sizes_str(a), b_arg,
+                   tg__sizes_str(b));
 }
 
-/* mat1 [m, k] @ mat2 [k, n], both floating, alike and on one device. Arguments non-NULL. */
-static bool check_product(const char *op, const tg_tensor *mat1, const tg_tensor *mat2) {
-  return check_matrix(op, "mat1", mat1) && check_matrix(op, "mat2", mat2) &&
-         check_floating(op, "mat1", mat1) && check_like(op, "mat2", mat2, "mat1", mat1) &&
-         check_inner(op, "mat1", mat1, "mat2", mat2);
+/* a [m, k] @ b [k, n], both floating, alike and on one device; a_arg and b_arg are the
+ * names the public function gives them. Arguments non-NULL. */
+static bool check_product(const char *op, const char *a_arg, const tg_tensor *a, const char *b_arg,
+                          const tg_tensor *b) {
+  return tg__check_ndim(op, a_arg, a, 2) && tg__check_ndim(op, b_arg, b, 2) &&
+         tg__check_floating(op, a_arg, a) && tg__check_alike(op, b_arg, b, a_arg, a) &&
+         check_inner(op, a_arg, a, b_arg, b);
 }
 
 /* ---- shared forward/backward pieces ---- */
@@ -137,11 +102,11 @@ tg_status tg__bwd_mm(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   return operand_grads(ctx, 0, g[0], tg_ctx_scalar(ctx, 0), gi);
 }
 
-tg_tensor *tg_mm(const tg_tensor *mat1, const tg_tensor *mat2) {
-  if (!tg__check_arg("tg_mm", "mat1", mat1) || !tg__check_arg("tg_mm", "mat2", mat2) ||
-      !check_product("tg_mm", mat1, mat2))
+tg_tensor *tg_mm(const tg_tensor *a, const tg_tensor *b) {
+  if (!tg__check_arg("tg_mm", "a", a) || !tg__check_arg("tg_mm", "b", b) ||
+      !check_product("tg_mm", "a", a, "b", b))
     return NULL;
-  return mm_op(mat1, mat2, 1.0);
+  return mm_op(a, b, 1.0);
 }
 
 /* ---- addmm ---- */
@@ -177,19 +142,14 @@ tg_tensor *tg_addmm(const tg_tensor *input, const tg_tensor *mat1, const tg_tens
                     double beta, double alpha) {
   static const char *op = "tg_addmm";
   if (!tg__check_arg(op, "input", input) || !tg__check_arg(op, "mat1", mat1) ||
-      !tg__check_arg(op, "mat2", mat2) || !check_product(op, mat1, mat2) ||
-      !check_like(op, "input", input, "mat1", mat1))
+      !tg__check_arg(op, "mat2", mat2) || !check_product(op, "mat1", mat1, "mat2", mat2) ||
+      !tg__check_alike(op, "input", input, "mat1", mat1))
     return NULL;
   const int64_t out_sizes[2] = {mat1->sizes[0], mat2->sizes[1]};
-  if (!tg__broadcasts_to(input->ndim, input->sizes, 2, out_sizes)) {
-    char a[160], b[160];
-    tg_set_error(TG_ERR_SHAPE,
-                 "tg_addmm: input is %s but mat1 @ mat2 is %s: input does not "
-                 "broadcast to it",
-                 tg_format_sizes(a, sizeof a, input->ndim, input->sizes),
-                 tg_format_sizes(b, sizeof b, 2, out_sizes));
+  if (!tg__check(tg__broadcasts_to(input->ndim, input->sizes, 2, out_sizes), TG_ERR_SHAPE, op,
+                 "input is %s but mat1 @ mat2 is %s: input does not broadcast to it",
+                 tg__sizes_str(input), tg__dims_str(2, out_sizes)))
     return NULL;
-  }
   return tg_apply1(TG__OP(addmm), TG__IN(input, mat1, mat2), TG__SC(beta, alpha));
 }
 
@@ -198,17 +158,14 @@ tg_tensor *tg_addmm(const tg_tensor *input, const tg_tensor *mat1, const tg_tens
 tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b) {
   static const char *op = "tg_matmul";
   if (!tg__check_arg(op, "a", a) || !tg__check_arg(op, "b", b)) return NULL;
-  char sa[160], sb[160];
-  if (a->ndim == 0 || b->ndim == 0 || a->ndim > 2 || b->ndim > 2) {
-    bool zero_dim = a->ndim == 0 || b->ndim == 0;
-    tg_set_error(zero_dim ? TG_ERR_SHAPE : TG_ERR_UNSUPPORTED, "tg_matmul: a is %s and b is %s: %s",
-                 tg_format_sizes(sa, sizeof sa, a->ndim, a->sizes),
-                 tg_format_sizes(sb, sizeof sb, b->ndim, b->sizes),
+  bool zero_dim = a->ndim == 0 || b->ndim == 0;
+  if (!tg__check(!zero_dim && a->ndim <= 2 && b->ndim <= 2,
+                 zero_dim ? TG_ERR_SHAPE : TG_ERR_UNSUPPORTED, op, "a is %s and b is %s: %s",
+                 tg__sizes_str(a), tg__sizes_str(b),
                  zero_dim ? "both operands need at least 1 dim"
-                          : "only 1-D and 2-D operands are supported (no batched matmul)");
+                          : "only 1-D and 2-D operands are supported (no batched matmul)"))
     return NULL;
-  }
-  if (!check_floating(op, "a", a) || !check_like(op, "b", b, "a", a) ||
+  if (!tg__check_floating(op, "a", a) || !tg__check_alike(op, "b", b, "a", a) ||
       !check_inner(op, "a", a, "b", b))
     return NULL;
   if (a->ndim == 2 && b->ndim == 2) return mm_op(a, b, 1.0);

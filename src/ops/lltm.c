@@ -29,33 +29,9 @@
 
 /* ---- argument checks ---- */
 
-static bool check_dtype_device(const char *op, const char *arg, const tg_tensor *t,
-                               const tg_tensor *input) {
-  if (!tg_dtype_is_floating(t->dtype)) {
-    tg_set_error(TG_ERR_DTYPE, "%s: %s has dtype %s; the LLTM needs F32 or F64", op, arg,
-                 tg_dtype_name(t->dtype));
-    return false;
-  }
-  if (t->dtype != input->dtype) {
-    tg_set_error(TG_ERR_DTYPE, "%s: %s is %s but input is %s: all five tensors need one dtype", op,
-                 arg, tg_dtype_name(t->dtype), tg_dtype_name(input->dtype));
-    return false;
-  }
-  tg_device d = t->storage->device, di = input->storage->device;
-  if (!tg_device_equal(d, di)) {
-    tg_set_error(TG_ERR_DEVICE, "%s: %s is on %s:%d but input is on %s:%d", op, arg,
-                 tg_device_type_name(d.type), d.index, tg_device_type_name(di.type), di.index);
-    return false;
-  }
-  return true;
-}
-
 static bool check_matrix(const char *op, const char *arg, const tg_tensor *t, const char *what) {
-  if (t->ndim == 2) return true;
-  char s[160];
-  tg_set_error(TG_ERR_SHAPE, "%s: %s must be 2-D %s, got %s", op, arg, what,
-               tg_format_sizes(s, sizeof s, t->ndim, t->sizes));
-  return false;
+  return tg__check(t->ndim == 2, TG_ERR_SHAPE, op, "%s must be 2-D %s, got %s", arg, what,
+                   tg__sizes_str(t));
 }
 
 tg_status tg__lltm_check(const char *op, const tg_tensor *input, const tg_tensor *weights,
@@ -65,40 +41,35 @@ tg_status tg__lltm_check(const char *op, const tg_tensor *input, const tg_tensor
       !tg__check_arg(op, "bias", bias) || !tg__check_arg(op, "old_h", old_h) ||
       !tg__check_arg(op, "old_cell", old_cell))
     return tg_last_error();
-  if (!check_dtype_device(op, "input", input, input) ||
-      !check_dtype_device(op, "weights", weights, input) ||
-      !check_dtype_device(op, "bias", bias, input) ||
-      !check_dtype_device(op, "old_h", old_h, input) ||
-      !check_dtype_device(op, "old_cell", old_cell, input))
+  /* All five alike with input, which is floating. */
+  if (!tg__check_floating(op, "input", input) ||
+      !tg__check_alike(op, "weights", weights, "input", input) ||
+      !tg__check_alike(op, "bias", bias, "input", input) ||
+      !tg__check_alike(op, "old_h", old_h, "input", input) ||
+      !tg__check_alike(op, "old_cell", old_cell, "input", input))
     return tg_last_error();
   if (!check_matrix(op, "input", input, "[batch, features]") ||
       !check_matrix(op, "old_h", old_h, "[batch, state]"))
     return tg_last_error();
-  char a[160], b[160];
   const int64_t B = input->sizes[0], I = input->sizes[1], S = old_h->sizes[1];
-  if (old_h->sizes[0] != B)
-    return tg_set_error(TG_ERR_SHAPE, "%s: old_h is %s but input is %s: batch sizes differ", op,
-                        tg_format_sizes(a, sizeof a, old_h->ndim, old_h->sizes),
-                        tg_format_sizes(b, sizeof b, input->ndim, input->sizes));
   bool cell_ok = old_cell->ndim == 2 && old_cell->sizes[0] == B && old_cell->sizes[1] == S;
-  if (!cell_ok)
-    return tg_set_error(TG_ERR_SHAPE, "%s: old_cell is %s but old_h is %s: they must match", op,
-                        tg_format_sizes(a, sizeof a, old_cell->ndim, old_cell->sizes),
-                        tg_format_sizes(b, sizeof b, old_h->ndim, old_h->sizes));
   bool weights_ok = weights->ndim == 2 && weights->sizes[0] == 3 * S && weights->sizes[1] == S + I;
-  if (!weights_ok)
-    return tg_set_error(TG_ERR_SHAPE,
-                        "%s: weights is %s but must be [3*state, state+features] = "
-                        "[%lld, %lld] (state %lld from old_h, features %lld from input)",
-                        op, tg_format_sizes(a, sizeof a, weights->ndim, weights->sizes),
-                        (long long)(3 * S), (long long)(S + I), (long long)S, (long long)I);
   bool bias_ok = (bias->ndim == 1 && bias->sizes[0] == 3 * S) ||
                  (bias->ndim == 2 && bias->sizes[0] == 1 && bias->sizes[1] == 3 * S);
-  if (!bias_ok)
-    return tg_set_error(TG_ERR_SHAPE,
-                        "%s: bias is %s but must be [3*state] = [%lld] (or [1, %lld])", op,
-                        tg_format_sizes(a, sizeof a, bias->ndim, bias->sizes), (long long)(3 * S),
-                        (long long)(3 * S));
+  if (!tg__check(old_h->sizes[0] == B, TG_ERR_SHAPE, op,
+                 "old_h is %s but input is %s: batch sizes differ", tg__sizes_str(old_h),
+                 tg__sizes_str(input)) ||
+      !tg__check(cell_ok, TG_ERR_SHAPE, op, "old_cell is %s but old_h is %s: they must match",
+                 tg__sizes_str(old_cell), tg__sizes_str(old_h)) ||
+      !tg__check(weights_ok, TG_ERR_SHAPE, op,
+                 "weights is %s but must be [3*state, state+features] = [%lld, %lld] (state "
+                 "%lld from old_h, features %lld from input)",
+                 tg__sizes_str(weights), (long long)(3 * S), (long long)(S + I), (long long)S,
+                 (long long)I) ||
+      !tg__check(bias_ok, TG_ERR_SHAPE, op,
+                 "bias is %s but must be [3*state] = [%lld] (or [1, %lld])", tg__sizes_str(bias),
+                 (long long)(3 * S), (long long)(3 * S)))
+    return tg_last_error();
   if (dims) *dims = (tg_lltm_dims){B, I, S};
   return TG_OK;
 }

@@ -12,25 +12,6 @@
 #include "tensor/tensor_impl.h"
 #include "tg/ops.h"
 
-/* ---- argument checks ---- */
-
-static bool check_floating(const char *op, const char *arg, const tg_tensor *t) {
-  if (tg_dtype_is_floating(t->dtype)) return true;
-  tg_set_error(TG_ERR_DTYPE, "%s: %s has dtype %s; only float32 and float64 are supported", op, arg,
-               tg_dtype_name(t->dtype));
-  return false;
-}
-
-static bool check_same_device(const char *op, const char *arg, const tg_tensor *t,
-                              const char *ref_arg, const tg_tensor *ref) {
-  tg_device d = t->storage->device, rd = ref->storage->device;
-  if (tg_device_equal(d, rd)) return true;
-  tg_set_error(TG_ERR_DEVICE, "%s: %s is on %s:%d but %s is on %s:%d", op, arg,
-               tg_device_type_name(d.type), d.index, ref_arg, tg_device_type_name(rd.type),
-               rd.index);
-  return false;
-}
-
 /* ---- forward helpers ---- */
 
 static tg_options options_of(const tg_tensor *t, tg_dtype dtype) {
@@ -137,7 +118,7 @@ tg_status tg__bwd_softmax(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi
 
 static tg_tensor *softmax_front(const char *op, const tg_op_desc *desc, const tg_tensor *x,
                                 int dim) {
-  if (!tg__check_arg(op, "x", x) || !check_floating(op, "x", x)) return NULL;
+  if (!tg__check_arg(op, "x", x) || !tg__check_floating(op, "x", x)) return NULL;
   int d = tg__wrap_dim(op, "dim", dim, x->ndim);
   if (d < 0) return NULL;
   return tg_apply1_ex(desc, TG__IN(x), TG__NO_SC, TG__INTS(d));
@@ -184,23 +165,10 @@ tg_status tg__bwd_mse_loss(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **g
 tg_tensor *tg_mse_loss(const tg_tensor *input, const tg_tensor *target) {
   static const char *op = "tg_mse_loss";
   if (!tg__check_arg(op, "input", input) || !tg__check_arg(op, "target", target) ||
-      !check_floating(op, "input", input) || !check_floating(op, "target", target))
+      !tg__check_floating(op, "input", input) ||
+      !tg__check_alike(op, "target", target, "input", input) ||
+      !tg__check_same_sizes(op, "input", input, "target", target))
     return NULL;
-  if (target->dtype != input->dtype) {
-    tg_set_error(TG_ERR_DTYPE, "tg_mse_loss: target is %s but input is %s",
-                 tg_dtype_name(target->dtype), tg_dtype_name(input->dtype));
-    return NULL;
-  }
-  if (!check_same_device(op, "target", target, "input", input)) return NULL;
-  bool same = input->ndim == target->ndim;
-  for (int d = 0; same && d < input->ndim; d++) same = input->sizes[d] == target->sizes[d];
-  if (!same) {
-    char a[160], b[160];
-    tg_set_error(TG_ERR_SHAPE, "tg_mse_loss: input is %s but target is %s: sizes must be equal",
-                 tg_format_sizes(a, sizeof a, input->ndim, input->sizes),
-                 tg_format_sizes(b, sizeof b, target->ndim, target->sizes));
-    return NULL;
-  }
   return tg_apply1(TG__OP(mse_loss), TG__IN(input, target), TG__NO_SC);
 }
 
@@ -263,29 +231,16 @@ static bool check_targets(const tg_tensor *target, int64_t classes) {
 tg_tensor *tg_cross_entropy(const tg_tensor *logits, const tg_tensor *target) {
   static const char *op = "tg_cross_entropy";
   if (!tg__check_arg(op, "logits", logits) || !tg__check_arg(op, "target", target) ||
-      !check_floating(op, "logits", logits))
+      !tg__check_floating(op, "logits", logits) ||
+      !tg__check(logits->ndim == 2, TG_ERR_SHAPE, op, "logits must be 2-D [n, c], got %s",
+                 tg__sizes_str(logits)) ||
+      !tg__check(target->dtype == TG_I64, TG_ERR_DTYPE, op,
+                 "target is %s; class indices must be int64", tg_dtype_name(target->dtype)) ||
+      !tg__check(target->ndim == 1 && target->sizes[0] == logits->sizes[0], TG_ERR_SHAPE, op,
+                 "target is %s but logits is %s: target needs one class index per row ([%lld])",
+                 tg__sizes_str(target), tg__sizes_str(logits), (long long)logits->sizes[0]))
     return NULL;
-  char a[160], b[160];
-  if (logits->ndim != 2) {
-    tg_set_error(TG_ERR_SHAPE, "tg_cross_entropy: logits must be 2-D [n, c], got %s",
-                 tg_format_sizes(a, sizeof a, logits->ndim, logits->sizes));
-    return NULL;
-  }
-  if (target->dtype != TG_I64) {
-    tg_set_error(TG_ERR_DTYPE, "tg_cross_entropy: target has dtype %s; class indices must be int64",
-                 tg_dtype_name(target->dtype));
-    return NULL;
-  }
-  if (target->ndim != 1 || target->sizes[0] != logits->sizes[0]) {
-    tg_set_error(TG_ERR_SHAPE,
-                 "tg_cross_entropy: target is %s but logits is %s: target needs one class "
-                 "index per row ([%lld])",
-                 tg_format_sizes(a, sizeof a, target->ndim, target->sizes),
-                 tg_format_sizes(b, sizeof b, logits->ndim, logits->sizes),
-                 (long long)logits->sizes[0]);
-    return NULL;
-  }
-  if (!check_same_device(op, "target", target, "logits", logits) ||
+  if (!tg__check_same_device(op, "target", target, "logits", logits) ||
       !check_targets(target, logits->sizes[1]))
     return NULL;
   return tg_apply1(TG__OP(cross_entropy), TG__IN(logits, target), TG__NO_SC);

@@ -10,10 +10,6 @@
  * Used by the backward of relu and elu. */
 tg_tensor *tg__step(const tg_tensor *x);
 
-/* False with TG_ERR_DTYPE ("<op>: <arg> is int64; expected float32 or float64") unless t
- * has a floating dtype. t must not be NULL. */
-bool tg__check_floating(const char *op, const char *arg, const tg_tensor *t);
-
 /* Checks the operands of a binary op: both non-NULL (else keeps the first error), floating,
  * of one dtype ("<op>: a is float32 but b is float64") and on one device. */
 bool tg__check_binary_operands(const char *op, const char *a_name, const tg_tensor *a,

@@ -39,10 +39,7 @@ typedef enum { DRAW_UNIFORM, DRAW_NORMAL } draw_kind;
 /* Fills t (any strides) with a draw; a non-contiguous t is filled through a dense buffer. */
 static tg_status draw(const char *op, tg_tensor *t, draw_kind kind, double a, double b,
                       tg_generator *gen) {
-  if (!tg__check_arg(op, "t", t)) return tg_last_error();
-  if (!tg_dtype_is_floating(t->dtype))
-    return tg_set_error(TG_ERR_DTYPE, "%s: dtype %s is not supported (F32, F64 only)", op,
-                        tg_dtype_name(t->dtype));
+  if (!tg__check_arg(op, "t", t) || !tg__check_floating(op, "t", t)) return tg_last_error();
   if (tg_is_grad_enabled() && t->requires_grad)
     return tg_set_error(TG_ERR_UNSUPPORTED,
                         "%s: t requires grad; fill it inside tg_no_grad_begin/end", op);

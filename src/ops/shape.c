@@ -17,52 +17,38 @@
 
 /* A non-empty list without NULL entries (a NULL entry keeps the error that produced it). */
 static bool check_list(const char *op, int n, const tg_tensor *const *tensors) {
-  if (n <= 0 || !tensors) {
-    tg_set_error(TG_ERR_ARGUMENT, "%s: expects a non-empty list of tensors, got %d%s", op, n,
-                 tensors ? "" : " (tensors is NULL)");
+  if (!tg__check(n > 0 && tensors, TG_ERR_ARGUMENT, op,
+                 "expects a non-empty list of tensors, got %d%s", n,
+                 tensors ? "" : " (tensors is NULL)"))
     return false;
-  }
   for (int i = 0; i < n; i++) {
-    char arg[32];
+    if (tensors[i]) continue;
+    char arg[32]; /* the name is built only when it is needed */
     snprintf(arg, sizeof arg, "tensors[%d]", i);
-    if (!tg__check_arg(op, arg, tensors[i])) return false;
+    return tg__check_arg(op, arg, tensors[i]);
   }
   return true;
 }
 
-/* Tensor i has tensor 0's dtype and device. */
-static bool check_alike(const char *op, int i, const tg_tensor *t, const tg_tensor *first) {
-  if (t->dtype != first->dtype) {
-    tg_set_error(TG_ERR_DTYPE, "%s: tensor %d is %s but tensor 0 is %s: all need one dtype", op, i,
-                 tg_dtype_name(t->dtype), tg_dtype_name(first->dtype));
-    return false;
-  }
-  tg_device d = t->storage->device, fd = first->storage->device;
-  if (!tg_device_equal(d, fd)) {
-    tg_set_error(TG_ERR_DEVICE, "%s: tensor %d is on %s:%d but tensor 0 is on %s:%d", op, i,
-                 tg_device_type_name(d.type), d.index, tg_device_type_name(fd.type), fd.index);
-    return false;
-  }
-  return true;
-}
-
-/* Tensor i fits tensor 0: same ndim, same sizes except in dim skip (-1: in none). */
-static bool check_sizes(const char *op, int i, const tg_tensor *t, const tg_tensor *first,
+/* tensors[i] fits tensors[0]: same ndim, same sizes except in dim skip (-1: in none), same
+ * dtype and device. */
+static bool check_piece(const char *op, int i, const tg_tensor *t, const tg_tensor *first,
                         int skip) {
-  bool same = t->ndim == first->ndim;
-  for (int d = 0; same && d < t->ndim; d++) same = d == skip || t->sizes[d] == first->sizes[d];
-  if (same) return true;
-  char a[160], b[160], why[64];
-  if (t->ndim != first->ndim)
-    snprintf(why, sizeof why, "all need the same number of dims");
-  else if (skip >= 0)
-    snprintf(why, sizeof why, "sizes must match except in dim %d", skip);
-  else
-    snprintf(why, sizeof why, "all need equal sizes");
-  tg_set_error(TG_ERR_SHAPE, "%s: tensor %d is %s but tensor 0 is %s: %s", op, i,
-               tg_format_sizes(a, sizeof a, t->ndim, t->sizes),
-               tg_format_sizes(b, sizeof b, first->ndim, first->sizes), why);
-  return false;
+  bool fits = t->ndim == first->ndim;
+  for (int d = 0; fits && d < t->ndim; d++) fits = d == skip || t->sizes[d] == first->sizes[d];
+  if (fits && tg__is_alike(t, first)) return true;
+  char arg[32];
+  snprintf(arg, sizeof arg, "tensors[%d]", i);
+  if (t->ndim != first->ndim || skip < 0)
+    return tg__check(t->ndim == first->ndim, TG_ERR_SHAPE, op,
+                     "%s is %s but tensors[0] is %s: all need the same number of dims", arg,
+                     tg__sizes_str(t), tg__sizes_str(first)) &&
+           tg__check_same_sizes(op, arg, t, "tensors[0]", first) &&
+           tg__check_alike(op, arg, t, "tensors[0]", first);
+  return tg__check(fits, TG_ERR_SHAPE, op,
+                   "%s is %s but tensors[0] is %s: sizes must match except in dim %d", arg,
+                   tg__sizes_str(t), tg__sizes_str(first), skip) &&
+         tg__check_alike(op, arg, t, "tensors[0]", first);
 }
 
 /* ---- cat ---- */
@@ -109,29 +95,24 @@ tg_tensor *tg_cat(int n, const tg_tensor *const *tensors, int dim) {
   static const char *op = "tg_cat";
   if (!check_list(op, n, tensors)) return NULL;
   const tg_tensor *first = tensors[0];
-  if (first->ndim == 0) {
-    tg_set_error(TG_ERR_SHAPE, "tg_cat: tensor 0 is 0-dim; only tensors with at least 1 dim can "
-                               "be concatenated (use tg_stack)");
+  if (!tg__check(first->ndim > 0, TG_ERR_SHAPE, op,
+                 "tensors[0] is 0-dim; only tensors with at least 1 dim can be concatenated "
+                 "(use tg_stack)"))
     return NULL;
-  }
   int d = tg__wrap_dim(op, "dim", dim, first->ndim);
   if (d < 0) return NULL;
   for (int i = 1; i < n; i++)
-    if (!check_sizes(op, i, tensors[i], first, d) || !check_alike(op, i, tensors[i], first))
-      return NULL;
+    if (!check_piece(op, i, tensors[i], first, d)) return NULL;
   /* Expanded inputs can be huge: the joined size and the result's extent must fit int64. */
   int64_t sizes[TG_MAX_DIMS], extent;
   memcpy(sizes, first->sizes, sizeof(int64_t) * (size_t)first->ndim);
   bool overflow = false;
   for (int i = 1; i < n; i++) overflow |= tg__add_ovf(sizes[d], tensors[i]->sizes[d], &sizes[d]);
-  if (overflow || tg__extent_ovf(first->ndim, sizes, &extent)) {
-    char a[160];
-    tg_set_error(TG_ERR_SHAPE,
-                 "tg_cat: %d tensors of shape %s along dim %d: the result's number "
-                 "of elements overflows int64",
-                 n, tg_format_sizes(a, sizeof a, first->ndim, first->sizes), d);
+  if (!tg__check(!overflow && !tg__extent_ovf(first->ndim, sizes, &extent), TG_ERR_SHAPE, op,
+                 "%d tensors of shape %s along dim %d: the result's number of elements "
+                 "overflows int64",
+                 n, tg__sizes_str(first), d))
     return NULL;
-  }
   return tg_apply1_ex(TG__OP(cat), n, tensors, TG__NO_SC, TG__INTS(d));
 }
 
@@ -141,17 +122,14 @@ tg_tensor *tg_stack(int n, const tg_tensor *const *tensors, int dim) {
   static const char *op = "tg_stack";
   if (!check_list(op, n, tensors)) return NULL;
   const tg_tensor *first = tensors[0];
-  if (first->ndim >= TG_MAX_DIMS) {
-    char a[160];
-    tg_set_error(TG_ERR_SHAPE, "tg_stack: tensor 0 is %s: it already has the maximum of %d dims",
-                 tg_format_sizes(a, sizeof a, first->ndim, first->sizes), TG_MAX_DIMS);
+  if (!tg__check(first->ndim < TG_MAX_DIMS, TG_ERR_SHAPE, op,
+                 "tensors[0] is %s: it already has the maximum of %d dims", tg__sizes_str(first),
+                 TG_MAX_DIMS))
     return NULL;
-  }
   int d = tg__wrap_dim(op, "dim", dim, first->ndim + 1);
   if (d < 0) return NULL;
   for (int i = 1; i < n; i++)
-    if (!check_sizes(op, i, tensors[i], first, -1) || !check_alike(op, i, tensors[i], first))
-      return NULL;
+    if (!check_piece(op, i, tensors[i], first, -1)) return NULL;
   const tg_tensor **pieces = tg__host_malloc(sizeof *pieces * (size_t)n);
   if (!pieces) {
     tg_set_error(TG_ERR_MEMORY, "tg_stack: out of memory for %d pieces", n);

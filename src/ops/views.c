@@ -47,7 +47,6 @@ static bool view_strides(int ndim, const int64_t *sizes, const int64_t *strides,
 /* Resolves one -1 in sizes against numel; false (with an error naming op) if impossible. */
 static bool infer_sizes(const char *op, const tg_tensor *t, int ndim, const int64_t *sizes,
                         int64_t *out) {
-  char a[160], b[160];
   if (ndim < 0 || ndim > TG_MAX_DIMS || (ndim > 0 && !sizes))
     return tg_set_error(TG_ERR_SHAPE, "%s: ndim %d is outside 0..%d", op, ndim, TG_MAX_DIMS), false;
   int infer = -1;
@@ -56,18 +55,17 @@ static bool infer_sizes(const char *op, const tg_tensor *t, int ndim, const int6
     if (sizes[d] == -1) {
       if (infer >= 0)
         return tg_set_error(TG_ERR_SHAPE, "%s: sizes %s: only one dim can be -1", op,
-                            tg_format_sizes(a, sizeof a, ndim, sizes)),
+                            tg__dims_str(ndim, sizes)),
                false;
       infer = d;
     } else if (sizes[d] < 0) {
       return tg_set_error(TG_ERR_SHAPE, "%s: sizes %s: size of dim %d is negative", op,
-                          tg_format_sizes(a, sizeof a, ndim, sizes), d),
+                          tg__dims_str(ndim, sizes), d),
              false;
     } else if (tg__mul_ovf(known, sizes[d], &known)) {
       return tg_set_error(TG_ERR_SHAPE,
                           "%s: sizes %s: the number of elements overflows int64 (input %s)", op,
-                          tg_format_sizes(a, sizeof a, ndim, sizes),
-                          tg_format_sizes(b, sizeof b, t->ndim, t->sizes)),
+                          tg__dims_str(ndim, sizes), tg__sizes_str(t)),
              false;
     }
     out[d] = sizes[d];
@@ -75,16 +73,14 @@ static bool infer_sizes(const char *op, const tg_tensor *t, int ndim, const int6
   if (infer >= 0) {
     if (known == 0 || numel % known != 0)
       return tg_set_error(TG_ERR_SHAPE, "%s: shape %s is invalid for input %s", op,
-                          tg_format_sizes(a, sizeof a, ndim, sizes),
-                          tg_format_sizes(b, sizeof b, t->ndim, t->sizes)),
+                          tg__dims_str(ndim, sizes), tg__sizes_str(t)),
              false;
     out[infer] = numel / known;
     known *= out[infer];
   }
   if (known != numel)
     return tg_set_error(TG_ERR_SHAPE, "%s: shape %s is invalid for input %s (%lld elements)", op,
-                        tg_format_sizes(a, sizeof a, ndim, sizes),
-                        tg_format_sizes(b, sizeof b, t->ndim, t->sizes), (long long)numel),
+                        tg__dims_str(ndim, sizes), tg__sizes_str(t), (long long)numel),
            false;
   /* An empty input matches any sizes with a 0, but the others must still keep contiguous
    * strides within int64. */
@@ -93,8 +89,7 @@ static bool infer_sizes(const char *op, const tg_tensor *t, int ndim, const int6
     return tg_set_error(TG_ERR_SHAPE,
                         "%s: sizes %s: the product of the non-zero sizes overflows int64 "
                         "(input %s)",
-                        op, tg_format_sizes(a, sizeof a, ndim, sizes),
-                        tg_format_sizes(b, sizeof b, t->ndim, t->sizes)),
+                        op, tg__dims_str(ndim, sizes), tg__sizes_str(t)),
            false;
   return true;
 }
@@ -118,13 +113,11 @@ tg_status tg__fwd_view(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out)
   ints_to_sizes(ctx, 0, sizes, &ndim);
   const tg_tensor *t = in[0];
   if (!view_strides(t->ndim, t->sizes, t->strides, ndim, sizes, strides)) {
-    char a[160], b[160], c[160];
     return tg_set_error(TG_ERR_SHAPE,
                         "tg_view: a view of shape %s is not possible for input %s with strides "
                         "%s; use tg_reshape",
-                        tg_format_sizes(a, sizeof a, ndim, sizes),
-                        tg_format_sizes(b, sizeof b, t->ndim, t->sizes),
-                        tg_format_sizes(c, sizeof c, t->ndim, t->strides));
+                        tg__dims_str(ndim, sizes), tg__sizes_str(t),
+                        tg__dims_str(t->ndim, t->strides));
   }
   out[0] = make_view(t, ndim, sizes, strides, t->offset);
   return out[0] ? TG_OK : tg_last_error();
@@ -217,9 +210,8 @@ tg_status tg__bwd_permute(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi
 tg_tensor *tg_permute(const tg_tensor *t, int ndim, const int *dims) {
   if (!tg__check_arg("tg_permute", "t", t)) return NULL;
   if (ndim != t->ndim || (ndim > 0 && !dims)) {
-    char a[160];
     tg_set_error(TG_ERR_SHAPE, "tg_permute: %d dims given for a tensor of shape %s", ndim,
-                 tg_format_sizes(a, sizeof a, t->ndim, t->sizes));
+                 tg__sizes_str(t));
     return NULL;
   }
   int64_t order[TG_MAX_DIMS];
@@ -251,9 +243,7 @@ tg_tensor *tg_transpose(const tg_tensor *t, int dim0, int dim1) {
 tg_tensor *tg_t(const tg_tensor *t) {
   if (!tg__check_arg("tg_t", "t", t)) return NULL;
   if (t->ndim > 2) {
-    char a[160];
-    tg_set_error(TG_ERR_SHAPE, "tg_t: expects a tensor with <= 2 dims, got %s",
-                 tg_format_sizes(a, sizeof a, t->ndim, t->sizes));
+    tg_set_error(TG_ERR_SHAPE, "tg_t: expects a tensor with <= 2 dims, got %s", tg__sizes_str(t));
     return NULL;
   }
   return t->ndim < 2 ? view_op(t, t->ndim, t->sizes) : tg_transpose(t, 0, 1);
@@ -362,12 +352,10 @@ tg_tensor *tg_narrow(const tg_tensor *t, int dim, int64_t start, int64_t length)
   int64_t n = t->sizes[d];
   if (start < 0 && start >= -n) start += n;
   if (start < 0 || length < 0 || start > n || length > n - start) {
-    char a[160];
     tg_set_error(TG_ERR_INDEX,
                  "tg_narrow: start %lld, length %lld is out of bounds for dim %d of size %lld "
                  "(tensor %s)",
-                 (long long)start, (long long)length, d, (long long)n,
-                 tg_format_sizes(a, sizeof a, t->ndim, t->sizes));
+                 (long long)start, (long long)length, d, (long long)n, tg__sizes_str(t));
     return NULL;
   }
   return tg_apply1_ex(TG__OP(slice), 1, (const tg_tensor *const[]){t}, TG__NO_SC,
@@ -433,12 +421,10 @@ tg_tensor *tg_select(const tg_tensor *t, int dim, int64_t index) {
   if (d < 0) return NULL;
   int64_t n = t->sizes[d];
   if (index < -n || index >= n) {
-    char a[160];
     tg_set_error(TG_ERR_INDEX,
                  "tg_select: index %lld is out of range for dim %d of size %lld "
                  "(tensor %s)",
-                 (long long)index, d, (long long)n,
-                 tg_format_sizes(a, sizeof a, t->ndim, t->sizes));
+                 (long long)index, d, (long long)n, tg__sizes_str(t));
     return NULL;
   }
   if (index < 0) index += n;
@@ -520,10 +506,8 @@ tg_status tg__bwd_expand(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi)
 
 tg_tensor *tg_expand(const tg_tensor *t, int ndim, const int64_t *sizes) {
   if (!tg__check_arg("tg_expand", "t", t)) return NULL;
-  char a[160], b[160];
   if (ndim < t->ndim || ndim > TG_MAX_DIMS || (ndim > 0 && !sizes)) {
-    tg_set_error(TG_ERR_SHAPE, "tg_expand: cannot expand %s to %d dims",
-                 tg_format_sizes(a, sizeof a, t->ndim, t->sizes), ndim);
+    tg_set_error(TG_ERR_SHAPE, "tg_expand: cannot expand %s to %d dims", tg__sizes_str(t), ndim);
     return NULL;
   }
   int64_t resolved[TG_MAX_DIMS];
@@ -534,15 +518,14 @@ tg_tensor *tg_expand(const tg_tensor *t, int ndim, const int64_t *sizes) {
     if (want == -1) {
       if (src < 0) {
         tg_set_error(TG_ERR_SHAPE, "tg_expand: -1 is not allowed for new leading dim %d of %s", d,
-                     tg_format_sizes(a, sizeof a, ndim, sizes));
+                     tg__dims_str(ndim, sizes));
         return NULL;
       }
       want = t->sizes[src];
     }
     if (want < 0 || (src >= 0 && t->sizes[src] != 1 && t->sizes[src] != want)) {
       tg_set_error(TG_ERR_SHAPE, "tg_expand: cannot expand %s to %s: dim %d has size %lld, not 1",
-                   tg_format_sizes(a, sizeof a, t->ndim, t->sizes),
-                   tg_format_sizes(b, sizeof b, ndim, sizes), d,
+                   tg__sizes_str(t), tg__dims_str(ndim, sizes), d,
                    (long long)(src >= 0 ? t->sizes[src] : want));
       return NULL;
     }
@@ -551,9 +534,9 @@ tg_tensor *tg_expand(const tg_tensor *t, int ndim, const int64_t *sizes) {
   /* The result's element count (and tg_numel) must fit int64. */
   int64_t extent;
   if (tg__extent_ovf(ndim, resolved, &extent)) {
-    tg_set_error(
-        TG_ERR_SHAPE, "tg_expand: cannot expand %s to %s: the number of elements overflows int64",
-        tg_format_sizes(a, sizeof a, t->ndim, t->sizes), tg_format_sizes(b, sizeof b, ndim, sizes));
+    tg_set_error(TG_ERR_SHAPE,
+                 "tg_expand: cannot expand %s to %s: the number of elements overflows int64",
+                 tg__sizes_str(t), tg__dims_str(ndim, sizes));
     return NULL;
   }
   return tg_apply1_ex(TG__OP(expand), 1, (const tg_tensor *const[]){t}, TG__NO_SC, ndim, resolved);
@@ -570,7 +553,6 @@ tg_tensor *tg_expand_as(const tg_tensor *t, const tg_tensor *other) {
 tg_tensor *tg_as_strided(const tg_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides,
                          int64_t offset) {
   if (!tg__check_arg("tg_as_strided", "t", t)) return NULL;
-  char a[160], b[160];
   if (ndim < 0 || ndim > TG_MAX_DIMS || (ndim > 0 && (!sizes || !strides))) {
     tg_set_error(TG_ERR_SHAPE, "tg_as_strided: ndim %d is outside 0..%d", ndim, TG_MAX_DIMS);
     return NULL;
@@ -585,14 +567,14 @@ tg_tensor *tg_as_strided(const tg_tensor *t, int ndim, const int64_t *sizes, con
   for (int d = 0; d < ndim; d++) {
     if (sizes[d] < 0) {
       tg_set_error(TG_ERR_SHAPE, "tg_as_strided: sizes %s: size of dim %d is negative",
-                   tg_format_sizes(a, sizeof a, ndim, sizes), d);
+                   tg__dims_str(ndim, sizes), d);
       return NULL;
     }
   }
   int64_t extent;
   if (tg__extent_ovf(ndim, sizes, &extent)) {
     tg_set_error(TG_ERR_SHAPE, "tg_as_strided: sizes %s: the number of elements overflows int64",
-                 tg_format_sizes(a, sizeof a, ndim, sizes));
+                 tg__dims_str(ndim, sizes));
     return NULL;
   }
   int64_t lo, hi;
@@ -602,8 +584,7 @@ tg_tensor *tg_as_strided(const tg_tensor *t, int ndim, const int64_t *sizes, con
     tg_set_error(TG_ERR_INDEX,
                  "tg_as_strided: sizes %s, strides %s, offset %lld: the elements reached "
                  "overflow int64 (storage of %lld elements)",
-                 tg_format_sizes(a, sizeof a, ndim, sizes),
-                 tg_format_sizes(b, sizeof b, ndim, strides), (long long)offset,
+                 tg__dims_str(ndim, sizes), tg__dims_str(ndim, strides), (long long)offset,
                  (long long)capacity);
     return NULL;
   }
@@ -611,9 +592,8 @@ tg_tensor *tg_as_strided(const tg_tensor *t, int ndim, const int64_t *sizes, con
     tg_set_error(TG_ERR_INDEX,
                  "tg_as_strided: sizes %s, strides %s, offset %lld reach elements %lld..%lld "
                  "outside the storage of %lld elements",
-                 tg_format_sizes(a, sizeof a, ndim, sizes),
-                 tg_format_sizes(b, sizeof b, ndim, strides), (long long)offset, (long long)lo,
-                 (long long)hi, (long long)capacity);
+                 tg__dims_str(ndim, sizes), tg__dims_str(ndim, strides), (long long)offset,
+                 (long long)lo, (long long)hi, (long long)capacity);
     return NULL;
   }
   return make_view(t, ndim, sizes, strides, offset);

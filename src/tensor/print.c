@@ -208,8 +208,7 @@ char *tg_to_string(const tg_tensor *t) {
     sb_printf(&sb, "[]");
   else
     emit(&p, 0, 0, (int)strlen("tensor("));
-  char sizes[160];
-  sb_printf(&sb, ", size=%s", tg_format_sizes(sizes, sizeof sizes, t->ndim, t->sizes));
+  sb_printf(&sb, ", size=%s", tg__sizes_str(t));
   if (t->dtype != TG_F32) sb_printf(&sb, ", dtype=%s", tg_dtype_name(t->dtype));
   if (t->storage->device.type != TG_CPU)
     sb_printf(&sb, ", device=%s:%d", tg_device_type_name(t->storage->device.type),

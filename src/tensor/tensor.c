@@ -31,12 +31,6 @@ int tg__wrap_dim(const char *op, const char *arg, int dim, int ndim) {
   return dim < 0 ? dim + (ndim > 0 ? ndim : 1) : dim;
 }
 
-bool tg__check_arg(const char *op, const char *arg, const tg_tensor *t) {
-  if (t) return true;
-  if (tg_last_error() == TG_OK) tg_set_error(TG_ERR_ARGUMENT, "%s: %s is NULL", op, arg);
-  return false;
-}
-
 tg_tensor *tg__tensor_new(tg_storage *storage, int64_t offset, int ndim, const int64_t *sizes,
                           const int64_t *strides, tg_dtype dtype) {
   tg_tensor *t = tg__host_calloc(1, sizeof *t);
@@ -133,10 +127,9 @@ tg_status tg_accessor_of(const tg_tensor *t, int ndim, tg_dtype dtype, tg_access
   if (out) memset(out, 0, sizeof *out);
   if (!tg__check_arg("tg_accessor_of", "t", t)) return tg_last_error();
   if (!out) return tg_set_error(TG_ERR_ARGUMENT, "tg_accessor_of: out is NULL");
-  char buf[160];
   if (t->ndim != ndim)
     return tg_set_error(TG_ERR_SHAPE, "tg_accessor_of: t is %s (%d dims) but %d dims were asked",
-                        tg_format_sizes(buf, sizeof buf, t->ndim, t->sizes), t->ndim, ndim);
+                        tg__sizes_str(t), t->ndim, ndim);
   if (t->dtype != dtype)
     return tg_set_error(TG_ERR_DTYPE, "tg_accessor_of: t is %s but %s was asked",
                         tg_dtype_name(t->dtype), tg_dtype_name(dtype));

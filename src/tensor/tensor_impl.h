@@ -95,13 +95,15 @@ void tg__contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides);
 int64_t tg__numel(int ndim, const int64_t *sizes);
 /* Normalises a possibly negative dim against ndim; -1 and an error on failure. */
 int tg__wrap_dim(const char *op, const char *arg, int dim, int ndim);
-/* Returns false (and records TG_ERR_ARGUMENT unless an error is pending) if t is NULL. */
-bool tg__check_arg(const char *op, const char *arg, const tg_tensor *t);
 /* True if some two distinct index tuples map to the same element (stride 0 on a dim > 1,
  * or an as_strided overlap). Conservative: may say true for exotic non-overlapping views. */
 bool tg__has_internal_overlap(const tg_tensor *t);
 
 /* Bumps the storage's version counter: call after every in-place write. */
 static inline void tg__bump_version(tg_tensor *t) { atomic_fetch_add(&t->storage->version, 1); }
+
+/* The argument checks (tg__check_arg and the rest) come with the tensor internals: every
+ * file that reads a tensor's fields checks its arguments first. */
+#include "tensor/check.h"
 
 #endif

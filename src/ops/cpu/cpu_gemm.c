@@ -150,11 +150,8 @@ tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, do
   }
   if (out->ndim != 2 || a->ndim != 2 || b->ndim != 2 || a->sizes[1] != b->sizes[0] ||
       out->sizes[0] != a->sizes[0] || out->sizes[1] != b->sizes[1]) {
-    char sa[64], sb[64], so[64];
     return tg_set_error(TG_ERR_SHAPE, "gemm: out %s = a %s @ b %s does not fit",
-                        tg_format_sizes(so, sizeof so, out->ndim, out->sizes),
-                        tg_format_sizes(sa, sizeof sa, a->ndim, a->sizes),
-                        tg_format_sizes(sb, sizeof sb, b->ndim, b->sizes));
+                        tg__sizes_str(out), tg__sizes_str(a), tg__sizes_str(b));
   }
   const int64_t m = out->sizes[0], n = out->sizes[1], k = a->sizes[1];
   if (m == 0 || n == 0) return TG_OK;
