@@ -32,6 +32,8 @@ def with_tutorial():
     code = TUTORIAL.read_text().rstrip("\n").split("\n")
     if any("*/" in line or "/*" in line for line in code):
         raise SystemExit("examples/tutorial.c: use // comments (it is shown inside a /* */ block)")
+    if any(len(line) > 95 for line in code):
+        raise SystemExit("examples/tutorial.c: keep lines within 95 columns (tg.h indents them by 5)")
     body = " *\n" + "".join((" *   " + line).rstrip() + "\n" for line in code) + " *\n"
     return header[:a] + body + header[b:]
 

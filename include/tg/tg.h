@@ -40,10 +40,9 @@
  *     return tg_ctx_save_for_backward(ctx, 1, in);
  *   }
  *
- *   static tg_status cube_backward(tg_ctx *ctx, const tg_tensor *const *grad_out,
- *                                  tg_tensor **grad_in) {
+ *   static tg_status cube_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **grad_in) {
  *     tg_tensor *x = tg_ctx_saved(ctx, 0); // NULL if x was modified in place since forward
- *     grad_in[0] = tg_mul(grad_out[0], tg_mul_scalar(tg_mul(x, x), 3.0));
+ *     grad_in[0] = tg_mul(g[0], tg_mul_scalar(tg_mul(x, x), 3.0));
  *     return grad_in[0] ? TG_OK : tg_last_error();
  *   }
  *
@@ -69,7 +68,7 @@
  *     // naming the function, the argument and the sizes. A NULL argument keeps the first
  *     // error, so a chain of calls is checked once, at its end.
  *     tg_tensor *bad = tg_sum(tg_mm(x, x)); // [4, 3] @ [4, 3]
- *     if (!bad) printf("expected: %s: %s\n", tg_status_name(tg_last_error()), tg_last_error_message());
+ *     if (!bad) printf("expected: %s\n", tg_last_error_message());
  *     tg_clear_error();
  *
  *     // (3) Backward: d loss / d w and d loss / d b accumulate into their .grad.
@@ -79,8 +78,11 @@
  *
  *     // (5) Register the op once, then check its backward against finite differences and the
  *     // gradient of its gradient.
- *     tg_op_desc cube = {.name = "tutorial_cube", .n_inputs = 1, .n_outputs = 1,
- *                        .forward = {[TG_CPU] = cube_forward}, .backward = cube_backward};
+ *     tg_op_desc cube = {.name = "tutorial_cube",
+ *                        .n_inputs = 1,
+ *                        .n_outputs = 1,
+ *                        .forward = {[TG_CPU] = cube_forward},
+ *                        .backward = cube_backward};
  *     if (tg_op_register(&cube) != TG_OK) goto fail;
  *     const tg_op_desc *op = tg_op_lookup("tutorial_cube");
  *     tg_tensor *v = tg_randn(TG_SHAPE(5), param, NULL);
