@@ -53,7 +53,7 @@ static tg_status linear_backward(tg_ctx *ctx, const tg_tensor *const *grad_out,
 /* ---- my_mul_constant ---- */
 
 static tg_status mul_constant_forward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  tg_ctx_set_materialize_grads(ctx, false); /* backward may get NULL instead of zeros */
+  tg_ctx_set_materialize_grads(ctx, false);             /* backward may get NULL instead of zeros */
   out[0] = tg_mul_scalar(in[0], tg_ctx_scalar(ctx, 0)); /* the constant: scalar 0 */
   return out[0] ? TG_OK : tg_last_error();
 }
@@ -76,8 +76,7 @@ static tg_status cube_forward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor
   return tg_ctx_save_for_backward(ctx, 2, (const tg_tensor *const[]){in[0], out[1]});
 }
 
-static tg_status cube_backward(tg_ctx *ctx, const tg_tensor *const *grad_out,
-                               tg_tensor **grad_in) {
+static tg_status cube_backward(tg_ctx *ctx, const tg_tensor *const *grad_out, tg_tensor **grad_in) {
   tg_tensor *x = tg_ctx_saved(ctx, 0), *dx = tg_ctx_saved(ctx, 1);
   if (!x || !dx) return tg_last_error();
   /* grad_out[1] (for dx) is a tensor of zeros when only x^3 was used. */
@@ -128,7 +127,11 @@ static tg_status register_ops(void) {
       {"my_linear", -1, 1, {[TG_CPU] = linear_forward}, linear_backward, 0},
       {"my_mul_constant", 1, 1, {[TG_CPU] = mul_constant_forward}, mul_constant_backward, 0},
       {"my_cube", 1, 2, {[TG_CPU] = cube_forward}, cube_backward, 0},
-      {"my_softsign", 1, 1, {[TG_CPU] = softsign_forward}, softsign_backward,
+      {"my_softsign",
+       1,
+       1,
+       {[TG_CPU] = softsign_forward},
+       softsign_backward,
        TG_OP_ONCE_DIFFERENTIABLE},
   };
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {

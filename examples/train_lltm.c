@@ -70,8 +70,7 @@ int main(int argc, char **argv) {
   if (!opt) return fail("tg_adam_new");
 
   printf("training a %s LLTM (batch %d, features %d, state %d, %d steps per sequence)\n",
-         impl == TG_LLTM_FUSED ? "fused" : "composed", BATCH, FEATURES, STATE,
-         STEPS_PER_SEQUENCE);
+         impl == TG_LLTM_FUSED ? "fused" : "composed", BATCH, FEATURES, STATE, STEPS_PER_SEQUENCE);
   double first = 0, last = 0;
   for (int step = 0; step < steps; step++) {
     if (train_step(cell, readout, opt, impl, gen, &last) != TG_OK) return fail("train_step");

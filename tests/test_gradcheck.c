@@ -54,8 +54,8 @@ static tg_status bwd_square_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_
 static tg_status bwd_square_backward_wrong(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   return bwd_square_backward_with(ctx, g, gi, f_thrice_product);
 }
-static const tg_op_desc square_backward_op = {
-    "test_square_backward", 2, 1, {fwd_square_backward}, bwd_square_backward, 0};
+static const tg_op_desc square_backward_op = {"test_square_backward", 2, 1, {fwd_square_backward},
+                                              bwd_square_backward,    0};
 static const tg_op_desc square_backward_wrong_op = {
     "test_square_backward_wrong", 2, 1, {fwd_square_backward}, bwd_square_backward_wrong, 0};
 
@@ -123,15 +123,15 @@ static tg_status bwd_nan(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi)
 }
 
 static const tg_op_desc square_op = {"test_square", 1, 1, {fwd_square}, bwd_square, 0};
-static const tg_op_desc square_wrong_second_op = {
-    "test_square_wrong2", 1, 1, {fwd_square}, bwd_square_wrong_second_order, 0};
+static const tg_op_desc square_wrong_second_op = {"test_square_wrong2",          1, 1, {fwd_square},
+                                                  bwd_square_wrong_second_order, 0};
 static const tg_op_desc square_once_op = {
     "test_square_once", 1, 1, {fwd_square}, bwd_square_plain, TG_OP_ONCE_DIFFERENTIABLE};
 static const tg_op_desc square_wrong_op = {"test_square_wrong", 1, 1, {fwd_square},
-                                           bwd_square_wrong, 0};
+                                           bwd_square_wrong,    0};
 static const tg_op_desc square_drifting_op = {"test_square_drift", 1, 1, {fwd_square},
                                               bwd_square_drifting, 0};
-static const tg_op_desc square_off_op = {"test_square_off", 1, 1, {fwd_square},
+static const tg_op_desc square_off_op = {"test_square_off",          1, 1, {fwd_square},
                                          bwd_square_one_percent_off, 0};
 static const tg_op_desc square_nan_op = {"test_square_nan", 1, 1, {fwd_square}, bwd_nan, 0};
 
@@ -143,8 +143,8 @@ static tg_status apply_unary(void *user, const tg_tensor *const *in, tg_tensor *
 
 static tg_tensor *leaf(int ndim, const int64_t *sizes, uint64_t seed) {
   tg_generator *gen = tg_generator_new(seed);
-  tg_tensor *t = tg_uniform(ndim, sizes, -2, 2, (tg_options){.dtype = TG_F64, .requires_grad = true},
-                            gen);
+  tg_tensor *t =
+      tg_uniform(ndim, sizes, -2, 2, (tg_options){.dtype = TG_F64, .requires_grad = true}, gen);
   tg_generator_free(gen);
   return t;
 }
@@ -170,8 +170,8 @@ TG_TEST(gradcheck, passes_strided_inputs) {
   tg_tensor *sliced = tg_slice(tg_narrow(base, 0, 1, 3), 1, 1, 5, 2); /* offset, stride 2 */
   cr_assert(transposed && sliced);
   cr_assert(tg_offset(sliced) > 0 && !tg_is_contiguous(sliced) && !tg_is_contiguous(transposed));
-  cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_op, 1, &transposed, 1, quiet), TG_OK,
-               "%s", tg_last_error_message());
+  cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_op, 1, &transposed, 1, quiet), TG_OK, "%s",
+               tg_last_error_message());
   cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_op, 1, &sliced, 1, quiet), TG_OK, "%s",
                tg_last_error_message());
   tg_scope_end(sc);
@@ -227,8 +227,8 @@ static tg_status bwd_scale_pair_crosstalk(tg_ctx *ctx, const tg_tensor *const *g
   return st;
 }
 static const tg_op_desc scale_pair_op = {"test_scale_pair", 3, 2, {fwd_scale_pair},
-                                         bwd_scale_pair, 0};
-static const tg_op_desc scale_pair_crosstalk_op = {"test_scale_pair_x", 3, 2, {fwd_scale_pair},
+                                         bwd_scale_pair,    0};
+static const tg_op_desc scale_pair_crosstalk_op = {"test_scale_pair_x",      3, 2, {fwd_scale_pair},
                                                    bwd_scale_pair_crosstalk, 0};
 static tg_status apply_pair(void *user, const tg_tensor *const *in, tg_tensor **out) {
   return tg_apply(user, 3, in, 0, NULL, 2, out);
@@ -254,7 +254,8 @@ TG_TEST(gradcheck, independent_outputs_and_constant_inputs) {
 TG_TEST(gradcheck, reports_input_output_element_and_values) {
   tg_scope sc = tg_scope_begin();
   const double xs[] = {0, 0, 0, 0, 0, 0.5}; /* only element 5 = [1, 2] has a nonzero slope */
-  tg_tensor *x = tg_from_data(TG_SHAPE(2, 3), xs, (tg_options){.dtype = TG_F64, .requires_grad = true});
+  tg_tensor *x =
+      tg_from_data(TG_SHAPE(2, 3), xs, (tg_options){.dtype = TG_F64, .requires_grad = true});
   cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_wrong_op, 1, &x, 1, quiet),
                TG_ERR_GRADCHECK);
   /* d(x^2)/dx at 0.5 is 1; the wrong backward says 1.5. */
@@ -271,8 +272,8 @@ TG_TEST(gradcheck, prints_the_report_unless_quiet) {
   cr_assert(saved);
   int fd = dup(fileno(stderr));
   cr_assert(dup2(fileno(saved), fileno(stderr)) >= 0);
-  tg_status st = tg_gradcheck(apply_unary, (void *)&square_wrong_op, 1, &x, 1,
-                              (tg_gradcheck_options){0});
+  tg_status st =
+      tg_gradcheck(apply_unary, (void *)&square_wrong_op, 1, &x, 1, (tg_gradcheck_options){0});
   fflush(stderr);
   dup2(fd, fileno(stderr));
   close(fd);
@@ -358,8 +359,7 @@ TG_TEST(gradcheck, refuses_inputs_it_cannot_check) {
   tg_expect_error(TG_ERR_ARGUMENT, "no input requires grad");
 
   tg_tensor *none = NULL;
-  cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_op, 1, &none, 1, quiet),
-               TG_ERR_ARGUMENT);
+  cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_op, 1, &none, 1, quiet), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "input 0 is NULL");
   cr_assert_eq(tg_gradcheck(NULL, NULL, 1, &row, 1, quiet), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "fn is NULL");
@@ -410,8 +410,8 @@ static tg_status cube_via_untracked_backward(void *user, const tg_tensor *const 
                                              tg_tensor **out) {
   (void)user;
   tg_tensor *x2 = tg_apply1(&square_op, 1, in, 0, NULL);
-  out[0] = x2 ? tg_apply1(&square_backward_op, 2, (const tg_tensor *const[]){x2, in[0]}, 0, NULL)
-              : NULL;
+  out[0] =
+      x2 ? tg_apply1(&square_backward_op, 2, (const tg_tensor *const[]){x2, in[0]}, 0, NULL) : NULL;
   return out[0] ? TG_OK : tg_last_error();
 }
 

@@ -189,7 +189,8 @@ TG_TEST(inplace, unary_values_by_hand) {
   cr_assert_eq(tg_neg_(x), TG_OK);
   tg_test_expect_values(x, 4, (const double[]){-2, -2, -4, -10}, 0);
   cr_assert_eq(tg_elu_(x, 1), TG_OK);
-  tg_test_expect_values(x, 4, (const double[]){exp(-2) - 1, exp(-2) - 1, exp(-4) - 1, exp(-10) - 1}, 1e-15);
+  tg_test_expect_values(x, 4, (const double[]){exp(-2) - 1, exp(-2) - 1, exp(-4) - 1, exp(-10) - 1},
+                        1e-15);
   tg_tensor *s = tg_test_tensor_of(TG_F32, TG_SHAPE(3), (const double[]){-1e4, 0, 1e4});
   cr_assert_eq(tg_sigmoid_(s), TG_OK);
   tg_test_expect_values(s, 3, (const double[]){0, 0.5, 1}, 0);

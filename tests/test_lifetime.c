@@ -174,8 +174,7 @@ TG_TEST(lifetime, ending_an_outer_scope_unwinds_the_inner_ones_and_errors) {
   tg_zeros(TG_SHAPE(2), TG_OPTS_DEFAULT);
   cr_assert_eq(tg_scope_end(middle), TG_ERR_STATE);
   char depths[64];
-  snprintf(depths, sizeof depths, "depth %d is not the innermost (depth %d)", base + 2,
-           base + 3);
+  snprintf(depths, sizeof depths, "depth %d is not the innermost (depth %d)", base + 2, base + 3);
   tg_expect_error(TG_ERR_STATE, "tg_scope_end: ", depths);
   cr_assert_eq(tg_scope_depth(), base + 1, "middle and the scope inside it are closed");
   cr_assert_eq(tg_scope_end(middle), TG_ERR_STATE, "middle is closed now");

@@ -151,9 +151,9 @@ TG_TEST(pointwise, unary_values_by_hand) {
     tg_test_expect_values(tg_relu(x), 4, (const double[]){0, 0, 1, 4}, tol);
     tg_test_expect_values(tg_elu(x, 1.0), 4, (const double[]){exp(-1) - 1, 0, 1, 4}, tol);
     tg_test_expect_values(tg_elu(x, 0.5), 4, (const double[]){0.5 * (exp(-1) - 1), 0, 1, 4}, tol);
-    tg_test_expect_values(tg_sigmoid(x), 4,
-                  (const double[]){1 / (1 + exp(1)), 0.5, 1 / (1 + exp(-1)), 1 / (1 + exp(-4))},
-                  tol);
+    tg_test_expect_values(
+        tg_sigmoid(x), 4,
+        (const double[]){1 / (1 + exp(1)), 0.5, 1 / (1 + exp(-1)), 1 / (1 + exp(-4))}, tol);
     tg_test_expect_values(tg_tanh(x), 4, (const double[]){tanh(-1), 0, tanh(1), tanh(4)}, tol);
     tg_test_expect_values(tg_pow_scalar(x, 3), 4, (const double[]){-1, 0, 1, 64}, tol);
     tg_test_expect_values(tg_pow_scalar(x, 2), 4, (const double[]){1, 0, 1, 16}, tol);
@@ -210,7 +210,8 @@ TG_TEST(pointwise, sigmoid_tanh_elu_stay_finite_at_1e4_with_finite_gradients) {
   unary_fn fns[] = {tg_sigmoid, tg_tanh, elu_1, elu_0_3, tg_relu};
   for (int dt = TG_F32; dt <= TG_F64; dt++) {
     for (int k = 0; k < 5; k++) {
-      tg_tensor *x = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(5), (const double[]){-1e4, -50, 0, 50, 1e4});
+      tg_tensor *x =
+          tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(5), (const double[]){-1e4, -50, 0, 50, 1e4});
       cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
       tg_tensor *y = fns[k](x);
       cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_OK, "%s", tg_last_error_message());
@@ -349,7 +350,8 @@ TG_TEST(pointwise, binary_values_and_broadcasting_by_hand) {
     tg_test_expect_values(tg_sub(b, a), 6, (const double[]){9, 18, 37, 6, 15, 34}, tol);
     tg_test_expect_values(tg_mul(a, b), 6, (const double[]){10, 40, 120, 40, 100, 240}, tol);
     tg_test_expect_values(tg_div(a, b), 6, (const double[]){0.1, 0.1, 0.075, 0.4, 0.25, 0.15}, tol);
-    tg_test_expect_values(tg_add_scaled(a, b, -0.5), 6, (const double[]){-4, -8, -17, -1, -5, -14}, tol);
+    tg_test_expect_values(tg_add_scaled(a, b, -0.5), 6, (const double[]){-4, -8, -17, -1, -5, -14},
+                          tol);
 
     /* [2, 1] (op) [1, 3] -> [2, 3] */
     tg_tensor *col = tg_test_tensor_of(t, TG_SHAPE(2, 1), (const double[]){1, 2});

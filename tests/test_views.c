@@ -12,10 +12,11 @@ static void assert_geometry(const tg_tensor *t, int ndim, const int64_t *sizes,
   cr_assert_eq(tg_offset(t), offset, "offset %lld, expected %lld", (long long)tg_offset(t),
                (long long)offset);
 }
-#define GEOM(t, sizes, strides, offset)                                                     \
-  assert_geometry((t), (int)(sizeof((int64_t[])sizes) / sizeof(int64_t)), (int64_t[])sizes, \
+#define GEOM(t, sizes, strides, offset)                                                            \
+  assert_geometry((t), (int)(sizeof((int64_t[])sizes) / sizeof(int64_t)), (int64_t[])sizes,        \
                   (int64_t[])strides, (offset))
-#define L(...) {__VA_ARGS__}
+#define L(...)                                                                                     \
+  { __VA_ARGS__ }
 
 TG_TEST(views, view_and_reshape_share_storage) {
   tg_scope sc = tg_scope_begin();
@@ -206,8 +207,8 @@ TG_TEST(views, null_inputs_propagate_the_first_error) {
 
 TG_TEST(views, recorded_in_place_write_through_a_view_is_refused) {
   tg_scope sc = tg_scope_begin();
-  tg_tensor *w = tg_from_data(TG_SHAPE(2), (double[]){5, 6},
-                              TG_OPTS(.dtype = TG_F64, .requires_grad = true));
+  tg_tensor *w =
+      tg_from_data(TG_SHAPE(2), (double[]){5, 6}, TG_OPTS(.dtype = TG_F64, .requires_grad = true));
   tg_tensor *b = tg_zeros(TG_SHAPE(4), TG_OPTS(.dtype = TG_F64));
   cr_assert_eq(tg_add_(tg_narrow(b, 0, 1, 2), w), TG_ERR_UNSUPPORTED);
   tg_expect_error(TG_ERR_UNSUPPORTED, "tg_add_: ", "in-place operation on a view");

@@ -24,8 +24,8 @@ void tg_test_teardown(void) {
 void tg_test_expect_error_impl(const char *file, int line, tg_status code, ...) {
   tg_status got = tg_last_error();
   const char *msg = tg_last_error_message();
-  cr_assert_eq(got, code, "%s:%d: expected error %s, got %s (%s)", file, line,
-               tg_status_name(code), tg_status_name(got), msg);
+  cr_assert_eq(got, code, "%s:%d: expected error %s, got %s (%s)", file, line, tg_status_name(code),
+               tg_status_name(got), msg);
   va_list ap;
   va_start(ap, code);
   for (const char *s = va_arg(ap, const char *); s; s = va_arg(ap, const char *))
@@ -102,8 +102,8 @@ void tg_test_assert_sizes_impl(const char *file, int line, const tg_tensor *t, i
   cr_assert(t, "%s:%d: NULL tensor (%s)", file, line, tg_last_error_message());
   cr_assert_eq(tg_ndim(t), ndim, "%s:%d: ndim %d, expected %d", file, line, tg_ndim(t), ndim);
   for (int d = 0; d < ndim; d++)
-    cr_assert_eq(tg_size(t, d), sizes[d], "%s:%d: size[%d] is %lld, expected %lld", file, line,
-                 d, (long long)tg_size(t, d), (long long)sizes[d]);
+    cr_assert_eq(tg_size(t, d), sizes[d], "%s:%d: size[%d] is %lld, expected %lld", file, line, d,
+                 (long long)tg_size(t, d), (long long)sizes[d]);
 }
 
 tg_tensor *tg_test_tensor_of(tg_dtype dtype, int ndim, const int64_t *sizes, const double *values) {

@@ -17,35 +17,36 @@ void tg_test_teardown(void);
 
 /* The leak check runs at the end of the test body: Criterion ignores failed assertions in
  * a .fini hook. */
-#define TG_TEST(suite, name, ...)                                                           \
-  static void tg_test_body_##suite##_##name(void);                                          \
-  Test(suite, name, .init = tg_test_setup, ##__VA_ARGS__) {                                 \
-    tg_test_body_##suite##_##name();                                                        \
-    tg_test_teardown();                                                                     \
-  }                                                                                         \
+#define TG_TEST(suite, name, ...)                                                                  \
+  static void tg_test_body_##suite##_##name(void);                                                 \
+  Test(suite, name, .init = tg_test_setup, ##__VA_ARGS__) {                                        \
+    tg_test_body_##suite##_##name();                                                               \
+    tg_test_teardown();                                                                            \
+  }                                                                                                \
   static void tg_test_body_##suite##_##name(void)
 
 /* Asserts that the pending error has `code` and that its message contains every given
  * substring (NULL-terminated list), then clears it. */
 void tg_test_expect_error_impl(const char *file, int line, tg_status code, ...);
-#define tg_expect_error(code, ...)                                                          \
+#define tg_expect_error(code, ...)                                                                 \
   tg_test_expect_error_impl(__FILE__, __LINE__, (code), ##__VA_ARGS__, (const char *)NULL)
 
 /* Asserts no error is pending. */
-#define tg_expect_ok()                                                                      \
+#define tg_expect_ok()                                                                             \
   cr_assert_eq(tg_last_error(), TG_OK, "unexpected error: %s", tg_last_error_message())
 
 /* Max |a - b| over all elements (tensors of equal sizes, any device/dtype/strides). */
 double tg_test_max_abs_diff(const tg_tensor *a, const tg_tensor *b);
 /* Asserts |a-b| <= atol + rtol*|b| elementwise; reports the first bad element. */
-void tg_test_assert_close_impl(const char *file, int line, const tg_tensor *a,
-                               const tg_tensor *b, double rtol, double atol);
-#define tg_assert_close(a, b, rtol, atol)                                                   \
+void tg_test_assert_close_impl(const char *file, int line, const tg_tensor *a, const tg_tensor *b,
+                               double rtol, double atol);
+#define tg_assert_close(a, b, rtol, atol)                                                          \
   tg_test_assert_close_impl(__FILE__, __LINE__, (a), (b), (rtol), (atol))
 /* Asserts the tensor's sizes equal the given ones. */
 void tg_test_assert_sizes_impl(const char *file, int line, const tg_tensor *t, int ndim,
                                const int64_t *sizes);
-#define tg_assert_sizes(t, ...) tg_test_assert_sizes_impl(__FILE__, __LINE__, (t), TG_SHAPE(__VA_ARGS__))
+#define tg_assert_sizes(t, ...)                                                                    \
+  tg_test_assert_sizes_impl(__FILE__, __LINE__, (t), TG_SHAPE(__VA_ARGS__))
 
 /* A tensor of dtype holding the given values (row-major); asserts on failure. */
 tg_tensor *tg_test_tensor_of(tg_dtype dtype, int ndim, const int64_t *sizes, const double *values);

@@ -81,10 +81,10 @@ typedef tg_status (*tg_backward_fn)(tg_ctx *ctx, const tg_tensor *const *grad_ou
                                     tg_tensor **grad_inputs);
 
 enum {
-  TG_OP_ONCE_DIFFERENTIABLE = 1u << 0, /* double backward through it is an error */
-  TG_OP_NO_MATERIALIZE_GRADS = 1u << 1,/* missing grad_outputs reach backward as NULL */
-  TG_OP_VIEW = 1u << 2,                /* outputs alias input 0 (shape/view ops) */
-  TG_OP_INPLACE = 1u << 3,             /* forward writes input 0 and returns it as output 0 */
+  TG_OP_ONCE_DIFFERENTIABLE = 1u << 0,  /* double backward through it is an error */
+  TG_OP_NO_MATERIALIZE_GRADS = 1u << 1, /* missing grad_outputs reach backward as NULL */
+  TG_OP_VIEW = 1u << 2,                 /* outputs alias input 0 (shape/view ops) */
+  TG_OP_INPLACE = 1u << 3,              /* forward writes input 0 and returns it as output 0 */
 };
 
 typedef struct tg_op_desc {

@@ -17,8 +17,8 @@ bool tg_cuda_is_available(void);
 tg_status tg_cuda_synchronize(void);
 
 typedef struct tg_cuda_memory_stats {
-  size_t bytes_in_use;    /* held by live storages */
-  size_t bytes_cached;    /* freed by tg, kept for reuse */
+  size_t bytes_in_use; /* held by live storages */
+  size_t bytes_cached; /* freed by tg, kept for reuse */
   size_t peak_bytes_in_use;
   uint64_t driver_allocs; /* cudaMalloc calls so far */
   uint64_t driver_frees;

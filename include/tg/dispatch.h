@@ -12,35 +12,35 @@
 
 #include "types.h"
 
-#define TG__DISPATCH_CASE(ENUM, TYPE, ...)                                                  \
-  case ENUM: {                                                                              \
-    typedef TYPE scalar_t;                                                                  \
-    __VA_ARGS__;                                                                            \
-    break;                                                                                  \
+#define TG__DISPATCH_CASE(ENUM, TYPE, ...)                                                         \
+  case ENUM: {                                                                                     \
+    typedef TYPE scalar_t;                                                                         \
+    __VA_ARGS__;                                                                                   \
+    break;                                                                                         \
   }
 
-#define TG__DISPATCH_FAIL(DTYPE, NAME, KIND)                                                \
-  default:                                                                                  \
-    return tg_set_error(TG_ERR_DTYPE, "%s: dtype %s is not supported (" KIND " only)",      \
-                        (NAME), tg_dtype_name(DTYPE));
+#define TG__DISPATCH_FAIL(DTYPE, NAME, KIND)                                                       \
+  default:                                                                                         \
+    return tg_set_error(TG_ERR_DTYPE, "%s: dtype %s is not supported (" KIND " only)", (NAME),     \
+                        tg_dtype_name(DTYPE));
 
-#define TG_DISPATCH_FLOATING_TYPES(DTYPE, NAME, ...)                                        \
-  do {                                                                                      \
-    switch (DTYPE) {                                                                        \
-      TG__DISPATCH_CASE(TG_F32, float, __VA_ARGS__)                                         \
-      TG__DISPATCH_CASE(TG_F64, double, __VA_ARGS__)                                        \
-      TG__DISPATCH_FAIL(DTYPE, NAME, "F32, F64")                                            \
-    }                                                                                       \
+#define TG_DISPATCH_FLOATING_TYPES(DTYPE, NAME, ...)                                               \
+  do {                                                                                             \
+    switch (DTYPE) {                                                                               \
+      TG__DISPATCH_CASE(TG_F32, float, __VA_ARGS__)                                                \
+      TG__DISPATCH_CASE(TG_F64, double, __VA_ARGS__)                                               \
+      TG__DISPATCH_FAIL(DTYPE, NAME, "F32, F64")                                                   \
+    }                                                                                              \
   } while (0)
 
-#define TG_DISPATCH_ALL_TYPES(DTYPE, NAME, ...)                                             \
-  do {                                                                                      \
-    switch (DTYPE) {                                                                        \
-      TG__DISPATCH_CASE(TG_F32, float, __VA_ARGS__)                                         \
-      TG__DISPATCH_CASE(TG_F64, double, __VA_ARGS__)                                        \
-      TG__DISPATCH_CASE(TG_I64, int64_t, __VA_ARGS__)                                       \
-      TG__DISPATCH_FAIL(DTYPE, NAME, "F32, F64, I64")                                       \
-    }                                                                                       \
+#define TG_DISPATCH_ALL_TYPES(DTYPE, NAME, ...)                                                    \
+  do {                                                                                             \
+    switch (DTYPE) {                                                                               \
+      TG__DISPATCH_CASE(TG_F32, float, __VA_ARGS__)                                                \
+      TG__DISPATCH_CASE(TG_F64, double, __VA_ARGS__)                                               \
+      TG__DISPATCH_CASE(TG_I64, int64_t, __VA_ARGS__)                                              \
+      TG__DISPATCH_FAIL(DTYPE, NAME, "F32, F64, I64")                                              \
+    }                                                                                              \
   } while (0)
 
 #endif

@@ -47,10 +47,8 @@ typedef struct tg_options {
 #define TG_OPTS_DEFAULT ((tg_options){0})
 
 /* TG_SHAPE(2, 3) expands to the (ndim, sizes) pair the functions below take. */
-#define TG_SHAPE(...)                                                                       \
-  (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (const int64_t[]) {     \
-    __VA_ARGS__                                                                             \
-  }
+#define TG_SHAPE(...)                                                                              \
+  (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (const int64_t[]) { __VA_ARGS__ }
 
 /* ---- lifetimes ----
  * A scope token: which level tg_scope_begin opened (depth, 1 = outermost; the root scope is
@@ -104,11 +102,11 @@ const tg_allocator *tg_get_allocator(tg_device_type type);
 
 /* ---- properties ---- */
 int tg_ndim(const tg_tensor *t);
-int64_t tg_size(const tg_tensor *t, int dim);     /* negative dims count from the end */
+int64_t tg_size(const tg_tensor *t, int dim); /* negative dims count from the end */
 int64_t tg_stride(const tg_tensor *t, int dim);
 const int64_t *tg_sizes(const tg_tensor *t);
 const int64_t *tg_strides(const tg_tensor *t);
-int64_t tg_offset(const tg_tensor *t);            /* in elements */
+int64_t tg_offset(const tg_tensor *t); /* in elements */
 int64_t tg_numel(const tg_tensor *t);
 tg_dtype tg_tensor_dtype(const tg_tensor *t);
 tg_device tg_tensor_device(const tg_tensor *t);
@@ -190,7 +188,7 @@ tg_status tg_set(tg_tensor *t, const int64_t *index, double value);
 tg_status tg_item(const tg_tensor *t, double *out);
 /* Copies all elements, in logical row-major order, into a host array of t's dtype. */
 tg_status tg_to_host_array(const tg_tensor *t, void *out, size_t out_bytes);
-tg_tensor *tg_to_dtype(const tg_tensor *t, tg_dtype dtype);   /* t itself if equal */
+tg_tensor *tg_to_dtype(const tg_tensor *t, tg_dtype dtype);    /* t itself if equal */
 tg_tensor *tg_to_device(const tg_tensor *t, tg_device device); /* t itself if equal */
 
 /* ---- printing (PyTorch style; the middle of large dims is elided) ---- */
@@ -228,13 +226,13 @@ typedef struct tg_accessor {
 tg_status tg_accessor_of(const tg_tensor *t, int ndim, tg_dtype dtype, tg_accessor *out);
 
 #define TG_AT1(acc, T, i) (((T *)(acc).data)[(int64_t)(i) * (acc).strides[0]])
-#define TG_AT2(acc, T, i, j)                                                                \
+#define TG_AT2(acc, T, i, j)                                                                       \
   (((T *)(acc).data)[(int64_t)(i) * (acc).strides[0] + (int64_t)(j) * (acc).strides[1]])
-#define TG_AT3(acc, T, i, j, k)                                                             \
-  (((T *)(acc).data)[(int64_t)(i) * (acc).strides[0] + (int64_t)(j) * (acc).strides[1] +   \
+#define TG_AT3(acc, T, i, j, k)                                                                    \
+  (((T *)(acc).data)[(int64_t)(i) * (acc).strides[0] + (int64_t)(j) * (acc).strides[1] +           \
                      (int64_t)(k) * (acc).strides[2]])
-#define TG_AT4(acc, T, i, j, k, l)                                                          \
-  (((T *)(acc).data)[(int64_t)(i) * (acc).strides[0] + (int64_t)(j) * (acc).strides[1] +   \
+#define TG_AT4(acc, T, i, j, k, l)                                                                 \
+  (((T *)(acc).data)[(int64_t)(i) * (acc).strides[0] + (int64_t)(j) * (acc).strides[1] +           \
                      (int64_t)(k) * (acc).strides[2] + (int64_t)(l) * (acc).strides[3]])
 
 #ifdef __cplusplus

@@ -1,7 +1,7 @@
 /* Thread-local grad mode. No-grad regions nest: each end restores what its begin saw. */
 #include "tg/autograd.h"
 
-static _Thread_local bool grad_disabled; /* zero value: grad enabled */
+static _Thread_local bool grad_disabled;   /* zero value: grad enabled */
 static _Thread_local uint64_t saved_modes; /* bit i: mode before the i-th open region */
 static _Thread_local int region_depth;
 

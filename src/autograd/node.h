@@ -9,15 +9,15 @@
 
 /* Where the gradient of one input goes: another node's output, a leaf, or nowhere. */
 typedef struct tg_edge {
-  tg_node *node; /* owned reference */
-  int output_nr; /* which output of node */
+  tg_node *node;   /* owned reference */
+  int output_nr;   /* which output of node */
   tg_tensor *leaf; /* owned reference: a leaf that requires grad */
 } tg_edge;
 
 typedef struct tg_saved {
-  tg_tensor *data;   /* owned; a detached alias when it is one of the node's outputs */
-  uint64_t version;  /* storage version when saved */
-  int output_nr;     /* >= 0: output of this node (re-attached to the node on unpack) */
+  tg_tensor *data;  /* owned; a detached alias when it is one of the node's outputs */
+  uint64_t version; /* storage version when saved */
+  int output_nr;    /* >= 0: output of this node (re-attached to the node on unpack) */
 } tg_saved;
 
 typedef struct tg_meta {
@@ -31,11 +31,11 @@ struct tg_ctx {
   const tg_op_desc *op;
   tg_node *node; /* NULL when the call is not recorded */
   int n_inputs, n_outputs;
-  tg_meta *inputs;   /* n_inputs */
-  tg_meta *outputs;  /* n_outputs; filled after forward */
+  tg_meta *inputs;  /* n_inputs */
+  tg_meta *outputs; /* n_outputs; filled after forward */
   bool *needs_input_grad;
-  bool *non_differentiable; /* n_outputs */
-  tg_tensor **forward_outputs; /* the outputs array during forward, to recognise saves */
+  bool *non_differentiable;        /* n_outputs */
+  tg_tensor **forward_outputs;     /* the outputs array during forward, to recognise saves */
   const tg_tensor *inplace_target; /* input 0 of an in-place op during forward: output 0 */
   tg_saved *saved;
   int n_saved;

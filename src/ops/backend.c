@@ -17,8 +17,7 @@ static const tg_backend *const backends[TG_NUM_DEVICE_TYPES] = {
 };
 
 const tg_backend *tg__backend(const char *op, tg_device device) {
-  const tg_backend *be =
-      (unsigned)device.type < TG_NUM_DEVICE_TYPES ? backends[device.type] : NULL;
+  const tg_backend *be = (unsigned)device.type < TG_NUM_DEVICE_TYPES ? backends[device.type] : NULL;
   if (!be && device.type == TG_CUDA)
     tg_set_error(TG_ERR_DEVICE, "%s: device cuda:%d requested but tg was built without CUDA", op,
                  device.index);

@@ -28,8 +28,8 @@ tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t) {
         be ? tg__empty_op(op, t->ndim, t->sizes, t->dtype, t->storage->device) : NULL;
     st = dense ? be->copy(dense, t) : tg_last_error();
     if (st == TG_OK)
-      st = move_bytes(op, h->storage->data, TG_DEVICE_CPU, tg_data_ptr(dense),
-                      t->storage->device, h->storage->nbytes);
+      st = move_bytes(op, h->storage->data, TG_DEVICE_CPU, tg_data_ptr(dense), t->storage->device,
+                      h->storage->nbytes);
     tg_release(dense);
   }
   if (st != TG_OK) {
@@ -92,8 +92,8 @@ tg_status tg_copy_(tg_tensor *dst, const tg_tensor *src) {
                         "tg_copy_: dst %s has overlapping elements (an expanded view)",
                         tg__sizes_str(dst));
   /* Broadcast src to dst's sizes with stride-0 dims, without touching the tape. */
-  tg_tensor *view = tg__tensor_new(src->storage, src->offset, dst->ndim, dst->sizes, NULL,
-                                   src->dtype);
+  tg_tensor *view =
+      tg__tensor_new(src->storage, src->offset, dst->ndim, dst->sizes, NULL, src->dtype);
   if (!view) return tg_last_error();
   int lead = dst->ndim - src->ndim;
   for (int d = 0; d < dst->ndim; d++) {
@@ -238,17 +238,26 @@ static bool check_index(const char *op, const tg_tensor *t, const int64_t *index
 
 static double load(tg_dtype dtype, const void *p) {
   switch (dtype) {
-  case TG_F32: return *(const float *)p;
-  case TG_F64: return *(const double *)p;
-  default: return (double)*(const int64_t *)p;
+  case TG_F32:
+    return *(const float *)p;
+  case TG_F64:
+    return *(const double *)p;
+  default:
+    return (double)*(const int64_t *)p;
   }
 }
 
 static void store(tg_dtype dtype, void *p, double v) {
   switch (dtype) {
-  case TG_F32: *(float *)p = (float)v; break;
-  case TG_F64: *(double *)p = v; break;
-  default: *(int64_t *)p = tg__f64_to_i64(v); break; /* a plain cast of NaN is undefined */
+  case TG_F32:
+    *(float *)p = (float)v;
+    break;
+  case TG_F64:
+    *(double *)p = v;
+    break;
+  default:
+    *(int64_t *)p = tg__f64_to_i64(v);
+    break; /* a plain cast of NaN is undefined */
   }
 }
 

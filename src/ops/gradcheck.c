@@ -66,14 +66,13 @@ static tg_status check_inputs(gc_problem *p) {
   const char *name = p->name;
   if (!p->fn) return tg_set_error(TG_ERR_ARGUMENT, "%s: fn is NULL", name);
   if (p->n_inputs <= 0 || !p->inputs)
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: need at least one input (got %d)", name,
-                        p->n_inputs);
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: need at least one input (got %d)", name, p->n_inputs);
   if (p->n_outputs <= 0)
     return tg_set_error(TG_ERR_ARGUMENT, "%s: need at least one output (got %d)", name,
                         p->n_outputs);
   if (!(p->opts.eps >= 0) || !(p->opts.atol >= 0) || !(p->opts.rtol >= 0))
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: eps %g, atol %g, rtol %g must not be negative",
-                        name, p->opts.eps, p->opts.atol, p->opts.rtol);
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: eps %g, atol %g, rtol %g must not be negative", name,
+                        p->opts.eps, p->opts.atol, p->opts.rtol);
   p->diff = tg__host_calloc((size_t)p->n_inputs, sizeof *p->diff);
   if (!p->diff) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
   for (int i = 0; i < p->n_inputs; i++) {
@@ -247,8 +246,8 @@ static tg_status analytical_jacobian(gc_problem *p, tg_tensor *const *outs) {
                             grads, keep, true);
       if (st == TG_OK) st = store_row(p, g->offset + k, grads, scratch);
       if (st == TG_OK)
-        st = tg_autograd_grad(n_roots, roots, (const tg_tensor *const *)seeds, p->n_diff,
-                              targets, grads, keep, true);
+        st = tg_autograd_grad(n_roots, roots, (const tg_tensor *const *)seeds, p->n_diff, targets,
+                              grads, keep, true);
       if (st == TG_OK) st = check_reentrant(p, g->offset + k, j, k, grads, scratch);
       tg_scope_end(scope);
       if (st == TG_OK) st = tg_set(seeds[r], index, 0.0);
@@ -355,8 +354,8 @@ typedef struct grad_state {
 static tg_status gradcheck_impl(const char *name, tg_gradcheck_fn fn, void *user, int n_inputs,
                                 tg_tensor *const *inputs, int n_primary, int n_outputs,
                                 tg_gradcheck_options opts) {
-  gc_problem p = {name, fn, user, n_inputs, inputs, n_primary, n_outputs, opts, NULL, 0, 0,
-                  NULL, NULL};
+  gc_problem p = {name, fn,   user, n_inputs, inputs, n_primary, n_outputs,
+                  opts, NULL, 0,    0,        NULL,   NULL};
   if (p.opts.eps == 0) p.opts.eps = DEFAULT_EPS;
   if (p.opts.atol == 0) p.opts.atol = DEFAULT_ATOL;
   if (p.opts.rtol == 0) p.opts.rtol = DEFAULT_RTOL;
@@ -372,7 +371,8 @@ static tg_status gradcheck_impl(const char *name, tg_gradcheck_fn fn, void *user
     st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
     goto done;
   }
-  for (int i = 0; i < n_inputs; i++) before[i] = (grad_state){inputs[i]->grad, inputs[i]->requires_grad};
+  for (int i = 0; i < n_inputs; i++)
+    before[i] = (grad_state){inputs[i]->grad, inputs[i]->requires_grad};
 
   tg_scope scope = tg_scope_begin();
   st = evaluate(&p, outs);
@@ -465,8 +465,8 @@ done:
 tg_status tg_gradgradcheck(tg_gradcheck_fn fn, void *user, int n_inputs, tg_tensor *const *inputs,
                            int n_outputs, tg_gradcheck_options opts) {
   const char *name = "tg_gradgradcheck";
-  gc_problem p = {name, fn, user, n_inputs, inputs, n_inputs, n_outputs, opts, NULL, 0, 0,
-                  NULL, NULL};
+  gc_problem p = {name, fn,   user, n_inputs, inputs, n_inputs, n_outputs,
+                  opts, NULL, 0,    0,        NULL,   NULL};
   gradgrad_fn g = {fn, user, n_inputs, n_outputs, 0, NULL, 0, NULL};
   tg_tensor **all = NULL, **outs = NULL;
   tg_generator *gen = NULL;
@@ -494,10 +494,9 @@ tg_status tg_gradgradcheck(tg_gradcheck_fn fn, void *user, int n_inputs, tg_tens
                         name, j, tg_dtype_name(o->dtype));
       break;
     }
-    tg_tensor *v = tg_randn(o->ndim, o->sizes,
-                            (tg_options){.dtype = TG_F64, .device = o->storage->device,
-                                         .requires_grad = true},
-                            gen);
+    tg_tensor *v = tg_randn(
+        o->ndim, o->sizes,
+        (tg_options){.dtype = TG_F64, .device = o->storage->device, .requires_grad = true}, gen);
     if (!v) {
       st = tg_last_error();
       break;
@@ -506,11 +505,9 @@ tg_status tg_gradgradcheck(tg_gradcheck_fn fn, void *user, int n_inputs, tg_tens
     g.v_output[g.n_v++] = j;
   }
   if (st == TG_OK && g.n_v == 0)
-    st = tg_set_error(TG_ERR_ARGUMENT, "%s: no output of fn requires grad; nothing to check",
-                      name);
+    st = tg_set_error(TG_ERR_ARGUMENT, "%s: no output of fn requires grad; nothing to check", name);
   if (st == TG_OK)
-    st = gradcheck_impl(name, gradgrad_eval, &g, n_inputs + g.n_v, all, n_inputs, g.n_diff,
-                        opts);
+    st = gradcheck_impl(name, gradgrad_eval, &g, n_inputs + g.n_v, all, n_inputs, g.n_diff, opts);
   tg_scope_end(scope);
 done:
   tg_generator_free(gen);

@@ -65,16 +65,14 @@ static tg_status operand_grads(tg_ctx *ctx, int mat1_index, const tg_tensor *g, 
   int slot = 0;
   if (tg_ctx_needs_input_grad(ctx, mat1_index)) {
     tg_tensor *mat2 = tg_ctx_saved(ctx, slot++);
-    gi[mat1_index] = tg_ctx_int(ctx, MAT1_COLUMN_MAJOR) != 0
-                         ? tg_t(mm_op(mat2, tg_t(g), alpha))
-                         : mm_op(g, tg_t(mat2), alpha);
+    gi[mat1_index] = tg_ctx_int(ctx, MAT1_COLUMN_MAJOR) != 0 ? tg_t(mm_op(mat2, tg_t(g), alpha))
+                                                             : mm_op(g, tg_t(mat2), alpha);
     if (!gi[mat1_index]) return tg_last_error();
   }
   if (tg_ctx_needs_input_grad(ctx, mat1_index + 1)) {
     tg_tensor *mat1 = tg_ctx_saved(ctx, slot++);
-    gi[mat1_index + 1] = tg_ctx_int(ctx, MAT2_COLUMN_MAJOR) != 0
-                             ? tg_t(mm_op(tg_t(g), mat1, alpha))
-                             : mm_op(tg_t(mat1), g, alpha);
+    gi[mat1_index + 1] = tg_ctx_int(ctx, MAT2_COLUMN_MAJOR) != 0 ? tg_t(mm_op(tg_t(g), mat1, alpha))
+                                                                 : mm_op(tg_t(mat1), g, alpha);
     if (!gi[mat1_index + 1]) return tg_last_error();
   }
   return TG_OK;

@@ -80,8 +80,7 @@ static tg_status softmax_forward(const char *op, softmax_kernel kernel, tg_ctx *
   if (!o) return tg_last_error();
   if (tg__numel(x->ndim, x->sizes) > 0) {
     tg_tensor *x1 = at_least_1d(x), *o1 = at_least_1d(o);
-    if (!x1 || !o1 || kernel(be, o1, x1, (int)tg_ctx_int(ctx, 0)) != TG_OK)
-      return tg_last_error();
+    if (!x1 || !o1 || kernel(be, o1, x1, (int)tg_ctx_int(ctx, 0)) != TG_OK) return tg_last_error();
   }
   /* out[0] first: the context then knows o is this op's output and saves an alias that
    * does not keep the node alive through its own output. */

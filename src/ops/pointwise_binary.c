@@ -167,8 +167,8 @@ static tg_status binary_op_backward(tg_ctx *ctx, int need, binary_grad_fn grad_a
   TG__BINARY_GRAD(grad_a_##name, grad_a)                                                           \
   TG__BINARY_GRAD(grad_b_##name, grad_b)                                                           \
   tg_status tg__fwd_##name(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {             \
-    return binary_op_forward(ctx, "tg_" #name, TG_BINARY_##KIND,                                   \
-                             needed(ctx, saves_a, saves_b), in, out);                              \
+    return binary_op_forward(ctx, "tg_" #name, TG_BINARY_##KIND, needed(ctx, saves_a, saves_b),    \
+                             in, out);                                                             \
   }                                                                                                \
   tg_status tg__bwd_##name(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {               \
     return binary_op_backward(ctx, needed(ctx, saves_a, saves_b), grad_a_##name, grad_b_##name,    \
@@ -182,8 +182,8 @@ static tg_status binary_op_backward(tg_ctx *ctx, int need, binary_grad_fn grad_a
     return binary("tg_" #name, TG__OP(name), a, b, TG__SC(1.0));                                   \
   }                                                                                                \
   tg_status tg_##name##_(tg_tensor *a, const tg_tensor *b) {                                       \
-    return tg__binary_inplace_call("tg_" #name "_", TG__OP(name##_), a, b, (saves_a) & A,          \
-                                   (saves_b) & A, TG__SC(1.0));                                    \
+    return tg__binary_inplace_call("tg_" #name "_", TG__OP(name##_), a, b, (saves_a)&A,            \
+                                   (saves_b)&A, TG__SC(1.0));                                      \
   }
 #include "ops/def/binary.def"
 

@@ -1,7 +1,7 @@
 /* In-place binary and scalar pointwise ops, and the front-end step every in-place op
- * shares (the unary ones are generated in pointwise_unary.c). The front end validates everything first (a failed call leaves
- * its target untouched); forward writes input 0, bumps its version and returns it, and
- * tg_apply moves the target's history onto the new node.
+ * shares (the unary ones are generated in pointwise_unary.c). The front end validates everything
+ * first (a failed call leaves its target untouched); forward writes input 0, bumps its version and
+ * returns it, and tg_apply moves the target's history onto the new node.
  *
  * Backward is the base op's (ops.def: TG_OP_INPLACE_OF) and never reads the overwritten
  * value: each op saves what it needs before writing (b), uses the output where it
@@ -60,9 +60,8 @@ static tg_status save_operand(tg_ctx *ctx, const tg_tensor *const *in) {
   return b ? tg_ctx_save_for_backward(ctx, 1, &b) : tg_last_error();
 }
 
-tg_status tg__binary_inplace_forward(tg_ctx *ctx, const char *op, tg_binary_kind kind,
-                                     double alpha, int need, const tg_tensor *const *in,
-                                     tg_tensor **out) {
+tg_status tg__binary_inplace_forward(tg_ctx *ctx, const char *op, tg_binary_kind kind, double alpha,
+                                     int need, const tg_tensor *const *in, tg_tensor **out) {
   if (need & TG__SAVE_A && tg_ctx_num_inputs(ctx) < 3)
     return tg_set_error(TG_ERR_STATE, "%s: a gradient needs a's old value but it was not given",
                         op);
@@ -116,8 +115,7 @@ tg_status tg__binary_inplace_call(const char *op, const tg_op_desc *desc, tg_ten
 }
 
 tg_status tg_add_scaled_(tg_tensor *a, const tg_tensor *b, double alpha) {
-  return tg__binary_inplace_call("tg_add_scaled_", TG__OP(add_), a, b, false, false,
-                                 TG__SC(alpha));
+  return tg__binary_inplace_call("tg_add_scaled_", TG__OP(add_), a, b, false, false, TG__SC(alpha));
 }
 
 tg_status tg__unary_inplace_call(const char *op, const tg_op_desc *desc, tg_tensor *x,

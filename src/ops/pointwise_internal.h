@@ -35,9 +35,8 @@ enum { TG__SAVE_A = 1, TG__SAVE_B = 2, TG__SAVE_OUT = 4 };
 /* Forward of an in-place binary op: saves what `need` (TG__SAVE_* bits) asks, all before
  * the write (b, then a's old value from input 2, then the target as the output), then
  * a = a (op) b, bumps a's version and returns a. */
-tg_status tg__binary_inplace_forward(tg_ctx *ctx, const char *op, tg_binary_kind kind,
-                                     double alpha, int need, const tg_tensor *const *in,
-                                     tg_tensor **out);
+tg_status tg__binary_inplace_forward(tg_ctx *ctx, const char *op, tg_binary_kind kind, double alpha,
+                                     int need, const tg_tensor *const *in, tg_tensor **out);
 /* Front end of an in-place binary op: checks a and b (b broadcasts to a), then runs desc
  * on (a, b[, a copy of a's old value when the call will be recorded and an input whose
  * gradient reads it (a_for_a, a_for_b) requires grad]) inside a scope. */

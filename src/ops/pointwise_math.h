@@ -184,7 +184,7 @@ TG_UNARY_MATH(softplus, x > 20 ? x : tg_m_log1p(tg_m_exp(x)))
 
 TG_BINARY_MATH(add, a + alpha * b)
 TG_BINARY_MATH(sub, a - alpha * b)
-TG_BINARY_MATH(mul, a * b)
+TG_BINARY_MATH(mul, a *b)
 TG_BINARY_MATH(div, a / b)
 TG_BINARY_MATH(eq, a == b ? 1 : 0)
 TG_BINARY_MATH(ge, a >= b ? 1 : 0)

@@ -6,15 +6,15 @@
 #include "registry.h"
 #include "tensor/host_memory.h"
 
-#define TG_OP(name, nin, nout, fl)                                                          \
-  [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, tg__bwd_##name,    \
-                       (fl) | TG__OP_BUILTIN},
-#define TG_OP_NOGRAD(name, nin, nout, fl)                                                   \
-  [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, NULL,              \
-                       (fl) | TG__OP_BUILTIN},
-#define TG_OP_INPLACE_OF(name, base, nin, nout, fl)                                         \
-  [TG_OP_ID_##name] = {#name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, tg__bwd_##base,    \
-                       (fl) | TG__OP_BUILTIN},
+#define TG_OP(name, nin, nout, fl)                                                                 \
+  [TG_OP_ID_##name] = {                                                                            \
+      #name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, tg__bwd_##name, (fl) | TG__OP_BUILTIN},
+#define TG_OP_NOGRAD(name, nin, nout, fl)                                                          \
+  [TG_OP_ID_##                                                                                     \
+      name] = {#name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, NULL, (fl) | TG__OP_BUILTIN},
+#define TG_OP_INPLACE_OF(name, base, nin, nout, fl)                                                \
+  [TG_OP_ID_##name] = {                                                                            \
+      #name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, tg__bwd_##base, (fl) | TG__OP_BUILTIN},
 const tg_op_desc tg__builtin_ops[TG_NUM_BUILTIN_OPS] = {
 #include "ops/ops.def"
 };

@@ -15,12 +15,12 @@ typedef enum tg_op_id {
 #undef TG_OP_NOGRAD
 #undef TG_OP_INPLACE_OF
 
-#define TG_OP(name, nin, nout, flags)                                                       \
-  tg_status tg__fwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);               \
+#define TG_OP(name, nin, nout, flags)                                                              \
+  tg_status tg__fwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);                      \
   tg_status tg__bwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);
-#define TG_OP_NOGRAD(name, nin, nout, flags)                                                \
+#define TG_OP_NOGRAD(name, nin, nout, flags)                                                       \
   tg_status tg__fwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);
-#define TG_OP_INPLACE_OF(name, base, nin, nout, flags)                                      \
+#define TG_OP_INPLACE_OF(name, base, nin, nout, flags)                                             \
   tg_status tg__fwd_##name(tg_ctx *, const tg_tensor *const *, tg_tensor **);
 #include "ops/ops.def"
 #undef TG_OP
@@ -31,13 +31,16 @@ extern const tg_op_desc tg__builtin_ops[TG_NUM_BUILTIN_OPS];
 #define TG__OP(name) (&tg__builtin_ops[TG_OP_ID_##name])
 
 /* Shorthands for op front ends. */
-#define TG__IN(...) (int)(sizeof((const tg_tensor *[]){__VA_ARGS__}) / sizeof(tg_tensor *)),  \
-                    (const tg_tensor *const[]){__VA_ARGS__}
-#define TG__SC(...) (int)(sizeof((const double[]){__VA_ARGS__}) / sizeof(double)),            \
-                    (const double[]){__VA_ARGS__}
+#define TG__IN(...)                                                                                \
+  (int)(sizeof((const tg_tensor *[]){__VA_ARGS__}) / sizeof(tg_tensor *)),                         \
+      (const tg_tensor *const[]) {                                                                 \
+    __VA_ARGS__                                                                                    \
+  }
+#define TG__SC(...)                                                                                \
+  (int)(sizeof((const double[]){__VA_ARGS__}) / sizeof(double)), (const double[]) { __VA_ARGS__ }
 #define TG__NO_SC 0, NULL
 /* Integer parameters for tg_apply_ex / tg_apply1_ex, after the scalars. */
-#define TG__INTS(...) (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),          \
-                      (const int64_t[]){__VA_ARGS__}
+#define TG__INTS(...)                                                                              \
+  (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (const int64_t[]) { __VA_ARGS__ }
 
 #endif

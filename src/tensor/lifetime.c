@@ -39,8 +39,8 @@ static _Thread_local thread_scopes ts;
 /* This thread's scopes, looked up once per call: GCC otherwise recomputes &ts (another
  * __tls_get_addr in libtg.so) at each use, and these functions run on every op. */
 #if defined(__GNUC__)
-#define THIS_THREAD(t)                                                                      \
-  thread_scopes *t = &ts;                                                                   \
+#define THIS_THREAD(t)                                                                             \
+  thread_scopes *t = &ts;                                                                          \
   __asm__("" : "+r"(t))
 #else
 #define THIS_THREAD(t) thread_scopes *t = &ts
@@ -217,8 +217,9 @@ tg_tensor *tg_scope_escape(tg_scope s, const tg_tensor *t) {
     return NULL;
   }
   if (s.depth - 1 > th->count) {
-    tg_set_error(TG_ERR_MEMORY, "tg_scope_escape: out of memory: the enclosing scope (depth "
-                                "%d) could not be opened",
+    tg_set_error(TG_ERR_MEMORY,
+                 "tg_scope_escape: out of memory: the enclosing scope (depth "
+                 "%d) could not be opened",
                  s.depth - 1);
     return NULL;
   }

@@ -126,9 +126,12 @@ static void emit(printer *p, int dim, int64_t base, int indent) {
 
 static double load_value(tg_dtype dtype, const char *base, int64_t i) {
   switch (dtype) {
-  case TG_F32: return ((const float *)(const void *)base)[i];
-  case TG_F64: return ((const double *)(const void *)base)[i];
-  default: return (double)((const int64_t *)(const void *)base)[i];
+  case TG_F32:
+    return ((const float *)(const void *)base)[i];
+  case TG_F64:
+    return ((const double *)(const void *)base)[i];
+  default:
+    return (double)((const int64_t *)(const void *)base)[i];
   }
 }
 

@@ -50,10 +50,10 @@ struct tg_tensor {
   int64_t strides[TG_MAX_DIMS];
   /* autograd */
   bool requires_grad;
-  tg_tensor *grad;  /* owned reference or NULL */
-  tg_node *grad_fn; /* owned reference or NULL (leaves) */
-  int output_nr;    /* which output of grad_fn this tensor is */
-  bool is_view;     /* made by a view op: its grad_fn assumes its base's history */
+  tg_tensor *grad;       /* owned reference or NULL */
+  tg_node *grad_fn;      /* owned reference or NULL (leaves) */
+  int output_nr;         /* which output of grad_fn this tensor is */
+  bool is_view;          /* made by a view op: its grad_fn assumes its base's history */
   uint64_t view_history; /* storage->history when the view was made */
 };
 

@@ -3,19 +3,27 @@
 
 size_t tg_dtype_size(tg_dtype dtype) {
   switch (dtype) {
-  case TG_F32: return 4;
-  case TG_F64: return 8;
-  case TG_I64: return 8;
-  default: return 0;
+  case TG_F32:
+    return 4;
+  case TG_F64:
+    return 8;
+  case TG_I64:
+    return 8;
+  default:
+    return 0;
   }
 }
 
 const char *tg_dtype_name(tg_dtype dtype) {
   switch (dtype) {
-  case TG_F32: return "float32";
-  case TG_F64: return "float64";
-  case TG_I64: return "int64";
-  default: return "invalid-dtype";
+  case TG_F32:
+    return "float32";
+  case TG_F64:
+    return "float64";
+  case TG_I64:
+    return "int64";
+  default:
+    return "invalid-dtype";
   }
 }
 
@@ -23,9 +31,12 @@ bool tg_dtype_is_floating(tg_dtype dtype) { return dtype == TG_F32 || dtype == T
 
 const char *tg_device_type_name(tg_device_type type) {
   switch (type) {
-  case TG_CPU: return "cpu";
-  case TG_CUDA: return "cuda";
-  default: return "invalid-device";
+  case TG_CPU:
+    return "cpu";
+  case TG_CUDA:
+    return "cuda";
+  default:
+    return "invalid-device";
   }
 }
 

@@ -15,9 +15,9 @@
 #define TG_CUDA0 TG_DEVICE_CUDA(0)
 
 /* A test of the CUDA device: skipped without one; the body runs inside a scope, then
- * tg_test_teardown (tg_test_scope, opened by tg_test_setup) checks that nothing is alive and tg_cuda_test_teardown that no device
- * memory is held (bytes_in_use == 0). The checks run in the test body, not in .fini,
- * whose failed assertions Criterion ignores. */
+ * tg_test_teardown (tg_test_scope, opened by tg_test_setup) checks that nothing is alive and
+ * tg_cuda_test_teardown that no device memory is held (bytes_in_use == 0). The checks run in the
+ * test body, not in .fini, whose failed assertions Criterion ignores. */
 void tg_cuda_test_begin(void);
 void tg_cuda_test_end(void);
 #define TG_CUDA_TEST(suite, name, ...)                                                             \

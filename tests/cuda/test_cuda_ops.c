@@ -85,7 +85,8 @@ static tg_tensor *f_views(tg_tensor *const *in) {
   /* a chain of views and a copy: transpose, narrow, select, expand, contiguous */
   tg_tensor *t = tg_narrow(tg_transpose(in[0], 0, 1), 0, 1, 3);
   tg_tensor *e = tg_expand(tg_unsqueeze(tg_select(t, 1, 2), 0), TG_SHAPE(4, 3));
-  tg_tensor *s = tg_reshape(tg_reshape(tg_slice(in[0], 1, 0, 5, 2), TG_SHAPE(2, 6)), TG_SHAPE(4, 3));
+  tg_tensor *s =
+      tg_reshape(tg_reshape(tg_slice(in[0], 1, 0, 5, 2), TG_SHAPE(2, 6)), TG_SHAPE(4, 3));
   return tg_mul(tg_contiguous(e), s);
 }
 

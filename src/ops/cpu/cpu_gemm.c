@@ -150,8 +150,8 @@ tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, do
   }
   if (out->ndim != 2 || a->ndim != 2 || b->ndim != 2 || a->sizes[1] != b->sizes[0] ||
       out->sizes[0] != a->sizes[0] || out->sizes[1] != b->sizes[1]) {
-    return tg_set_error(TG_ERR_SHAPE, "gemm: out %s = a %s @ b %s does not fit",
-                        tg__sizes_str(out), tg__sizes_str(a), tg__sizes_str(b));
+    return tg_set_error(TG_ERR_SHAPE, "gemm: out %s = a %s @ b %s does not fit", tg__sizes_str(out),
+                        tg__sizes_str(a), tg__sizes_str(b));
   }
   const int64_t m = out->sizes[0], n = out->sizes[1], k = a->sizes[1];
   if (m == 0 || n == 0) return TG_OK;

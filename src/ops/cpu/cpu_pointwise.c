@@ -37,13 +37,14 @@
 /* One row per (kind, dtype), generated from the list; the expression is the kind's math
  * (ops/pointwise_math.h), inlined into the loop. */
 #define TG_UNARY_KIND(KIND, name, cost)                                                            \
-  TG_CPU_UNARY_ROW(unary_##name##_f32, float, tg_unary_##name##_f(x, A, B))                       \
+  TG_CPU_UNARY_ROW(unary_##name##_f32, float, tg_unary_##name##_f(x, A, B))                        \
   TG_CPU_UNARY_ROW(unary_##name##_f64, double, tg_unary_##name##_d(x, A, B))
 #include "ops/def/unary.def"
 
 /* [kind][0 = F32, 1 = F64] */
 static const tg_cpu_row_fn unary_rows[TG_NUM_UNARY][2] = {
-#define TG_UNARY_KIND(KIND, name, cost) [TG_UNARY_##KIND] = {unary_##name##_f32, unary_##name##_f64},
+#define TG_UNARY_KIND(KIND, name, cost)                                                            \
+  [TG_UNARY_##KIND] = {unary_##name##_f32, unary_##name##_f64},
 #include "ops/def/unary.def"
 };
 

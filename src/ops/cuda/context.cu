@@ -115,7 +115,7 @@ tg_status tg_cu_check_device(const char *op, tg_device device) {
 }
 
 tg_status tg_cu_memcpy(const char *op, void *dst, tg_device dst_device, const void *src,
-                          tg_device src_device, size_t nbytes) {
+                       tg_device src_device, size_t nbytes) {
   if (nbytes == 0) return TG_OK;
   bool to_dev = dst_device.type == TG_CUDA, from_dev = src_device.type == TG_CUDA;
   if (!to_dev && !from_dev)
