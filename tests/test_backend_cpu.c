@@ -905,6 +905,10 @@ TG_TEST(backend_cpu, unsupported_dtypes_are_errors) {
             *bad_idx = constant(TG_SHAPE(3, 1), TG_F32, 0);
   cr_assert_eq(be->reduce(TG_REDUCE_MAX, vo, bad_idx, f, 1), TG_ERR_DTYPE);
   tg_expect_error(TG_ERR_DTYPE, "max_dim", f32);
+  cr_assert_eq(be->reduce(TG_REDUCE_MIN, vo, NULL, f, 1), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "min_dim: needs indices");
+  cr_assert_eq(be->reduce(TG_NUM_REDUCE, vo, NULL, f, 1), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "reduce: unknown kind");
   tg_tensor *g = constant(TG_SHAPE(3), TG_F32, 0), *fidx = constant(TG_SHAPE(3), TG_F64, 0);
   cr_assert_eq(be->gather_rows(g, f, fidx), TG_ERR_DTYPE);
   tg_expect_error(TG_ERR_DTYPE, "gather_rows", f64);

@@ -378,3 +378,13 @@ TG_CUDA_TEST(cuda_backend, rejects_tensors_on_other_devices) {
   cr_assert_eq(cuda_be()->binary(TG_BINARY_ADD, 1, c, c, h), TG_ERR_DEVICE);
   tg_expect_error(TG_ERR_DEVICE, "cuda.binary");
 }
+
+/* A select kind without indices, or a kind past the list, is refused, not run. */
+TG_CUDA_TEST(cuda_backend, reduce_rejects_bad_kinds_and_missing_indices) {
+  tg_tensor *x = tg_zeros(TG_SHAPE(3, 4), TG_OPTS(.device = TG_CUDA0));
+  tg_tensor *v = tg_zeros(TG_SHAPE(3, 1), TG_OPTS(.device = TG_CUDA0));
+  cr_assert_eq(cuda_be()->reduce(TG_REDUCE_MIN, v, NULL, x, 1), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "cuda.reduce: min_dim needs indices");
+  cr_assert_eq(cuda_be()->reduce(TG_NUM_REDUCE, v, NULL, x, 1), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "cuda.reduce: unknown reduction kind");
+}

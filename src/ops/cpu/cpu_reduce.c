@@ -180,9 +180,10 @@ static tg_status sum_dim(const reduce_kind_info *k, tg_tensor *out, const tg_ten
 
 static tg_status select_dim(const reduce_kind_info *k, tg_tensor *values, tg_tensor *indices,
                             const tg_tensor *x, int dim) {
-  if (!indices || indices->dtype != TG_I64)
+  if (!indices) return tg_set_error(TG_ERR_ARGUMENT, "%s: needs indices", k->name);
+  if (indices->dtype != TG_I64)
     return tg_set_error(TG_ERR_DTYPE, "%s: indices dtype %s is not supported (I64 only)",
-                        k->name, indices ? tg_dtype_name(indices->dtype) : "(none)");
+                        k->name, tg_dtype_name(indices->dtype));
   tg_status st = check_reduced(k->name, "values", values, x, dim);
   if (st == TG_OK) st = check_reduced(k->name, "indices", indices, x, dim);
   if (st != TG_OK) return st;

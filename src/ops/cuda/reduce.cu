@@ -287,7 +287,7 @@ tg_status tg_cu_reduce(const char *op, tg_reduce_kind kind, const tg_cu_view &va
     return sum_dim(op, values, x, dim);
 #define TG_REDUCE_SELECT(KIND, name, better, grad)                                                 \
   case TG_REDUCE_##KIND:                                                                           \
-    if (!indices) return tg_set_error(TG_ERR_ARGUMENT, "%s: " #name " needs indices", op);         \
+    if (!indices) return tg_set_error(TG_ERR_ARGUMENT, "%s: " #name "_dim needs indices", op);         \
     return select_dim<name##_takes>(op, values, *indices, x, dim);
 #define TG_REDUCE_SCALED(name, KIND, scale, grad)
 #include "ops/def/reduction.def"
