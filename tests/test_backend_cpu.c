@@ -488,7 +488,7 @@ static void check_sum(const tg_tensor *x, int dim) {
   int64_t sizes[TG_MAX_DIMS];
   for (int d = 0; d < x->ndim; d++) sizes[d] = d == dim ? 1 : x->sizes[d];
   tg_tensor *out = constant(x->ndim, sizes, x->dtype, NAN);
-  cr_assert_eq(be->sum_dim(out, x, dim), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(be->reduce(TG_REDUCE_SUM, out, NULL, x, dim), TG_OK, "%s", tg_last_error_message());
   /* naive: for every x element, add into its output slot */
   const int64_t nout = numel(out), nx = numel(x);
   double *want = calloc((size_t)(nout ? nout : 1), sizeof(double));
@@ -539,11 +539,11 @@ TG_TEST(backend_cpu, sum_dim_accuracy_and_empty) {
   /* a million 0.1f: a float accumulator drifts visibly, a double one rounds once */
   tg_tensor *x = constant(TG_SHAPE(1, 1000003), TG_F32, 0.1f);
   tg_tensor *out = constant(TG_SHAPE(1, 1), TG_F32, 0);
-  cr_assert_eq(be->sum_dim(out, x, 1), TG_OK);
+  cr_assert_eq(be->reduce(TG_REDUCE_SUM, out, NULL, x, 1), TG_OK);
   cr_assert_eq(get(out, 0), (float)(1000003 * (double)0.1f), "got %.9g", get(out, 0));
   tg_tensor *e = constant(TG_SHAPE(3, 0), TG_F64, 0);
   tg_tensor *eo = constant(TG_SHAPE(3, 1), TG_F64, NAN);
-  cr_assert_eq(be->sum_dim(eo, e, 1), TG_OK);
+  cr_assert_eq(be->reduce(TG_REDUCE_SUM, eo, NULL, e, 1), TG_OK);
   for (int i = 0; i < 3; i++) cr_assert_eq(get(eo, i), 0.0);
   tg_scope_end(sc);
 }
@@ -569,8 +569,8 @@ TG_TEST(backend_cpu, max_dim_ties_and_nan) {
     tg_tensor *i1 = constant(TG_SHAPE(4, 1), TG_I64, -1);
     tg_tensor *v0 = constant(TG_SHAPE(1, 4), floating[di], 0);
     tg_tensor *i0 = constant(TG_SHAPE(1, 4), TG_I64, -1);
-    cr_assert_eq(be->max_dim(v1, i1, x, 1), TG_OK, "%s", tg_last_error_message());
-    cr_assert_eq(be->max_dim(v0, i0, xtc, 0), TG_OK, "%s", tg_last_error_message());
+    cr_assert_eq(be->reduce(TG_REDUCE_MAX, v1, i1, x, 1), TG_OK, "%s", tg_last_error_message());
+    cr_assert_eq(be->reduce(TG_REDUCE_MAX, v0, i0, xtc, 0), TG_OK, "%s", tg_last_error_message());
     for (int r = 0; r < 4; r++) {
       cr_assert(close_enough(get(v1, r), want_v[r], 0, 0), "row %d: %g", r, get(v1, r));
       cr_assert(close_enough(get(v0, r), want_v[r], 0, 0), "col %d: %g", r, get(v0, r));
@@ -592,7 +592,7 @@ TG_TEST(backend_cpu, max_dim_large_matches_naive) {
         dim == 0 ? constant(TG_SHAPE(1, 257), TG_F64, 0) : constant(TG_SHAPE(300, 1), TG_F64, 0);
     tg_tensor *ix =
         dim == 0 ? constant(TG_SHAPE(1, 257), TG_I64, 0) : constant(TG_SHAPE(300, 1), TG_I64, 0);
-    cr_assert_eq(be->max_dim(v, ix, x, dim), TG_OK);
+    cr_assert_eq(be->reduce(TG_REDUCE_MAX, v, ix, x, dim), TG_OK);
     for (int64_t o = 0; o < nout; o++) {
       double best = -INFINITY;
       int64_t bi = -1;
@@ -899,12 +899,16 @@ TG_TEST(backend_cpu, unsupported_dtypes_are_errors) {
   cr_assert_eq(be->gemm(io, i, i, 1, 0), TG_ERR_DTYPE);
   tg_expect_error(TG_ERR_DTYPE, "gemm", i64);
   tg_tensor *so = constant(TG_SHAPE(3, 1), TG_I64, 0);
-  cr_assert_eq(be->sum_dim(so, i, 1), TG_ERR_DTYPE);
+  cr_assert_eq(be->reduce(TG_REDUCE_SUM, so, NULL, i, 1), TG_ERR_DTYPE);
   tg_expect_error(TG_ERR_DTYPE, "sum_dim", i64);
   tg_tensor *vo = constant(TG_SHAPE(3, 1), TG_F32, 0),
             *bad_idx = constant(TG_SHAPE(3, 1), TG_F32, 0);
-  cr_assert_eq(be->max_dim(vo, bad_idx, f, 1), TG_ERR_DTYPE);
+  cr_assert_eq(be->reduce(TG_REDUCE_MAX, vo, bad_idx, f, 1), TG_ERR_DTYPE);
   tg_expect_error(TG_ERR_DTYPE, "max_dim", f32);
+  cr_assert_eq(be->reduce(TG_REDUCE_MIN, vo, NULL, f, 1), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "min_dim: needs indices");
+  cr_assert_eq(be->reduce(TG_NUM_REDUCE, vo, NULL, f, 1), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "reduce: unknown kind");
   tg_tensor *g = constant(TG_SHAPE(3), TG_F32, 0), *fidx = constant(TG_SHAPE(3), TG_F64, 0);
   cr_assert_eq(be->gather_rows(g, f, fidx), TG_ERR_DTYPE);
   tg_expect_error(TG_ERR_DTYPE, "gather_rows", f64);

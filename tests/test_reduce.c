@@ -59,6 +59,12 @@ static tg_tensor *max_values(const tg_tensor *x, int dim, bool keepdim) {
 static tg_tensor *max_dim_1(const tg_tensor *x) { return max_values(x, 1, false); }
 static tg_tensor *max_dim_0_keep(const tg_tensor *x) { return max_values(x, 0, true); }
 static tg_tensor *max_dim_neg1_keep(const tg_tensor *x) { return max_values(x, -1, true); }
+static tg_tensor *min_values(const tg_tensor *x, int dim, bool keepdim) {
+  tg_tensor *v = NULL;
+  return tg_min_dim(x, dim, keepdim, &v, NULL) == TG_OK ? v : NULL;
+}
+static tg_tensor *min_dim_1(const tg_tensor *x) { return min_values(x, 1, false); }
+static tg_tensor *min_dim_0_keep(const tg_tensor *x) { return min_values(x, 0, true); }
 static tg_tensor *sum_to_1x3(const tg_tensor *x) { return tg_sum_to_size(x, TG_SHAPE(1, 3)); }
 static tg_tensor *sum_to_3(const tg_tensor *x) { return tg_sum_to_size(x, TG_SHAPE(3)); }
 static tg_tensor *sum_to_2x1(const tg_tensor *x) { return tg_sum_to_size(x, TG_SHAPE(2, 1)); }
@@ -95,6 +101,9 @@ static const reduce_case cases[] = {
     {"max_dim 1", max_dim_1},
     {"max_dim 0 keepdim", max_dim_0_keep},
     {"max_dim -1 keepdim", max_dim_neg1_keep},
+    {"min", tg_min},
+    {"min_dim 1", min_dim_1},
+    {"min_dim 0 keepdim", min_dim_0_keep},
     {"sum_to_size [1, 3]", sum_to_1x3},
     {"sum_to_size [3]", sum_to_3},
     {"sum_to_size [2, 1]", sum_to_2x1},
@@ -228,6 +237,41 @@ TG_TEST(reduce, max_and_max_dim_by_hand) {
   tg_scope_end(sc);
 }
 
+/* min is max's mirror: the first of tied minima, NaN propagates, ties share the gradient,
+ * and the errors name tg_min / tg_min_dim. */
+TG_TEST(reduce, min_and_min_dim_by_hand) {
+  tg_scope sc = tg_scope_begin();
+  for (int dt = TG_F32; dt <= TG_F64; dt++) {
+    tg_dtype t = (tg_dtype)dt;
+    tg_tensor *x = tg_test_tensor_of(t, TG_SHAPE(2, 3), (const double[]){1, -7, -7, 4, 5, -2});
+    tg_test_expect_values(tg_min(x), 1, (const double[]){-7}, 0);
+    tg_tensor *v, *i;
+    cr_assert_eq(tg_min_dim(x, 1, false, &v, &i), TG_OK);
+    tg_test_expect_values(v, 2, (const double[]){-7, -2}, 0);
+    tg_test_expect_values(i, 2, (const double[]){1, 2}, 0); /* the first of tied minima */
+    cr_assert_eq(tg_min_dim(x, -2, true, &v, &i), TG_OK);
+    tg_assert_sizes(v, 1, 3);
+    tg_test_expect_values(v, 3, (const double[]){1, -7, -7}, 0);
+    tg_test_expect_values(i, 3, (const double[]){0, 0, 0}, 0);
+    tg_tensor *n = tg_test_tensor_of(t, TG_SHAPE(3), (const double[]){1, NAN, -3});
+    cr_assert(isnan(tg_test_at(tg_min(n), 0)), "NaN propagates");
+    cr_assert_eq(tg_min_dim(n, 0, false, &v, &i), TG_OK);
+    tg_test_expect_values(i, 1, (const double[]){1}, 0);
+  }
+  tg_tensor *x = tg_test_tensor_of(TG_F64, TG_SHAPE(2, 3), (const double[]){1, -7, -7, 4, 5, -2});
+  cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+  cr_assert_eq(tg_backward(tg_min(x), NULL), TG_OK);
+  tg_test_expect_values(tg_grad(x), 6, (const double[]){0, 0.5, 0.5, 0, 0, 0}, 0);
+  tg_tensor *e = tg_zeros(TG_SHAPE(2, 0), TG_OPTS_DEFAULT);
+  cr_assert_null(tg_min(e));
+  tg_expect_error(TG_ERR_SHAPE, "tg_min: x is [2, 0]", "the min of no elements");
+  cr_assert_eq(tg_min_dim(e, 1, false, NULL, NULL), TG_ERR_SHAPE);
+  tg_expect_error(TG_ERR_SHAPE, "tg_min_dim: x is [2, 0]", "dim 1 of size 0");
+  cr_assert_eq(tg_min_dim(x, 5, false, NULL, NULL), TG_ERR_INDEX);
+  tg_expect_error(TG_ERR_INDEX, "tg_min_dim", "dim 5 is out of range");
+  tg_scope_end(sc);
+}
+
 /* A result the caller did not ask for is not leaked (the scope owns both). */
 TG_TEST(reduce, max_dim_unasked_results_do_not_leak) {
   tg_tensor *x = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
@@ -264,6 +308,8 @@ TG_TEST(reduce, strided_inputs_match_contiguous) {
                                     {"max", tg_max},
                                     {"max_dim 1", max_dim_1},
                                     {"max_dim 0 keepdim", max_dim_0_keep},
+                                    {"min", tg_min},
+                                    {"min_dim 1", min_dim_1},
                                     {"sum_to_size [1, n]", sum_to_row},
                                     {"sum_to_size [m, 1]", sum_to_column}};
   tg_scope sc = tg_scope_begin();

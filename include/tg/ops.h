@@ -81,6 +81,10 @@ tg_tensor *tg_max(const tg_tensor *x); /* all elements -> 0-dim */
 /* values and (I64, non-differentiable) indices; either out pointer may be NULL. */
 tg_status tg_max_dim(const tg_tensor *x, int dim, bool keepdim, tg_tensor **values,
                      tg_tensor **indices);
+/* The minimum, as tg_max / tg_max_dim (first index wins ties, NaN propagates). */
+tg_tensor *tg_min(const tg_tensor *x);
+tg_status tg_min_dim(const tg_tensor *x, int dim, bool keepdim, tg_tensor **values,
+                     tg_tensor **indices);
 /* Sums x down to the given (broadcast-compatible) sizes: the backward of broadcasting. */
 tg_tensor *tg_sum_to_size(const tg_tensor *x, int ndim, const int64_t *sizes);
 

@@ -89,57 +89,6 @@ static tg_node *node_new(const tg_op_desc *op, int n_inputs, int n_outputs) {
 
 /* ---- apply ---- */
 
-/* Errors name the function the caller called: tg_<name> for a built-in op (tg_sigmoid, not
- * sigmoid; the front ends are named so), the registered name for a user op. */
-static const char *api_name(const tg_op_desc *op, char *buf, size_t size) {
-  if (!(op->flags & TG__OP_BUILTIN)) return op->name;
-  snprintf(buf, size, "tg_%s", op->name);
-  return buf;
-}
-
-static tg_status check_call(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
-                            int n_scalars, const double *scalars, int n_ints, const int64_t *ints,
-                            int n_outputs, tg_tensor **outputs, tg_device *device) {
-  if (!op) return tg_set_error(TG_ERR_ARGUMENT, "tg_apply: op is NULL");
-  char buf[96];
-  const char *name = api_name(op, buf, sizeof buf);
-  if (!outputs || n_outputs <= 0)
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: need at least one output slot", name);
-  if ((op->n_inputs >= 0 && n_inputs != op->n_inputs) || n_inputs < 0)
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: takes %d inputs, %d given", name, op->n_inputs,
-                        n_inputs);
-  if (op->n_outputs >= 0 && n_outputs != op->n_outputs)
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: has %d outputs, %d slots given", name,
-                        op->n_outputs, n_outputs);
-  if (n_scalars < 0 || n_scalars > TG_CTX_MAX_SCALARS || (n_scalars > 0 && !scalars))
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: %d scalars (at most %d)", name, n_scalars,
-                        TG_CTX_MAX_SCALARS);
-  if (n_ints < 0 || n_ints > TG_CTX_MAX_INTS || (n_ints > 0 && !ints))
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: %d integer parameters (at most %d)", name, n_ints,
-                        TG_CTX_MAX_INTS);
-  if (n_inputs > 0 && !inputs)
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: inputs is NULL", name);
-  for (int i = 0; i < n_inputs; i++) {
-    if (!inputs[i]) {
-      /* NULL in, NULL out: keep the error that produced the NULL. */
-      if (tg_last_error() == TG_OK) tg_set_error(TG_ERR_ARGUMENT, "%s: input %d is NULL", name, i);
-      return tg_last_error();
-    }
-  }
-  *device = n_inputs > 0 ? inputs[0]->storage->device : TG_DEVICE_CPU;
-  for (int i = 1; i < n_inputs; i++) {
-    tg_device d = inputs[i]->storage->device;
-    if (!tg_device_equal(d, *device))
-      return tg_set_error(TG_ERR_DEVICE, "%s: input %d is on %s:%d but input 0 is on %s:%d", name,
-                          i, tg_device_type_name(d.type), d.index,
-                          tg_device_type_name(device->type), device->index);
-  }
-  if ((unsigned)device->type >= TG_NUM_DEVICE_TYPES || !op->forward[device->type])
-    return tg_set_error(TG_ERR_DEVICE, "%s: no kernel for device %s", name,
-                        tg_device_type_name(device->type));
-  return TG_OK;
-}
-
 /* What an in-place op saved of its outputs is its result: stamp it with the version after
  * the write and tg_apply's bump, or its own backward would see it as modified. */
 static void stamp_saved_outputs(tg_ctx *ctx, const tg_storage *written) {
@@ -162,6 +111,251 @@ static tg_edge edge_to(const tg_tensor *input) {
   return e;
 }
 
+/* One tg_apply call as it goes through the steps below. */
+typedef struct apply_call {
+  const tg_op_desc *op;
+  int n_inputs, n_outputs;
+  const tg_tensor *const *inputs;
+  tg_tensor **outputs;
+  tg_device device; /* where forward runs: input 0's device */
+  bool inplace;     /* TG_OP_INPLACE: output 0 is input 0, written */
+  bool record;      /* a tape node is made */
+  bool wrote;       /* the in-place forward succeeded: input 0 holds the new value */
+  tg_node *node;    /* when recorded */
+  tg_ctx *ctx;      /* node's context, or local's */
+  tg_ctx local;
+  char api_buf[96];
+} apply_call;
+
+/* Errors name the function the caller called: tg_<name> for a built-in op (tg_sigmoid, not
+ * sigmoid; the front ends are named so), the registered name for a user op. Formatted only
+ * when an error needs it, not on every call. */
+static const char *api_name(apply_call *c) {
+  if (!(c->op->flags & TG__OP_BUILTIN)) return c->op->name;
+  if (!c->api_buf[0]) snprintf(c->api_buf, sizeof c->api_buf, "tg_%s", c->op->name);
+  return c->api_buf;
+}
+
+static tg_status check_counts(apply_call *c, int n_scalars, const double *scalars, int n_ints,
+                              const int64_t *ints) {
+  const tg_op_desc *op = c->op;
+  if (!c->outputs || c->n_outputs <= 0)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: need at least one output slot", api_name(c));
+  if ((op->n_inputs >= 0 && c->n_inputs != op->n_inputs) || c->n_inputs < 0)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: takes %d inputs, %d given", api_name(c),
+                        op->n_inputs, c->n_inputs);
+  if (op->n_outputs >= 0 && c->n_outputs != op->n_outputs)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: has %d outputs, %d slots given", api_name(c),
+                        op->n_outputs, c->n_outputs);
+  if (n_scalars < 0 || n_scalars > TG_CTX_MAX_SCALARS || (n_scalars > 0 && !scalars))
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: %d scalars (at most %d)", api_name(c), n_scalars,
+                        TG_CTX_MAX_SCALARS);
+  if (n_ints < 0 || n_ints > TG_CTX_MAX_INTS || (n_ints > 0 && !ints))
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: %d integer parameters (at most %d)", api_name(c),
+                        n_ints, TG_CTX_MAX_INTS);
+  return TG_OK;
+}
+
+/* Inputs present and on one device that has a kernel; sets c->device. */
+static tg_status check_inputs(apply_call *c) {
+  const tg_tensor *const *inputs = c->inputs;
+  if (c->n_inputs > 0 && !inputs)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: inputs is NULL", api_name(c));
+  for (int i = 0; i < c->n_inputs; i++) {
+    if (!inputs[i]) {
+      /* NULL in, NULL out: keep the error that produced the NULL. */
+      if (tg_last_error() == TG_OK)
+        tg_set_error(TG_ERR_ARGUMENT, "%s: input %d is NULL", api_name(c), i);
+      return tg_last_error();
+    }
+  }
+  tg_device *device = &c->device;
+  *device = c->n_inputs > 0 ? inputs[0]->storage->device : TG_DEVICE_CPU;
+  for (int i = 1; i < c->n_inputs; i++) {
+    tg_device d = inputs[i]->storage->device;
+    if (!tg_device_equal(d, *device))
+      return tg_set_error(TG_ERR_DEVICE, "%s: input %d is on %s:%d but input 0 is on %s:%d",
+                          api_name(c), i, tg_device_type_name(d.type), d.index,
+                          tg_device_type_name(device->type), device->index);
+  }
+  if ((unsigned)device->type >= TG_NUM_DEVICE_TYPES || !c->op->forward[device->type])
+    return tg_set_error(TG_ERR_DEVICE, "%s: no kernel for device %s", api_name(c),
+                        tg_device_type_name(device->type));
+  return TG_OK;
+}
+
+/* Decides whether the call is recorded, and refuses the in-place writes the tape cannot
+ * represent. */
+static tg_status check_recording(apply_call *c) {
+  const tg_tensor *const *inputs = c->inputs;
+  bool any_requires = false;
+  for (int i = 0; i < c->n_inputs; i++) any_requires |= inputs[i]->requires_grad;
+  bool grad_on = tg_is_grad_enabled();
+  c->record = any_requires && c->op->backward && grad_on;
+  if (c->inplace && c->n_inputs > 0 && inputs[0]->requires_grad && grad_on && !inputs[0]->grad_fn)
+    return tg_set_error(TG_ERR_STATE,
+                        "%s: a leaf tensor that requires grad is used in an in-place "
+                        "operation; use tg_no_grad_begin or an out-of-place op",
+                        api_name(c));
+  if (!c->record) return TG_OK;
+  /* A view's tape node assumes its base's history; a recorded in-place op on either would
+   * leave the other with a wrong graph, which tg does not rebuild (PyTorch does): refuse. */
+  if (c->inplace && inputs[0]->is_view)
+    return tg_set_error(TG_ERR_UNSUPPORTED,
+                        "%s: in-place operation on a view while recording gradients is not "
+                        "supported; apply it to a contiguous copy (tg_clone)",
+                        api_name(c));
+  for (int i = 0; i < c->n_inputs; i++) {
+    const tg_tensor *t = inputs[i];
+    if (t->is_view && t->requires_grad && atomic_load(&t->storage->history) != t->view_history)
+      return tg_set_error(TG_ERR_STATE,
+                          "%s: input %d is a view whose base was modified by an in-place "
+                          "operation after the view was taken; take the view again",
+                          api_name(c), i);
+  }
+  return TG_OK;
+}
+
+/* The call's context: a tape node's when recorded, else a local one; filled with the
+ * parameters and the inputs' metadata, and (recorded) the edges to the inputs' history. */
+static tg_status open_context(apply_call *c, int n_scalars, const double *scalars, int n_ints,
+                              const int64_t *ints) {
+  if (c->record) {
+    c->node = node_new(c->op, c->n_inputs, c->n_outputs);
+    if (!c->node)
+      return tg_set_error(TG_ERR_MEMORY, "%s: out of memory for a tape node", api_name(c));
+    c->ctx = &c->node->ctx;
+  } else {
+    c->ctx = &c->local;
+    if (!ctx_alloc(c->ctx, c->n_inputs, c->n_outputs)) {
+      ctx_free_arrays(c->ctx);
+      return tg_set_error(TG_ERR_MEMORY, "%s: out of memory for a call context", api_name(c));
+    }
+  }
+  tg_ctx *ctx = c->ctx;
+  ctx->op = c->op;
+  ctx->n_inputs = c->n_inputs;
+  ctx->n_outputs = c->n_outputs;
+  ctx->materialize_grads = !(c->op->flags & TG_OP_NO_MATERIALIZE_GRADS);
+  ctx->n_scalars = n_scalars;
+  if (n_scalars > 0) memcpy(ctx->scalars, scalars, sizeof(double) * (size_t)n_scalars);
+  ctx->n_ints = n_ints;
+  if (n_ints > 0) memcpy(ctx->ints, ints, sizeof(int64_t) * (size_t)n_ints);
+  for (int i = 0; i < c->n_inputs; i++) {
+    fill_meta(&ctx->inputs[i], c->inputs[i]);
+    ctx->needs_input_grad[i] = c->record && c->inputs[i]->requires_grad;
+  }
+  /* Edges are taken before forward: an in-place op replaces input 0's grad_fn. */
+  if (c->node)
+    for (int i = 0; i < c->n_inputs; i++) c->node->edges[i] = edge_to(c->inputs[i]);
+  return TG_OK;
+}
+
+/* Runs the kernel with grad mode off inside a scope of its own; each output comes back
+ * with a reference of ours. Errors get the front end's name in front. */
+static tg_status run_forward(apply_call *c) {
+  tg_ctx *ctx = c->ctx;
+  const tg_tensor *target = c->inplace && c->n_inputs > 0 ? c->inputs[0] : NULL;
+  ctx->forward_outputs = c->outputs;
+  ctx->inplace_target = target;
+  uint64_t version_before = target ? tg_version(target) : 0;
+  bool was_enabled = tg_set_grad_enabled(false);
+  tg_scope scope;
+  tg_status st = tg__scope_open(&scope);
+  if (st == TG_OK) st = c->op->forward[c->device.type](ctx, c->inputs, c->outputs);
+  /* a backend's "gemm: ..." becomes "tg_mm: gemm: ..." */
+  if (st != TG_OK) tg__error_prefix(api_name(c));
+  for (int j = 0; j < c->n_outputs; j++) {
+    if (st == TG_OK && !c->outputs[j])
+      st = tg_last_error() != TG_OK
+               ? tg_last_error()
+               : tg_set_error(TG_ERR_STATE, "%s: forward left output %d unset", api_name(c), j);
+    tg_retain(c->outputs[j]);
+  }
+  tg_scope_end(scope);
+  tg_set_grad_enabled(was_enabled);
+  ctx->forward_outputs = NULL;
+  ctx->inplace_target = NULL;
+  /* An in-place forward wrote input 0. Built-in kernels bump its version; a user op that
+   * writes through the data pointer does not, so bump it here (once: PyTorch's mark_dirty)
+   * and what other nodes saved of it is invalidated: a later backward through them fails. */
+  c->wrote = st == TG_OK && target;
+  if (c->wrote && tg_version(target) == version_before) tg__bump_version((tg_tensor *)target);
+  return st;
+}
+
+/* After forward: saves of outputs become aliases, an in-place op's saves of its target are
+ * dated after the write, and (recorded) an output that already has history is replaced by a
+ * fresh alias, so recording never rewrites someone else's grad_fn. Fills the outputs' meta. */
+static tg_status settle_outputs(apply_call *c) {
+  tg_ctx *ctx = c->ctx;
+  if (c->node) {
+    tg_status st = tg__ctx_adopt_saved_outputs(ctx, c->outputs);
+    if (st != TG_OK) return st;
+    if (c->wrote) stamp_saved_outputs(ctx, c->inputs[0]->storage);
+  }
+  for (int j = 0; j < c->n_outputs; j++) {
+    tg_tensor *out = c->outputs[j];
+    bool is_input0_inplace = c->inplace && j == 0 && out == c->inputs[0];
+    bool is_an_input = false;
+    for (int i = 0; i < c->n_inputs; i++) is_an_input |= out == c->inputs[i];
+    if (c->node && !is_input0_inplace && (is_an_input || out->grad_fn || out->requires_grad)) {
+      tg_tensor *alias = tg__alias_raw(out);
+      tg_release(out);
+      c->outputs[j] = out = alias;
+      if (!out) return tg_last_error();
+    }
+    fill_meta(&ctx->outputs[j], out);
+  }
+  return TG_OK;
+}
+
+/* Drops the call's context: the outputs hold the node now; a local context is freed. */
+static void close_context(apply_call *c) {
+  if (c->node) {
+    tg__node_release(c->node);
+  } else {
+    tg__ctx_release_saved(c->ctx);
+    ctx_free_arrays(c->ctx);
+  }
+}
+
+/* A failure after the context was opened: the outputs and the context go. */
+static tg_status abandon_call(apply_call *c, tg_status st) {
+  for (int j = 0; j < c->n_outputs; j++) {
+    tg_release(c->outputs[j]);
+    c->outputs[j] = NULL;
+  }
+  close_context(c);
+  return st;
+}
+
+/* Attaches the node to the differentiable outputs and hands each output to the caller's
+ * scope (an in-place op's target stays the caller's). Cannot fail. */
+static void hand_out_outputs(apply_call *c) {
+  for (int j = 0; j < c->n_outputs; j++) {
+    tg_tensor *out = c->outputs[j];
+    if (c->node && !c->ctx->non_differentiable[j] && tg_dtype_is_floating(out->dtype)) {
+      tg_node *old = out->grad_fn;
+      tg__node_retain(c->node);
+      out->grad_fn = c->node;
+      out->output_nr = j;
+      out->requires_grad = true;
+      tg__node_release(old);
+    }
+    if (c->op->flags & TG_OP_VIEW) { /* recorded or not: an in-place write through it matters */
+      out->is_view = true;
+      out->view_history = atomic_load(&out->storage->history);
+    }
+    if (c->inplace && j == 0 && out == c->inputs[0]) {
+      if (c->node) atomic_fetch_add(&out->storage->history, 1);
+      tg_release(out); /* the caller keeps its own reference to the target */
+    } else {
+      tg__scoped(out); /* cannot fail: reserved by tg_apply_ex */
+    }
+  }
+}
+
 tg_status tg_apply(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
                    int n_scalars, const double *scalars, int n_outputs, tg_tensor **outputs) {
   return tg_apply_ex(op, n_inputs, inputs, n_scalars, scalars, 0, NULL, n_outputs, outputs);
@@ -172,163 +366,22 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
                       int n_outputs, tg_tensor **outputs) {
   if (outputs)
     for (int j = 0; j < n_outputs; j++) outputs[j] = NULL;
-  tg_device device;
-  tg_status st = check_call(op, n_inputs, inputs, n_scalars, scalars, n_ints, ints, n_outputs,
-                            outputs, &device);
+  if (!op) return tg_set_error(TG_ERR_ARGUMENT, "tg_apply: op is NULL");
+  apply_call c = {.op = op, .n_inputs = n_inputs, .n_outputs = n_outputs, .inputs = inputs,
+                  .outputs = outputs, .inplace = (op->flags & TG_OP_INPLACE) != 0};
+  tg_status st = check_counts(&c, n_scalars, scalars, n_ints, ints);
+  if (st == TG_OK) st = check_inputs(&c);
+  if (st == TG_OK) st = check_recording(&c);
   if (st != TG_OK) return st;
-  char api_buf[96];
-  const char *api = api_name(op, api_buf, sizeof api_buf);
-
-  bool inplace = (op->flags & TG_OP_INPLACE) != 0;
-  bool any_requires = false;
-  for (int i = 0; i < n_inputs; i++) any_requires |= inputs[i]->requires_grad;
-  bool record = any_requires && op->backward && tg_is_grad_enabled();
-  if (inplace && n_inputs > 0 && inputs[0]->requires_grad && tg_is_grad_enabled()) {
-    if (!inputs[0]->grad_fn)
-      return tg_set_error(TG_ERR_STATE,
-                          "%s: a leaf tensor that requires grad is used in an in-place "
-                          "operation; use tg_no_grad_begin or an out-of-place op",
-                          api);
-  }
-
-  if (record) {
-    /* A view's tape node assumes its base's history; a recorded in-place op on either would
-     * leave the other with a wrong graph, which tg does not rebuild (PyTorch does): refuse. */
-    if (inplace && inputs[0]->is_view)
-      return tg_set_error(TG_ERR_UNSUPPORTED,
-                          "%s: in-place operation on a view while recording gradients is not "
-                          "supported; apply it to a contiguous copy (tg_clone)",
-                          api);
-    for (int i = 0; i < n_inputs; i++) {
-      const tg_tensor *t = inputs[i];
-      if (t->is_view && t->requires_grad &&
-          atomic_load(&t->storage->history) != t->view_history)
-        return tg_set_error(TG_ERR_STATE,
-                            "%s: input %d is a view whose base was modified by an in-place "
-                            "operation after the view was taken; take the view again",
-                            api, i);
-    }
-  }
-
   /* Room for the outputs in the caller's scope first: once forward ran (an in-place op wrote
    * its target) registering them must not fail. */
   if (tg__scope_reserve((size_t)n_outputs) != TG_OK) return tg_last_error();
-
-  tg_ctx local = {0};
-  tg_node *node = NULL;
-  tg_ctx *ctx = &local;
-  if (record) {
-    node = node_new(op, n_inputs, n_outputs);
-    if (!node) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory for a tape node", api);
-    ctx = &node->ctx;
-  } else if (!ctx_alloc(ctx, n_inputs, n_outputs)) {
-    ctx_free_arrays(ctx);
-    return tg_set_error(TG_ERR_MEMORY, "%s: out of memory for a call context", api);
-  }
-  ctx->op = op;
-  ctx->n_inputs = n_inputs;
-  ctx->n_outputs = n_outputs;
-  ctx->materialize_grads = !(op->flags & TG_OP_NO_MATERIALIZE_GRADS);
-  ctx->n_scalars = n_scalars;
-  if (n_scalars > 0) memcpy(ctx->scalars, scalars, sizeof(double) * (size_t)n_scalars);
-  ctx->n_ints = n_ints;
-  if (n_ints > 0) memcpy(ctx->ints, ints, sizeof(int64_t) * (size_t)n_ints);
-  for (int i = 0; i < n_inputs; i++) {
-    fill_meta(&ctx->inputs[i], inputs[i]);
-    ctx->needs_input_grad[i] = record && inputs[i]->requires_grad;
-  }
-  /* Edges are taken before forward: an in-place op replaces input 0's grad_fn. */
-  if (node)
-    for (int i = 0; i < n_inputs; i++) node->edges[i] = edge_to(inputs[i]);
-
-  ctx->forward_outputs = outputs;
-  ctx->inplace_target = inplace && n_inputs > 0 ? inputs[0] : NULL;
-  uint64_t version_before = ctx->inplace_target ? tg_version(inputs[0]) : 0;
-  bool was_enabled = tg_set_grad_enabled(false);
-  tg_scope scope;
-  st = tg__scope_open(&scope);
-  if (st == TG_OK) st = op->forward[device.type](ctx, inputs, outputs);
-  if (st != TG_OK) tg__error_prefix(api); /* a backend's "gemm: ..." becomes "tg_mm: gemm: ..." */
-  for (int j = 0; j < n_outputs; j++) {
-    if (st == TG_OK && !outputs[j])
-      st = tg_last_error() != TG_OK
-               ? tg_last_error()
-               : tg_set_error(TG_ERR_STATE, "%s: forward left output %d unset", api, j);
-    tg_retain(outputs[j]);
-  }
-  tg_scope_end(scope);
-  tg_set_grad_enabled(was_enabled);
-  ctx->forward_outputs = NULL;
-  ctx->inplace_target = NULL;
-  /* An in-place forward wrote input 0. Built-in kernels bump its version; a user op that
-   * writes through the data pointer does not, so bump it here (once: PyTorch's mark_dirty)
-   * and what other nodes saved of it is invalidated: a later backward through them fails. */
-  bool wrote = st == TG_OK && inplace && n_inputs > 0;
-  if (wrote && tg_version(inputs[0]) == version_before) tg__bump_version((tg_tensor *)inputs[0]);
-
-  if (st == TG_OK && node) st = tg__ctx_adopt_saved_outputs(ctx, outputs);
-  if (st == TG_OK && node && wrote) stamp_saved_outputs(ctx, inputs[0]->storage);
-  if (st == TG_OK) {
-    for (int j = 0; j < n_outputs; j++) {
-      tg_tensor *out = outputs[j];
-      /* An output that is an existing tensor with history (e.g. contiguous returning its
-       * input) becomes a fresh alias, so recording never rewrites someone else's grad_fn. */
-      bool is_input0_inplace = inplace && j == 0 && out == inputs[0];
-      bool is_an_input = false;
-      for (int i = 0; i < n_inputs; i++) is_an_input |= out == inputs[i];
-      if (node && !is_input0_inplace && (is_an_input || out->grad_fn || out->requires_grad)) {
-        tg_tensor *alias = tg__alias_raw(out);
-        tg_release(out);
-        outputs[j] = out = alias;
-        if (!out) {
-          st = tg_last_error();
-          break;
-        }
-      }
-      fill_meta(&ctx->outputs[j], out);
-    }
-  }
-  if (st != TG_OK) {
-    for (int j = 0; j < n_outputs; j++) {
-      tg_release(outputs[j]);
-      outputs[j] = NULL;
-    }
-    if (node)
-      tg__node_release(node);
-    else {
-      tg__ctx_release_saved(ctx);
-      ctx_free_arrays(ctx);
-    }
-    return st;
-  }
-
-  for (int j = 0; j < n_outputs; j++) {
-    tg_tensor *out = outputs[j];
-    if (node && !ctx->non_differentiable[j] && tg_dtype_is_floating(out->dtype)) {
-      tg_node *old = out->grad_fn;
-      tg__node_retain(node);
-      out->grad_fn = node;
-      out->output_nr = j;
-      out->requires_grad = true;
-      tg__node_release(old);
-    }
-    if (op->flags & TG_OP_VIEW) { /* recorded or not: an in-place write through it matters */
-      out->is_view = true;
-      out->view_history = atomic_load(&out->storage->history);
-    }
-    if (inplace && j == 0 && out == inputs[0]) {
-      if (node) atomic_fetch_add(&out->storage->history, 1);
-      tg_release(out); /* the caller keeps its own reference to the target */
-    }
-    else
-      tg__scoped(out); /* cannot fail: reserved above */
-  }
-  if (node)
-    tg__node_release(node); /* outputs hold it now */
-  else {
-    tg__ctx_release_saved(ctx);
-    ctx_free_arrays(ctx);
-  }
+  if ((st = open_context(&c, n_scalars, scalars, n_ints, ints)) != TG_OK) return st;
+  st = run_forward(&c);
+  if (st == TG_OK) st = settle_outputs(&c);
+  if (st != TG_OK) return abandon_call(&c, st);
+  hand_out_outputs(&c);
+  close_context(&c);
   return TG_OK;
 }
 

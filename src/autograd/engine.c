@@ -251,140 +251,176 @@ static tg_status capture_from_node(tg_node *node, capture *cap, tg_tensor **grad
   return TG_OK;
 }
 
-static tg_status run_backward(const char *name, int n_roots, const tg_tensor *const *roots,
-                              const tg_tensor *const *root_grads, tg_backward_options opts,
-                              capture *cap) {
-  if (opts.create_graph) opts.retain_graph = true;
-  tg_node **root_nodes = tg__host_calloc((size_t)n_roots, sizeof *root_nodes);
-  tg_tensor **grads0 = tg__host_calloc((size_t)n_roots, sizeof *grads0);
-  node_list order = {0};
-  tg_status st = TG_OK;
-  bool callers_error = false; /* a pending error handed in as a NULL grad: kept as it is */
-  if (!root_nodes || !grads0) {
-    st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
-    goto done;
+/* The gradient that starts root r: the caller's (checked against the root) or, for a
+ * one-element root, an implicit one. A reference of ours in *out. */
+static tg_status root_grad(const char *name, int r, const tg_tensor *root, const tg_tensor *g,
+                           tg_tensor **out, bool *callers_error) {
+  char a[160], b[160];
+  if (!root->requires_grad)
+    return tg_set_error(TG_ERR_STATE, "%s: output %d %s does not require grad and has no grad_fn",
+                        name, r, tg_format_sizes(a, sizeof a, root->ndim, root->sizes));
+  /* A NULL grad while an error is pending is the failed result of an earlier call (as
+   * for any op input), not a request for an implicit one: report that error. */
+  if (!g && tg_last_error() != TG_OK) {
+    *callers_error = true;
+    return tg_last_error();
   }
-  for (int r = 0; r < n_roots; r++) {
-    const tg_tensor *root = roots[r];
-    char a[160], b[160];
-    if (!root->requires_grad) {
-      st = tg_set_error(TG_ERR_STATE,
-                        "%s: output %d %s does not require grad and has no grad_fn", name, r,
-                        tg_format_sizes(a, sizeof a, root->ndim, root->sizes));
-      goto done;
-    }
-    const tg_tensor *g = root_grads ? root_grads[r] : NULL;
-    /* A NULL grad while an error is pending is the failed result of an earlier call (as
-     * for any op input), not a request for an implicit one: report that error. */
-    if (!g && tg_last_error() != TG_OK) {
-      st = tg_last_error();
-      callers_error = true;
-      goto done;
-    }
-    if (!g) {
-      if (tg__numel(root->ndim, root->sizes) != 1) {
-        st = tg_set_error(TG_ERR_SHAPE,
+  if (!g) {
+    if (tg__numel(root->ndim, root->sizes) != 1)
+      return tg_set_error(TG_ERR_SHAPE,
                           "%s: grad can be implicitly created only for one-element outputs, "
                           "output %d is %s",
                           name, r, tg_format_sizes(a, sizeof a, root->ndim, root->sizes));
-        goto done;
-      }
-      g = tg__grad_arith()->ones_like(root);
-      if (!g) {
-        st = tg_last_error();
-        goto done;
-      }
-    } else {
-      bool same = g->ndim == root->ndim;
-      for (int d = 0; same && d < g->ndim; d++) same = g->sizes[d] == root->sizes[d];
-      tg_device gd = g->storage->device, rd = root->storage->device;
-      if (!same)
-        st = tg_set_error(TG_ERR_SHAPE, "%s: grad %s does not match output %d %s", name,
+    g = tg__grad_arith()->ones_like(root);
+    if (!g) return tg_last_error();
+  } else {
+    bool same = g->ndim == root->ndim;
+    for (int d = 0; same && d < g->ndim; d++) same = g->sizes[d] == root->sizes[d];
+    tg_device gd = g->storage->device, rd = root->storage->device;
+    if (!same)
+      return tg_set_error(TG_ERR_SHAPE, "%s: grad %s does not match output %d %s", name,
                           tg_format_sizes(a, sizeof a, g->ndim, g->sizes), r,
                           tg_format_sizes(b, sizeof b, root->ndim, root->sizes));
-      else if (g->dtype != root->dtype)
-        st = tg_set_error(TG_ERR_DTYPE, "%s: grad is %s but output %d is %s", name,
+    if (g->dtype != root->dtype)
+      return tg_set_error(TG_ERR_DTYPE, "%s: grad is %s but output %d is %s", name,
                           tg_dtype_name(g->dtype), r, tg_dtype_name(root->dtype));
-      else if (!tg_device_equal(gd, rd))
-        st = tg_set_error(TG_ERR_DEVICE, "%s: grad is on %s:%d but output %d is on %s:%d", name,
+    if (!tg_device_equal(gd, rd))
+      return tg_set_error(TG_ERR_DEVICE, "%s: grad is on %s:%d but output %d is on %s:%d", name,
                           tg_device_type_name(gd.type), gd.index, r, tg_device_type_name(rd.type),
                           rd.index);
-      if (st != TG_OK) goto done;
-    }
-    grads0[r] = tg_retain(g);
-    root_nodes[r] = root->grad_fn;
   }
-  if ((st = collect(name, n_roots, root_nodes, &order)) != TG_OK) goto done;
+  *out = tg_retain(g);
+  return TG_OK;
+}
 
-  /* Seed the roots. */
-  for (int r = 0; r < n_roots && st == TG_OK; r++) {
-    const tg_tensor *root = roots[r];
+/* One backward pass: its roots, their starting gradients and the nodes it holds. */
+typedef struct pass {
+  const char *name;
+  int n_roots;
+  const tg_tensor *const *roots;
+  tg_backward_options opts;
+  capture *cap;        /* tg_autograd_grad's targets; NULL for tg_backward */
+  tg_node **root_nodes; /* roots' grad_fn (NULL for a leaf root) */
+  tg_tensor **grads0;   /* owned: the starting gradient of each root */
+  node_list order;      /* the reachable nodes, newest first, claimed */
+  bool callers_error;   /* a pending error handed in as a NULL grad: kept as it is */
+} pass;
+
+static tg_status take_root_grads(pass *p, const tg_tensor *const *root_grads) {
+  p->root_nodes = tg__host_calloc((size_t)p->n_roots, sizeof *p->root_nodes);
+  p->grads0 = tg__host_calloc((size_t)p->n_roots, sizeof *p->grads0);
+  if (!p->root_nodes || !p->grads0)
+    return tg_set_error(TG_ERR_MEMORY, "%s: out of memory", p->name);
+  for (int r = 0; r < p->n_roots; r++) {
+    const tg_tensor *root = p->roots[r];
+    tg_status st = root_grad(p->name, r, root, root_grads ? root_grads[r] : NULL, &p->grads0[r],
+                             &p->callers_error);
+    if (st != TG_OK) return st;
+    p->root_nodes[r] = root->grad_fn;
+  }
+  return TG_OK;
+}
+
+/* Each root's gradient goes to its node's slot, a captured target, or its leaf's .grad. */
+static tg_status seed_roots(pass *p) {
+  bool create = p->opts.create_graph;
+  tg_status st = TG_OK;
+  for (int r = 0; r < p->n_roots && st == TG_OK; r++) {
+    const tg_tensor *root = p->roots[r];
     if (root->grad_fn)
-      st = accumulate(&root->grad_fn->grads[root->output_nr], grads0[r], opts.create_graph);
-    else if (cap) {
-      for (int k = 0; k < cap->n && st == TG_OK; k++)
-        if (cap->inputs[k] == root) st = accumulate(&cap->grads[k], grads0[r], opts.create_graph);
+      st = accumulate(&root->grad_fn->grads[root->output_nr], p->grads0[r], create);
+    else if (p->cap) {
+      for (int k = 0; k < p->cap->n && st == TG_OK; k++)
+        if (p->cap->inputs[k] == root) st = accumulate(&p->cap->grads[k], p->grads0[r], create);
     } else
-      st = accumulate_leaf((tg_tensor *)root, grads0[r], opts.create_graph);
+      st = accumulate_leaf((tg_tensor *)root, p->grads0[r], create);
   }
+  return st;
+}
 
-  for (size_t k = 0; k < order.count && st == TG_OK; k++) {
-    tg_node *node = order.items[k];
-    bool any = false;
-    for (int j = 0; j < node->ctx.n_outputs; j++) any |= node->grads[j] != NULL;
-    /* Non-leaf targets of tg_autograd_grad: their gradient is complete once reached. */
-    if (cap)
-      for (int c = 0; c < cap->n; c++) {
-        const tg_tensor *want = cap->inputs[c];
-        if (want->grad_fn == node && node->grads[want->output_nr])
-          st = accumulate(&cap->grads[c], node->grads[want->output_nr], opts.create_graph);
-      }
-    if (!any || st != TG_OK) continue;
-    if (node->ctx.released) {
-      st = tg_set_error(TG_ERR_STATE,
+/* Non-leaf targets of tg_autograd_grad: their gradient is complete once their node is
+ * reached. */
+static tg_status capture_node_outputs(pass *p, tg_node *node) {
+  tg_status st = TG_OK;
+  for (int c = 0; c < p->cap->n && st == TG_OK; c++) {
+    const tg_tensor *want = p->cap->inputs[c];
+    if (want->grad_fn == node && node->grads[want->output_nr])
+      st = accumulate(&p->cap->grads[c], node->grads[want->output_nr], p->opts.create_graph);
+  }
+  return st;
+}
+
+/* Runs one node's backward in a scope of its own and passes its gradients on; then drops
+ * its incoming gradients and, without retain_graph, its saved tensors. */
+static tg_status backward_node(pass *p, tg_node *node) {
+  if (node->ctx.released)
+    return tg_set_error(TG_ERR_STATE,
                         "%s: trying to backward through the graph a second time (%s's saved "
                         "tensors were freed); pass retain_graph to the first backward",
-                        name, node->ctx.op->name);
-      break;
-    }
-    tg_tensor **grad_inputs = tg__host_calloc((size_t)node->ctx.n_inputs, sizeof *grad_inputs);
-    if (!grad_inputs) {
-      st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
-      break;
-    }
-    tg_scope scope;
-    st = tg__scope_open(&scope);
-    if (st == TG_OK) st = run_node(name, node, &opts, cap == NULL, grad_inputs);
-    if (st == TG_OK && cap) st = capture_from_node(node, cap, grad_inputs, opts.create_graph);
-    tg_scope_end(scope);
-    tg__host_free(grad_inputs);
-    for (int j = 0; j < node->ctx.n_outputs; j++) {
-      tg_release(node->grads[j]);
-      node->grads[j] = NULL;
-    }
-    if (st == TG_OK && !opts.retain_graph) {
-      tg__ctx_release_saved(&node->ctx);
-      node->ctx.released = true;
-    }
+                        p->name, node->ctx.op->name);
+  tg_tensor **grad_inputs = tg__host_calloc((size_t)node->ctx.n_inputs, sizeof *grad_inputs);
+  if (!grad_inputs) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory", p->name);
+  tg_scope scope;
+  tg_status st = tg__scope_open(&scope);
+  if (st == TG_OK) st = run_node(p->name, node, &p->opts, p->cap == NULL, grad_inputs);
+  if (st == TG_OK && p->cap)
+    st = capture_from_node(node, p->cap, grad_inputs, p->opts.create_graph);
+  tg_scope_end(scope);
+  tg__host_free(grad_inputs);
+  for (int j = 0; j < node->ctx.n_outputs; j++) {
+    tg_release(node->grads[j]);
+    node->grads[j] = NULL;
   }
+  if (st == TG_OK && !p->opts.retain_graph) {
+    tg__ctx_release_saved(&node->ctx);
+    node->ctx.released = true;
+  }
+  return st;
+}
 
-done:
-  /* An error raised below (a backward formula's op, a saved tensor's version check, a custom
-   * backward) is reported as this call's: its message starts with name. */
-  if (st != TG_OK && !callers_error) tg__error_prefix(name);
-  for (size_t k = 0; k < order.count; k++) {
-    tg_node *node = order.items[k];
+/* The nodes newest first; one that no gradient reached is skipped. */
+static tg_status run_nodes(pass *p) {
+  for (size_t k = 0; k < p->order.count; k++) {
+    tg_node *node = p->order.items[k];
+    bool any = false;
+    for (int j = 0; j < node->ctx.n_outputs; j++) any |= node->grads[j] != NULL;
+    tg_status st = p->cap ? capture_node_outputs(p, node) : TG_OK;
+    if (st == TG_OK && any) st = backward_node(p, node);
+    if (st != TG_OK) return st;
+  }
+  return TG_OK;
+}
+
+/* Frees the pass's scratch and gives its nodes back for the next pass. */
+static void end_pass(pass *p) {
+  for (size_t k = 0; k < p->order.count; k++) {
+    tg_node *node = p->order.items[k];
     if (node->grads)
       for (int j = 0; j < node->ctx.n_outputs; j++) tg_release(node->grads[j]);
     tg__host_free(node->grads);
     node->grads = NULL;
     atomic_store(&node->backward_owner, 0); /* last: the scratch is free for the next pass */
   }
-  tg__host_free(order.items);
-  if (grads0)
-    for (int r = 0; r < n_roots; r++) tg_release(grads0[r]);
-  tg__host_free(grads0);
-  tg__host_free(root_nodes);
+  tg__host_free(p->order.items);
+  if (p->grads0)
+    for (int r = 0; r < p->n_roots; r++) tg_release(p->grads0[r]);
+  tg__host_free(p->grads0);
+  tg__host_free(p->root_nodes);
+}
+
+static tg_status run_backward(const char *name, int n_roots, const tg_tensor *const *roots,
+                              const tg_tensor *const *root_grads, tg_backward_options opts,
+                              capture *cap) {
+  if (opts.create_graph) opts.retain_graph = true;
+  pass p = {.name = name, .n_roots = n_roots, .roots = roots, .opts = opts, .cap = cap};
+  tg_status st = take_root_grads(&p, root_grads);
+  if (st == TG_OK) st = collect(name, n_roots, p.root_nodes, &p.order);
+  if (st == TG_OK) st = seed_roots(&p);
+  if (st == TG_OK) st = run_nodes(&p);
+  /* An error raised below (a backward formula's op, a saved tensor's version check, a custom
+   * backward) is reported as this call's: its message starts with name. */
+  if (st != TG_OK && !p.callers_error) tg__error_prefix(name);
+  end_pass(&p);
   return st;
 }
 

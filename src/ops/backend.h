@@ -26,6 +26,13 @@ typedef enum tg_binary_kind {
   TG_NUM_BINARY
 } tg_binary_kind;
 
+/* The reduction kinds, generated from their list (ops/def/reduction.def). */
+typedef enum tg_reduce_kind {
+#define TG_REDUCE_KIND(KIND, name, how) TG_REDUCE_##KIND,
+#include "ops/def/reduction.def"
+  TG_NUM_REDUCE
+} tg_reduce_kind;
+
 typedef struct tg_backend {
   const char *name;
   /* out[...] = value. out: any dtype. */
@@ -37,12 +44,13 @@ typedef struct tg_backend {
   /* out = a (op) b; a and b already expanded to out's sizes; same floating dtype. */
   tg_status (*binary)(tg_binary_kind kind, double alpha, tg_tensor *out, const tg_tensor *a,
                       const tg_tensor *b);
-  /* out = sum of x over dim; out has x's ndim with sizes[dim] == 1 (keepdim form).
-   * x is floating; out has x's dtype. */
-  tg_status (*sum_dim)(tg_tensor *out, const tg_tensor *x, int dim);
-  /* values/indices = max of x over dim (keepdim form); first index wins ties; NaN
-   * propagates (a NaN is the max). indices is I64. */
-  tg_status (*max_dim)(tg_tensor *values, tg_tensor *indices, const tg_tensor *x, int dim);
+  /* values = the reduction of x over dim; values has x's ndim with sizes[dim] == 1
+   * (keepdim form), x is floating, values has x's dtype. A SUM kind takes indices NULL (an
+   * empty dim sums to 0); a SELECT kind (max, min) also writes the I64 index of the picked
+   * element into indices (keepdim form): the first index wins ties, NaN propagates (a NaN
+   * is picked), an empty dim is an error. */
+  tg_status (*reduce)(tg_reduce_kind kind, tg_tensor *values, tg_tensor *indices,
+                      const tg_tensor *x, int dim);
   /* out = beta*out + alpha*(a @ b) for 2-D a [m,k], b [k,n], out [m,n], any strides.
    * beta == 0 means out's old contents are ignored (NaN-safe). k == 0 gives beta*out. */
   tg_status (*gemm)(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, double alpha,

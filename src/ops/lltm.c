@@ -237,7 +237,7 @@ tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **g
     return tg_last_error();
   tg_status st =
       be->lltm_backward_pointwise(grads[0], grads[1], gates, old_cell, d_gates, d_old_cell);
-  if (st == TG_OK && need_b) st = be->sum_dim(d_bias, d_gates, 0);
+  if (st == TG_OK && need_b) st = be->reduce(TG_REDUCE_SUM, d_bias, NULL, d_gates, 0);
   if (st != TG_OK) return st;
 
   /* d_weights = d_gates^T @ X, X = [old_h, input] rebuilt: one GEMM packs d_gates once

@@ -30,7 +30,7 @@ static tg_tensor *subtract_max(const tg_backend *be, tg_tensor *out, const tg_te
   for (int d = 0; d < x->ndim; d++) kept[d] = d == dim ? 1 : x->sizes[d];
   tg_tensor *max = tg_empty(x->ndim, kept, options_of(x, x->dtype));
   tg_tensor *argmax = tg_empty(x->ndim, kept, options_of(x, TG_I64));
-  if (!max || !argmax || be->max_dim(max, argmax, x, dim) != TG_OK) return NULL;
+  if (!max || !argmax || be->reduce(TG_REDUCE_MAX, max, argmax, x, dim) != TG_OK) return NULL;
   tg_tensor *max_b = tg_expand(max, x->ndim, x->sizes);
   if (!max_b || be->binary(TG_BINARY_SUB, 1.0, out, x, max_b) != TG_OK) return NULL;
   return max;
@@ -41,7 +41,8 @@ static tg_status log_softmax_into(const tg_backend *be, tg_tensor *out, const tg
                                   int dim) {
   tg_tensor *lse = subtract_max(be, out, x, dim);
   tg_tensor *e = lse ? tg_empty(x->ndim, x->sizes, options_of(x, x->dtype)) : NULL;
-  if (!e || be->unary(TG_UNARY_EXP, 0, 0, e, out) != TG_OK || be->sum_dim(lse, e, dim) != TG_OK ||
+  if (!e || be->unary(TG_UNARY_EXP, 0, 0, e, out) != TG_OK ||
+      be->reduce(TG_REDUCE_SUM, lse, NULL, e, dim) != TG_OK ||
       be->unary(TG_UNARY_LOG, 0, 0, lse, lse) != TG_OK)
     return tg_last_error();
   tg_tensor *lse_b = tg_expand(lse, x->ndim, x->sizes);
@@ -52,7 +53,7 @@ static tg_status log_softmax_into(const tg_backend *be, tg_tensor *out, const tg
 static tg_status softmax_into(const tg_backend *be, tg_tensor *out, const tg_tensor *x, int dim) {
   tg_tensor *sum = subtract_max(be, out, x, dim);
   if (!sum || be->unary(TG_UNARY_EXP, 0, 0, out, out) != TG_OK ||
-      be->sum_dim(sum, out, dim) != TG_OK)
+      be->reduce(TG_REDUCE_SUM, sum, NULL, out, dim) != TG_OK)
     return tg_last_error();
   tg_tensor *sum_b = tg_expand(sum, x->ndim, x->sizes);
   return sum_b ? be->binary(TG_BINARY_DIV, 1.0, out, out, sum_b) : tg_last_error();
@@ -63,7 +64,7 @@ static tg_status scaled_sum_into(const tg_backend *be, tg_tensor *out, const tg_
                                  double scale) {
   if (v->sizes[0] == 0) return be->fill(out, NAN);
   tg_tensor *out1 = at_least_1d(out);
-  if (!out1 || be->sum_dim(out1, v, 0) != TG_OK ||
+  if (!out1 || be->reduce(TG_REDUCE_SUM, out1, NULL, v, 0) != TG_OK ||
       be->unary(TG_UNARY_AFFINE, scale, 0, out1, out1) != TG_OK)
     return tg_last_error();
   return TG_OK;

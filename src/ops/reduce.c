@@ -1,5 +1,6 @@
-/* Reductions: sum, mean and max over all elements or one dim, and sum_to_size (the
- * backward of broadcasting). Backward formulas expand the gradient back with stride-0
+/* Reductions: the ops of the family's list (ops/def/reduction.def: sum, mean, max, min),
+ * each over all elements (tg_<name>) or one dim (tg_<name>_dim), generated here from the
+ * shared steps below; and sum_to_size (the backward of broadcasting). Backward formulas expand the gradient back with stride-0
  * views, so they cost no copy and stay differentiable. */
 #include <stdlib.h>
 
@@ -59,7 +60,7 @@ static tg_tensor *sum_keepdim(const char *op, const tg_tensor *x, const bool *re
   if (all && x->ndim > 0 && dense_flat(x, &flat) != TG_OK) return NULL;
   if (flat) { /* one pass over all elements: a single accumulation, the most accurate */
     tg_tensor *out = tg_empty(1, (const int64_t[]){1}, options_of(x, x->dtype));
-    tg_status st = out ? be->sum_dim(out, flat, 0) : tg_last_error();
+    tg_status st = out ? be->reduce(TG_REDUCE_SUM, out, NULL, flat, 0) : tg_last_error();
     tg_release(flat);
     return st == TG_OK ? reshaped(out, x->ndim, sizes) : NULL;
   }
@@ -70,7 +71,7 @@ static tg_tensor *sum_keepdim(const char *op, const tg_tensor *x, const bool *re
     if (!reduce[d] || x->sizes[d] == 1) continue;
     cur_sizes[d] = 1;
     tg_tensor *next = tg_empty(x->ndim, cur_sizes, options_of(x, x->dtype));
-    if (!next || be->sum_dim(next, cur, d) != TG_OK) return NULL;
+    if (!next || be->reduce(TG_REDUCE_SUM, next, NULL, cur, d) != TG_OK) return NULL;
     cur = next;
   }
   if (cur != x) return (tg_tensor *)cur;
@@ -135,52 +136,6 @@ static int64_t input_dim_size(tg_ctx *ctx, int dim) {
     return gi[0] ? TG_OK : tg_last_error();                                                        \
   } while (0)
 
-/* ---- sum / mean ---- */
-
-tg_status tg__fwd_sum(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  (void)ctx;
-  out[0] = sum_all("tg_sum", in[0]);
-  return out[0] ? TG_OK : tg_last_error();
-}
-
-tg_status tg__bwd_sum(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  RETURN_GRAD(expand_back(ctx, g[0], -1, true));
-}
-
-tg_status tg__fwd_mean(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  (void)ctx;
-  out[0] = sum_all("tg_mean", in[0]);
-  if (!out[0]) return tg_last_error();
-  return scale_inplace("tg_mean", out[0], 1.0 / (double)tg__numel(in[0]->ndim, in[0]->sizes));
-}
-
-tg_status tg__bwd_mean(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  RETURN_GRAD(expand_back(ctx, tg_mul_scalar(g[0], 1.0 / (double)input_numel(ctx)), -1, true));
-}
-
-tg_status tg__fwd_sum_dim(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  out[0] = sum_one_dim("tg_sum_dim", in[0], (int)tg_ctx_int(ctx, 0), tg_ctx_int(ctx, 1) != 0);
-  return out[0] ? TG_OK : tg_last_error();
-}
-
-tg_status tg__bwd_sum_dim(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  RETURN_GRAD(expand_back(ctx, g[0], (int)tg_ctx_int(ctx, 0), tg_ctx_int(ctx, 1) != 0));
-}
-
-tg_status tg__fwd_mean_dim(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  int dim = (int)tg_ctx_int(ctx, 0);
-  out[0] = sum_one_dim("tg_mean_dim", in[0], dim, tg_ctx_int(ctx, 1) != 0);
-  if (!out[0]) return tg_last_error();
-  int64_t n = in[0]->ndim == 0 ? 1 : in[0]->sizes[dim];
-  return scale_inplace("tg_mean_dim", out[0], 1.0 / (double)n);
-}
-
-tg_status tg__bwd_mean_dim(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  int dim = (int)tg_ctx_int(ctx, 0);
-  tg_tensor *scaled = tg_mul_scalar(g[0], 1.0 / (double)input_dim_size(ctx, dim));
-  RETURN_GRAD(expand_back(ctx, scaled, dim, tg_ctx_int(ctx, 1) != 0));
-}
-
 /* ---- sum_to_size ---- */
 
 tg_status tg__fwd_sum_to_size(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
@@ -199,110 +154,10 @@ tg_status tg__bwd_sum_to_size(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor 
   RETURN_GRAD(expand_back(ctx, g[0], -1, true));
 }
 
-/* ---- max ---- */
-
-/* Where x equals its max, as 1/count (the gradient is shared among ties, as in PyTorch);
- * a constant of x's sizes. y is the 0-dim max. */
-static tg_tensor *max_share_mask(const tg_tensor *x, const tg_tensor *y) {
-  tg_tensor *mask = tg_empty(x->ndim, x->sizes, options_of(x, x->dtype));
-  if (!mask || tg__binary_into("tg_max", TG_BINARY_EQ, 1.0, mask, x, y) != TG_OK) return NULL;
-  double count;
-  tg_tensor *total = sum_all("tg_max", mask);
-  if (!total || tg_item(total, &count) != TG_OK) return NULL;
-  if (count > 0 && scale_inplace("tg_max", mask, 1.0 / count) != TG_OK) return NULL;
-  return mask;
-}
-
-tg_status tg__fwd_max(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  const tg_tensor *x = in[0];
-  const tg_backend *be = tg__backend("tg_max", x->storage->device);
-  if (!be) return tg_last_error();
-  tg_tensor *c = tg_contiguous(x);
-  int64_t numel = tg__numel(x->ndim, x->sizes), one = 1;
-  tg_tensor *flat = c ? reshaped(c, 1, &numel) : NULL;
-  tg_tensor *values = tg_empty(1, &one, options_of(x, x->dtype));
-  tg_tensor *indices = tg_empty(1, &one, options_of(x, TG_I64));
-  if (!flat || !values || !indices || be->max_dim(values, indices, flat, 0) != TG_OK)
-    return tg_last_error();
-  out[0] = reshaped(values, 0, &one);
-  if (!out[0]) return tg_last_error();
-  if (!tg_ctx_needs_input_grad(ctx, 0)) return TG_OK;
-  tg_tensor *mask = max_share_mask(x, out[0]);
-  return mask ? tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const[]){mask})
-              : tg_last_error();
-}
-
-tg_status tg__bwd_max(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  RETURN_GRAD(tg_mul(expand_back(ctx, g[0], -1, true), tg_ctx_saved(ctx, 0)));
-}
-
-/* One-hot of indices (keepdim form) along dim of x's sizes, in x's dtype: where the
- * gradient of each max goes. A constant, so the backward stays differentiable. */
-static tg_tensor *argmax_one_hot(const tg_tensor *x, const tg_tensor *indices, int dim) {
-  const tg_backend *be = tg__backend("tg_max_dim", x->storage->device);
-  tg_tensor *index_f = be ? tg_empty(indices->ndim, indices->sizes, options_of(x, x->dtype)) : NULL;
-  if (!index_f || be->copy(index_f, indices) != TG_OK) return NULL;
-  int64_t along[TG_MAX_DIMS];
-  for (int d = 0; d < x->ndim; d++) along[d] = d == dim ? x->sizes[d] : 1;
-  tg_tensor *positions = tg_arange(0, (double)x->sizes[dim], 1, options_of(x, x->dtype));
-  tg_tensor *positions_along = positions ? reshaped(positions, x->ndim, along) : NULL;
-  tg_tensor *hot = tg_empty(x->ndim, x->sizes, options_of(x, x->dtype));
-  if (!positions_along || !hot ||
-      tg__binary_into("tg_max_dim", TG_BINARY_EQ, 1.0, hot, positions_along, index_f) != TG_OK)
-    return NULL;
-  return hot;
-}
-
-tg_status tg__fwd_max_dim(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  const tg_tensor *x = in[0];
-  int dim = (int)tg_ctx_int(ctx, 0);
-  bool keepdim = tg_ctx_int(ctx, 1) != 0;
-  const tg_backend *be = tg__backend("tg_max_dim", x->storage->device);
-  if (!be) return tg_last_error();
-  if (x->ndim == 0) { /* one element along a single implicit dim */
-    out[0] = tg_clone(x);
-    out[1] = tg_zeros(0, x->sizes, options_of(x, TG_I64));
-  } else {
-    int64_t keep[TG_MAX_DIMS], sizes[TG_MAX_DIMS];
-    reduced_sizes(x, dim, true, keep);
-    int n = reduced_sizes(x, dim, keepdim, sizes);
-    tg_tensor *values = tg_empty(x->ndim, keep, options_of(x, x->dtype));
-    tg_tensor *indices = tg_empty(x->ndim, keep, options_of(x, TG_I64));
-    if (!values || !indices || be->max_dim(values, indices, x, dim) != TG_OK)
-      return tg_last_error();
-    out[0] = keepdim ? values : reshaped(values, n, sizes);
-    out[1] = keepdim ? indices : reshaped(indices, n, sizes);
-    if (out[0] && out[1] && tg_ctx_needs_input_grad(ctx, 0)) {
-      tg_tensor *hot = argmax_one_hot(x, indices, dim);
-      if (!hot || tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const[]){hot}) != TG_OK)
-        return tg_last_error();
-    }
-  }
-  if (!out[0] || !out[1]) return tg_last_error();
-  return tg_ctx_mark_non_differentiable(ctx, out[1]);
-}
-
-tg_status tg__bwd_max_dim(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  int dim = (int)tg_ctx_int(ctx, 0);
-  if (tg_ctx_input_ndim(ctx, 0) == 0) RETURN_GRAD(tg__scoped(tg_retain(g[0])));
-  tg_tensor *spread = expand_back(ctx, g[0], dim, tg_ctx_int(ctx, 1) != 0);
-  RETURN_GRAD(tg_mul(spread, tg_ctx_saved(ctx, 0)));
-}
-
 /* ---- front ends ---- */
 
 static bool check_input(const char *op, const tg_tensor *x) {
   return tg__check_arg(op, "x", x) && tg__check_floating(op, "x", x);
-}
-
-tg_tensor *tg_sum(const tg_tensor *x) {
-  if (!check_input("tg_sum", x)) return NULL;
-  return tg_apply1(TG__OP(sum), 1, (const tg_tensor *const[]){x}, TG__NO_SC);
-}
-
-tg_tensor *tg_mean(const tg_tensor *x) {
-  if (!check_input("tg_mean", x)) return NULL;
-  return tg_apply1(TG__OP(mean), 1, (const tg_tensor *const[]){x}, TG__NO_SC);
 }
 
 static tg_tensor *reduce_dim(const char *op, const tg_op_desc *desc, const tg_tensor *x, int dim,
@@ -313,40 +168,31 @@ static tg_tensor *reduce_dim(const char *op, const tg_op_desc *desc, const tg_te
   return tg_apply1_ex(desc, 1, (const tg_tensor *const[]){x}, TG__NO_SC, TG__INTS(d, keepdim));
 }
 
-tg_tensor *tg_sum_dim(const tg_tensor *x, int dim, bool keepdim) {
-  return reduce_dim("tg_sum_dim", TG__OP(sum_dim), x, dim, keepdim);
+/* A SELECT op's input: checked, and not empty (the max of nothing is undefined). */
+static bool select_input_ok(const char *api, const char *what, const tg_tensor *x) {
+  if (!check_input(api, x)) return false;
+  if (tg__numel(x->ndim, x->sizes) != 0) return true;
+  char a[160];
+  tg_set_error(TG_ERR_SHAPE, "%s: x is %s: the %s of no elements is undefined", api,
+               tg_format_sizes(a, sizeof a, x->ndim, x->sizes), what);
+  return false;
 }
 
-tg_tensor *tg_mean_dim(const tg_tensor *x, int dim, bool keepdim) {
-  return reduce_dim("tg_mean_dim", TG__OP(mean_dim), x, dim, keepdim);
-}
-
-tg_tensor *tg_max(const tg_tensor *x) {
-  if (!check_input("tg_max", x)) return NULL;
-  if (tg__numel(x->ndim, x->sizes) == 0) {
-    char a[160];
-    tg_set_error(TG_ERR_SHAPE, "tg_max: x is %s: the max of no elements is undefined",
-                 tg_format_sizes(a, sizeof a, x->ndim, x->sizes));
-    return NULL;
-  }
-  return tg_apply1(TG__OP(max), 1, (const tg_tensor *const[]){x}, TG__NO_SC);
-}
-
-tg_status tg_max_dim(const tg_tensor *x, int dim, bool keepdim, tg_tensor **values,
-                     tg_tensor **indices) {
+static tg_status select_dim(const char *api, const char *what, const tg_op_desc *desc,
+                            const tg_tensor *x, int dim, bool keepdim, tg_tensor **values,
+                            tg_tensor **indices) {
   if (values) *values = NULL;
   if (indices) *indices = NULL;
-  if (!check_input("tg_max_dim", x)) return tg_last_error();
-  int d = tg__wrap_dim("tg_max_dim", "dim", dim, x->ndim);
+  if (!check_input(api, x)) return tg_last_error();
+  int d = tg__wrap_dim(api, "dim", dim, x->ndim);
   if (d < 0) return tg_last_error();
   if (x->ndim > 0 && x->sizes[d] == 0) {
     char a[160];
-    return tg_set_error(TG_ERR_SHAPE,
-                        "tg_max_dim: x is %s: the max over dim %d of size 0 is undefined",
-                        tg_format_sizes(a, sizeof a, x->ndim, x->sizes), d);
+    return tg_set_error(TG_ERR_SHAPE, "%s: x is %s: the %s over dim %d of size 0 is undefined",
+                        api, tg_format_sizes(a, sizeof a, x->ndim, x->sizes), what, d);
   }
   tg_tensor *out[2];
-  tg_status st = tg_apply_ex(TG__OP(max_dim), 1, (const tg_tensor *const[]){x}, TG__NO_SC,
+  tg_status st = tg_apply_ex(desc, 1, (const tg_tensor *const[]){x}, TG__NO_SC,
                              TG__INTS(d, keepdim), 2, out);
   if (st != TG_OK) return st;
   /* Both results are scope-owned; the one the caller did not ask for goes with its scope. */
@@ -369,3 +215,182 @@ tg_tensor *tg_sum_to_size(const tg_tensor *x, int ndim, const int64_t *sizes) {
   return tg_apply1_ex(TG__OP(sum_to_size), 1, (const tg_tensor *const[]){x}, TG__NO_SC, ndim,
                       sizes);
 }
+
+/* ---- the family's shared steps (the ops are generated from them below) ---- */
+
+/* What a backward formula of the list reads: spread(r, t) expands t, shaped like the
+ * values, back to x's sizes (dim -1: a reduction over all elements). */
+typedef struct reduce_site {
+  tg_ctx *ctx;
+  int dim;
+  bool keepdim;
+} reduce_site;
+
+static tg_tensor *spread(const reduce_site *r, const tg_tensor *t) {
+  return expand_back(r->ctx, t, r->dim, r->keepdim);
+}
+
+/* A SUM kind over all elements, times scale: a 0-dim result. */
+static tg_status fwd_sum_all(const char *api, const tg_tensor *x, double scale, tg_tensor **out) {
+  out[0] = sum_all(api, x);
+  if (!out[0]) return tg_last_error();
+  return scale == 1.0 ? TG_OK : scale_inplace(api, out[0], scale);
+}
+
+static tg_status fwd_sum_dim(const char *api, tg_ctx *ctx, const tg_tensor *x, double scale,
+                             tg_tensor **out) {
+  out[0] = sum_one_dim(api, x, (int)tg_ctx_int(ctx, 0), tg_ctx_int(ctx, 1) != 0);
+  if (!out[0]) return tg_last_error();
+  return scale == 1.0 ? TG_OK : scale_inplace(api, out[0], scale);
+}
+
+/* Where x equals its selected value, as 1/count (the gradient is shared among ties, as in
+ * PyTorch); a constant of x's sizes. y is the 0-dim result. */
+static tg_tensor *share_mask(const char *api, const tg_tensor *x, const tg_tensor *y) {
+  tg_tensor *mask = tg_empty(x->ndim, x->sizes, options_of(x, x->dtype));
+  if (!mask || tg__binary_into(api, TG_BINARY_EQ, 1.0, mask, x, y) != TG_OK) return NULL;
+  double count;
+  tg_tensor *total = sum_all(api, mask);
+  if (!total || tg_item(total, &count) != TG_OK) return NULL;
+  if (count > 0 && scale_inplace(api, mask, 1.0 / count) != TG_OK) return NULL;
+  return mask;
+}
+
+/* A SELECT kind over all elements (x is not empty: the front end checked); saves the
+ * share mask when x needs its gradient. */
+static tg_status fwd_select_all(const char *api, tg_reduce_kind kind, tg_ctx *ctx,
+                                const tg_tensor *x, tg_tensor **out) {
+  const tg_backend *be = tg__backend(api, x->storage->device);
+  if (!be) return tg_last_error();
+  tg_tensor *c = tg_contiguous(x);
+  int64_t numel = tg__numel(x->ndim, x->sizes), one = 1;
+  tg_tensor *flat = c ? reshaped(c, 1, &numel) : NULL;
+  tg_tensor *values = tg_empty(1, &one, options_of(x, x->dtype));
+  tg_tensor *indices = tg_empty(1, &one, options_of(x, TG_I64));
+  if (!flat || !values || !indices || be->reduce(kind, values, indices, flat, 0) != TG_OK)
+    return tg_last_error();
+  out[0] = reshaped(values, 0, &one);
+  if (!out[0]) return tg_last_error();
+  if (!tg_ctx_needs_input_grad(ctx, 0)) return TG_OK;
+  tg_tensor *mask = share_mask(api, x, out[0]);
+  return mask ? tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const[]){mask})
+              : tg_last_error();
+}
+
+/* One-hot of indices (keepdim form) along dim of x's sizes, in x's dtype: where the
+ * gradient of each selected value goes. A constant, so the backward stays differentiable. */
+static tg_tensor *one_hot(const char *api, const tg_tensor *x, const tg_tensor *indices,
+                          int dim) {
+  const tg_backend *be = tg__backend(api, x->storage->device);
+  tg_tensor *index_f = be ? tg_empty(indices->ndim, indices->sizes, options_of(x, x->dtype)) : NULL;
+  if (!index_f || be->copy(index_f, indices) != TG_OK) return NULL;
+  int64_t along[TG_MAX_DIMS];
+  for (int d = 0; d < x->ndim; d++) along[d] = d == dim ? x->sizes[d] : 1;
+  tg_tensor *positions = tg_arange(0, (double)x->sizes[dim], 1, options_of(x, x->dtype));
+  tg_tensor *positions_along = positions ? reshaped(positions, x->ndim, along) : NULL;
+  tg_tensor *hot = tg_empty(x->ndim, x->sizes, options_of(x, x->dtype));
+  if (!positions_along || !hot ||
+      tg__binary_into(api, TG_BINARY_EQ, 1.0, hot, positions_along, index_f) != TG_OK)
+    return NULL;
+  return hot;
+}
+
+/* A SELECT kind over one dim: values and (non-differentiable) I64 indices; saves the
+ * one-hot of the indices when x needs its gradient. */
+static tg_status fwd_select_dim(const char *api, tg_reduce_kind kind, tg_ctx *ctx,
+                                const tg_tensor *x, tg_tensor **out) {
+  int dim = (int)tg_ctx_int(ctx, 0);
+  bool keepdim = tg_ctx_int(ctx, 1) != 0;
+  const tg_backend *be = tg__backend(api, x->storage->device);
+  if (!be) return tg_last_error();
+  if (x->ndim == 0) { /* one element along a single implicit dim */
+    out[0] = tg_clone(x);
+    out[1] = tg_zeros(0, x->sizes, options_of(x, TG_I64));
+  } else {
+    int64_t keep[TG_MAX_DIMS], sizes[TG_MAX_DIMS];
+    reduced_sizes(x, dim, true, keep);
+    int n = reduced_sizes(x, dim, keepdim, sizes);
+    tg_tensor *values = tg_empty(x->ndim, keep, options_of(x, x->dtype));
+    tg_tensor *indices = tg_empty(x->ndim, keep, options_of(x, TG_I64));
+    if (!values || !indices || be->reduce(kind, values, indices, x, dim) != TG_OK)
+      return tg_last_error();
+    out[0] = keepdim ? values : reshaped(values, n, sizes);
+    out[1] = keepdim ? indices : reshaped(indices, n, sizes);
+    if (out[0] && out[1] && tg_ctx_needs_input_grad(ctx, 0)) {
+      tg_tensor *hot = one_hot(api, x, indices, dim);
+      if (!hot || tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const[]){hot}) != TG_OK)
+        return tg_last_error();
+    }
+  }
+  if (!out[0] || !out[1]) return tg_last_error();
+  return tg_ctx_mark_non_differentiable(ctx, out[1]);
+}
+
+/* ---- the ops of the list ---- */
+
+/* A backward of the list: g, r, n (and w for SELECT) as reduction.def describes them. */
+#define TG__REDUCE_BWD(fn, site_dim, site_keepdim, n_expr, w_decl, grad)                           \
+  tg_status fn(tg_ctx *ctx, const tg_tensor *const *g_, tg_tensor **gi) {                          \
+    const reduce_site site = {ctx, (site_dim), (site_keepdim)}, *r = &site;                        \
+    const tg_tensor *g = g_[0];                                                                    \
+    const int64_t n = (n_expr);                                                                    \
+    w_decl;                                                                                        \
+    (void)r, (void)n;                                                                              \
+    RETURN_GRAD(grad);                                                                             \
+  }
+#define TG__DIM_OF(ctx) ((int)tg_ctx_int(ctx, 0))
+#define TG__KEEPDIM_OF(ctx) (tg_ctx_int(ctx, 1) != 0)
+
+#define TG__REDUCE_ACCUMULATE(name, scale, grad)                                                   \
+  tg_status tg__fwd_##name(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {             \
+    const int64_t n = tg__numel(in[0]->ndim, in[0]->sizes);                                        \
+    (void)ctx, (void)n;                                                                            \
+    return fwd_sum_all("tg_" #name, in[0], (scale), out);                                          \
+  }                                                                                                \
+  TG__REDUCE_BWD(tg__bwd_##name, -1, true, input_numel(ctx), (void)0, grad)                        \
+  tg_status tg__fwd_##name##_dim(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {       \
+    const int64_t n = in[0]->ndim == 0 ? 1 : in[0]->sizes[TG__DIM_OF(ctx)];                        \
+    (void)n;                                                                                       \
+    return fwd_sum_dim("tg_" #name "_dim", ctx, in[0], (scale), out);                              \
+  }                                                                                                \
+  TG__REDUCE_BWD(tg__bwd_##name##_dim, TG__DIM_OF(ctx), TG__KEEPDIM_OF(ctx),                       \
+                 input_dim_size(ctx, TG__DIM_OF(ctx)), (void)0, grad)                              \
+  tg_tensor *tg_##name(const tg_tensor *x) {                                                       \
+    if (!check_input("tg_" #name, x)) return NULL;                                                 \
+    return tg_apply1(TG__OP(name), 1, (const tg_tensor *const[]){x}, TG__NO_SC);                   \
+  }                                                                                                \
+  tg_tensor *tg_##name##_dim(const tg_tensor *x, int dim, bool keepdim) {                          \
+    return reduce_dim("tg_" #name "_dim", TG__OP(name##_dim), x, dim, keepdim);                    \
+  }
+
+#define TG__REDUCE_PICK(KIND, name, grad)                                                          \
+  tg_status tg__fwd_##name(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {             \
+    return fwd_select_all("tg_" #name, TG_REDUCE_##KIND, ctx, in[0], out);                         \
+  }                                                                                                \
+  TG__REDUCE_BWD(tg__bwd_##name, -1, true, input_numel(ctx),                                       \
+                 const tg_tensor *w = tg_ctx_saved(ctx, 0), grad)                                  \
+  tg_status tg__fwd_##name##_dim(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {       \
+    return fwd_select_dim("tg_" #name "_dim", TG_REDUCE_##KIND, ctx, in[0], out);                  \
+  }                                                                                                \
+  /* A 0-dim x selected itself (nothing saved): the gradient passes through. */                    \
+  static TG__REDUCE_BWD(bwd_##name##_dim, TG__DIM_OF(ctx), TG__KEEPDIM_OF(ctx),                    \
+                        input_dim_size(ctx, TG__DIM_OF(ctx)),                                      \
+                        const tg_tensor *w = tg_ctx_saved(ctx, 0), grad)                           \
+  tg_status tg__bwd_##name##_dim(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {         \
+    if (tg_ctx_input_ndim(ctx, 0) == 0) RETURN_GRAD(tg__scoped(tg_retain(g[0])));                  \
+    return bwd_##name##_dim(ctx, g, gi);                                                           \
+  }                                                                                                \
+  tg_tensor *tg_##name(const tg_tensor *x) {                                                       \
+    if (!select_input_ok("tg_" #name, #name, x)) return NULL;                                      \
+    return tg_apply1(TG__OP(name), 1, (const tg_tensor *const[]){x}, TG__NO_SC);                   \
+  }                                                                                                \
+  tg_status tg_##name##_dim(const tg_tensor *x, int dim, bool keepdim, tg_tensor **values,         \
+                            tg_tensor **indices) {                                                 \
+    return select_dim("tg_" #name "_dim", #name, TG__OP(name##_dim), x, dim, keepdim, values,      \
+                      indices);                                                                    \
+  }
+
+#define TG_REDUCE_SUM(KIND, name, grad) TG__REDUCE_ACCUMULATE(name, 1.0, grad)
+#define TG_REDUCE_SCALED(name, KIND, scale, grad) TG__REDUCE_ACCUMULATE(name, scale, grad)
+#define TG_REDUCE_SELECT(KIND, name, better, grad) TG__REDUCE_PICK(KIND, name, grad)
+#include "ops/def/reduction.def"

@@ -158,7 +158,8 @@ TG_CUDA_TEST(cuda_backend, sum_dim_over_every_dim_and_layout) {
           tg_dtype dt = floating[d];
           tg_twin x = cube(layout, dt);
           tg_twin o = reduced_out(tg_sizes(x.cpu), dim, dt, t == 1);
-          check(cpu_be()->sum_dim(o.cpu, x.cpu, dim), cuda_be()->sum_dim(o.cuda, x.cuda, dim));
+          check(cpu_be()->reduce(TG_REDUCE_SUM, o.cpu, NULL, x.cpu, dim),
+                cuda_be()->reduce(TG_REDUCE_SUM, o.cuda, NULL, x.cuda, dim));
           tg_assert_twin_close(o, 10 * TG_RTOL(dt), 10 * TG_ATOL(dt));
         }
 }
@@ -172,7 +173,8 @@ TG_CUDA_TEST(cuda_backend, sum_dim_edge_shapes) {
     tg_twin x1 = tg_twin_view(v, 1, (const int64_t[]){300}, (const int64_t[]){1}, 0);
     tg_twin o1 = tg_twin_view(tg_twin_values(1, dt, 0, false), 1, (const int64_t[]){1},
                               (const int64_t[]){1}, 0);
-    check(cpu_be()->sum_dim(o1.cpu, x1.cpu, 0), cuda_be()->sum_dim(o1.cuda, x1.cuda, 0));
+    check(cpu_be()->reduce(TG_REDUCE_SUM, o1.cpu, NULL, x1.cpu, 0),
+          cuda_be()->reduce(TG_REDUCE_SUM, o1.cuda, NULL, x1.cuda, 0));
     tg_assert_twin_close(o1, 1e-5, 1e-5);
     for (int s = 0; s < 5; s++)
       for (int dim = 0; dim < 2; dim++) {
@@ -182,7 +184,8 @@ TG_CUDA_TEST(cuda_backend, sum_dim_edge_shapes) {
         os[dim] = 1;
         tg_twin o = tg_twin_view(tg_twin_values(os[0] * os[1] + 1, dt, 0, false), 2, os,
                                  (const int64_t[]){os[1], 1}, 0);
-        check(cpu_be()->sum_dim(o.cpu, x.cpu, dim), cuda_be()->sum_dim(o.cuda, x.cuda, dim));
+        check(cpu_be()->reduce(TG_REDUCE_SUM, o.cpu, NULL, x.cpu, dim),
+              cuda_be()->reduce(TG_REDUCE_SUM, o.cuda, NULL, x.cuda, dim));
         tg_assert_twin_close(o, 1e-5, 1e-5);
       }
   }
@@ -214,13 +217,15 @@ TG_CUDA_TEST(cuda_backend, sum_dim_without_a_gemv_layout) {
           tg_twin_view(tg_twin_values(n, dt, 3, false), ndim, cases[c].sizes, cases[c].strides, 0);
       tg_twin o = {tg_empty(ndim, os, TG_OPTS(.dtype = dt)),
                    tg_empty(ndim, os, TG_OPTS(.dtype = dt, .device = TG_CUDA0))};
-      check(cpu_be()->sum_dim(o.cpu, x.cpu, dim), cuda_be()->sum_dim(o.cuda, x.cuda, dim));
+      check(cpu_be()->reduce(TG_REDUCE_SUM, o.cpu, NULL, x.cpu, dim),
+            cuda_be()->reduce(TG_REDUCE_SUM, o.cuda, NULL, x.cuda, dim));
       tg_assert_twin_close(o, 1e-5, 1e-4);
       tg_scope_end(sc);
     }
 }
 
 TG_CUDA_TEST(cuda_backend, max_dim_ties_and_nan) {
+  static const tg_reduce_kind selects[] = {TG_REDUCE_MAX, TG_REDUCE_MIN};
   /* rows: ties (first wins), a NaN in the middle, all equal, a -inf */
   const double v[4][5] = {
       {1, 3, 3, 2, 0}, {1, NAN, 5, NAN, 2}, {7, 7, 7, 7, 7}, {-INFINITY, -1, -2, -3, -4}};
@@ -236,10 +241,12 @@ TG_CUDA_TEST(cuda_backend, max_dim_ties_and_nan) {
                      tg_empty(2, os, TG_OPTS(.dtype = dt, .device = TG_CUDA0))};
       tg_twin idx = {tg_empty(2, os, TG_OPTS(.dtype = TG_I64)),
                      tg_empty(2, os, TG_OPTS(.dtype = TG_I64, .device = TG_CUDA0))};
-      check(cpu_be()->max_dim(val.cpu, idx.cpu, x.cpu, dim),
-            cuda_be()->max_dim(val.cuda, idx.cuda, x.cuda, dim));
-      tg_assert_twin_close(val, 0, 0);
-      tg_assert_twin_close(idx, 0, 0);
+      for (int k = 0; k < 2; k++) { /* every select kind */
+        check(cpu_be()->reduce(selects[k], val.cpu, idx.cpu, x.cpu, dim),
+              cuda_be()->reduce(selects[k], val.cuda, idx.cuda, x.cuda, dim));
+        tg_assert_twin_close(val, 0, 0);
+        tg_assert_twin_close(idx, 0, 0);
+      }
     }
     /* and over strided layouts */
     for (int layout = 0; layout < 4; layout++)
@@ -250,10 +257,12 @@ TG_CUDA_TEST(cuda_backend, max_dim_ties_and_nan) {
         os[dim] = 1;
         tg_twin idx = {tg_empty(3, os, TG_OPTS(.dtype = TG_I64)),
                        tg_empty(3, os, TG_OPTS(.dtype = TG_I64, .device = TG_CUDA0))};
-        check(cpu_be()->max_dim(val.cpu, idx.cpu, c.cpu, dim),
-              cuda_be()->max_dim(val.cuda, idx.cuda, c.cuda, dim));
-        tg_assert_twin_close(val, 0, 0);
-        tg_assert_twin_close(idx, 0, 0);
+        for (int k = 0; k < 2; k++) {
+          check(cpu_be()->reduce(selects[k], val.cpu, idx.cpu, c.cpu, dim),
+                cuda_be()->reduce(selects[k], val.cuda, idx.cuda, c.cuda, dim));
+          tg_assert_twin_close(val, 0, 0);
+          tg_assert_twin_close(idx, 0, 0);
+        }
       }
   }
 }
@@ -276,8 +285,8 @@ TG_CUDA_TEST(cuda_backend, max_dim_over_long_rows) {
                      tg_empty(TG_SHAPE(3, 1), TG_OPTS(.dtype = dt, .device = TG_CUDA0))};
       tg_twin idx = {tg_empty(TG_SHAPE(3, 1), TG_OPTS(.dtype = TG_I64)),
                      tg_empty(TG_SHAPE(3, 1), TG_OPTS(.dtype = TG_I64, .device = TG_CUDA0))};
-      check(cpu_be()->max_dim(val.cpu, idx.cpu, x.cpu, 1),
-            cuda_be()->max_dim(val.cuda, idx.cuda, x.cuda, 1));
+      check(cpu_be()->reduce(TG_REDUCE_MAX, val.cpu, idx.cpu, x.cpu, 1),
+            cuda_be()->reduce(TG_REDUCE_MAX, val.cuda, idx.cuda, x.cuda, 1));
       tg_assert_twin_close(val, 0, 0);
       tg_assert_twin_close(idx, 0, 0);
       cr_assert_eq(tg_test_at(idx.cuda, 0), 300);
@@ -368,4 +377,14 @@ TG_CUDA_TEST(cuda_backend, rejects_tensors_on_other_devices) {
   tg_expect_error(TG_ERR_DEVICE, "cuda.copy", "cpu:0");
   cr_assert_eq(cuda_be()->binary(TG_BINARY_ADD, 1, c, c, h), TG_ERR_DEVICE);
   tg_expect_error(TG_ERR_DEVICE, "cuda.binary");
+}
+
+/* A select kind without indices, or a kind past the list, is refused, not run. */
+TG_CUDA_TEST(cuda_backend, reduce_rejects_bad_kinds_and_missing_indices) {
+  tg_tensor *x = tg_zeros(TG_SHAPE(3, 4), TG_OPTS(.device = TG_CUDA0));
+  tg_tensor *v = tg_zeros(TG_SHAPE(3, 1), TG_OPTS(.device = TG_CUDA0));
+  cr_assert_eq(cuda_be()->reduce(TG_REDUCE_MIN, v, NULL, x, 1), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "cuda.reduce: min_dim needs indices");
+  cr_assert_eq(cuda_be()->reduce(TG_NUM_REDUCE, v, NULL, x, 1), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "cuda.reduce: unknown reduction kind");
 }

@@ -59,6 +59,11 @@ static tg_tensor *f_max_dim(tg_tensor *const *in) {
   tg_tensor *values = NULL;
   return tg_max_dim(in[0], 1, false, &values, NULL) == TG_OK ? values : NULL;
 }
+static tg_tensor *f_min(tg_tensor *const *in) { return tg_min(in[0]); }
+static tg_tensor *f_min_dim(tg_tensor *const *in) {
+  tg_tensor *values = NULL;
+  return tg_min_dim(in[0], 0, true, &values, NULL) == TG_OK ? values : NULL;
+}
 static tg_tensor *f_sum_to_size(tg_tensor *const *in) {
   return tg_sum_to_size(in[0], 2, (const int64_t[]){1, 5});
 }
@@ -115,6 +120,8 @@ static const op_case cases[] = {
     {"mean_dim", f_mean_dim, 1, {{4, 5}}, false},
     {"max", f_max, 1, {{4, 5}}, false},
     {"max_dim", f_max_dim, 1, {{4, 5}}, false},
+    {"min", f_min, 1, {{4, 5}}, false},
+    {"min_dim", f_min_dim, 1, {{4, 5}}, false},
     {"sum_to_size", f_sum_to_size, 1, {{4, 5}}, false},
     {"mm", f_mm, 2, {{3, 4}, {3, 5}}, false},
     {"addmm", f_addmm, 3, {{4, 3}, {5, 3}, {5, 0}}, false},

@@ -69,8 +69,8 @@ tg_status tg_cpu_copy(tg_tensor *out, const tg_tensor *src);
 tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out, const tg_tensor *x);
 tg_status tg_cpu_binary(tg_binary_kind kind, double alpha, tg_tensor *out, const tg_tensor *a,
                         const tg_tensor *b);
-tg_status tg_cpu_sum_dim(tg_tensor *out, const tg_tensor *x, int dim);
-tg_status tg_cpu_max_dim(tg_tensor *values, tg_tensor *indices, const tg_tensor *x, int dim);
+tg_status tg_cpu_reduce(tg_reduce_kind kind, tg_tensor *values, tg_tensor *indices,
+                        const tg_tensor *x, int dim);
 tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, double alpha,
                       double beta);
 tg_status tg_cpu_gather_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index);

@@ -1,6 +1,6 @@
-/* sum_dim and max_dim.
+/* The backend's reduce: every kind of ops/def/reduction.def over one dim.
  *
- * Both are an iteration over the outputs (x with the reduced dim dropped, beside out),
+ * Every kind is an iteration over the outputs (x with the reduced dim dropped, beside out),
  * whose row function reduces R = x.sizes[dim] elements per output. Two shapes of row:
  *  - the reduced dim is contiguous (stride 1): each output reduces one contiguous run;
  *  - otherwise (e.g. summing a [B, C] matrix over B, the bias gradient): a chunk of
@@ -57,16 +57,13 @@ typedef struct reduce_ctx {
       for (int64_t j = 0; j < len; j++) out[(j0 + j) * s[0]] = (T)acc[j];                          \
     }                                                                                              \
   }
-TG_CPU_SUM_ROW(sum_row_f32, float)
-TG_CPU_SUM_ROW(sum_row_f64, double)
 
-/* ---- max: the first maximum wins, and the first NaN beats everything ---- */
+/* ---- select (max, min): the first best wins, and the first NaN beats everything ---- */
 
-/* Whether v replaces the running best: strictly greater (so ties keep the first index),
- * or a NaN when the best is not yet NaN. */
-#define TG_CPU_MAX_TAKES(v, best) ((v) > (best) || ((v) != (v) && (best) == (best)))
-
-#define TG_CPU_MAX_ROW(NAME, T)                                                                    \
+/* NAME##_takes: whether v replaces the running best: the kind's strict `better` (so ties
+ * keep the first index), or a NaN when the best is not yet NaN. */
+#define TG_CPU_SELECT_ROW(NAME, T, better)                                                         \
+  static inline bool NAME##_takes(T v, T best) { return (better) || (v != v && best == best); }    \
   static void NAME(int64_t n, char *const *p, const int64_t *s, const void *vctx) {                \
     const reduce_ctx *ctx = (const reduce_ctx *)vctx;                                              \
     const int64_t R = ctx->size, rs = ctx->stride;                                                 \
@@ -80,7 +77,7 @@ TG_CPU_SUM_ROW(sum_row_f64, double)
         int64_t best_r = 0;                                                                        \
         for (int64_t r = 1; r < R && best == best; r++) {                                          \
           const T v = run[r * rs];                                                                 \
-          if (TG_CPU_MAX_TAKES(v, best)) {                                                         \
+          if (NAME##_takes(v, best)) {                                                             \
             best = v;                                                                              \
             best_r = r;                                                                            \
           }                                                                                        \
@@ -103,7 +100,7 @@ TG_CPU_SUM_ROW(sum_row_f64, double)
         const T *row = base + r * rs;                                                              \
         for (int64_t j = 0; j < len; j++) {                                                        \
           const T v = row[j * s[2]];                                                               \
-          if (TG_CPU_MAX_TAKES(v, best[j])) {                                                      \
+          if (NAME##_takes(v, best[j])) {                                                          \
             best[j] = v;                                                                           \
             best_r[j] = r;                                                                         \
           }                                                                                        \
@@ -115,8 +112,30 @@ TG_CPU_SUM_ROW(sum_row_f64, double)
       }                                                                                            \
     }                                                                                              \
   }
-TG_CPU_MAX_ROW(max_row_f32, float)
-TG_CPU_MAX_ROW(max_row_f64, double)
+
+/* The rows of every kind, and the table the entry point dispatches on. */
+#define TG_REDUCE_SUM(KIND, name, grad)                                                            \
+  TG_CPU_SUM_ROW(name##_row_f32, float) TG_CPU_SUM_ROW(name##_row_f64, double)
+#define TG_REDUCE_SELECT(KIND, name, better, grad)                                                 \
+  TG_CPU_SELECT_ROW(name##_row_f32, float, better) TG_CPU_SELECT_ROW(name##_row_f64, double, better)
+#define TG_REDUCE_SCALED(name, KIND, scale, grad)
+#include "ops/def/reduction.def"
+
+typedef struct reduce_kind_info {
+  const char *name; /* in errors: "sum_dim: ..." */
+  const char *what; /* "sum" */
+  bool select;      /* writes indices too */
+  tg_cpu_row_fn rows[2]; /* F32, F64 */
+} reduce_kind_info;
+
+#define TG_CPU_REDUCE_SELECTS_SUM false
+#define TG_CPU_REDUCE_SELECTS_SELECT true
+static const reduce_kind_info kinds[TG_NUM_REDUCE] = {
+#define TG_REDUCE_KIND(KIND, name, how)                                                            \
+  [TG_REDUCE_##KIND] = {#name "_dim", #name, TG_CPU_REDUCE_SELECTS_##how,                          \
+                        {name##_row_f32, name##_row_f64}},
+#include "ops/def/reduction.def"
+};
 
 /* ---- entry points ---- */
 
@@ -140,17 +159,12 @@ static void outer_sizes(const tg_tensor *x, int dim, int64_t *sizes) {
   for (int d = 0; d < x->ndim; d++) sizes[d] = d == dim ? 1 : x->sizes[d];
 }
 
-tg_status tg_cpu_sum_dim(tg_tensor *out, const tg_tensor *x, int dim) {
-  if (dim < 0 || dim >= x->ndim)
-    return tg_set_error(TG_ERR_INDEX, "sum_dim: dim %d is out of range for %d dims", dim, x->ndim);
-  if ((x->dtype != TG_F32 && x->dtype != TG_F64) || out->dtype != x->dtype)
-    return tg_set_error(TG_ERR_DTYPE,
-                        "sum_dim: dtype %s is not supported (F32, F64 with out's dtype)",
-                        tg_dtype_name(x->dtype));
-  tg_status st = check_reduced("sum_dim", "out", out, x, dim);
+/* Sums: an empty x sums to zeros without a walk (its strides may be anything, as_strided,
+ * and the walk over out would form x pointers from them); the row functions handle an
+ * empty reduced dim (R == 0). */
+static tg_status sum_dim(const reduce_kind_info *k, tg_tensor *out, const tg_tensor *x, int dim) {
+  tg_status st = check_reduced(k->name, "out", out, x, dim);
   if (st != TG_OK) return st;
-  /* An empty x sums to zeros without a walk: its strides may be anything (as_strided), and
-   * the walk over out would form x pointers from them. */
   if (tg_cpu_numel(x) == 0) return tg_cpu_fill(out, 0.0);
   int64_t sizes[TG_MAX_DIMS];
   outer_sizes(x, dim, sizes);
@@ -158,28 +172,24 @@ tg_status tg_cpu_sum_dim(tg_tensor *out, const tg_tensor *x, int dim) {
   tg_cpu_iter it;
   tg_cpu_iter_init(&it, x->ndim, sizes, 2, ops);
   reduce_ctx ctx = {x->sizes[dim], x->strides[dim]};
-  /* An empty reduced dim sums to 0; the row functions handle R == 0. */
   const bool parallel =
       it.numel > 1 && tg_cpu_should_parallelize(tg_cpu_numel(x), TG_CPU_PARALLEL_MIN);
-  tg_cpu_iter_run(&it, x->dtype == TG_F32 ? sum_row_f32 : sum_row_f64, &ctx, parallel);
+  tg_cpu_iter_run(&it, k->rows[x->dtype == TG_F32 ? 0 : 1], &ctx, parallel);
   return TG_OK;
 }
 
-tg_status tg_cpu_max_dim(tg_tensor *values, tg_tensor *indices, const tg_tensor *x, int dim) {
-  if (dim < 0 || dim >= x->ndim)
-    return tg_set_error(TG_ERR_INDEX, "max_dim: dim %d is out of range for %d dims", dim, x->ndim);
-  if ((x->dtype != TG_F32 && x->dtype != TG_F64) || values->dtype != x->dtype)
-    return tg_set_error(TG_ERR_DTYPE,
-                        "max_dim: dtype %s is not supported (F32, F64 with values' dtype)",
-                        tg_dtype_name(x->dtype));
+static tg_status select_dim(const reduce_kind_info *k, tg_tensor *values, tg_tensor *indices,
+                            const tg_tensor *x, int dim) {
+  if (!indices) return tg_set_error(TG_ERR_ARGUMENT, "%s: needs indices", k->name);
   if (indices->dtype != TG_I64)
-    return tg_set_error(TG_ERR_DTYPE, "max_dim: indices dtype %s is not supported (I64 only)",
-                        tg_dtype_name(indices->dtype));
-  tg_status st = check_reduced("max_dim", "values", values, x, dim);
-  if (st == TG_OK) st = check_reduced("max_dim", "indices", indices, x, dim);
+    return tg_set_error(TG_ERR_DTYPE, "%s: indices dtype %s is not supported (I64 only)",
+                        k->name, tg_dtype_name(indices->dtype));
+  tg_status st = check_reduced(k->name, "values", values, x, dim);
+  if (st == TG_OK) st = check_reduced(k->name, "indices", indices, x, dim);
   if (st != TG_OK) return st;
   if (x->sizes[dim] == 0 && tg_cpu_numel(values) > 0)
-    return tg_set_error(TG_ERR_SHAPE, "max_dim: cannot take the max over dim %d of size 0", dim);
+    return tg_set_error(TG_ERR_SHAPE, "%s: cannot take the %s over dim %d of size 0", k->name,
+                        k->what, dim);
   int64_t sizes[TG_MAX_DIMS];
   outer_sizes(x, dim, sizes);
   tg_cpu_operand ops[3] = {tg_cpu_operand_of(values), tg_cpu_operand_of(indices),
@@ -189,6 +199,21 @@ tg_status tg_cpu_max_dim(tg_tensor *values, tg_tensor *indices, const tg_tensor 
   reduce_ctx ctx = {x->sizes[dim], x->strides[dim]};
   const bool parallel =
       it.numel > 1 && tg_cpu_should_parallelize(tg_cpu_numel(x), TG_CPU_PARALLEL_MIN);
-  tg_cpu_iter_run(&it, x->dtype == TG_F32 ? max_row_f32 : max_row_f64, &ctx, parallel);
+  tg_cpu_iter_run(&it, k->rows[x->dtype == TG_F32 ? 0 : 1], &ctx, parallel);
   return TG_OK;
+}
+
+tg_status tg_cpu_reduce(tg_reduce_kind kind, tg_tensor *values, tg_tensor *indices,
+                        const tg_tensor *x, int dim) {
+  if ((unsigned)kind >= TG_NUM_REDUCE)
+    return tg_set_error(TG_ERR_ARGUMENT, "reduce: unknown kind %d", (int)kind);
+  const reduce_kind_info *k = &kinds[kind];
+  if (dim < 0 || dim >= x->ndim)
+    return tg_set_error(TG_ERR_INDEX, "%s: dim %d is out of range for %d dims", k->name, dim,
+                        x->ndim);
+  if ((x->dtype != TG_F32 && x->dtype != TG_F64) || values->dtype != x->dtype)
+    return tg_set_error(TG_ERR_DTYPE,
+                        "%s: dtype %s is not supported (F32, F64 with the values' dtype)",
+                        k->name, tg_dtype_name(x->dtype));
+  return k->select ? select_dim(k, values, indices, x, dim) : sum_dim(k, values, x, dim);
 }

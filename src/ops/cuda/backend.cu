@@ -56,14 +56,14 @@ tg_status binary(tg_binary_kind kind, double alpha, tg_tensor *out, const tg_ten
   return tg_cu_binary_op("cuda.binary", kind, alpha, v[0], v[1], v[2]);
 }
 
-tg_status sum_dim(tg_tensor *out, const tg_tensor *x, int dim) {
-  VIEWS("cuda.sum_dim", out, x);
-  return tg_cu_sum_dim("cuda.sum_dim", v[0], v[1], dim);
-}
-
-tg_status max_dim(tg_tensor *values, tg_tensor *indices, const tg_tensor *x, int dim) {
-  VIEWS("cuda.max_dim", values, indices, x);
-  return tg_cu_max_dim("cuda.max_dim", v[0], v[1], v[2], dim);
+tg_status reduce(tg_reduce_kind kind, tg_tensor *values, tg_tensor *indices, const tg_tensor *x,
+                 int dim) {
+  if (!indices) {
+    VIEWS("cuda.reduce", values, x);
+    return tg_cu_reduce("cuda.reduce", kind, v[0], NULL, v[1], dim);
+  }
+  VIEWS("cuda.reduce", values, indices, x);
+  return tg_cu_reduce("cuda.reduce", kind, v[0], &v[1], v[2], dim);
 }
 
 tg_status gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, double alpha, double beta) {
@@ -97,7 +97,7 @@ tg_status normal(tg_tensor *out, uint64_t seed, uint64_t offset, double a, doubl
 
 /* Named by src/ops/backend.c, the registration point (declared in ops/backend.h). */
 const tg_backend tg_cuda_backend = {
-    "cuda",           fill,    copy,   unary, binary, sum_dim, max_dim, gemm, gather_rows,
+    "cuda",           fill,    copy,   unary, binary, reduce, gemm, gather_rows,
     scatter_add_rows, uniform, normal,
     /* device memory */
     &tg_cu_storage_allocator, tg_cu_memcpy, tg_cu_check_device,

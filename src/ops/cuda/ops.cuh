@@ -16,11 +16,11 @@ tg_status tg_cu_unary_op(const char *op, tg_unary_kind kind, double a, double b,
                          const tg_cu_view &out, const tg_cu_view &x);
 tg_status tg_cu_binary_op(const char *op, tg_binary_kind kind, double alpha, const tg_cu_view &out,
                           const tg_cu_view &a, const tg_cu_view &b);
-/* out (keepdim form) = sum of x over dim: cuBLAS gemv with a ones vector when x is a
- * matrix cuBLAS can read in place, else a kernel. */
-tg_status tg_cu_sum_dim(const char *op, const tg_cu_view &out, const tg_cu_view &x, int dim);
-tg_status tg_cu_max_dim(const char *op, const tg_cu_view &values, const tg_cu_view &indices,
-                        const tg_cu_view &x, int dim);
+/* The reduction kind over dim (keepdim-form values; indices for a select kind, else NULL).
+ * A sum is a cuBLAS gemv with a ones vector when x is a matrix cuBLAS can read in place,
+ * else a kernel. */
+tg_status tg_cu_reduce(const char *op, tg_reduce_kind kind, const tg_cu_view &values,
+                       const tg_cu_view *indices, const tg_cu_view &x, int dim);
 /* out = beta*out + alpha*(a @ b), 2-D, through cuBLAS. */
 tg_status tg_cu_gemm(const char *op, const tg_cu_view &out, const tg_cu_view &a,
                      const tg_cu_view &b, double alpha, double beta);

@@ -1,8 +1,8 @@
-/* Reductions over one dim. sum: the reduced dim and the kept dims, flattened, form a
+/* The backend's reduce: every kind of ops/def/reduction.def over one dim. sum: the reduced dim and the kept dims, flattened, form a
  * matrix; when cuBLAS can read it in place (one of the two strides is 1) the sum is a
  * gemv with a vector of ones; else one thread per output element loops over the dim, or,
  * when that leaves the GPU idle, the matrix is made dense for the gemv.
- * max: one thread per output element, or, for few long rows, one per chunk of a row and
+ * select (max, min): one thread per output element, or, for few long rows, one per chunk of a row and
  * then one per row over the chunks. */
 #include "allocator.cuh"
 #include "blas.cuh"
@@ -12,7 +12,7 @@
 /* Where sum_dim's kernel beats a dense copy + gemv (see tg_cu_sum_dim). */
 #define TG_CU_SUM_KERNEL_MIN_ROWS 2048
 #define TG_CU_SUM_KERNEL_MAX_LEN 32
-/* Elements per thread of max_dim's first pass over few long rows. */
+/* Elements per thread of a select kind's first pass over few long rows. */
 #define TG_CU_MAX_CHUNK 256
 
 namespace {
@@ -55,54 +55,65 @@ __global__ void sum_dim_kernel(int64_t n_rows, tg_cu_indexer<2> ix, T *out, cons
   }
 }
 
-/* The maximum of p[k * stride] over [k0, k1) and its index: the first maximum wins, the
- * first NaN beats everything (as on the CPU). */
-template <typename T>
-TG_HOST_DEVICE void max_over(const T *p, int64_t stride, int64_t k0, int64_t k1, T *best,
-                             int64_t *best_k) {
+/* Each select kind's rule as a functor: whether v replaces the running best (the list's
+ * strict `better`, or a NaN: the first NaN beats everything, as on the CPU). */
+#define TG_REDUCE_SUM(KIND, name, grad)
+#define TG_REDUCE_SELECT(KIND, name, better, grad)                                                 \
+  struct name##_takes {                                                                            \
+    template <typename T> TG_HOST_DEVICE bool operator()(T v, T best) const {                      \
+      return (better) || v != v;                                                                   \
+    }                                                                                              \
+  };
+#define TG_REDUCE_SCALED(name, KIND, scale, grad)
+#include "ops/def/reduction.def"
+
+/* The best of p[k * stride] over [k0, k1) and its index: the first best wins. */
+template <typename Takes, typename T>
+TG_HOST_DEVICE void select_over(const T *p, int64_t stride, int64_t k0, int64_t k1, T *best,
+                                int64_t *best_k) {
   T b = p[k0 * stride];
   int64_t bk = k0;
   for (int64_t k = k0 + 1; k < k1 && b == b; k++) {
     T v = p[k * stride];
-    if (v > b || v != v) b = v, bk = k;
+    if (Takes()(v, b)) b = v, bk = k;
   }
   *best = b;
   *best_k = bk;
 }
 
-template <typename T>
-__global__ void max_dim_kernel(int64_t n_rows, tg_cu_indexer<3> ix, T *values, int64_t *indices,
+template <typename Takes, typename T>
+__global__ void select_dim_kernel(int64_t n_rows, tg_cu_indexer<3> ix, T *values, int64_t *indices,
                                const T *x, int64_t len, int64_t stride) {
   TG_CU_GRID_STRIDE(r, n_rows) {
     int64_t o[3];
     ix.offsets(r, o);
-    max_over(x + o[0], stride, 0, len, &values[o[1]], &indices[o[2]]);
+    select_over<Takes>(x + o[0], stride, 0, len, &values[o[1]], &indices[o[2]]);
   }
 }
 
-/* Few long rows: first the maximum of every chunk of every row, one thread each... */
-template <typename T>
-__global__ void max_chunks_kernel(int64_t n, int64_t chunks, int64_t chunk, tg_cu_indexer<3> ix,
+/* Few long rows: first the best of every chunk of every row, one thread each... */
+template <typename Takes, typename T>
+__global__ void select_chunks_kernel(int64_t n, int64_t chunks, int64_t chunk, tg_cu_indexer<3> ix,
                                   T *chunk_values, int64_t *chunk_indices, const T *x, int64_t len,
                                   int64_t stride) {
   TG_CU_GRID_STRIDE(e, n) {
     int64_t r = e / chunks, c = e % chunks, o[3];
     ix.offsets(r, o);
     int64_t k1 = (c + 1) * chunk < len ? (c + 1) * chunk : len;
-    max_over(x + o[0], stride, c * chunk, k1, &chunk_values[e], &chunk_indices[e]);
+    select_over<Takes>(x + o[0], stride, c * chunk, k1, &chunk_values[e], &chunk_indices[e]);
   }
 }
 
-/* ...then, one thread per row, the chunks' maxima in order (keeping the first-wins rules). */
-template <typename T>
-__global__ void max_combine_kernel(int64_t n_rows, int64_t chunks, tg_cu_indexer<3> ix, T *values,
+/* ...then, one thread per row, the chunks' bests in order (keeping the first-wins rules). */
+template <typename Takes, typename T>
+__global__ void select_combine_kernel(int64_t n_rows, int64_t chunks, tg_cu_indexer<3> ix, T *values,
                                    int64_t *indices, const T *chunk_values,
                                    const int64_t *chunk_indices) {
   TG_CU_GRID_STRIDE(r, n_rows) {
     int64_t o[3], at;
     ix.offsets(r, o);
     T best;
-    max_over(chunk_values + r * chunks, 1, 0, chunks, &best, &at);
+    select_over<Takes>(chunk_values + r * chunks, 1, 0, chunks, &best, &at);
     values[o[1]] = best;
     indices[o[2]] = chunk_indices[r * chunks + at];
   }
@@ -201,9 +212,7 @@ tg_status sum_dense(const char *op, const tg_cu_view &out, const tg_cu_view &x, 
   return st;
 }
 
-} // namespace
-
-tg_status tg_cu_sum_dim(const char *op, const tg_cu_view &out, const tg_cu_view &x, int dim) {
+tg_status sum_dim(const char *op, const tg_cu_view &out, const tg_cu_view &x, int dim) {
   if (out.dtype != x.dtype)
     return tg_set_error(TG_ERR_DTYPE, "%s: input is %s but out is %s", op, tg_dtype_name(x.dtype),
                         tg_dtype_name(out.dtype));
@@ -228,8 +237,9 @@ tg_status tg_cu_sum_dim(const char *op, const tg_cu_view &out, const tg_cu_view 
   return TG_OK;
 }
 
-tg_status tg_cu_max_dim(const char *op, const tg_cu_view &values, const tg_cu_view &indices,
-                        const tg_cu_view &x, int dim) {
+template <typename Takes>
+tg_status select_dim(const char *op, const tg_cu_view &values, const tg_cu_view &indices,
+                     const tg_cu_view &x, int dim) {
   if (values.dtype != x.dtype || indices.dtype != TG_I64)
     return tg_set_error(TG_ERR_DTYPE, "%s: values must be %s and indices I64 (got %s, %s)", op,
                         tg_dtype_name(x.dtype), tg_dtype_name(values.dtype),
@@ -237,7 +247,7 @@ tg_status tg_cu_max_dim(const char *op, const tg_cu_view &values, const tg_cu_vi
   rows r = rows_of(x, values, &indices, dim);
   int64_t len = x.sizes[dim], stride = x.strides[dim];
   if (r.count == 0) return TG_OK;
-  if (len == 0) return tg_set_error(TG_ERR_SHAPE, "%s: max over an empty dim %d", op, dim);
+  if (len == 0) return tg_set_error(TG_ERR_SHAPE, "%s: a select over an empty dim %d", op, dim);
   tg_cu_device *dev;
   tg_status st = tg_cu_device_get(op, x.device, &dev);
   if (st != TG_OK) return st;
@@ -245,7 +255,7 @@ tg_status tg_cu_max_dim(const char *op, const tg_cu_view &values, const tg_cu_vi
   tg_cu_indexer<3> ix = tg_cu_make_indexer<3>(r.ndim, r.sizes, strides);
   if (r.count >= TG_CU_SUM_KERNEL_MIN_ROWS || len <= TG_CU_MAX_CHUNK) {
     TG_DISPATCH_FLOATING_TYPES(x.dtype, op, {
-      TG_CU_LAUNCH(op, r.count, dev->stream, max_dim_kernel<scalar_t>, r.count, ix,
+      TG_CU_LAUNCH(op, r.count, dev->stream, select_dim_kernel<Takes, scalar_t>, r.count, ix,
                    (scalar_t *)values.data, (int64_t *)indices.data, (const scalar_t *)x.data, len,
                    stride);
     });
@@ -257,12 +267,31 @@ tg_status tg_cu_max_dim(const char *op, const tg_cu_view &values, const tg_cu_vi
   ci.ptr = cv.ptr ? tg_cu_alloc(op, x.device, (size_t)n * sizeof(int64_t)) : NULL;
   if (!ci.ptr) return tg_last_error();
   TG_DISPATCH_FLOATING_TYPES(x.dtype, op, {
-    TG_CU_LAUNCH(op, n, dev->stream, max_chunks_kernel<scalar_t>, n, chunks,
+    TG_CU_LAUNCH(op, n, dev->stream, select_chunks_kernel<Takes, scalar_t>, n, chunks,
                  (int64_t)TG_CU_MAX_CHUNK, ix, (scalar_t *)cv.ptr, (int64_t *)ci.ptr,
                  (const scalar_t *)x.data, len, stride);
-    TG_CU_LAUNCH(op, r.count, dev->stream, max_combine_kernel<scalar_t>, r.count, chunks, ix,
+    TG_CU_LAUNCH(op, r.count, dev->stream, select_combine_kernel<Takes, scalar_t>, r.count, chunks, ix,
                  (scalar_t *)values.data, (int64_t *)indices.data, (const scalar_t *)cv.ptr,
                  (const int64_t *)ci.ptr);
   });
   return TG_OK;
+}
+
+} // namespace
+
+tg_status tg_cu_reduce(const char *op, tg_reduce_kind kind, const tg_cu_view &values,
+                       const tg_cu_view *indices, const tg_cu_view &x, int dim) {
+  switch (kind) {
+#define TG_REDUCE_SUM(KIND, name, grad)                                                            \
+  case TG_REDUCE_##KIND:                                                                           \
+    return sum_dim(op, values, x, dim);
+#define TG_REDUCE_SELECT(KIND, name, better, grad)                                                 \
+  case TG_REDUCE_##KIND:                                                                           \
+    if (!indices) return tg_set_error(TG_ERR_ARGUMENT, "%s: " #name "_dim needs indices", op);         \
+    return select_dim<name##_takes>(op, values, *indices, x, dim);
+#define TG_REDUCE_SCALED(name, KIND, scale, grad)
+#include "ops/def/reduction.def"
+  default:
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: unknown reduction kind %d", op, (int)kind);
+  }
 }
