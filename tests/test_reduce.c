@@ -294,7 +294,8 @@ TG_TEST(reduce, max_gradients_with_ties) {
   cr_assert_eq(tg_max_dim(x, 1, false, &v, &i), TG_OK);
   cr_assert(tg_requires_grad(v));
   cr_assert(!tg_requires_grad(i), "indices are not differentiable");
-  cr_assert_eq(tg_backward(v, tg_test_tensor_of(TG_F64, TG_SHAPE(2), (const double[]){10, 20})), TG_OK);
+  cr_assert_eq(tg_backward(v, tg_test_tensor_of(TG_F64, TG_SHAPE(2), (const double[]){10, 20})),
+               TG_OK);
   tg_test_expect_values(tg_grad(x), 6, (const double[]){0, 10, 0, 0, 0, 20}, 0);
   tg_scope_end(sc);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "node.h"
+#include "tensor/check.h"
 #include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
 
@@ -142,8 +143,8 @@ static tg_status check_counts(apply_call *c, int n_scalars, const double *scalar
   if (!c->outputs || c->n_outputs <= 0)
     return tg_set_error(TG_ERR_ARGUMENT, "%s: need at least one output slot", api_name(c));
   if ((op->n_inputs >= 0 && c->n_inputs != op->n_inputs) || c->n_inputs < 0)
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: takes %d inputs, %d given", api_name(c),
-                        op->n_inputs, c->n_inputs);
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: takes %d inputs, %d given", api_name(c), op->n_inputs,
+                        c->n_inputs);
   if (op->n_outputs >= 0 && c->n_outputs != op->n_outputs)
     return tg_set_error(TG_ERR_ARGUMENT, "%s: has %d outputs, %d slots given", api_name(c),
                         op->n_outputs, c->n_outputs);
@@ -161,22 +162,23 @@ static tg_status check_inputs(apply_call *c) {
   const tg_tensor *const *inputs = c->inputs;
   if (c->n_inputs > 0 && !inputs)
     return tg_set_error(TG_ERR_ARGUMENT, "%s: inputs is NULL", api_name(c));
+  char arg[32], ref[32];
   for (int i = 0; i < c->n_inputs; i++) {
-    if (!inputs[i]) {
-      /* NULL in, NULL out: keep the error that produced the NULL. */
-      if (tg_last_error() == TG_OK)
-        tg_set_error(TG_ERR_ARGUMENT, "%s: input %d is NULL", api_name(c), i);
+    if (!inputs[i]) { /* named only on failure; a pending error (NULL in, NULL out) is kept */
+      snprintf(arg, sizeof arg, "inputs[%d]", i);
+      tg__check_arg(api_name(c), arg, inputs[i]);
       return tg_last_error();
     }
   }
   tg_device *device = &c->device;
   *device = c->n_inputs > 0 ? inputs[0]->storage->device : TG_DEVICE_CPU;
   for (int i = 1; i < c->n_inputs; i++) {
-    tg_device d = inputs[i]->storage->device;
-    if (!tg_device_equal(d, *device))
-      return tg_set_error(TG_ERR_DEVICE, "%s: input %d is on %s:%d but input 0 is on %s:%d",
-                          api_name(c), i, tg_device_type_name(d.type), d.index,
-                          tg_device_type_name(device->type), device->index);
+    if (!tg_device_equal(inputs[i]->storage->device, *device)) {
+      snprintf(arg, sizeof arg, "inputs[%d]", i);
+      snprintf(ref, sizeof ref, "inputs[0]");
+      tg__check_same_device(api_name(c), arg, inputs[i], ref, inputs[0]);
+      return tg_last_error();
+    }
   }
   if ((unsigned)device->type >= TG_NUM_DEVICE_TYPES || !c->op->forward[device->type])
     return tg_set_error(TG_ERR_DEVICE, "%s: no kernel for device %s", api_name(c),
@@ -367,8 +369,12 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
   if (outputs)
     for (int j = 0; j < n_outputs; j++) outputs[j] = NULL;
   if (!op) return tg_set_error(TG_ERR_ARGUMENT, "tg_apply: op is NULL");
-  apply_call c = {.op = op, .n_inputs = n_inputs, .n_outputs = n_outputs, .inputs = inputs,
-                  .outputs = outputs, .inplace = (op->flags & TG_OP_INPLACE) != 0};
+  apply_call c = {.op = op,
+                  .n_inputs = n_inputs,
+                  .n_outputs = n_outputs,
+                  .inputs = inputs,
+                  .outputs = outputs,
+                  .inplace = (op->flags & TG_OP_INPLACE) != 0};
   tg_status st = check_counts(&c, n_scalars, scalars, n_ints, ints);
   if (st == TG_OK) st = check_inputs(&c);
   if (st == TG_OK) st = check_recording(&c);

@@ -1,5 +1,6 @@
 /* The backward engine: runs the nodes reachable from the roots from newest to oldest
  * (sequence numbers give a valid reverse topological order), summing gradients that meet. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +8,7 @@
 #include "grad_lock.h"
 #include "node.h"
 #include "tensor/error_impl.h"
+#include "tensor/check.h"
 #include "tensor/host_memory.h"
 
 static atomic_ullong visit_epoch_counter;
@@ -137,27 +139,18 @@ static tg_status accumulate_leaf(tg_tensor *leaf, const tg_tensor *g, bool creat
 static tg_status check_grad(const char *name, const tg_node *node, int i, const tg_tensor *g) {
   const tg_meta *m = &node->ctx.inputs[i];
   const char *op = node->ctx.op->name;
-  char want[160], got[160];
-  bool same = g->ndim == m->ndim;
-  for (int d = 0; same && d < m->ndim; d++) same = g->sizes[d] == m->sizes[d];
-  if (!same)
-    return tg_set_error(TG_ERR_SHAPE,
-                        "%s: backward of %s returned a gradient of shape %s for input %d, "
-                        "expected %s",
-                        name, op, tg_format_sizes(got, sizeof got, g->ndim, g->sizes), i,
-                        tg_format_sizes(want, sizeof want, m->ndim, m->sizes));
-  if (g->dtype != m->dtype)
-    return tg_set_error(TG_ERR_DTYPE,
-                        "%s: backward of %s returned a %s gradient for input %d, expected %s", name,
-                        op, tg_dtype_name(g->dtype), i, tg_dtype_name(m->dtype));
   tg_device gd = g->storage->device;
-  if (!tg_device_equal(gd, m->device))
-    return tg_set_error(TG_ERR_DEVICE,
-                        "%s: backward of %s returned a gradient on %s:%d for input %d, "
-                        "expected %s:%d",
-                        name, op, tg_device_type_name(gd.type), gd.index, i,
-                        tg_device_type_name(m->device.type), m->device.index);
-  return TG_OK;
+  bool ok = tg__check(tg__dims_equal(g->ndim, g->sizes, m->ndim, m->sizes), TG_ERR_SHAPE, name,
+                      "backward of %s returned a gradient of shape %s for input %d, expected %s",
+                      op, tg__sizes_str(g), i, tg__dims_str(m->ndim, m->sizes)) &&
+            tg__check(g->dtype == m->dtype, TG_ERR_DTYPE, name,
+                      "backward of %s returned a %s gradient for input %d, expected %s", op,
+                      tg_dtype_name(g->dtype), i, tg_dtype_name(m->dtype)) &&
+            tg__check(tg_device_equal(gd, m->device), TG_ERR_DEVICE, name,
+                      "backward of %s returned a gradient on %s:%d for input %d, expected %s:%d",
+                      op, tg_device_type_name(gd.type), gd.index, i,
+                      tg_device_type_name(m->device.type), m->device.index);
+  return ok ? TG_OK : tg_last_error();
 }
 
 /* Marks grads flowing out of a once-differentiable backward so double backward fails. */
@@ -175,7 +168,7 @@ static tg_status bwd_once_diff_guard(tg_ctx *ctx, const tg_tensor *const *g, tg_
 }
 static const tg_op_desc once_diff_guard = {
     "once_differentiable_guard", 1, 1, {fwd_once_diff_guard, fwd_once_diff_guard},
-    bwd_once_diff_guard, 0};
+    bwd_once_diff_guard,         0};
 
 static tg_tensor *guard_once_differentiable(const tg_tensor *g, const char *op_name) {
   /* g was computed with grad mode off, so it does not require grad: guard a detached alias
@@ -255,10 +248,9 @@ static tg_status capture_from_node(tg_node *node, capture *cap, tg_tensor **grad
  * one-element root, an implicit one. A reference of ours in *out. */
 static tg_status root_grad(const char *name, int r, const tg_tensor *root, const tg_tensor *g,
                            tg_tensor **out, bool *callers_error) {
-  char a[160], b[160];
   if (!root->requires_grad)
     return tg_set_error(TG_ERR_STATE, "%s: output %d %s does not require grad and has no grad_fn",
-                        name, r, tg_format_sizes(a, sizeof a, root->ndim, root->sizes));
+                        name, r, tg__sizes_str(root));
   /* A NULL grad while an error is pending is the failed result of an earlier call (as
    * for any op input), not a request for an implicit one: report that error. */
   if (!g && tg_last_error() != TG_OK) {
@@ -266,28 +258,22 @@ static tg_status root_grad(const char *name, int r, const tg_tensor *root, const
     return tg_last_error();
   }
   if (!g) {
-    if (tg__numel(root->ndim, root->sizes) != 1)
-      return tg_set_error(TG_ERR_SHAPE,
-                          "%s: grad can be implicitly created only for one-element outputs, "
-                          "output %d is %s",
-                          name, r, tg_format_sizes(a, sizeof a, root->ndim, root->sizes));
+    if (!tg__check(tg__numel(root->ndim, root->sizes) == 1, TG_ERR_SHAPE, name,
+                   "grad can be implicitly created only for one-element outputs, output %d is %s",
+                   r, tg__sizes_str(root)))
+      return tg_last_error();
     g = tg__grad_arith()->ones_like(root);
     if (!g) return tg_last_error();
   } else {
-    bool same = g->ndim == root->ndim;
-    for (int d = 0; same && d < g->ndim; d++) same = g->sizes[d] == root->sizes[d];
-    tg_device gd = g->storage->device, rd = root->storage->device;
-    if (!same)
-      return tg_set_error(TG_ERR_SHAPE, "%s: grad %s does not match output %d %s", name,
-                          tg_format_sizes(a, sizeof a, g->ndim, g->sizes), r,
-                          tg_format_sizes(b, sizeof b, root->ndim, root->sizes));
-    if (g->dtype != root->dtype)
-      return tg_set_error(TG_ERR_DTYPE, "%s: grad is %s but output %d is %s", name,
-                          tg_dtype_name(g->dtype), r, tg_dtype_name(root->dtype));
-    if (!tg_device_equal(gd, rd))
-      return tg_set_error(TG_ERR_DEVICE, "%s: grad is on %s:%d but output %d is on %s:%d", name,
-                          tg_device_type_name(gd.type), gd.index, r, tg_device_type_name(rd.type),
-                          rd.index);
+    char output[32];
+    if (!tg__check(tg__same_sizes(g, root), TG_ERR_SHAPE, name,
+                   "grad %s does not match output %d %s", tg__sizes_str(g), r, tg__sizes_str(root)))
+      return tg_last_error();
+    if (!tg__is_alike(g, root)) {
+      snprintf(output, sizeof output, "output %d", r);
+      tg__check_alike(name, "grad", g, output, root);
+      return tg_last_error();
+    }
   }
   *out = tg_retain(g);
   return TG_OK;
@@ -299,7 +285,7 @@ typedef struct pass {
   int n_roots;
   const tg_tensor *const *roots;
   tg_backward_options opts;
-  capture *cap;        /* tg_autograd_grad's targets; NULL for tg_backward */
+  capture *cap;         /* tg_autograd_grad's targets; NULL for tg_backward */
   tg_node **root_nodes; /* roots' grad_fn (NULL for a leaf root) */
   tg_tensor **grads0;   /* owned: the starting gradient of each root */
   node_list order;      /* the reachable nodes, newest first, claimed */
@@ -429,8 +415,7 @@ static tg_status backward_impl(const char *name, const tg_tensor *root, const tg
   if (!tg__check_arg(name, "root", root)) return tg_last_error();
   tg_scope scope;
   tg_status st = tg__scope_open(&scope);
-  if (st == TG_OK)
-    st = run_backward(name, 1, &root, (const tg_tensor *const[]){grad}, opts, NULL);
+  if (st == TG_OK) st = run_backward(name, 1, &root, (const tg_tensor *const[]){grad}, opts, NULL);
   tg_scope_end(scope);
   return st;
 }
@@ -467,7 +452,8 @@ tg_status tg_autograd_grad(int n_outputs, const tg_tensor *const *outputs,
   capture cap = {n_inputs, inputs, owned};
   tg_scope scope;
   tg_status st = tg__scope_open(&scope);
-  if (st == TG_OK) st = run_backward("tg_autograd_grad", n_outputs, outputs, grad_outputs, opts, &cap);
+  if (st == TG_OK)
+    st = run_backward("tg_autograd_grad", n_outputs, outputs, grad_outputs, opts, &cap);
   tg_scope_end(scope);
   for (int k = 0; k < n_inputs && st == TG_OK; k++)
     if (!owned[k] && !allow_unused)

@@ -1,12 +1,13 @@
 /* Reductions: the ops of the family's list (ops/def/reduction.def: sum, mean, max, min),
  * each over all elements (tg_<name>) or one dim (tg_<name>_dim), generated here from the
- * shared steps below; and sum_to_size (the backward of broadcasting). Backward formulas expand the gradient back with stride-0
- * views, so they cost no copy and stay differentiable. */
+ * shared steps below; and sum_to_size (the backward of broadcasting). Backward formulas expand the
+ * gradient back with stride-0 views, so they cost no copy and stay differentiable. */
 #include <stdlib.h>
 
 #include "ops/broadcast.h"
 #include "ops/pointwise_internal.h"
 #include "ops/registry.h"
+#include "tensor/check.h"
 #include "tg/ops.h"
 
 /* ---- kernels on whole tensors ---- */
@@ -171,11 +172,8 @@ static tg_tensor *reduce_dim(const char *op, const tg_op_desc *desc, const tg_te
 /* A SELECT op's input: checked, and not empty (the max of nothing is undefined). */
 static bool select_input_ok(const char *api, const char *what, const tg_tensor *x) {
   if (!check_input(api, x)) return false;
-  if (tg__numel(x->ndim, x->sizes) != 0) return true;
-  char a[160];
-  tg_set_error(TG_ERR_SHAPE, "%s: x is %s: the %s of no elements is undefined", api,
-               tg_format_sizes(a, sizeof a, x->ndim, x->sizes), what);
-  return false;
+  return tg__check(tg__numel(x->ndim, x->sizes) != 0, TG_ERR_SHAPE, api,
+                   "x is %s: the %s of no elements is undefined", tg__sizes_str(x), what);
 }
 
 static tg_status select_dim(const char *api, const char *what, const tg_op_desc *desc,
@@ -186,14 +184,12 @@ static tg_status select_dim(const char *api, const char *what, const tg_op_desc 
   if (!check_input(api, x)) return tg_last_error();
   int d = tg__wrap_dim(api, "dim", dim, x->ndim);
   if (d < 0) return tg_last_error();
-  if (x->ndim > 0 && x->sizes[d] == 0) {
-    char a[160];
-    return tg_set_error(TG_ERR_SHAPE, "%s: x is %s: the %s over dim %d of size 0 is undefined",
-                        api, tg_format_sizes(a, sizeof a, x->ndim, x->sizes), what, d);
-  }
+  if (!tg__check(x->ndim == 0 || x->sizes[d] != 0, TG_ERR_SHAPE, api,
+                 "x is %s: the %s over dim %d of size 0 is undefined", tg__sizes_str(x), what, d))
+    return tg_last_error();
   tg_tensor *out[2];
-  tg_status st = tg_apply_ex(desc, 1, (const tg_tensor *const[]){x}, TG__NO_SC,
-                             TG__INTS(d, keepdim), 2, out);
+  tg_status st =
+      tg_apply_ex(desc, 1, (const tg_tensor *const[]){x}, TG__NO_SC, TG__INTS(d, keepdim), 2, out);
   if (st != TG_OK) return st;
   /* Both results are scope-owned; the one the caller did not ask for goes with its scope. */
   if (values) *values = out[0];
@@ -209,9 +205,8 @@ tg_tensor *tg_sum_to_size(const tg_tensor *x, int ndim, const int64_t *sizes) {
   }
   if (!tg__check_broadcasts_to("tg_sum_to_size", "sizes", ndim, sizes, "x", x->ndim, x->sizes))
     return NULL;
-  bool same = ndim == x->ndim;
-  for (int d = 0; same && d < ndim; d++) same = sizes[d] == x->sizes[d];
-  if (same) return tg__scoped(tg_retain(x)); /* nothing to sum, as in PyTorch */
+  if (tg__dims_equal(ndim, sizes, x->ndim, x->sizes))
+    return tg__scoped(tg_retain(x)); /* nothing to sum, as in PyTorch */
   return tg_apply1_ex(TG__OP(sum_to_size), 1, (const tg_tensor *const[]){x}, TG__NO_SC, ndim,
                       sizes);
 }
@@ -279,8 +274,7 @@ static tg_status fwd_select_all(const char *api, tg_reduce_kind kind, tg_ctx *ct
 
 /* One-hot of indices (keepdim form) along dim of x's sizes, in x's dtype: where the
  * gradient of each selected value goes. A constant, so the backward stays differentiable. */
-static tg_tensor *one_hot(const char *api, const tg_tensor *x, const tg_tensor *indices,
-                          int dim) {
+static tg_tensor *one_hot(const char *api, const tg_tensor *x, const tg_tensor *indices, int dim) {
   const tg_backend *be = tg__backend(api, x->storage->device);
   tg_tensor *index_f = be ? tg_empty(indices->ndim, indices->sizes, options_of(x, x->dtype)) : NULL;
   if (!index_f || be->copy(index_f, indices) != TG_OK) return NULL;
@@ -376,7 +370,7 @@ static tg_status fwd_select_dim(const char *api, tg_reduce_kind kind, tg_ctx *ct
   static TG__REDUCE_BWD(bwd_##name##_dim, TG__DIM_OF(ctx), TG__KEEPDIM_OF(ctx),                    \
                         input_dim_size(ctx, TG__DIM_OF(ctx)),                                      \
                         const tg_tensor *w = tg_ctx_saved(ctx, 0), grad)                           \
-  tg_status tg__bwd_##name##_dim(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {         \
+      tg_status tg__bwd_##name##_dim(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {     \
     if (tg_ctx_input_ndim(ctx, 0) == 0) RETURN_GRAD(tg__scoped(tg_retain(g[0])));                  \
     return bwd_##name##_dim(ctx, g, gi);                                                           \
   }                                                                                                \

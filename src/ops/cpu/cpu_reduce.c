@@ -122,9 +122,9 @@ typedef struct reduce_ctx {
 #include "ops/def/reduction.def"
 
 typedef struct reduce_kind_info {
-  const char *name; /* in errors: "sum_dim: ..." */
-  const char *what; /* "sum" */
-  bool select;      /* writes indices too */
+  const char *name;      /* in errors: "sum_dim: ..." */
+  const char *what;      /* "sum" */
+  bool select;           /* writes indices too */
   tg_cpu_row_fn rows[2]; /* F32, F64 */
 } reduce_kind_info;
 
@@ -132,8 +132,8 @@ typedef struct reduce_kind_info {
 #define TG_CPU_REDUCE_SELECTS_SELECT true
 static const reduce_kind_info kinds[TG_NUM_REDUCE] = {
 #define TG_REDUCE_KIND(KIND, name, how)                                                            \
-  [TG_REDUCE_##KIND] = {#name "_dim", #name, TG_CPU_REDUCE_SELECTS_##how,                          \
-                        {name##_row_f32, name##_row_f64}},
+  [TG_REDUCE_##KIND] = {                                                                           \
+      #name "_dim", #name, TG_CPU_REDUCE_SELECTS_##how, {name##_row_f32, name##_row_f64}},
 #include "ops/def/reduction.def"
 };
 
@@ -182,8 +182,8 @@ static tg_status select_dim(const reduce_kind_info *k, tg_tensor *values, tg_ten
                             const tg_tensor *x, int dim) {
   if (!indices) return tg_set_error(TG_ERR_ARGUMENT, "%s: needs indices", k->name);
   if (indices->dtype != TG_I64)
-    return tg_set_error(TG_ERR_DTYPE, "%s: indices dtype %s is not supported (I64 only)",
-                        k->name, tg_dtype_name(indices->dtype));
+    return tg_set_error(TG_ERR_DTYPE, "%s: indices dtype %s is not supported (I64 only)", k->name,
+                        tg_dtype_name(indices->dtype));
   tg_status st = check_reduced(k->name, "values", values, x, dim);
   if (st == TG_OK) st = check_reduced(k->name, "indices", indices, x, dim);
   if (st != TG_OK) return st;
@@ -213,7 +213,7 @@ tg_status tg_cpu_reduce(tg_reduce_kind kind, tg_tensor *values, tg_tensor *indic
                         x->ndim);
   if ((x->dtype != TG_F32 && x->dtype != TG_F64) || values->dtype != x->dtype)
     return tg_set_error(TG_ERR_DTYPE,
-                        "%s: dtype %s is not supported (F32, F64 with the values' dtype)",
-                        k->name, tg_dtype_name(x->dtype));
+                        "%s: dtype %s is not supported (F32, F64 with the values' dtype)", k->name,
+                        tg_dtype_name(x->dtype));
   return k->select ? select_dim(k, values, indices, x, dim) : sum_dim(k, values, x, dim);
 }

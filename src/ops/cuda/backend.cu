@@ -97,10 +97,22 @@ tg_status normal(tg_tensor *out, uint64_t seed, uint64_t offset, double a, doubl
 
 /* Named by src/ops/backend.c, the registration point (declared in ops/backend.h). */
 const tg_backend tg_cuda_backend = {
-    "cuda",           fill,    copy,   unary, binary, reduce, gemm, gather_rows,
-    scatter_add_rows, uniform, normal,
+    "cuda",
+    fill,
+    copy,
+    unary,
+    binary,
+    reduce,
+    gemm,
+    gather_rows,
+    scatter_add_rows,
+    uniform,
+    normal,
     /* device memory */
-    &tg_cu_storage_allocator, tg_cu_memcpy, tg_cu_check_device,
+    &tg_cu_storage_allocator,
+    tg_cu_memcpy,
+    tg_cu_check_device,
     /* the fused LLTM's elementwise passes */
-    tg_cuda_lltm_forward_pointwise, tg_cuda_lltm_backward_pointwise,
+    tg_cuda_lltm_forward_pointwise,
+    tg_cuda_lltm_backward_pointwise,
 };

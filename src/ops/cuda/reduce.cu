@@ -1,9 +1,9 @@
-/* The backend's reduce: every kind of ops/def/reduction.def over one dim. sum: the reduced dim and the kept dims, flattened, form a
- * matrix; when cuBLAS can read it in place (one of the two strides is 1) the sum is a
- * gemv with a vector of ones; else one thread per output element loops over the dim, or,
- * when that leaves the GPU idle, the matrix is made dense for the gemv.
- * select (max, min): one thread per output element, or, for few long rows, one per chunk of a row and
- * then one per row over the chunks. */
+/* The backend's reduce: every kind of ops/def/reduction.def over one dim. sum: the reduced dim and
+ * the kept dims, flattened, form a matrix; when cuBLAS can read it in place (one of the two strides
+ * is 1) the sum is a gemv with a vector of ones; else one thread per output element loops over the
+ * dim, or, when that leaves the GPU idle, the matrix is made dense for the gemv. select (max, min):
+ * one thread per output element, or, for few long rows, one per chunk of a row and then one per row
+ * over the chunks. */
 #include "allocator.cuh"
 #include "blas.cuh"
 #include "elementwise.cuh"
@@ -83,7 +83,7 @@ TG_HOST_DEVICE void select_over(const T *p, int64_t stride, int64_t k0, int64_t 
 
 template <typename Takes, typename T>
 __global__ void select_dim_kernel(int64_t n_rows, tg_cu_indexer<3> ix, T *values, int64_t *indices,
-                               const T *x, int64_t len, int64_t stride) {
+                                  const T *x, int64_t len, int64_t stride) {
   TG_CU_GRID_STRIDE(r, n_rows) {
     int64_t o[3];
     ix.offsets(r, o);
@@ -94,8 +94,8 @@ __global__ void select_dim_kernel(int64_t n_rows, tg_cu_indexer<3> ix, T *values
 /* Few long rows: first the best of every chunk of every row, one thread each... */
 template <typename Takes, typename T>
 __global__ void select_chunks_kernel(int64_t n, int64_t chunks, int64_t chunk, tg_cu_indexer<3> ix,
-                                  T *chunk_values, int64_t *chunk_indices, const T *x, int64_t len,
-                                  int64_t stride) {
+                                     T *chunk_values, int64_t *chunk_indices, const T *x,
+                                     int64_t len, int64_t stride) {
   TG_CU_GRID_STRIDE(e, n) {
     int64_t r = e / chunks, c = e % chunks, o[3];
     ix.offsets(r, o);
@@ -106,9 +106,9 @@ __global__ void select_chunks_kernel(int64_t n, int64_t chunks, int64_t chunk, t
 
 /* ...then, one thread per row, the chunks' bests in order (keeping the first-wins rules). */
 template <typename Takes, typename T>
-__global__ void select_combine_kernel(int64_t n_rows, int64_t chunks, tg_cu_indexer<3> ix, T *values,
-                                   int64_t *indices, const T *chunk_values,
-                                   const int64_t *chunk_indices) {
+__global__ void select_combine_kernel(int64_t n_rows, int64_t chunks, tg_cu_indexer<3> ix,
+                                      T *values, int64_t *indices, const T *chunk_values,
+                                      const int64_t *chunk_indices) {
   TG_CU_GRID_STRIDE(r, n_rows) {
     int64_t o[3], at;
     ix.offsets(r, o);
@@ -270,8 +270,8 @@ tg_status select_dim(const char *op, const tg_cu_view &values, const tg_cu_view 
     TG_CU_LAUNCH(op, n, dev->stream, select_chunks_kernel<Takes, scalar_t>, n, chunks,
                  (int64_t)TG_CU_MAX_CHUNK, ix, (scalar_t *)cv.ptr, (int64_t *)ci.ptr,
                  (const scalar_t *)x.data, len, stride);
-    TG_CU_LAUNCH(op, r.count, dev->stream, select_combine_kernel<Takes, scalar_t>, r.count, chunks, ix,
-                 (scalar_t *)values.data, (int64_t *)indices.data, (const scalar_t *)cv.ptr,
+    TG_CU_LAUNCH(op, r.count, dev->stream, select_combine_kernel<Takes, scalar_t>, r.count, chunks,
+                 ix, (scalar_t *)values.data, (int64_t *)indices.data, (const scalar_t *)cv.ptr,
                  (const int64_t *)ci.ptr);
   });
   return TG_OK;
@@ -287,7 +287,7 @@ tg_status tg_cu_reduce(const char *op, tg_reduce_kind kind, const tg_cu_view &va
     return sum_dim(op, values, x, dim);
 #define TG_REDUCE_SELECT(KIND, name, better, grad)                                                 \
   case TG_REDUCE_##KIND:                                                                           \
-    if (!indices) return tg_set_error(TG_ERR_ARGUMENT, "%s: " #name "_dim needs indices", op);         \
+    if (!indices) return tg_set_error(TG_ERR_ARGUMENT, "%s: " #name "_dim needs indices", op);     \
     return select_dim<name##_takes>(op, values, *indices, x, dim);
 #define TG_REDUCE_SCALED(name, KIND, scale, grad)
 #include "ops/def/reduction.def"
