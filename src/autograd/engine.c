@@ -13,23 +13,6 @@
 
 static atomic_ullong visit_epoch_counter;
 
-typedef struct node_list {
-  tg_node **items;
-  size_t count, capacity;
-} node_list;
-
-static bool list_push(node_list *l, tg_node *n) {
-  if (l->count == l->capacity) {
-    size_t cap = l->capacity ? l->capacity * 2 : 64;
-    tg_node **grown = tg__host_realloc(l->items, sizeof *grown * cap);
-    if (!grown) return false;
-    l->items = grown;
-    l->capacity = cap;
-  }
-  l->items[l->count++] = n;
-  return true;
-}
-
 static int newest_first(const void *a, const void *b) {
   uint64_t x = (*(tg_node *const *)a)->sequence_nr, y = (*(tg_node *const *)b)->sequence_nr;
   return x < y ? 1 : x > y ? -1 : 0;
@@ -39,13 +22,14 @@ static int newest_first(const void *a, const void *b) {
  * claimed for this pass. A node another pass holds (a backward on another thread through a
  * shared part of the graph, or one called from inside a backward) is an error: the passes
  * would share its scratch grads. run_backward gives the claims back. */
-static tg_status collect(const char *name, int n_roots, tg_node *const *roots, node_list *order) {
+static tg_status collect(const char *name, int n_roots, tg_node *const *roots,
+                         tg_node_list *order) {
   uint64_t epoch = atomic_fetch_add(&visit_epoch_counter, 1) + 1;
-  node_list stack = {0};
+  tg_node_list stack = {0};
   tg_status st = TG_OK;
   const tg_node *busy = NULL;
   for (int r = 0; r < n_roots && st == TG_OK; r++)
-    if (roots[r] && !list_push(&stack, roots[r])) st = TG_ERR_MEMORY;
+    if (roots[r] && !tg__node_list_push(&stack, roots[r])) st = TG_ERR_MEMORY;
   while (st == TG_OK && stack.count > 0) {
     tg_node *n = stack.items[--stack.count];
     unsigned long long owner = 0;
@@ -55,7 +39,7 @@ static tg_status collect(const char *name, int n_roots, tg_node *const *roots, n
       st = TG_ERR_STATE;
       break;
     }
-    if (!list_push(order, n)) {
+    if (!tg__node_list_push(order, n)) {
       atomic_store(&n->backward_owner, 0);
       st = TG_ERR_MEMORY;
       break;
@@ -67,7 +51,7 @@ static tg_status collect(const char *name, int n_roots, tg_node *const *roots, n
     }
     for (int i = 0; i < n->ctx.n_inputs && st == TG_OK; i++) {
       tg_node *next = n->edges[i].node;
-      if (next && atomic_load(&next->backward_owner) != epoch && !list_push(&stack, next))
+      if (next && atomic_load(&next->backward_owner) != epoch && !tg__node_list_push(&stack, next))
         st = TG_ERR_MEMORY;
     }
   }
@@ -288,7 +272,7 @@ typedef struct pass {
   capture *cap;         /* tg_autograd_grad's targets; NULL for tg_backward */
   tg_node **root_nodes; /* roots' grad_fn (NULL for a leaf root) */
   tg_tensor **grads0;   /* owned: the starting gradient of each root */
-  node_list order;      /* the reachable nodes, newest first, claimed */
+  tg_node_list order;   /* the reachable nodes, newest first, claimed */
   bool callers_error;   /* a pending error handed in as a NULL grad: kept as it is */
 } pass;
 

@@ -4,6 +4,7 @@
 
 #include <stdatomic.h>
 
+#include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
 #include "tg/autograd.h"
 
@@ -85,5 +86,25 @@ void tg__ctx_saved_target_written(tg_ctx *ctx);
 
 /* Frees the saved tensors and user data of a context (idempotent). */
 void tg__ctx_release_saved(tg_ctx *ctx);
+
+/* A growable array of nodes (the engine's work lists, the saved-bytes walk). Zero-initialise;
+ * free items with tg__host_free. */
+typedef struct tg_node_list {
+  tg_node **items;
+  size_t count, capacity;
+} tg_node_list;
+
+/* Appends n; false when the array cannot grow (nothing changed). */
+static inline bool tg__node_list_push(tg_node_list *l, tg_node *n) {
+  if (l->count == l->capacity) {
+    size_t cap = l->capacity ? l->capacity * 2 : 64;
+    tg_node **grown = tg__host_realloc(l->items, sizeof *grown * cap);
+    if (!grown) return false;
+    l->items = grown;
+    l->capacity = cap;
+  }
+  l->items[l->count++] = n;
+  return true;
+}
 
 #endif

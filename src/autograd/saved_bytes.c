@@ -47,29 +47,11 @@ static int ptr_set_add(ptr_set *s, const void *p) {
   return 1;
 }
 
-/* The nodes still to visit. */
-typedef struct node_stack {
-  tg_node **items;
-  size_t count, capacity;
-} node_stack;
-
-static bool push(node_stack *s, tg_node *node) {
-  if (s->count == s->capacity) {
-    size_t cap = s->capacity ? 2 * s->capacity : 64;
-    tg_node **grown = tg__host_realloc(s->items, cap * sizeof *grown);
-    if (!grown) return false;
-    s->items = grown;
-    s->capacity = cap;
-  }
-  s->items[s->count++] = node;
-  return true;
-}
-
 /* Pushes node unless it was seen; false when out of memory. */
-static bool visit(ptr_set *seen, node_stack *todo, tg_node *node) {
+static bool visit(ptr_set *seen, tg_node_list *todo, tg_node *node) {
   if (!node) return true;
   int fresh = ptr_set_add(seen, node);
-  return fresh == 0 || (fresh > 0 && push(todo, node));
+  return fresh == 0 || (fresh > 0 && tg__node_list_push(todo, node));
 }
 
 int64_t tg_graph_saved_bytes(int n_outputs, const tg_tensor *const *outputs, int n_exclude,
@@ -80,7 +62,7 @@ int64_t tg_graph_saved_bytes(int n_outputs, const tg_tensor *const *outputs, int
     return -1;
   }
   ptr_set nodes = {0}, storages = {0};
-  node_stack todo = {0};
+  tg_node_list todo = {0};
   int64_t bytes = 0;
   bool ok = true;
   /* Excluded storages count as already seen. */
