@@ -83,12 +83,20 @@ tg_status tg__fwd_mul_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor
 
 /* ---- front ends ---- */
 
-/* Runs desc on (target, others...); callers open a scope around it, so the old-value
- * copies they make die with the call unless the tape keeps them. */
-static tg_status run_inplace(const tg_op_desc *desc, int n_inputs, const tg_tensor *const *inputs,
-                             int n_scalars, const double *scalars) {
+/* Runs desc on (target[, other][, a copy of target's value before the write]) inside a
+ * scope of its own, so the copy dies with the call unless the tape keeps it. */
+static tg_status run_inplace(const tg_op_desc *desc, tg_tensor *target, const tg_tensor *other,
+                             bool with_old, int n_scalars, const double *scalars) {
+  tg_scope s = tg_scope_begin();
+  tg_tensor *old = with_old ? tg_clone(target) : NULL;
+  const tg_tensor *inputs[3] = {target, other};
+  int n = other ? 2 : 1;
+  if (old) inputs[n++] = old;
   tg_tensor *out = NULL;
-  return tg_apply(desc, n_inputs, inputs, n_scalars, scalars, 1, &out);
+  tg_status st =
+      with_old && !old ? tg_last_error() : tg_apply(desc, n, inputs, n_scalars, scalars, 1, &out);
+  tg_scope_end(s);
+  return st;
 }
 
 /* Whether the op will be recorded with a backward that needs t's value before the write:
@@ -103,15 +111,8 @@ tg_status tg__binary_inplace_call(const char *op, const tg_op_desc *desc, tg_ten
   if (!tg__check_inplace_target(op, "a", a) || !tg__check_binary_operands(op, "a", a, "b", b) ||
       !tg__check_broadcasts_to(op, "b", b->ndim, b->sizes, "a", a->ndim, a->sizes))
     return tg_last_error();
-  tg_scope s = tg_scope_begin();
   bool need_old = wants_old_value((a_for_a && a->requires_grad) || (a_for_b && b->requires_grad));
-  tg_tensor *old = need_old ? tg_clone(a) : NULL;
-  tg_status st = need_old && !old
-                     ? tg_last_error()
-                     : run_inplace(desc, old ? 3 : 2, (const tg_tensor *const[]){a, b, old},
-                                   n_scalars, scalars);
-  tg_scope_end(s);
-  return st;
+  return run_inplace(desc, a, b, need_old, n_scalars, scalars);
 }
 
 tg_status tg_add_scaled_(tg_tensor *a, const tg_tensor *b, double alpha) {
@@ -121,15 +122,8 @@ tg_status tg_add_scaled_(tg_tensor *a, const tg_tensor *b, double alpha) {
 tg_status tg__unary_inplace_call(const char *op, const tg_op_desc *desc, tg_tensor *x,
                                  bool with_old, int n_scalars, const double *scalars) {
   if (!tg__check_inplace_target(op, "x", x)) return tg_last_error();
-  tg_scope s = tg_scope_begin();
-  bool need_old = wants_old_value(with_old && x->requires_grad);
-  tg_tensor *old = need_old ? tg_clone(x) : NULL;
-  tg_status st =
-      need_old && !old
-          ? tg_last_error()
-          : run_inplace(desc, old ? 2 : 1, (const tg_tensor *const[]){x, old}, n_scalars, scalars);
-  tg_scope_end(s);
-  return st;
+  return run_inplace(desc, x, NULL, wants_old_value(with_old && x->requires_grad), n_scalars,
+                     scalars);
 }
 
 tg_status tg_add_scalar_(tg_tensor *a, double s) {
