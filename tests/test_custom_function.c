@@ -366,6 +366,10 @@ TG_TEST(registry, tg_apply_checks_its_arguments) {
   cr_assert_null(bad);
   cr_assert_null(tg_apply1(mc, 1, (const tg_tensor *const[]){bad}, 1, (double[]){2}));
   tg_expect_error(TG_ERR_SHAPE, "tg_mm");
+  /* A NULL input with no error pending is named by its position. */
+  cr_assert_eq(tg_apply(op("test_linear"), 2, (const tg_tensor *const[]){x, NULL}, 0, NULL, 1, out),
+               TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "test_linear: inputs[1] is NULL");
   /* Errors from forward come back unchanged, with nothing left alive. */
   cr_assert_null(tg_apply1(op("test_linear"), 1, (const tg_tensor *const[]){x}, 0, NULL));
   tg_expect_error(TG_ERR_ARGUMENT, "test_linear", "1 given");

@@ -20,6 +20,12 @@ TG_CUDA_TEST(cuda_device, index_out_of_range_is_an_error) {
   tg_expect_error(TG_ERR_DEVICE, "cuda:-1");
 }
 
+static tg_status fwd_first(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  (void)ctx;
+  out[0] = tg_clone(in[0]);
+  return out[0] ? TG_OK : tg_last_error();
+}
+
 TG_CUDA_TEST(cuda_device, ops_mixing_cpu_and_cuda_are_errors) {
   tg_tensor *c = tg_ones(TG_SHAPE(2, 3), TG_OPTS(.device = TG_CUDA0));
   tg_tensor *h = tg_ones(TG_SHAPE(2, 3), TG_OPTS_DEFAULT);
@@ -31,6 +37,10 @@ TG_CUDA_TEST(cuda_device, ops_mixing_cpu_and_cuda_are_errors) {
   tg_expect_error(TG_ERR_DEVICE);
   /* the failed in-place op left its target as it was */
   tg_assert_close(c, h, 0, 0);
+  /* tg_apply itself refuses a user op's inputs on two devices, naming both */
+  static const tg_op_desc pair_op = {"test_pair", 2, 1, {fwd_first, fwd_first}, NULL, 0};
+  cr_assert_null(tg_apply1(&pair_op, 2, (const tg_tensor *const[]){c, h}, 0, NULL));
+  tg_expect_error(TG_ERR_DEVICE, "test_pair: inputs[1] is on cpu:0 but inputs[0] is on cuda:0");
 }
 
 /* A backward that hands back a CPU gradient for a CUDA input. */
