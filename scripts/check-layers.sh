@@ -39,6 +39,15 @@ allowed() {
   esac
 }
 
+# Whether layer $1 may use layer $2, or "$3" is a listed exception (in list $4...).
+may_use() {
+  local from=$1 to=$2 what=$3 l e
+  shift 3
+  for l in $(allowed "$from"); do [ "$l" = "$to" ] && return 0; done
+  for e in "$@"; do [ "$e" = "$what" ] && return 0; done
+  return 1
+}
+
 # Known exceptions, "file -> header" and "file -> symbol" (relative to src/), each with
 # its reason. None today: keep it that way.
 exceptions=()
@@ -46,7 +55,7 @@ symbol_exceptions=()
 
 # --objects: OBJ paths contain /src/<folder>/<file>.o (CMake's object layout).
 check_objects() {
-  local bad=0 obj rel from to sym ok defs
+  local bad=0 obj rel from to sym defs
   defs=$(mktemp)
   for obj in "$@"; do
     rel=${obj##*/src/}
@@ -60,10 +69,7 @@ check_objects() {
       to=$(awk -v s="$sym" '$1 == s {print $2; exit}' "$defs")
       [ -n "$to" ] || continue
       to=$(layer_of "$to")
-      ok=0
-      for l in $(allowed "$from"); do [ "$l" = "$to" ] && ok=1; done
-      for e in "${symbol_exceptions[@]}"; do [ "$e" = "$rel -> $sym" ] && ok=1; done
-      if [ $ok = 0 ]; then
+      if ! may_use "$from" "$to" "$rel -> $sym" ${symbol_exceptions[@]+"${symbol_exceptions[@]}"}; then
         echo "src/$rel ($from) uses $sym from $to: against the layer direction"
         bad=1
       fi
@@ -102,10 +108,7 @@ while IFS= read -r file; do
       target=$(realpath -m --relative-to=. "$inc")
     fi
     to=$(layer_of "$target")
-    ok=0
-    for l in $(allowed "$from"); do [ "$l" = "$to" ] && ok=1; done
-    for e in "${exceptions[@]}"; do [ "$e" = "$file -> $target" ] && ok=1; done
-    if [ $ok = 0 ]; then
+    if ! may_use "$from" "$to" "$file -> $target" ${exceptions[@]+"${exceptions[@]}"}; then
       echo "src/$file ($from) includes $target ($to): against the layer direction"
       bad=1
     fi
