@@ -11,9 +11,11 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "ops/cpu/blis_kernels.h"
 #include "testutil.h"
 
 /* ---- an allocator whose blocks end at a guard page ---- */
@@ -151,6 +153,16 @@ static void gemm_wide_rows(void) {
   }
 }
 
+/* Products of at least 2^22 multiply-adds (TG_BLIS_LARGE_MIN_MACS), which may run a second
+ * kernel set: every layout, edge sizes on the 16/32 blockings. */
+static void gemm_large(void) {
+  static const int64_t dims[][3] = {{160, 170, 161}, {33, 386, 330}, {257, 129, 127}};
+  for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+    for (int layout = 0; layout < 4; layout++)
+      mm_case(dims[i][0], dims[i][1], dims[i][2], layout & 1, 0, layout & 2, 0, TG_F32);
+  mm_case(160, 170, 161, false, 0, true, 0, TG_F64);
+}
+
 /* ---- the LLTM, fused against composed, forward and backward ---- */
 
 typedef tg_status (*lltm_fn)(const tg_tensor *, const tg_tensor *, const tg_tensor *,
@@ -215,6 +227,7 @@ static void run_all(const char *id, const char *name) {
   use_kernel_set(id, name);
   gemm_sweep();
   gemm_wide_rows();
+  gemm_large();
   lltm_sweep();
   cr_log_info("%s: %ld GEMM cases, %ld LLTM cases, no read outside tg's memory",
               name ? name : "default", (long)gemm_cases, (long)lltm_cases);
@@ -222,6 +235,17 @@ static void run_all(const char *id, const char *name) {
 }
 
 TG_TEST(blis_guard, default_choice) { run_all(NULL, NULL); }
+/* tg's choice for small GEMMs and skx for large ones, in one process (as on Intel CPUs with
+ * AVX-512), on any CPU that executes skx. */
+TG_TEST(blis_guard, skx_for_large_gemms) {
+  tg_cpu_features f = tg_cpu_features_read();
+  if (!tg__blis_can_run(&f, "skx")) cr_skip_test("this CPU cannot execute BLIS's skx kernels");
+  tg__blis_prefer_large_kernels("skx");
+  run_all(NULL, NULL);
+#if TG_BLIS_CONTEXTS
+  if (strcmp(tg_blis_kernels(), "skx") != 0) cr_assert_str_eq(tg_blis_large_kernels(), "skx");
+#endif
+}
 TG_TEST(blis_guard, skx) { run_all("0", "skx"); }
 TG_TEST(blis_guard, knl) { run_all("1", "knl"); }
 TG_TEST(blis_guard, haswell) { run_all("3", "haswell"); }

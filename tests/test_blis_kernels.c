@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ops/cpu/blis_kernels.h"
 #include "testutil.h"
@@ -78,13 +79,77 @@ static tg_cpu_features cpu(const char *vendor, int family, bool avx2_fma, bool a
 
 TG_TEST(blis_kernels, default_policy) {
   tg_cpu_features zen5 = cpu("AuthenticAMD", 0x1a, true, true);
-  cr_assert_str_eq(tg__blis_default_kernels(&zen5), "zen3");
-  tg_cpu_features zen4 = cpu("AuthenticAMD", 0x19, true, true); /* BLIS picks zen3 itself */
-  cr_assert_null(tg__blis_default_kernels(&zen4));
+  cr_assert_str_eq(tg__blis_default_kernels(&zen5), "haswell");
+  tg_cpu_features zen4 = cpu("AuthenticAMD", 0x19, true, true); /* BLIS would pick zen3 */
+  cr_assert_str_eq(tg__blis_default_kernels(&zen4), "haswell");
+  tg_cpu_features zen3 = cpu("AuthenticAMD", 0x19, true, false); /* BLIS's zen3 is for it */
+  cr_assert_null(tg__blis_default_kernels(&zen3));
+  tg_cpu_features zen5_no512 = cpu("AuthenticAMD", 0x1a, true, false);
+  cr_assert_str_eq(tg__blis_default_kernels(&zen5_no512), "zen3");
   tg_cpu_features xeon = cpu("GenuineIntel", 6, true, true);
   cr_assert_null(tg__blis_default_kernels(&xeon));
   tg_cpu_features old_amd = cpu("AuthenticAMD", 0x1a, false, false); /* no AVX2: generic */
   cr_assert_null(tg__blis_default_kernels(&old_amd));
+}
+
+TG_TEST(blis_kernels, large_gemm_policy) {
+  tg_cpu_features xeon = cpu("GenuineIntel", 6, true, true);
+  cr_assert_str_eq(tg__blis_large_kernels(&xeon, "haswell"), "skx");
+  cr_assert_null(tg__blis_large_kernels(&xeon, "skx")); /* already the set */
+  tg_cpu_features avx2_intel = cpu("GenuineIntel", 6, true, false);
+  cr_assert_null(tg__blis_large_kernels(&avx2_intel, "haswell"));
+  tg_cpu_features zen4 = cpu("AuthenticAMD", 0x19, true, true); /* skx slower there */
+  cr_assert_null(tg__blis_large_kernels(&zen4, "haswell"));
+  cr_assert_null(tg__blis_large_kernels(&xeon, NULL));
+}
+
+/* A product of at least 2^22 multiply-adds against the same one on one set. */
+static tg_tensor *large_mm(void) {
+  tg_manual_seed(7);
+  tg_tensor *a = tg_uniform(TG_SHAPE(160, 170), -1, 1, TG_OPTS_DEFAULT, NULL);
+  tg_tensor *b = tg_uniform(TG_SHAPE(170, 161), -1, 1, TG_OPTS_DEFAULT, NULL);
+  return tg_mm(a, tg_contiguous(b));
+}
+
+TG_TEST(blis_kernels, large_gemms_on_a_second_set) {
+  tg_cpu_features f = tg_cpu_features_read();
+  unsetenv("BLIS_ARCH_TYPE");
+  const char *second = tg__blis_can_run(&f, "skx") ? "skx" : "generic";
+  tg__blis_prefer_large_kernels(second);
+  const char *first = tg_blis_kernels();
+  cr_assert(first, "%s", tg_last_error_message());
+#if TG_BLIS_CONTEXTS
+  if (strcmp(first, second) != 0) cr_assert_str_eq(tg_blis_large_kernels(), second);
+#else
+  cr_assert_null(tg_blis_large_kernels()); /* shared BLIS: one set per process */
+#endif
+  /* Both sets in one process give what a plain loop gives. */
+  tg_tensor *c = large_mm(), *a = NULL;
+  cr_assert(c, "%s", tg_last_error_message());
+  tg_manual_seed(7);
+  a = tg_uniform(TG_SHAPE(160, 170), -1, 1, TG_OPTS_DEFAULT, NULL);
+  tg_tensor *b = tg_uniform(TG_SHAPE(170, 161), -1, 1, TG_OPTS_DEFAULT, NULL);
+  const float *pa = tg_data_ptr(a), *pb = tg_data_ptr(b), *pc = tg_data_ptr(c);
+  double worst = 0;
+  for (int i = 0; i < 160; i++)
+    for (int j = 0; j < 161; j++) {
+      double ref = 0;
+      for (int k = 0; k < 170; k++) ref += (double)pa[i * 170 + k] * pb[k * 161 + j];
+      double d = ref - pc[i * 161 + j];
+      worst = d > worst ? d : -d > worst ? -d : worst;
+    }
+  cr_assert_lt(worst, 1e-3, "large GEMM on %s differs from a plain loop by %g", second, worst);
+  tg_tensor *small =
+      tg_mm(tg_ones(TG_SHAPE(2, 2), TG_OPTS_DEFAULT), tg_ones(TG_SHAPE(2, 2), TG_OPTS_DEFAULT));
+  tg_test_expect_values(small, 4, (double[]){2, 2, 2, 2}, 0);
+}
+
+TG_TEST(blis_kernels, pinned_set_runs_every_gemm) {
+  cr_assert_eq(setenv("BLIS_ARCH_TYPE", "25", 1), 0);
+  tg__blis_prefer_large_kernels("haswell");
+  cr_assert_str_eq(tg_blis_kernels(), "generic");
+  cr_assert_null(tg_blis_large_kernels());
+  cr_assert(large_mm(), "%s", tg_last_error_message());
 }
 
 TG_TEST(blis_kernels, what_each_set_needs) {

@@ -206,11 +206,15 @@ int tg_get_num_threads(void);
  * The kernel set BLIS runs ("zen3", "haswell", "skx", "generic", ...), chosen once, before
  * BLIS starts: BLIS_ARCH_TYPE if set (a number BLIS 0.9 reads as meant, for a set this CPU
  * can execute: otherwise every GEMM fails with TG_ERR_ARGUMENT saying why), else tg's choice
- * on CPUs BLIS 0.9 does not know (AMD Zen 5: zen3), else BLIS's own. NULL, with the error
- * pending, while BLIS_ARCH_TYPE is invalid. */
+ * where it measured BLIS 0.9's own to be slower (AMD Zen 4 and Zen 5: haswell), else BLIS's.
+ * NULL, with the error pending, while BLIS_ARCH_TYPE is invalid. */
 const char *tg_blis_kernels(void);
 /* Who chose it: "BLIS_ARCH_TYPE", "tg" or "BLIS"; NULL as above. */
 const char *tg_blis_kernels_source(void);
+/* The set large GEMMs (2^22 multiply-adds and more) run instead, where tg measured one
+ * faster there ("skx" on Intel CPUs with AVX-512), or NULL: tg_blis_kernels() runs all
+ * GEMMs (always so while BLIS_ARCH_TYPE is set, and when BLIS is not linked statically). */
+const char *tg_blis_large_kernels(void);
 
 /* ---- accessors: the C form of ATen's accessor / packed_accessor ----
  * Passed by value to CPU loops and CUDA kernels alike; strides in elements; data already

@@ -3,8 +3,18 @@
  * BLIS 0.9 picks its kernel set when it initialises, from BLIS_ARCH_TYPE if set, read with
  * atoi (so "haswell" means 0, skx), and aborts the process on a number it was not built for;
  * a set the CPU cannot execute dies of SIGILL later. Unset, it falls back to its slow generic
- * kernels on CPUs it does not know (AMD family 0x1A, Zen 5). So tg checks a user's value
- * first, and on such CPUs names the set itself, then lets BLIS initialise. */
+ * kernels on CPUs it does not know (AMD family 0x1A, Zen 5), and its choice is not the
+ * fastest on others. So tg checks a user's value first, names the set itself where it
+ * measured a better one, then lets BLIS initialise.
+ *
+ * A second set for large GEMMs: BLIS keeps one set per process, but its expert API takes a
+ * context, and the contexts of every set it was built with sit in its global kernel
+ * structure (bli_gks_lookup_id). That function is not exported by libblis.so, so this
+ * needs BLIS linked statically (TG_BLIS_CONTEXTS, set by CMake when Debian's libblis.a is
+ * found). Where a second set is faster for large products and the user did not pin a set,
+ * GEMMs of at least TG_BLIS_LARGE_MIN_MACS multiply-adds run it; smaller ones keep the
+ * first set's small-matrix (sup) kernels. The second set reads only packed copies BLIS
+ * makes itself, so tg's over-read guards (cpu_gemm.c) are unaffected. */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <blis.h>
 #include <pthread.h>
@@ -122,9 +132,14 @@ static void list_runnable(const tg_cpu_features *f, char *buf, size_t len) {
 static struct {
   pthread_once_t once;
   const char *kernels; /* the set BLIS runs; NULL while BLIS_ARCH_TYPE is invalid */
+  const char *large;   /* the set for large GEMMs, or NULL: kernels for all */
+  cntx_t *large_cntx;  /* its context */
   const char *source;  /* "BLIS_ARCH_TYPE", "tg" or "BLIS" */
   char error[512];     /* why BLIS_ARCH_TYPE was refused */
-} state = {PTHREAD_ONCE_INIT, NULL, NULL, ""};
+} state = {PTHREAD_ONCE_INIT, NULL, NULL, NULL, NULL, ""};
+
+/* What tg__blis_prefer_large_kernels asked for before BLIS started ("" = no override). */
+static const char *large_override = "";
 
 /* A user's BLIS_ARCH_TYPE: a number BLIS 0.9 reads as meant, built into it, runnable here. */
 static bool check_user_value(const char *value, const tg_cpu_features *f) {
@@ -163,11 +178,17 @@ static bool check_user_value(const char *value, const tg_cpu_features *f) {
   return true;
 }
 
-/* tg's choice where BLIS 0.9 would fall back to generic kernels on a CPU that runs fast ones:
- * AMD family 0x1A and later (Zen 5) get the zen3 set (AVX2/FMA3, the newest AMD set in 0.9). */
+/* tg's choice where BLIS 0.9's own is slower or generic:
+ * - AMD CPUs with AVX-512 (Zen 4, family 0x19; Zen 5, 0x1A) get haswell. BLIS picks zen3 on
+ *   Zen 4; its sgemm is as fast as haswell's up to mid sizes but half as fast at large k
+ *   (256 x 3072 x 2048, 1 thread: 63.5 ms vs 33.1 ms; haswell 97 GFLOP/s there, as fast as
+ *   MKL and OpenBLAS on that CPU; bench/gemm_engines.c). skx is slower than both on Zen 4.
+ * - Other AMD family 0x1A and later CPUs with AVX2 get zen3 (BLIS 0.9 does not know them
+ *   and would run its generic kernels, about 4x slower). */
 static const kernel_set *tg_choice(const tg_cpu_features *f) {
-  if (strcmp(f->vendor, "AuthenticAMD") == 0 && f->family >= 0x1a && can_run(f, NEED_AVX2_FMA))
-    return set_named("zen3");
+  if (strcmp(f->vendor, "AuthenticAMD") != 0 || !can_run(f, NEED_AVX2_FMA)) return NULL;
+  if (f->family >= 0x19 && can_run(f, NEED_SKX)) return set_named("haswell");
+  if (f->family >= 0x1a) return set_named("zen3");
   return NULL;
 }
 
@@ -179,6 +200,44 @@ const char *tg__blis_default_kernels(const tg_cpu_features *f) {
 bool tg__blis_can_run(const tg_cpu_features *f, const char *name) {
   const kernel_set *set = set_named(name);
   return set && can_run(f, set->needs);
+}
+
+/* The set for large GEMMs on a CPU where another set than BLIS's beats it there: Intel
+ * CPUs with AVX-512, where BLIS 0.9 runs haswell, get skx from TG_BLIS_LARGE_MIN_MACS on
+ * (measured on a Xeon, issue 10: fused LLTM at 256 x 1024 x 1024 28.9 ms forward with skx
+ * vs 41.4 ms with haswell, 64 x 1024 x 128 backward 1.21 vs 2.05 ms; at the tutorial's
+ * 16 x 32 x 128 skx, without small-matrix kernels, took 56 us vs 33 us). */
+static const kernel_set *tg_large_choice(const tg_cpu_features *f, const kernel_set *in_use) {
+  if (strcmp(f->vendor, "GenuineIntel") == 0 && in_use && strcmp(in_use->name, "haswell") == 0 &&
+      can_run(f, NEED_SKX))
+    return set_named("skx");
+  return NULL;
+}
+
+const char *tg__blis_large_kernels(const tg_cpu_features *f, const char *in_use) {
+  const kernel_set *set = tg_large_choice(f, in_use ? set_named(in_use) : NULL);
+  return set ? set->name : NULL;
+}
+
+void tg__blis_prefer_large_kernels(const char *name) { large_override = name; }
+
+/* The context of a set BLIS was built with (NULL: not reachable in this build). */
+static cntx_t *context_of(const kernel_set *set) {
+#if TG_BLIS_CONTEXTS
+  cntx_t **per_method = bli_gks_lookup_id((arch_t)set->id);
+  return per_method ? per_method[BLIS_NAT] : NULL;
+#else
+  (void)set;
+  return NULL;
+#endif
+}
+
+static void choose_large(const tg_cpu_features *f, const kernel_set *in_use) {
+  const kernel_set *large = large_override[0] ? set_named(large_override) : NULL;
+  if (!large && !large_override[0]) large = tg_large_choice(f, in_use);
+  if (!large || large == in_use || !can_run(f, large->needs)) return;
+  state.large_cntx = context_of(large);
+  if (state.large_cntx) state.large = large->name;
 }
 
 static void choose_once(void) {
@@ -203,6 +262,7 @@ static void choose_once(void) {
   if (mine) unsetenv("BLIS_ARCH_TYPE");
   const kernel_set *in_use = set_with_id((long)id);
   state.kernels = in_use ? in_use->name : bli_arch_string(id);
+  if (!user) choose_large(&f, in_use); /* a pinned set runs every GEMM */
 }
 
 tg_status tg_cpu_blis_ready(const char *op) {
@@ -217,4 +277,12 @@ const char *tg_blis_kernels(void) {
 
 const char *tg_blis_kernels_source(void) {
   return tg_cpu_blis_ready("tg_blis_kernels_source") == TG_OK ? state.source : NULL;
+}
+
+const char *tg_blis_large_kernels(void) {
+  return tg_cpu_blis_ready("tg_blis_large_kernels") == TG_OK ? state.large : NULL;
+}
+
+void *tg_cpu_blis_context(int64_t macs) {
+  return state.large_cntx && macs >= TG_BLIS_LARGE_MIN_MACS ? state.large_cntx : NULL;
 }

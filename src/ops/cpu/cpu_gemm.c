@@ -122,19 +122,19 @@ static void run_blis(tg_dtype dtype, const matrix *c, const matrix *a, const mat
   rntm_t one_thread = BLIS_RNTM_INITIALIZER;
   bli_rntm_set_num_threads(1, &one_thread);
   int64_t macs;
-  bool small = !tg__mul_ovf(c->rows, c->cols, &macs) && !tg__mul_ovf(macs, k, &macs) &&
-               macs < TG_CPU_GEMM_PARALLEL_MIN_MACS;
-  rntm_t *rntm = small ? &one_thread : NULL;
+  if (tg__mul_ovf(c->rows, c->cols, &macs) || tg__mul_ovf(macs, k, &macs)) macs = INT64_MAX;
+  rntm_t *rntm = macs < TG_CPU_GEMM_PARALLEL_MIN_MACS ? &one_thread : NULL;
+  cntx_t *cntx = tg_cpu_blis_context(macs); /* NULL: the process's kernel set */
   if (dtype == TG_F32) {
     float al = (float)alpha, be = (float)beta;
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c->rows, c->cols, k, &al, (float *)a->data,
                  a->rs, a->cs, (float *)b->data, b->rs, b->cs, &be, (float *)c->data, c->rs, c->cs,
-                 NULL, rntm);
+                 cntx, rntm);
   } else {
     double al = alpha, be = beta;
     bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c->rows, c->cols, k, &al, (double *)a->data,
                  a->rs, a->cs, (double *)b->data, b->rs, b->cs, &be, (double *)c->data, c->rs,
-                 c->cs, NULL, rntm);
+                 c->cs, cntx, rntm);
   }
 }
 

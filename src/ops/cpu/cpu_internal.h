@@ -83,6 +83,13 @@ tg_status tg_cpu_normal(tg_tensor *out, uint64_t seed, uint64_t offset, double a
  * on, or that this CPU cannot execute: then BLIS must not be called. */
 tg_status tg_cpu_blis_ready(const char *op);
 
+/* GEMMs of at least this many multiply-adds may run a second kernel set (blis_kernels.c).
+ * Between the sizes measured (1M: the first set 2x faster; 28M: the second up to 1.7x). */
+#define TG_BLIS_LARGE_MIN_MACS ((int64_t)1 << 22)
+/* The BLIS context (a cntx_t *) for a GEMM of macs multiply-adds, after tg_cpu_blis_ready:
+ * NULL for BLIS's own. */
+void *tg_cpu_blis_context(int64_t macs);
+
 /* Sets BLIS's thread count to tg's default once, unless the user chose one (through
  * tg_set_num_threads or BLIS's environment variables). Called before every GEMM, after
  * tg_cpu_blis_ready. */

@@ -1,0 +1,240 @@
+/* gemm_engines: single-precision GEMM engines at the LLTM's own shapes, in one process.
+ *
+ * For each B x I x S, the five products the fused LLTM runs (forward X @ W^T, backward
+ * d_W = d_gates^T @ X from the transposed or the row-major d_gates, d_X = d_gates @ W from
+ * either layout), timed on every engine this machine has:
+ *   tg            tg_mm through the public API, grad mode off (output allocation included)
+ *   blis-<set>    BLIS's expert API with the context of one kernel set (haswell, zen3, skx
+ *                 where the CPU runs them): needs BLIS linked statically (TG_BLIS_STATIC)
+ *   openblas      cblas_sgemm of Debian's OpenBLAS (libopenblas0-openmp), when installed
+ *   mkl           cblas_sgemm of MKL's libmkl_rt (pip install mkl; path in TG_BENCH_MKL,
+ *                 default ${TMPDIR:-/tmp}/torchvenv/lib/libmkl_rt.so.{2,3}), when there
+ * Engines alternate in rounds; each number is the median over all rounds' iterations.
+ * Output: a table, and with --jsonl one JSON line per (size, product, engine).
+ *
+ *   gemm_engines [--sizes 16x32x128,...] [--iters N] [--rounds R] [--threads T] [--jsonl] */
+#define _GNU_SOURCE
+#include <blis.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tg/tg.h"
+#include "timing.h"
+
+typedef void (*cblas_sgemm_fn)(int, int, int, int, int, int, float, const float *, int,
+                               const float *, int, float, float *, int);
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+
+/* One product: C [m, n] row-major = A @ B, A and B given by element strides into buffers. */
+typedef struct product {
+  const char *name;
+  int64_t m, n, k;
+  int64_t a_rs, a_cs, b_rs, b_cs;
+} product;
+
+typedef struct engine {
+  char name[32];
+  cntx_t *cntx;         /* blis-<set> */
+  cblas_sgemm_fn cblas; /* openblas, mkl */
+  bool is_tg;
+} engine;
+
+#define MAX_ENGINES 8
+static engine engines[MAX_ENGINES];
+static int n_engines;
+static int threads = 1;
+
+static void add_engine(engine e) {
+  if (n_engines < MAX_ENGINES) engines[n_engines++] = e;
+}
+
+static void add_blis_sets(void) {
+#if TG_BLIS_CONTEXTS
+  bli_init();
+  static const struct {
+    arch_t id;
+    const char *name;
+  } sets[] = {{BLIS_ARCH_HASWELL, "haswell"}, {BLIS_ARCH_ZEN3, "zen3"}, {BLIS_ARCH_SKX, "skx"}};
+  for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+    /* tg's own check of what this CPU executes, through the one public door: skip sets
+     * whose instructions are missing (they would die of SIGILL). */
+    if (sets[i].id == BLIS_ARCH_SKX && !__builtin_cpu_supports("avx512f")) continue;
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) continue;
+    cntx_t **c = bli_gks_lookup_id(sets[i].id);
+    if (!c || !c[BLIS_NAT]) continue;
+    engine e = {.cntx = c[BLIS_NAT]};
+    snprintf(e.name, sizeof e.name, "blis-%s", sets[i].name);
+    add_engine(e);
+  }
+#else
+  fprintf(stderr, "# BLIS is linked as a shared library: no per-set engines\n");
+#endif
+}
+
+static void add_cblas(const char *name, const char *const *paths, const char *set_threads) {
+  for (const char *const *p = paths; *p; p++) {
+    void *h = dlopen(*p, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (!h) continue;
+    engine e = {.cblas = (cblas_sgemm_fn)dlsym(h, "cblas_sgemm")};
+    void (*set)(int) = (void (*)(int))dlsym(h, set_threads);
+    if (!e.cblas) continue;
+    if (set) set(threads);
+    snprintf(e.name, sizeof e.name, "%s", name);
+    add_engine(e);
+    return;
+  }
+  fprintf(stderr, "# %s not found (tried %s ...)\n", name, paths[0]);
+}
+
+static void run(const engine *e, const product *p, float *a, float *b, float *c, tg_tensor *ta,
+                tg_tensor *tb) {
+  if (e->is_tg) {
+    tg_scope s = tg_scope_begin();
+    if (!tg_mm(ta, tb)) {
+      fprintf(stderr, "gemm_engines: tg_mm: %s\n", tg_last_error_message());
+      exit(1);
+    }
+    tg_scope_end(s);
+  } else if (e->cblas) {
+    const bool a_rows = p->a_cs == 1, b_rows = p->b_cs == 1;
+    e->cblas(CBLAS_ROW_MAJOR, a_rows ? CBLAS_NO_TRANS : CBLAS_TRANS,
+             b_rows ? CBLAS_NO_TRANS : CBLAS_TRANS, (int)p->m, (int)p->n, (int)p->k, 1.0f, a,
+             (int)(a_rows ? p->a_rs : p->a_cs), b, (int)(b_rows ? p->b_rs : p->b_cs), 0.0f, c,
+             (int)p->n);
+  } else {
+    float one = 1, zero = 0;
+    rntm_t r = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(threads, &r);
+    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, p->m, p->n, p->k, &one, a, p->a_rs, p->a_cs,
+                 b, p->b_rs, p->b_cs, &zero, c, p->n, 1, e->cntx, &r);
+  }
+}
+
+/* A tg tensor over `data` with the given sizes and strides (a view of a flat tensor). */
+static tg_tensor *strided(tg_tensor *flat, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  return tg_as_strided(flat, 2, (int64_t[]){rows, cols}, (int64_t[]){rs, cs}, 0);
+}
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+static void bench_size(int64_t B, int64_t I, int64_t S, int iters, int rounds, bool jsonl) {
+  const int64_t K = S + I, G = 3 * S;
+  const product products[] = {
+      {"fwd X@W^T", B, G, K, K, 1, 1, K},    {"dW dGt@X", G, K, B, B, 1, K, 1},
+      {"dW dG^T@X", G, K, B, 1, G, K, 1},    {"dX dG@W", B, K, G, G, 1, K, 1},
+      {"dX (dGt)^T@W", B, K, G, 1, B, K, 1},
+  };
+  const int64_t elems = (G + B) * (K + G + B) + 4096; /* covers every operand above */
+  tg_options o = TG_OPTS_DEFAULT;                     /* F32 on the CPU */
+  tg_scope scope = tg_scope_begin();
+  tg_tensor *fa = tg_randn(1, (int64_t[]){elems}, o, NULL),
+            *fb = tg_randn(1, (int64_t[]){elems}, o, NULL);
+  tg_tensor *fc = tg_zeros(1, (int64_t[]){elems}, o);
+  if (!fa || !fb || !fc) {
+    fprintf(stderr, "gemm_engines: %s\n", tg_last_error_message());
+    exit(1);
+  }
+  float *a = tg_data_ptr(fa), *b = tg_data_ptr(fb), *c = tg_data_ptr(fc);
+  double *t = malloc(sizeof(double) * (size_t)(iters * rounds));
+  for (size_t pi = 0; pi < sizeof products / sizeof products[0]; pi++) {
+    const product *p = &products[pi];
+    tg_tensor *ta = strided(fa, p->m, p->k, p->a_rs, p->a_cs);
+    tg_tensor *tb = strided(fb, p->k, p->n, p->b_rs, p->b_cs);
+    double med[MAX_ENGINES];
+    double *all = malloc(sizeof(double) * (size_t)(iters * rounds * n_engines));
+    for (int e = 0; e < n_engines; e++) run(&engines[e], p, a, b, c, ta, tb); /* warm up */
+    for (int r = 0; r < rounds; r++)
+      for (int e = 0; e < n_engines; e++)
+        for (int i = 0; i < iters; i++) {
+          double t0 = tg_bench_now_us();
+          run(&engines[e], p, a, b, c, ta, tb);
+          all[(e * rounds + r) * iters + i] = tg_bench_now_us() - t0;
+        }
+    int best = 0;
+    for (int e = 0; e < n_engines; e++) {
+      memcpy(t, all + e * rounds * iters, sizeof(double) * (size_t)(iters * rounds));
+      qsort(t, (size_t)(iters * rounds), sizeof(double), cmp_double);
+      med[e] = t[iters * rounds / 2];
+      if (med[e] < med[best]) best = e;
+    }
+    const double flop = 2.0 * (double)p->m * (double)p->n * (double)p->k;
+    printf("%4lldx%5lldx%5lld %-13s m%5lld n%5lld k%5lld |", (long long)B, (long long)I,
+           (long long)S, p->name, (long long)p->m, (long long)p->n, (long long)p->k);
+    for (int e = 0; e < n_engines; e++) {
+      printf(" %s %9.1f us %5.1f GF%s |", engines[e].name, med[e], flop / med[e] / 1e3,
+             e == best ? "*" : " ");
+      if (jsonl)
+        fprintf(stderr,
+                "{\"batch\": %lld, \"features\": %lld, \"state\": %lld, \"product\": \"%s\", "
+                "\"engine\": \"%s\", \"threads\": %d, \"us\": %.3f, \"gflops\": %.2f}\n",
+                (long long)B, (long long)I, (long long)S, p->name, engines[e].name, threads, med[e],
+                flop / med[e] / 1e3);
+    }
+    printf(" tg/best %.2f\n", med[0] / med[best]);
+    free(all);
+  }
+  free(t);
+  tg_scope_end(scope);
+}
+
+int main(int argc, char **argv) {
+  const char *sizes = "16x32x128,64x1024x128,128x256x512,256x1024x1024";
+  int iters = 20, rounds = 3;
+  bool jsonl = false;
+  for (int i = 1; i < argc; i++) {
+    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(argv[i], "--sizes") && next)
+      sizes = argv[++i];
+    else if (!strcmp(argv[i], "--iters") && next)
+      iters = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--rounds") && next)
+      rounds = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--threads") && next)
+      threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--jsonl"))
+      jsonl = true;
+    else {
+      fprintf(stderr, "usage: gemm_engines [--sizes BxIxS,...] [--iters N] [--rounds R] "
+                      "[--threads T] [--jsonl]\n");
+      return 2;
+    }
+  }
+  if (iters < 1 || rounds < 1 || threads < 1) {
+    fprintf(stderr, "gemm_engines: --iters, --rounds and --threads must be at least 1\n");
+    return 2;
+  }
+  tg_set_num_threads(threads);
+  tg_set_grad_enabled(false);
+  setenv("MKL_THREADING_LAYER", "GNU", 0); /* MKL on the same OpenMP runtime as the rest */
+  add_engine((engine){.name = "tg", .is_tg = true});
+  add_blis_sets();
+  static const char *const openblas[] = {
+      "/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0", "libopenblas.so.0", NULL};
+  add_cblas("openblas", openblas, "openblas_set_num_threads");
+  char mkl2[512], mkl3[512];
+  const char *venv = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  snprintf(mkl2, sizeof mkl2, "%s/torchvenv/lib/libmkl_rt.so.2", venv);
+  snprintf(mkl3, sizeof mkl3, "%s/torchvenv/lib/libmkl_rt.so.3", venv);
+  const char *mkl[] = {getenv("TG_BENCH_MKL") ? getenv("TG_BENCH_MKL") : mkl3, mkl3, mkl2, NULL};
+  add_cblas("mkl", mkl, "MKL_Set_Num_Threads");
+  printf("# sgemm, %d thread(s), median us over %d rounds x %d iterations; tg runs %s%s%s\n",
+         threads, rounds, iters, tg_blis_kernels(), tg_blis_large_kernels() ? " + large: " : "",
+         tg_blis_large_kernels() ? tg_blis_large_kernels() : "");
+  for (const char *p = sizes; *p;) {
+    long long B, I, S;
+    int used = 0;
+    if (sscanf(p, "%lldx%lldx%lld%n", &B, &I, &S, &used) != 3 || B < 1 || I < 1 || S < 1) {
+      fprintf(stderr, "gemm_engines: bad size list '%s' (BxIxS,...)\n", sizes);
+      return 2;
+    }
+    bench_size(B, I, S, iters, rounds, jsonl);
+    p += used;
+    if (*p == ',') p++;
+  }
+  return 0;
+}
