@@ -265,8 +265,9 @@ def main():
                 f.write(json.dumps(r) + "\n")
     table = best_of_rounds(rows)
     md = args.markdown
+    measured = {r["column"] for r in rows}
     peer_cols = [peer_column(peer, i) for peer in peers for i in peer["impls"]
-                 if peer_column(peer, i) not in skipped]
+                 if peer_column(peer, i) in measured]
     pt2 = max((peer for peer in peers if peer["major"] >= 2), key=lambda q: version_key(q["version"]),
               default=None)
     eager2 = peer_column(pt2, "eager") if pt2 else None
@@ -283,7 +284,7 @@ def main():
         print(f"{peer['label']}: torch {peer['version']} ({peer['python']}), BLAS "
               f"{peer.get('blas') or '?'}{extra}")
     for col, why in sorted(skipped.items()):
-        print(f"{col}: skipped: {why}")
+        print(f"{col}: skipped{' at some points' if col in measured else ''}: {why}")
     print(f"command: {' '.join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])}")
     print(f"F32, CPU; median µs forward / backward over {args.iters} iterations, best of "
           f"{args.rounds} alternating round(s)\n")
@@ -310,7 +311,7 @@ def main():
                                 ("3", r3, r3 is None or r3 >= GOAL_COMPOSED_VS_EAGER)):
             if not ok:
                 missed.append(goal)
-                misses[goal].append(f"{name} ({value:.2f})")
+                misses[goal].append(f"{name} ({value:.3f})")
         out.append([size_name(b, f, s, md), str(thr), mode, pair(fused), pair(comp), pair(gemms)]
                    + [pair(t.get(c)) for c in peer_cols]
                    + [best or "-", fmt_ratio(r1), fmt_ratio(r3), fmt_ratio(r2, ""),
@@ -333,7 +334,7 @@ def main():
             missed = [c.replace("tg_", "") for c in TG_IMPLS[:2]
                       if ups[c] is not None and ups[c] < need]
             for c in missed:
-                misses["4"].append(f"{size_name(b, f, s, md)} {mode} {c} ({ups['tg_' + c]:.2f}, "
+                misses["4"].append(f"{size_name(b, f, s, md)} {mode} {c} ({ups['tg_' + c]:.3f}, "
                                    f"needs {need})")
             out.append([size_name(b, f, s, md), mode] + [fmt_ratio(ups[c]) for c in cols]
                        + [",".join(missed) or "-"])
