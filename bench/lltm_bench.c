@@ -13,9 +13,12 @@
  *                with grad mode off (the output's allocation, no elementwise work, no
  *                tape): the floor the fused op is measured against
  * with forward_us, backward_us (medians) and, for the first two, saved_bytes: what the
- * graph keeps for backward beyond the five inputs (tg_graph_saved_bytes).
+ * graph keeps for backward beyond the five inputs (tg_graph_saved_bytes), and on the CPU
+ * rss_growth_bytes: the process's peak resident memory during the run over its resident
+ * memory just before the first forward (see tg_bench_rss below).
  *
  *   lltm_bench [--iters N] [--threads 1,2] [--modes params,all] [--device cpu|cuda]
+ *              [--impls composed,fused,gemms]
  *              [--sizes 16x32x128,64x1024x128,128x256x512,256x1024x1024]
  *
  * On CUDA every timed span is measured with events on tg's stream (tg_cuda_timer). */
@@ -24,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "tg/tg.h"
 #include "timing.h"
@@ -36,10 +40,14 @@ typedef struct options {
   int n_threads, threads[MAX_LIST];
   int n_modes;
   bool all_grads[2];
+  bool impls[3]; /* indexed by IMPL_* */
   int n_sizes;
   int64_t sizes[MAX_LIST][3];
   tg_device device;
 } options;
+
+enum { IMPL_COMPOSED, IMPL_FUSED, IMPL_GEMMS };
+static const char *const impl_names[] = {"tg_composed", "tg_fused", "tg_gemms"};
 
 /* The device every tensor of the run lives on (set once from --device). */
 static tg_device bench_device;
@@ -52,7 +60,7 @@ static bool parse_int_list(const char *text, int *out, int *n) {
   while (*p && *n < MAX_LIST) {
     char *end;
     long v = strtol(p, &end, 10);
-    if (end == p || v < 1 || v > 4096 || (*end && *end != ',')) return false;
+    if (end == p || v < 1 || v > 4096 || (*end && (*end != ',' || !end[1]))) return false;
     out[(*n)++] = (int)v;
     p = *end ? end + 1 : end;
   }
@@ -70,7 +78,7 @@ static bool parse_sizes(const char *text, options *o) {
     o->sizes[o->n_sizes][0] = b, o->sizes[o->n_sizes][1] = f, o->sizes[o->n_sizes][2] = s;
     o->n_sizes++;
     p += used;
-    if (*p == ',')
+    if (*p == ',' && p[1])
       p++;
     else if (*p)
       return false;
@@ -78,10 +86,19 @@ static bool parse_sizes(const char *text, options *o) {
   return o->n_sizes > 0 && !*p;
 }
 
+/* A comma-separated list strtok can split without dropping an empty item ("a,,b", "a,"). */
+static bool well_formed_list(const char *text, char *buf, size_t size) {
+  const size_t n = strlen(text);
+  if (n == 0 || n >= size || text[0] == ',' || text[n - 1] == ',' || strstr(text, ",,"))
+    return false;
+  memcpy(buf, text, n + 1);
+  return true;
+}
+
 static bool parse_modes(const char *text, options *o) {
   o->n_modes = 0;
   char buf[64];
-  snprintf(buf, sizeof buf, "%s", text);
+  if (!well_formed_list(text, buf, sizeof buf)) return false;
   for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
     if (o->n_modes == 2 || (strcmp(tok, "params") && strcmp(tok, "all"))) return false;
     o->all_grads[o->n_modes++] = strcmp(tok, "all") == 0;
@@ -89,21 +106,43 @@ static bool parse_modes(const char *text, options *o) {
   return o->n_modes > 0;
 }
 
+/* "fused,composed": the names without their "tg_" prefix, each at most once. */
+static bool parse_impls(const char *text, options *o) {
+  memset(o->impls, 0, sizeof o->impls);
+  char buf[64];
+  if (!well_formed_list(text, buf, sizeof buf)) return false;
+  int n = 0;
+  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    int found = -1;
+    for (int i = 0; i < 3; i++)
+      if (strcmp(tok, impl_names[i] + 3) == 0) found = i;
+    if (found < 0 || o->impls[found]) return false;
+    o->impls[found] = true;
+    n++;
+  }
+  return n > 0;
+}
+
 static int parse_args(int argc, char **argv, options *o) {
   *o = (options){.iters = 100};
   parse_int_list("1,2", o->threads, &o->n_threads);
   parse_modes("params,all", o);
+  parse_impls("composed,fused,gemms", o);
   parse_sizes(default_sizes, o);
   for (int i = 1; i < argc; i += 2) { /* every flag takes a value */
     const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
     bool ok = value != NULL;
     if (ok && strcmp(flag, "--iters") == 0) {
-      o->iters = atoi(value);
-      ok = o->iters >= 1;
+      char *end;
+      long v = strtol(value, &end, 10);
+      ok = end != value && !*end && v >= 1 && v <= 1000000;
+      o->iters = (int)v;
     } else if (ok && strcmp(flag, "--threads") == 0) {
       ok = parse_int_list(value, o->threads, &o->n_threads);
     } else if (ok && strcmp(flag, "--modes") == 0) {
       ok = parse_modes(value, o);
+    } else if (ok && strcmp(flag, "--impls") == 0) {
+      ok = parse_impls(value, o);
     } else if (ok && strcmp(flag, "--sizes") == 0) {
       ok = parse_sizes(value, o);
     } else if (ok && strcmp(flag, "--device") == 0) {
@@ -113,7 +152,7 @@ static int parse_args(int argc, char **argv, options *o) {
       fprintf(
           stderr,
           "usage: lltm_bench [--iters N] [--threads 1,2] [--modes params,all] [--device cpu|cuda]\n"
-          "                  [--sizes BxFxS,...] (default %s)\n",
+          "                  [--impls composed,fused,gemms] [--sizes BxFxS,...] (default %s)\n",
           default_sizes);
       return strcmp(flag, "--help") == 0 ? 2 : 1;
     }
@@ -123,6 +162,58 @@ static int parse_args(int argc, char **argv, options *o) {
     }
   }
   return 0;
+}
+
+/* ---- memory ----
+ *
+ * The peak resident memory of one implementation's run, forward and backward, as growth over
+ * what the process holds just before its first forward (inputs made, libraries loaded). On
+ * Linux the process's high-water mark is reset first (writing 5 to /proc/self/clear_refs sets
+ * VmHWM to the current VmRSS), so the growth is this run's peak even after larger runs in the
+ * same process: VmHWM after the last step minus VmRSS before the first. It counts what a step
+ * really costs: the outputs, what the graph saves, temporaries, the leaves' .grad buffers and
+ * pages the allocator kept from earlier steps only as far as they are touched again. Without
+ * the reset it falls back to ru_maxrss before and after, which is only this run's peak when no
+ * earlier run in the process went higher: bench/compare.py --rss runs one per process. */
+typedef struct tg_bench_rss {
+  bool reset;      /* the high-water mark was reset: VmHWM is this run's */
+  long long start; /* kB: VmRSS (reset) or ru_maxrss before the first forward; -1 unknown */
+} tg_bench_rss;
+
+/* A "Name:   123 kB" field of /proc/self/status in kB, or -1. */
+static long long proc_status_kb(const char *name) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long long kb = -1;
+  const size_t n = strlen(name);
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, name, n) == 0 && line[n] == ':') {
+      if (sscanf(line + n + 1, "%lld", &kb) != 1) kb = -1;
+      break;
+    }
+  fclose(f);
+  return kb;
+}
+
+static long long max_rss_kb(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? (long long)ru.ru_maxrss : -1;
+}
+
+static void tg_bench_rss_start(tg_bench_rss *r) {
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  r->reset = f && fputs("5", f) >= 0;
+  if (f && fclose(f) != 0) r->reset = false;
+  r->start = r->reset ? proc_status_kb("VmRSS") : max_rss_kb();
+  if (r->start < 0) r->reset = false, r->start = max_rss_kb();
+}
+
+/* Bytes, or -1 when a reading failed. */
+static int64_t tg_bench_rss_growth(const tg_bench_rss *r) {
+  const long long peak = r->reset ? proc_status_kb("VmHWM") : max_rss_kb();
+  if (r->start < 0 || peak < 0) return -1;
+  return (int64_t)(peak > r->start ? peak - r->start : 0) * 1024;
 }
 
 /* ---- timing ---- */
@@ -155,10 +246,8 @@ static void check(bool ok, const char *what) {
 typedef struct result {
   double forward_us, backward_us;
   int64_t saved_bytes;
+  int64_t rss_growth_bytes; /* -1: unknown */
 } result;
-
-enum { IMPL_COMPOSED, IMPL_FUSED, IMPL_GEMMS };
-static const char *const impl_names[] = {"tg_composed", "tg_fused", "tg_gemms"};
 
 /* The GEMMs of the fused op alone, on its operand layouts: forward gates = X @ W^T;
  * backward d_weights = d_gates_t @ X (d_gates stored transposed) and, with all gradients,
@@ -200,6 +289,8 @@ static result time_impl(int impl, tg_tensor *const in[5], bool all_grads, int it
   check(fwd && bwd, "malloc");
   result r = {0};
   const gemm_buffers g = impl == IMPL_GEMMS ? gemm_buffers_for(in) : (gemm_buffers){0};
+  tg_bench_rss rss;
+  tg_bench_rss_start(&rss);
   for (int i = 0; i < warmup + iters; i++) {
     tg_scope sc = tg_scope_begin();
     tg_tensor *h = NULL, *c = NULL;
@@ -230,6 +321,7 @@ static result time_impl(int impl, tg_tensor *const in[5], bool all_grads, int it
       bwd[i - warmup] = backward_us;
     }
   }
+  r.rss_growth_bytes = tg_bench_rss_growth(&rss);
   r.forward_us = tg_bench_median(fwd, iters);
   r.backward_us = tg_bench_median(bwd, iters);
   free(fwd);
@@ -271,6 +363,7 @@ int main(int argc, char **argv) {
     for (int s = 0; s < o.n_sizes; s++) {
       for (int m = 0; m < o.n_modes; m++) {
         for (int impl = 0; impl < 3; impl++) {
+          if (!o.impls[impl]) continue;
           tg_scope sc = tg_scope_begin();
           tg_tensor *in[5];
           make_inputs(o.sizes[s], o.all_grads[m], in);
@@ -284,6 +377,8 @@ int main(int argc, char **argv) {
                  tg_device_type_name(o.device.type), tg_blis_kernels(), r.forward_us,
                  r.backward_us);
           if (impl != IMPL_GEMMS) printf("\"saved_bytes\": %lld, ", (long long)r.saved_bytes);
+          if (impl != IMPL_GEMMS && o.device.type == TG_CPU && r.rss_growth_bytes >= 0)
+            printf("\"rss_growth_bytes\": %lld, ", (long long)r.rss_growth_bytes);
           printf("\"iters\": %d}\n", o.iters);
           fflush(stdout);
         }

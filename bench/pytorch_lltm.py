@@ -7,18 +7,29 @@ gradients accumulating across iterations as in the tutorial. F32 on the CPU. One
 process per thread count, with OMP/OPENBLAS/MKL_NUM_THREADS set before torch is imported.
 
 Modes: "params" (only weights and bias require grad, the tutorial's benchmark) and "all"
-(input, h and C require grad too). Output: one JSON line per (size, threads, mode) with the
-median forward and backward time in microseconds over --iters timed iterations.
+(input, h and C require grad too). Implementations (--impl, comma-separated):
+  eager     the module as written                                   impl "pytorch_eager"
+  compiled  torch.compile(module, dynamic=False) (inductor, CPU)     impl "pytorch_compiled"
+The compiled module is compiled afresh per (size, mode) (torch._dynamo.reset()): its first
+forward+backward, which compiles both graphs, is timed on its own and reported as
+"compile_s"; then at least 10 untimed iterations, then the timed ones.
 
-Run with Debian's torch (apt-get install python3-torch):
-  /usr/bin/python3 bench/pytorch_lltm.py --iters 100 --threads 1 --sizes 16x32x128
-Without torch it prints one {"impl": "pytorch", "skipped": ...} line and exits 0.
+Output: one JSON line per (size, threads, mode, impl) with the median forward and backward
+time in microseconds over --iters timed iterations, "torch" (torch.__version__) and "blas"
+(BLAS_INFO from torch.__config__.show(), with the library libblas.so.3 resolves to when it
+is Debian's "generic"). An implementation that cannot run prints a line with "skipped" (the
+reason) instead: torch missing, torch.compile missing (PyTorch 1.x) or failing (no C++
+compiler, ...). The exit status is 0 then.
+
+  /tmp/torchvenv/bin/python bench/pytorch_lltm.py --impl eager,compiled --threads 1 --iters 100
+  /usr/bin/python3 bench/pytorch_lltm.py --iters 100 --threads 1 --sizes 16x32x128  # Debian's
 """
 import argparse
 import importlib.util
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -27,9 +38,38 @@ import time
 DEFAULT_SIZES = "16x32x128,64x1024x128,128x256x512,256x1024x1024"
 
 
-def skip(reason):
-    print(json.dumps({"impl": "pytorch", "skipped": reason}), flush=True)
+IMPLS = ("eager", "compiled")
+
+
+def skipped(impl, reason, **fields):
+    print(json.dumps({"impl": "pytorch_" + impl, "skipped": reason, **fields}), flush=True)
+
+
+def skip_all(impls, reason):
+    for impl in impls:
+        skipped(impl, reason)
     sys.exit(0)
+
+
+def blas_of(torch):
+    """BLAS_INFO from the build configuration; for "generic" also the libblas it loaded."""
+    try:
+        config = torch.__config__.show()
+    except Exception:
+        return None
+    m = re.search(r"BLAS_INFO=([^,\s]+)", config)
+    blas = m.group(1) if m else ("mkl" if "Math Kernel Library" in config else None)
+    if blas == "generic":
+        torch.mm(torch.ones(4, 4), torch.ones(4, 4))  # loads the BLAS if it is lazy
+        try:
+            with open("/proc/self/maps") as f:
+                libs = sorted({line.split()[-1] for line in f
+                               if re.search(r"lib(blas|blis|openblas|mkl)", line)})
+            if libs:
+                blas += " (" + ", ".join(os.path.realpath(lib) for lib in libs) + ")"
+        except OSError:
+            pass
+    return blas
 
 
 def parse_sizes(text):
@@ -60,15 +100,32 @@ def parse_modes(text):
     return modes
 
 
+def parse_impls(text):
+    impls = text.split(",")
+    for i in impls:
+        if i not in IMPLS:
+            raise argparse.ArgumentTypeError(f"impl {i!r} is not one of {', '.join(IMPLS)}")
+    if len(set(impls)) != len(impls):
+        raise argparse.ArgumentTypeError(f"{text!r} names an implementation twice")
+    return impls
+
+
 def worker(args, threads):
     """Runs in a child process whose environment already fixes the thread count."""
     try:
         import torch
     except Exception as e:  # ImportError, or a broken installation
-        skip(f"import torch failed: {e}")
+        skip_all(args.impl, f"import torch failed: {e}")
 
     torch.set_num_threads(threads)
-    print(f"# torch {torch.__version__}, {torch.get_num_threads()} thread(s)", file=sys.stderr)
+    common = {"torch": torch.__version__, "blas": blas_of(torch)}
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} thread(s), "
+          f"BLAS {common['blas']}", file=sys.stderr)
+    impls = list(args.impl)
+    if "compiled" in impls and not hasattr(torch, "compile"):
+        skipped("compiled", f"torch {torch.__version__} has no torch.compile", threads=threads,
+                **common)
+        impls.remove("compiled")
 
     class LLTM(torch.nn.Module):
         def __init__(self, input_features, state_size):
@@ -100,31 +157,52 @@ def worker(args, threads):
             new_h = torch.tanh(new_cell) * output_gate
             return new_h, new_cell
 
+    def step(rnn, X, h, C):
+        t0 = time.perf_counter_ns()
+        new_h, new_C = rnn(X, (h, C))
+        t1 = time.perf_counter_ns()
+        (new_h.sum() + new_C.sum()).backward()
+        t2 = time.perf_counter_ns()
+        return (t1 - t0) / 1e3, (t2 - t1) / 1e3
+
     torch.manual_seed(0)
     for batch, features, state in args.sizes:
         for mode in args.modes:
-            inputs_grad = mode == "all"
-            X = torch.randn(batch, features, requires_grad=inputs_grad)
-            h = torch.randn(batch, state, requires_grad=inputs_grad)
-            C = torch.randn(batch, state, requires_grad=inputs_grad)
-            rnn = LLTM(features, state)
-            fwd, bwd = [], []
-            for i in range(args.warmup + args.iters):
-                t0 = time.perf_counter_ns()
-                new_h, new_C = rnn(X, (h, C))
-                t1 = time.perf_counter_ns()
-                (new_h.sum() + new_C.sum()).backward()
-                t2 = time.perf_counter_ns()
-                if i >= args.warmup:
-                    fwd.append((t1 - t0) / 1e3)
-                    bwd.append((t2 - t1) / 1e3)
-            print(json.dumps({
-                "impl": "pytorch", "batch": batch, "features": features, "state": state,
-                "threads": threads, "mode": mode,
-                "forward_us": round(statistics.median(fwd), 3),
-                "backward_us": round(statistics.median(bwd), 3),
-                "iters": args.iters,
-            }), flush=True)
+            for impl in impls:
+                point = {"batch": batch, "features": features, "state": state,
+                         "threads": threads, "mode": mode}
+                inputs_grad = mode == "all"
+                X = torch.randn(batch, features, requires_grad=inputs_grad)
+                h = torch.randn(batch, state, requires_grad=inputs_grad)
+                C = torch.randn(batch, state, requires_grad=inputs_grad)
+                rnn = LLTM(features, state)
+                extra, warmup = {}, args.warmup
+                if impl == "compiled":
+                    # A fresh cache per point: no recompilation limit reached, no dynamic
+                    # shapes guessed from earlier sizes, and compile_s is this point's.
+                    try:
+                        torch._dynamo.reset()
+                        rnn = torch.compile(rnn, backend="inductor", dynamic=False)
+                        t0 = time.perf_counter()
+                        step(rnn, X, h, C)
+                        extra["compile_s"] = round(time.perf_counter() - t0, 3)
+                    except Exception as e:  # no C++ compiler, unsupported platform, ...
+                        reason = f"torch.compile failed: {type(e).__name__}: {e}"
+                        skipped(impl, reason.splitlines()[0][:500], **point, **common)
+                        continue
+                    warmup = max(warmup, 10)
+                fwd, bwd = [], []
+                for i in range(warmup + args.iters):
+                    f, b = step(rnn, X, h, C)
+                    if i >= warmup:
+                        fwd.append(f)
+                        bwd.append(b)
+                print(json.dumps({
+                    "impl": "pytorch_" + impl, **point,
+                    "forward_us": round(statistics.median(fwd), 3),
+                    "backward_us": round(statistics.median(bwd), 3),
+                    "iters": args.iters, **extra, **common,
+                }), flush=True)
 
 
 def main():
@@ -138,6 +216,8 @@ def main():
                    help=f"comma-separated BATCHxFEATURESxSTATE (default {DEFAULT_SIZES})")
     p.add_argument("--modes", type=parse_modes, default=["params", "all"],
                    help="comma-separated: params (tutorial), all (default params,all)")
+    p.add_argument("--impl", type=parse_impls, default=["eager"],
+                   help="comma-separated: eager, compiled (torch.compile) (default eager)")
     p.add_argument("--worker", type=int, metavar="THREADS", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.iters < 1:
@@ -149,8 +229,8 @@ def main():
         worker(args, args.worker)
         return
     if importlib.util.find_spec("torch") is None:
-        skip(f"torch is not installed for {sys.executable} (Debian: apt-get install python3-torch, "
-             "then run with /usr/bin/python3)")
+        skip_all(args.impl, f"torch is not installed for {sys.executable} (Debian: apt-get "
+                 "install python3-torch, then run with /usr/bin/python3)")
 
     for threads in args.threads:
         env = dict(os.environ)
@@ -159,13 +239,13 @@ def main():
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", str(threads),
                "--iters", str(args.iters), "--warmup", str(args.warmup),
                "--sizes", ",".join("x".join(map(str, s)) for s in args.sizes),
-               "--modes", ",".join(args.modes)]
+               "--modes", ",".join(args.modes), "--impl", ",".join(args.impl)]
         out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
         sys.stdout.write(out.stdout)
         sys.stdout.flush()
         if out.returncode != 0:
             sys.exit(out.returncode)
-        if '"skipped"' in out.stdout:
+        if '"import torch failed' in out.stdout:
             return
 
 
