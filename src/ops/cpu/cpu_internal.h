@@ -13,12 +13,21 @@
 #include "ops/coalesce.h"
 #include "tensor/tensor_impl.h"
 
-/* Element counts from which loops fork an OpenMP team. Below them the fork/join costs
- * more than it saves on 2 cores (a cheap affine pass over 32768 floats takes ~3 us on one
- * thread), and far more when another process holds the second core. Loops whose elements
- * each call libm (exp, tanh, Philox...) cost ~3 ns per element and pay off sooner. */
-#define TG_CPU_PARALLEL_MIN 32768
-#define TG_CPU_PARALLEL_MIN_TRANSCENDENTAL 16384
+/* Element counts from which loops fork an OpenMP team, per kind of pass, measured with
+ * bench/parallel_thresholds.c (F32, 2 cores, 50 us of one-thread work before each pass, as
+ * in a training step, so the team wakes cold: a fork/join costs 2-4 us). 1-thread time over
+ * 2-thread time:
+ *   memory-bound (add, copy, fill, cheap unary, gather): 0.65 at 32768, 1.00-1.14 at
+ *     65536, 1.5 at 131072;
+ *   reductions (sum over a dim): 1.08 at 32768, 1.5-2.3 at 65536;
+ *   libm per element (exp, tanh, Philox...): 1.5-2.0 from 4096.
+ * Below a threshold the fork costs more than it saves; and when another process holds the
+ * second core a team waits for it (up to a scheduler time slice), which is why they err
+ * on the high side. The fused LLTM's passes have their own (cpu_lltm.c), as do GEMMs
+ * (cpu_gemm.c). */
+#define TG_CPU_PARALLEL_MIN 131072
+#define TG_CPU_PARALLEL_MIN_REDUCE 65536
+#define TG_CPU_PARALLEL_MIN_TRANSCENDENTAL 8192
 
 /* ---- the strided-loop driver ----
  * An iteration over the elements of up to TG_CPU_MAX_OPERANDS operands of the same

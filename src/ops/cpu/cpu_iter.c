@@ -1,5 +1,7 @@
 /* The strided-loop driver: the (parallel) walk over rows of a coalesced iteration. */
 #include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
 
 #include "ops/cpu/cpu_internal.h"
 
@@ -55,7 +57,21 @@ static void run_range(const tg_cpu_iter *it, int64_t begin, int64_t end, tg_cpu_
   }
 }
 
+/* TG_CPU_PARALLEL_MIN, when set to a number, replaces every pass's threshold: for
+ * measuring where a second thread pays (bench/parallel_thresholds.c). Read once. */
+static int64_t threshold_override = -2; /* -2: not read yet; -1: unset */
+static pthread_once_t override_once = PTHREAD_ONCE_INIT;
+
+static void read_override(void) {
+  const char *v = getenv("TG_CPU_PARALLEL_MIN");
+  char *end = NULL;
+  long long n = v ? strtoll(v, &end, 10) : -1;
+  threshold_override = v && end != v && *end == '\0' && n >= 0 ? (int64_t)n : -1;
+}
+
 bool tg_cpu_should_parallelize(int64_t numel, int64_t min_numel) {
+  pthread_once(&override_once, read_override);
+  if (threshold_override >= 0) min_numel = threshold_override;
   return numel >= min_numel && !omp_in_parallel() && omp_get_max_threads() > 1;
 }
 

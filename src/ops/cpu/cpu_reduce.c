@@ -173,7 +173,7 @@ static tg_status sum_dim(const reduce_kind_info *k, tg_tensor *out, const tg_ten
   tg_cpu_iter_init(&it, x->ndim, sizes, 2, ops);
   reduce_ctx ctx = {x->sizes[dim], x->strides[dim]};
   const bool parallel =
-      it.numel > 1 && tg_cpu_should_parallelize(tg_cpu_numel(x), TG_CPU_PARALLEL_MIN);
+      it.numel > 1 && tg_cpu_should_parallelize(tg_cpu_numel(x), TG_CPU_PARALLEL_MIN_REDUCE);
   tg_cpu_iter_run(&it, k->rows[x->dtype == TG_F32 ? 0 : 1], &ctx, parallel);
   return TG_OK;
 }
@@ -198,7 +198,7 @@ static tg_status select_dim(const reduce_kind_info *k, tg_tensor *values, tg_ten
   tg_cpu_iter_init(&it, x->ndim, sizes, 3, ops);
   reduce_ctx ctx = {x->sizes[dim], x->strides[dim]};
   const bool parallel =
-      it.numel > 1 && tg_cpu_should_parallelize(tg_cpu_numel(x), TG_CPU_PARALLEL_MIN);
+      it.numel > 1 && tg_cpu_should_parallelize(tg_cpu_numel(x), TG_CPU_PARALLEL_MIN_REDUCE);
   tg_cpu_iter_run(&it, k->rows[x->dtype == TG_F32 ? 0 : 1], &ctx, parallel);
   return TG_OK;
 }
