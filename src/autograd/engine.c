@@ -165,6 +165,28 @@ static tg_tensor *guard_once_differentiable(const tg_tensor *g, const char *op_n
   return out;
 }
 
+/* After a backward: the .grad it added into changed (version bump) and is unlocked. A
+ * backward that both took input i's destination and returned a gradient for it would have
+ * that gradient counted twice: an error. */
+static tg_status release_destinations(const char *name, tg_node *node, tg_tensor **grad_inputs,
+                                      tg_status st) {
+  tg_ctx *ctx = &node->ctx;
+  for (int i = 0; ctx->destinations && i < ctx->n_inputs; i++) {
+    if (!((ctx->destinations >> i) & 1)) continue;
+    ctx->destinations &= ~((uint64_t)1 << i);
+    tg_tensor *leaf = node->edges[i].leaf;
+    tg__bump_version(leaf->grad);
+    tg__grad_unlock(leaf);
+    if (st == TG_OK && grad_inputs[i])
+      st = tg_set_error(TG_ERR_STATE,
+                        "%s: backward of %s added input %d's gradient into its .grad and also "
+                        "returned one",
+                        name, ctx->op->name, i);
+  }
+  ctx->accumulating = false;
+  return st;
+}
+
 static tg_status run_node(const char *name, tg_node *node, const tg_backward_options *opts,
                           bool accumulate_leaves, tg_tensor **grad_inputs) {
   tg_ctx *ctx = &node->ctx;
@@ -181,7 +203,9 @@ static tg_status run_node(const char *name, tg_node *node, const tg_backward_opt
   }
   bool record = opts->create_graph && !once;
   bool was = tg_set_grad_enabled(record);
+  ctx->accumulating = accumulate_leaves && !opts->create_graph;
   st = op->backward(ctx, (const tg_tensor *const *)node->grads, grad_inputs);
+  st = release_destinations(name, node, grad_inputs, st);
   tg_set_grad_enabled(was);
   if (st != TG_OK) return st;
   for (int i = 0; i < ctx->n_inputs; i++) {

@@ -29,3 +29,4 @@ static pthread_mutex_t *stripe_of(const tg_tensor *t) {
 
 void tg__grad_lock(const tg_tensor *t) { pthread_mutex_lock(stripe_of(t)); }
 void tg__grad_unlock(const tg_tensor *t) { pthread_mutex_unlock(stripe_of(t)); }
+bool tg__grad_trylock(const tg_tensor *t) { return pthread_mutex_trylock(stripe_of(t)) == 0; }

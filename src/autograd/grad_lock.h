@@ -11,5 +11,8 @@
  * grad lock (the accumulation itself, the grad swap). */
 void tg__grad_lock(const tg_tensor *t);
 void tg__grad_unlock(const tg_tensor *t);
+/* Takes t's lock only if it is free (false: held, by another thread or this one); the one
+ * way to hold a stripe while taking another, since it never waits. */
+bool tg__grad_trylock(const tg_tensor *t);
 
 #endif

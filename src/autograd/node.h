@@ -48,6 +48,11 @@ struct tg_ctx {
   void (*free_data)(void *);
   bool materialize_grads;
   bool released; /* saved tensors freed by a backward without retain_graph */
+  /* While the engine runs this node's backward into leaves' .grad without create_graph:
+   * which inputs' .grad the backward took as its destination (tg__ctx_grad_destination),
+   * each holding that leaf's grad lock until the backward returns. */
+  bool accumulating;
+  uint64_t destinations;
 };
 
 struct tg_node {

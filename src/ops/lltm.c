@@ -22,6 +22,7 @@
  * when both old_h and input need a gradient (else only the block needed). Nothing is
  * computed for an input that needs no gradient. The backward is not itself differentiable
  * (TG_OP_ONCE_DIFFERENTIABLE). */
+#include "autograd/grad_destination.h"
 #include "ops/backend.h"
 #include "ops/lltm_internal.h"
 #include "ops/registry.h"
@@ -241,13 +242,16 @@ tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **g
   if (st != TG_OK) return st;
 
   /* d_weights = d_gates^T @ X, X = [old_h, input] rebuilt: one GEMM packs d_gates once
-   * (two GEMMs into d_weights' column blocks took up to 1.7x longer). */
+   * (two GEMMs into d_weights' column blocks took up to 1.7x longer). When weights is a
+   * leaf with a .grad already, the GEMM adds into it (beta 1) rather than writing a new
+   * tensor for the engine to add: one pass over [3S, S+I] and its allocation saved. */
   tg_tensor *d_w = NULL;
   if (need_w) {
-    d_w = matrix_like(gates, 3 * S, S + I);
+    tg_tensor *into = tg__ctx_grad_destination(ctx, IN_WEIGHTS);
+    d_w = into ? NULL : matrix_like(gates, 3 * S, S + I);
     tg_tensor *X = concat_x(be, old_h, input);
-    if (!d_w || !X) return tg_last_error();
-    if ((st = be->gemm(d_w, d_gates_t, X, 1.0, 0.0)) != TG_OK) return st;
+    if ((!into && !d_w) || !X) return tg_last_error();
+    if ((st = be->gemm(into ? into : d_w, d_gates_t, X, 1.0, into ? 1.0 : 0.0)) != TG_OK) return st;
   }
 
   tg_tensor *d_h = NULL, *d_x = NULL;
