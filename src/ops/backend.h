@@ -86,10 +86,12 @@ typedef struct tg_backend {
                                       const tg_tensor *old_cell, tg_tensor *new_h,
                                       tg_tensor *new_cell);
   /* From grad_h, grad_cell [B, S] (NULL = zero), the activations in gates and old_cell:
-   * writes the gate gradients d_gates [B, 3S] and d_old_cell [B, S] (NULL = not wanted). */
+   * writes the gate gradients d_gates [B, 3S], d_old_cell [B, S] and d_bias [1, 3S], the
+   * column sums of d_gates (NULL = not wanted; d_gates always is). */
   tg_status (*lltm_backward_pointwise)(const tg_tensor *grad_h, const tg_tensor *grad_cell,
                                        const tg_tensor *gates, const tg_tensor *old_cell,
-                                       tg_tensor *d_gates, tg_tensor *d_old_cell);
+                                       tg_tensor *d_gates, tg_tensor *d_old_cell,
+                                       tg_tensor *d_bias);
 } tg_backend;
 
 /* The backend of a device type: NULL with TG_ERR_DEVICE recorded (naming op) when that

@@ -17,7 +17,8 @@
  * 64 x 1024 x 128.
  *
  * Backward: the backward pass for d_gates (stored transposed when large, the layout BLIS
- * runs fastest) and d_old_cell, then d_bias = the column sum of d_gates,
+ * runs fastest), d_old_cell and d_bias = the column sums of d_gates (in the same pass on the
+ * CPU, while d_gates is in cache),
  * d_W = d_gates^T @ X (X rebuilt from the saved inputs), and d_X = d_gates @ W as one GEMM
  * when both old_h and input need a gradient (else only the block needed). Nothing is
  * computed for an input that needs no gradient. The backward is not itself differentiable
@@ -237,8 +238,7 @@ tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **g
   if (!d_gates || !d_gates_t || (need_b && !d_bias) || (need_c && !d_old_cell))
     return tg_last_error();
   tg_status st =
-      be->lltm_backward_pointwise(grads[0], grads[1], gates, old_cell, d_gates, d_old_cell);
-  if (st == TG_OK && need_b) st = be->reduce(TG_REDUCE_SUM, d_bias, NULL, d_gates, 0);
+      be->lltm_backward_pointwise(grads[0], grads[1], gates, old_cell, d_gates, d_old_cell, d_bias);
   if (st != TG_OK) return st;
 
   /* d_weights = d_gates^T @ X, X = [old_h, input] rebuilt: one GEMM packs d_gates once

@@ -205,12 +205,18 @@ TG_CUDA_TEST(cuda_lltm, passes_match_the_reference) {
         tg_tensor *grad_cell = to_cuda(h.grad_cell, B, S, dt);
         tg_tensor *d_gates =
             strided ? cuda_empty_transposed(B, 3 * S, dt) : cuda_empty(B, 3 * S, dt);
-        tg_tensor *d_old_cell = cuda_empty(B, S, dt);
-        cr_assert_eq(
-            be->lltm_backward_pointwise(grad_h, grad_cell, gates, old_cell, d_gates, d_old_cell),
-            TG_OK, "%s", tg_last_error_message());
+        tg_tensor *d_old_cell = cuda_empty(B, S, dt), *d_bias = cuda_empty(1, 3 * S, dt);
+        cr_assert_eq(be->lltm_backward_pointwise(grad_h, grad_cell, gates, old_cell, d_gates,
+                                                 d_old_cell, d_bias),
+                     TG_OK, "%s", tg_last_error_message());
         assert_matches("d_gates", tg_contiguous(d_gates), h.d_gates, dt);
         assert_matches("d_old_cell", d_old_cell, h.d_old_cell, dt);
+        double *bias_sums = calloc((size_t)(3 * S), sizeof *bias_sums);
+        cr_assert(bias_sums);
+        for (int64_t b = 0; b < B; b++)
+          for (int64_t j = 0; j < 3 * S; j++) bias_sums[j] += h.d_gates[b * 3 * S + j];
+        assert_matches("d_bias", d_bias, bias_sums, dt);
+        free(bias_sums);
         host_free(&h);
         tg_scope_end(sc);
       }
@@ -231,8 +237,8 @@ TG_CUDA_TEST(cuda_lltm, backward_pass_with_missing_gradients_and_outputs) {
     /* d_old_cell asked for only once */
     tg_tensor *d_gates = cuda_empty(B, 3 * S, TG_F64);
     tg_tensor *d_old_cell = missing ? cuda_empty(B, S, TG_F64) : NULL;
-    cr_assert_eq(be->lltm_backward_pointwise(gh, gc, gates, old_cell, d_gates, d_old_cell), TG_OK,
-                 "%s", tg_last_error_message());
+    cr_assert_eq(be->lltm_backward_pointwise(gh, gc, gates, old_cell, d_gates, d_old_cell, NULL),
+                 TG_OK, "%s", tg_last_error_message());
     assert_matches("d_gates", d_gates, h.d_gates, TG_F64);
     if (d_old_cell) assert_matches("d_old_cell", d_old_cell, h.d_old_cell, TG_F64);
     host_free(&h);
@@ -250,7 +256,7 @@ TG_CUDA_TEST(cuda_lltm, passes_reject_bad_arguments) {
   tg_expect_error(TG_ERR_DEVICE, "cuda.lltm_forward_pointwise");
   cr_assert_eq(be->lltm_forward_pointwise(g, g, n, a, a), TG_ERR_DTYPE);
   tg_expect_error(TG_ERR_DTYPE, "cuda.lltm_forward_pointwise");
-  cr_assert_eq(be->lltm_backward_pointwise(NULL, NULL, g, h, g, NULL), TG_ERR_DEVICE);
+  cr_assert_eq(be->lltm_backward_pointwise(NULL, NULL, g, h, g, NULL, NULL), TG_ERR_DEVICE);
   tg_expect_error(TG_ERR_DEVICE, "cuda.lltm_backward_pointwise");
 }
 

@@ -150,7 +150,7 @@ typedef struct forward_args {
 
 typedef struct backward_args {
   int64_t batch, state;
-  strided grad_h, grad_cell, gates, old_cell, d_gates, d_old_cell;
+  strided grad_h, grad_cell, gates, old_cell, d_gates, d_old_cell, d_bias;
   bool has_grad_h, has_grad_cell;
 } backward_args;
 
@@ -223,7 +223,8 @@ tg_status tg_cpu_lltm_forward_pointwise(tg_tensor *gates, const tg_tensor *bias,
 
 tg_status tg_cpu_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tensor *grad_cell,
                                          const tg_tensor *gates, const tg_tensor *old_cell,
-                                         tg_tensor *d_gates, tg_tensor *d_old_cell) {
+                                         tg_tensor *d_gates, tg_tensor *d_old_cell,
+                                         tg_tensor *d_bias) {
   const backward_args a = {
       .batch = old_cell->sizes[0],
       .state = old_cell->sizes[1],
@@ -233,6 +234,7 @@ tg_status tg_cpu_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tenso
       .old_cell = strided_of(old_cell),
       .d_gates = strided_of(d_gates),
       .d_old_cell = strided_of(d_old_cell),
+      .d_bias = strided_of(d_bias), /* [1, 3S]: row 0 */
       .has_grad_h = grad_h != NULL,
       .has_grad_cell = grad_cell != NULL,
   };
@@ -267,6 +269,8 @@ tg_status tg_cpu_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tenso
 #define backward_row TG_CPU_LLTM_FN(backward_row)
 #define backward_columns TG_CPU_LLTM_FN(backward_columns)
 #define backward_columns_blocked TG_CPU_LLTM_FN(backward_columns_blocked)
+#define bias_zero TG_CPU_LLTM_FN(bias_zero)
+#define bias_add TG_CPU_LLTM_FN(bias_add)
 #define cell_forward TG_CPU_LLTM_CELL(tg_lltm_cell_forward)
 #define cell_backward_from_act TG_CPU_LLTM_CELL(tg_lltm_cell_backward_from_act)
 
@@ -351,16 +355,41 @@ static void backward_row(const backward_args *a, int64_t b, int64_t j, int64_t n
   backward_span(n, gh, gc, cell, g + j, g + S + j, g + 2 * S + j, d0, d1, d2, d_cell);
 }
 
+/* d_bias over this range's columns of the three gate blocks: zeroed, then each row's gate
+ * gradients added while they are in cache (the column sums of d_gates). */
+static void bias_zero(const backward_args *a, int64_t c0, int64_t c1) {
+  T *db = (T *)a->d_bias.data;
+  const int64_t S = a->state, s = a->d_bias.s1;
+  for (int q = 0; q < 3; q++)
+    for (int64_t j = c0; j < c1; j++) db[(q * S + j) * s] = 0;
+}
+
+static void bias_add(const backward_args *a, int64_t j, int64_t n, const T *d0, const T *d1,
+                     const T *d2) {
+  T *db = (T *)a->d_bias.data;
+  const int64_t S = a->state, s = a->d_bias.s1;
+  const T *rows[3] = {d0, d1, d2};
+  for (int q = 0; q < 3; q++) {
+    T *dst = db + (q * S + j) * s;
+    if (s == 1)
+      for (int64_t k = 0; k < n; k++) dst[k] += rows[q][k];
+    else
+      for (int64_t k = 0; k < n; k++) dst[k * s] += rows[q][k];
+  }
+}
+
 /* d_gates with unit column stride: each row written in place. */
 static void backward_columns(const backward_args *a, int64_t c0, int64_t c1) {
   T scratch[3 * TG_LLTM_TILE], d_cell[TG_LLTM_TILE];
   const int64_t S = a->state;
+  if (a->d_bias.data) bias_zero(a, c0, c1);
   for (int64_t b = 0; b < a->batch; b++) {
     T *d = (T *)a->d_gates.data + b * a->d_gates.s0;
     T *doc = a->d_old_cell.data ? (T *)a->d_old_cell.data + b * a->d_old_cell.s0 : NULL;
     for (int64_t j = c0; j < c1; j += TG_LLTM_TILE) {
       const int64_t n = c1 - j < TG_LLTM_TILE ? c1 - j : TG_LLTM_TILE;
       backward_row(a, b, j, n, d + j, d + S + j, d + 2 * S + j, doc ? doc + j : d_cell, scratch);
+      if (a->d_bias.data) bias_add(a, j, n, d + j, d + S + j, d + 2 * S + j);
     }
   }
 }
@@ -373,6 +402,7 @@ static void backward_columns_blocked(const backward_args *a, int64_t c0, int64_t
   T buf[3][TG_LLTM_ROW_BLOCK][TG_LLTM_BLOCK_TILE];
   const int64_t S = a->state, ds0 = a->d_gates.s0, ds1 = a->d_gates.s1;
   T *d = (T *)a->d_gates.data;
+  if (a->d_bias.data) bias_zero(a, c0, c1);
   for (int64_t b0 = 0; b0 < a->batch; b0 += TG_LLTM_ROW_BLOCK) {
     const int64_t rows = a->batch - b0 < TG_LLTM_ROW_BLOCK ? a->batch - b0 : TG_LLTM_ROW_BLOCK;
     for (int64_t j = c0; j < c1; j += TG_LLTM_BLOCK_TILE) {
@@ -381,6 +411,7 @@ static void backward_columns_blocked(const backward_args *a, int64_t c0, int64_t
         const int64_t b = b0 + r;
         T *doc = a->d_old_cell.data ? (T *)a->d_old_cell.data + b * a->d_old_cell.s0 + j : d_cell;
         backward_row(a, b, j, n, buf[0][r], buf[1][r], buf[2][r], doc, scratch);
+        if (a->d_bias.data) bias_add(a, j, n, buf[0][r], buf[1][r], buf[2][r]);
       }
       for (int q = 0; q < 3; q++) {
         for (int64_t k = 0; k < n; k++) {
@@ -401,6 +432,8 @@ static void backward_columns_blocked(const backward_args *a, int64_t c0, int64_t
 #undef backward_row
 #undef backward_columns
 #undef backward_columns_blocked
+#undef bias_zero
+#undef bias_add
 #undef cell_forward
 #undef cell_backward_from_act
 

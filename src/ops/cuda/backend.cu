@@ -25,7 +25,8 @@ tg_status tg_cuda_lltm_forward_pointwise(tg_tensor *gates, const tg_tensor *bias
                                          tg_tensor *new_cell);
 tg_status tg_cuda_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tensor *grad_cell,
                                           const tg_tensor *gates, const tg_tensor *old_cell,
-                                          tg_tensor *d_gates, tg_tensor *d_old_cell);
+                                          tg_tensor *d_gates, tg_tensor *d_old_cell,
+                                          tg_tensor *d_bias);
 
 namespace {
 

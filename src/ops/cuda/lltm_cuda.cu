@@ -107,7 +107,8 @@ tg_status tg_cuda_lltm_forward_pointwise(tg_tensor *gates, const tg_tensor *bias
 
 tg_status tg_cuda_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tensor *grad_cell,
                                           const tg_tensor *gates, const tg_tensor *old_cell,
-                                          tg_tensor *d_gates, tg_tensor *d_old_cell) {
+                                          tg_tensor *d_gates, tg_tensor *d_old_cell,
+                                          tg_tensor *d_bias) {
   const char *op = "cuda.lltm_backward_pointwise";
   const tg_tensor *ts[6] = {grad_h, grad_cell, gates, old_cell, d_gates, d_old_cell};
   tg_cu_view v[6] = {};
@@ -124,5 +125,10 @@ tg_status tg_cuda_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tens
                  mat_of<scalar_t>(v[3]), mat_of<scalar_t>(v[2]), mat_of<scalar_t>(v[4]),
                  d_old_cell ? mat_of<scalar_t>(v[5]) : none);
   });
-  return TG_OK;
+  if (!d_bias) return TG_OK;
+  /* The bias gradient: d_gates' column sums, by the reduction kernels. */
+  const tg_tensor *rs[2] = {d_bias, d_gates};
+  tg_cu_view r[2];
+  if ((st = tg_cu_views_of(op, 2, rs, r)) != TG_OK) return st;
+  return tg_cu_reduce(op, TG_REDUCE_SUM, r[0], NULL, r[1], 0);
 }
