@@ -273,7 +273,10 @@ def main():
     eager2 = peer_column(pt2, "eager") if pt2 else None
 
     # ---- header ----
-    kernels = sorted({r["blis_kernels"] for r in rows if "blis_kernels" in r})
+    kernels = sorted({r["blis_kernels"] + (f" (GEMMs of 2^22 multiply-adds and more: "
+                                            f"{r['blis_large_kernels']})"
+                                            if r.get("blis_large_kernels") else "")
+                      for r in rows if "blis_kernels" in r})
     print(f"machine: {machine()}")
     print(f"tg: {bench}, BLIS kernels {', '.join(kernels) or '?'}")
     for peer in peers:
