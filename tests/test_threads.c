@@ -7,6 +7,7 @@
  * (Criterion's runner cannot start under TSan: its shared arena wants address space that
  * TSan reserves). */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,6 +175,73 @@ THREAD_TEST(create_graph_backward_into_shared_leaf_sums_exactly) {
   /* w.grad's graph holds w (a cycle, as in PyTorch): drop it before releasing w. */
   CHECK(tg_zero_grad(w) == TG_OK);
   CHECK(tg_grad(w) == NULL);
+  tg_scope_end(sc);
+}
+
+/* The fused LLTM adds d_weights straight into weights.grad when it can take that leaf's
+ * grad lock (src/autograd/grad_destination.h), else returns it for the engine to add: with
+ * threads contending for the lock both paths run. Thread id's inputs are its own. */
+enum { LLTM_B = 3, LLTM_I = 4, LLTM_S = 5 };
+
+static void lltm_inputs(int id, tg_tensor **x, tg_tensor **h, tg_tensor **c) {
+  tg_generator *gen = tg_generator_new((uint64_t)id + 11);
+  const tg_options o = {.dtype = TG_F64};
+  *x = tg_uniform(TG_SHAPE(LLTM_B, LLTM_I), -1, 1, o, gen);
+  *h = tg_uniform(TG_SHAPE(LLTM_B, LLTM_S), -1, 1, o, gen);
+  *c = tg_uniform(TG_SHAPE(LLTM_B, LLTM_S), -1, 1, o, gen);
+  tg_generator_free(gen);
+}
+
+static tg_status lltm_step(const worker *wk) {
+  tg_tensor *x, *h, *c, *new_h, *new_c;
+  lltm_inputs(wk->id, &x, &h, &c);
+  tg_status st = tg_lltm(x, wk->w, wk->b, h, c, &new_h, &new_c);
+  return st == TG_OK ? tg_backward(tg_add(tg_sum(new_h), tg_sum(new_c)), NULL) : st;
+}
+
+static void *lltm_worker(void *arg) {
+  worker *wk = arg;
+  pthread_barrier_wait(wk->start);
+  for (int it = 0; it < wk->iters && wk->status == TG_OK; it++) {
+    tg_scope sc = tg_scope_begin();
+    tg_status st = lltm_step(wk);
+    if (st != TG_OK) fail(wk, st);
+    tg_scope_end(sc);
+  }
+  return NULL;
+}
+
+THREAD_TEST(fused_lltm_backward_into_shared_weights_sums_all) {
+  tg_scope sc = tg_scope_begin();
+  tg_generator *gen = tg_generator_new(5);
+  const tg_options p = {.dtype = TG_F64, .requires_grad = true};
+  tg_tensor *w = tg_uniform(TG_SHAPE(3 * LLTM_S, LLTM_S + LLTM_I), -0.5, 0.5, p, gen);
+  tg_tensor *b = tg_uniform(TG_SHAPE(3 * LLTM_S), -0.5, 0.5, p, gen);
+  tg_generator_free(gen);
+  /* One step per thread alone, the sum of which every round must reach iters times. */
+  tg_tensor *want_w = tg_zeros_like(w), *want_b = tg_zeros_like(b);
+  for (int t = 0; t < N_THREADS; t++) {
+    CHECK(tg_set_grad(w, NULL) == TG_OK && tg_set_grad(b, NULL) == TG_OK);
+    CHECK(lltm_step(&(worker){.w = w, .b = b, .id = t}) == TG_OK, "%s", tg_last_error_message());
+    CHECK(tg_add_(want_w, tg_grad(w)) == TG_OK && tg_add_(want_b, tg_grad(b)) == TG_OK);
+  }
+  const int iters = TG_TEST_THREAD_ITERS / 4 + 1;
+  for (int round = 0; round < 4; round++) {
+    CHECK(tg_set_grad(w, NULL) == TG_OK && tg_set_grad(b, NULL) == TG_OK);
+    worker wk[N_THREADS] = {0};
+    for (int t = 0; t < N_THREADS; t++) wk[t] = (worker){.w = w, .b = b, .iters = iters};
+    run_workers(wk, N_THREADS, lltm_worker);
+    for (int64_t i = 0; i < tg_numel(w); i++) {
+      double want = iters * at(want_w, i), got = at(tg_grad(w), i);
+      CHECK(fabs(got - want) <= 1e-9 * (1 + fabs(want)), "round %d: dw[%lld] = %.17g, want %.17g",
+            round, (long long)i, got, want);
+    }
+    for (int64_t i = 0; i < tg_numel(b); i++) {
+      double want = iters * at(want_b, i), got = at(tg_grad(b), i);
+      CHECK(fabs(got - want) <= 1e-9 * (1 + fabs(want)), "round %d: db[%lld] = %.17g, want %.17g",
+            round, (long long)i, got, want);
+    }
+  }
   tg_scope_end(sc);
 }
 
@@ -346,6 +414,8 @@ int main(void) {
       thread_test_backward_into_shared_leaves_sums_exactly);
   run("create_graph_backward_into_shared_leaf_sums_exactly",
       thread_test_create_graph_backward_into_shared_leaf_sums_exactly);
+  run("fused_lltm_backward_into_shared_weights_sums_all",
+      thread_test_fused_lltm_backward_into_shared_weights_sums_all);
   run("zero_grad_while_others_accumulate", thread_test_zero_grad_while_others_accumulate);
   run("independent_graphs_match_single_threaded",
       thread_test_independent_graphs_match_single_threaded);
