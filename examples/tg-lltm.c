@@ -291,10 +291,12 @@ static void make_inputs(const config *cfg, tg_lltm_cell *cell, bool inputs_grad,
 static void print_text(const config *cfg, const double diffs[N_COMPARED], const char *gc_fused,
                        const char *gc_composed, const timing *fused, const timing *composed) {
   printf("tg-lltm: LLTM cell, batch %lld, features %lld, state %lld, %s on %s:%d, %d thread(s), "
-         "BLIS %s kernels (chosen by %s)\n\n",
+         "BLIS %s kernels (chosen by %s)%s%s\n\n",
          (long long)cfg->batch, (long long)cfg->features, (long long)cfg->state,
          tg_dtype_name(cfg->dtype), tg_device_type_name(cfg->device.type), cfg->device.index,
-         tg_get_num_threads(), tg_blis_kernels(), tg_blis_kernels_source());
+         tg_get_num_threads(), tg_blis_kernels(), tg_blis_kernels_source(),
+         tg_blis_large_kernels() ? ", large GEMMs on " : "",
+         tg_blis_large_kernels() ? tg_blis_large_kernels() : "");
   printf("fused vs composed, max |difference| (gradients of sum(new_h) + sum(new_cell)):\n");
   for (int i = 0; i < N_COMPARED; i++) printf("  %-11s %.3g\n", compared_names[i], diffs[i]);
   printf("\ngradcheck (F64, batch 3, features 17, state 5, all five inputs):\n");
