@@ -7,6 +7,7 @@
  *   blis-<set>    BLIS's expert API with the context of one kernel set (haswell, zen3, skx
  *                 where the CPU runs them): needs BLIS linked statically (TG_BLIS_STATIC)
  *   openblas      cblas_sgemm of Debian's OpenBLAS (libopenblas0-openmp), when installed
+ *   libxsmm       libxsmm's JIT kernels (when tg is built with it), for the layouts it takes
  *   mkl           cblas_sgemm of MKL's libmkl_rt (pip install mkl; path in TG_BENCH_MKL,
  *                 default ${TMPDIR:-/tmp}/torchvenv/lib/libmkl_rt.so.{2,3}), when there
  * Engines alternate in rounds; each number is the median over all rounds' iterations.
@@ -23,6 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if TG_WITH_XSMM
+#include <libxsmm.h>
+#endif
 
 #include "tg/tg.h"
 #include "timing.h"
@@ -43,6 +48,7 @@ typedef struct engine {
   cntx_t *cntx;         /* blis-<set> */
   cblas_sgemm_fn cblas; /* openblas, mkl */
   bool is_tg;
+  bool is_xsmm; /* libxsmm's JIT kernels directly, for the layouts it takes */
 } engine;
 
 #define MAX_ENGINES 8
@@ -106,8 +112,31 @@ static void add_cblas(const char *name, const char *const *paths, const char *se
   fprintf(stderr, "# %s not found (tried %s ...)\n", name, paths[0]);
 }
 
-static void run(const engine *e, const product *p, float *a, float *b, float *c, tg_tensor *ta,
+/* libxsmm (column-major, C = A @ op(B)) on the row-major c = a @ b: c^T = b^T @ a^T, so
+ * A = b (row-major), B = a (row-major, or column-major as TRANS_B). false: not this layout. */
+static bool run_xsmm(const product *p, const float *a, const float *b, float *c) {
+#if TG_WITH_XSMM
+  if (p->b_cs != 1 || (p->a_cs != 1 && p->a_rs != 1)) return false;
+  libxsmm_blasint lda = (libxsmm_blasint)p->b_rs, ldc = (libxsmm_blasint)p->n;
+  libxsmm_blasint ldb = (libxsmm_blasint)(p->a_cs == 1 ? p->a_rs : p->a_cs);
+  int flags = p->a_cs == 1 ? LIBXSMM_GEMM_FLAG_NONE : LIBXSMM_GEMM_FLAG_TRANS_B;
+  int prefetch = LIBXSMM_PREFETCH_NONE;
+  const float one = 1, zero = 0;
+  libxsmm_smmfunction f =
+      libxsmm_smmdispatch((libxsmm_blasint)p->n, (libxsmm_blasint)p->m, (libxsmm_blasint)p->k, &lda,
+                          &ldb, &ldc, &one, &zero, &flags, &prefetch);
+  if (!f) return false;
+  f(b, a, c);
+  return true;
+#else
+  (void)p, (void)a, (void)b, (void)c;
+  return false;
+#endif
+}
+
+static bool run(const engine *e, const product *p, float *a, float *b, float *c, tg_tensor *ta,
                 tg_tensor *tb) {
+  if (e->is_xsmm) return run_xsmm(p, a, b, c);
   if (e->is_tg) {
     tg_scope s = tg_scope_begin();
     if (!tg_mm(ta, tb)) {
@@ -128,6 +157,7 @@ static void run(const engine *e, const product *p, float *a, float *b, float *c,
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, p->m, p->n, p->k, &one, a, p->a_rs, p->a_cs,
                  b, p->b_rs, p->b_cs, &zero, c, p->n, 1, e->cntx, &r);
   }
+  return true;
 }
 
 /* A tg tensor over `data` with the given sizes and strides (a view of a flat tensor). */
@@ -165,25 +195,31 @@ static void bench_size(int64_t B, int64_t I, int64_t S, int iters, int rounds, b
     tg_tensor *tb = strided(fb, p->k, p->n, p->b_rs, p->b_cs);
     double med[MAX_ENGINES];
     double *all = malloc(sizeof(double) * (size_t)(iters * rounds * n_engines));
-    for (int e = 0; e < n_engines; e++) run(&engines[e], p, a, b, c, ta, tb); /* warm up */
+    bool takes[MAX_ENGINES]; /* warm up, and which engines take this layout */
+    for (int e = 0; e < n_engines; e++) takes[e] = run(&engines[e], p, a, b, c, ta, tb);
     for (int r = 0; r < rounds; r++)
       for (int e = 0; e < n_engines; e++)
-        for (int i = 0; i < iters; i++) {
+        for (int i = 0; i < iters && takes[e]; i++) {
           double t0 = tg_bench_now_us();
           run(&engines[e], p, a, b, c, ta, tb);
           all[(e * rounds + r) * iters + i] = tg_bench_now_us() - t0;
         }
-    int best = 0;
+    int best = -1;
     for (int e = 0; e < n_engines; e++) {
+      if (!takes[e]) continue;
       memcpy(t, all + e * rounds * iters, sizeof(double) * (size_t)(iters * rounds));
       qsort(t, (size_t)(iters * rounds), sizeof(double), cmp_double);
       med[e] = t[iters * rounds / 2];
-      if (med[e] < med[best]) best = e;
+      if (best < 0 || med[e] < med[best]) best = e;
     }
     const double flop = 2.0 * (double)p->m * (double)p->n * (double)p->k;
     printf("%4lldx%5lldx%5lld %-13s m%5lld n%5lld k%5lld |", (long long)B, (long long)I,
            (long long)S, p->name, (long long)p->m, (long long)p->n, (long long)p->k);
     for (int e = 0; e < n_engines; e++) {
+      if (!takes[e]) {
+        printf(" %s %9s    %8s |", engines[e].name, "n/a", "");
+        continue;
+      }
       printf(" %s %9.1f us %5.1f GF%s |", engines[e].name, med[e], flop / med[e] / 1e3,
              e == best ? "*" : " ");
       if (jsonl)
@@ -233,6 +269,9 @@ int main(int argc, char **argv) {
   tg_set_grad_enabled(false);
   setenv("MKL_THREADING_LAYER", "GNU", 0); /* MKL on the same OpenMP runtime as the rest */
   add_engine((engine){.name = "tg", .is_tg = true});
+#if TG_WITH_XSMM
+  add_engine((engine){.name = "libxsmm", .is_xsmm = true});
+#endif
   add_blis_sets();
   static const char *const openblas[] = {
       "/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0", "libopenblas.so.0", NULL};

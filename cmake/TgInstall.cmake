@@ -75,10 +75,17 @@ function(tg_pc_add_library path)
   endif()
   set(TG_PC_LIBS_PRIVATE "${TG_PC_LIBS_PRIVATE} -l${name}" PARENT_SCOPE)
 endfunction()
+if(TG_HAVE_XSMM)
+  set(TG_PC_LIBS_PRIVATE "${TG_XSMM_LIBRARY}") # before BLIS, whose BLAS calls it makes
+endif()
 if(TG_BLIS_STATIC)
-  set(TG_PC_LIBS_PRIVATE "${BLIS_STATIC_LIBRARY}") # libtg.a needs the same BLIS build's archive
+  # libtg.a needs the same BLIS build's archive
+  set(TG_PC_LIBS_PRIVATE "${TG_PC_LIBS_PRIVATE} ${BLIS_STATIC_LIBRARY}")
 else()
   tg_pc_add_library("${BLIS_LIBRARY}")
+endif()
+if(TG_HAVE_XSMM)
+  set(TG_PC_LIBS_PRIVATE "${TG_PC_LIBS_PRIVATE} -ldl -lrt")
 endif()
 foreach(name IN LISTS OpenMP_C_LIB_NAMES)
   tg_pc_add_library("${OpenMP_${name}_LIBRARY}")

@@ -3,7 +3,7 @@
 # compiler, CMake, pkg-config, BLIS, Criterion, valgrind (gcc's libgomp provides OpenMP),
 # python3 and clang-format for the doc and format tests (ctest api_doc_current, doc_paths,
 # format), and for scripts/fuzz-smoke.sh clang 14 with its libFuzzer/sanitizer runtimes and
-# libomp.
+# libomp; libxsmm (small GEMMs faster than BLIS; optional: tg builds without it).
 # Silent when everything is present. Runs apt-get as root, or through sudo.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libblis-dev libcriterion-dev valgrind python3
@@ -11,7 +11,7 @@ packages=(build-essential cmake pkg-config libblis-dev libcriterion-dev valgrind
 # libFuzzer and the sanitizer runtimes have had their own package since LLVM 14.0.6 (Debian 12,
 # Ubuntu 24.04); Ubuntu 22.04 ships them in libclang-common-14-dev, which clang pulls in. So
 # this one is installed only where apt knows it.
-optional=(libclang-rt-14-dev)
+optional=(libclang-rt-14-dev libxsmm-dev)
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "deps: not a Debian system; install by hand: ${packages[*]}" >&2

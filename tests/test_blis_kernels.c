@@ -144,11 +144,22 @@ TG_TEST(blis_kernels, large_gemms_on_a_second_set) {
   tg_test_expect_values(small, 4, (double[]){2, 2, 2, 2}, 0);
 }
 
+TG_TEST(blis_kernels, small_gemm_engine) {
+  unsetenv("BLIS_ARCH_TYPE");
+#if TG_WITH_XSMM
+  cr_assert_str_eq(tg_small_gemm_engine(), "libxsmm");
+#else
+  cr_assert_null(tg_small_gemm_engine());
+#endif
+  tg_expect_ok();
+}
+
 TG_TEST(blis_kernels, pinned_set_runs_every_gemm) {
   cr_assert_eq(setenv("BLIS_ARCH_TYPE", "25", 1), 0);
   tg__blis_prefer_large_kernels("haswell");
   cr_assert_str_eq(tg_blis_kernels(), "generic");
   cr_assert_null(tg_blis_large_kernels());
+  cr_assert_null(tg_small_gemm_engine()); /* BLIS runs every GEMM */
   cr_assert(large_mm(), "%s", tg_last_error_message());
 }
 

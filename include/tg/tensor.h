@@ -215,6 +215,10 @@ const char *tg_blis_kernels_source(void);
  * faster there ("skx" on Intel CPUs with AVX-512), or NULL: tg_blis_kernels() runs all
  * GEMMs (always so while BLIS_ARCH_TYPE is set, and when BLIS is not linked statically). */
 const char *tg_blis_large_kernels(void);
+/* "libxsmm" when tg is built with it (TG_XSMM): one-thread products of up to 2^28
+ * multiply-adds whose layouts it takes run its JIT kernels, faster than BLIS's there;
+ * unless BLIS_ARCH_TYPE pins BLIS for every GEMM. NULL otherwise. */
+const char *tg_small_gemm_engine(void);
 
 /* ---- accessors: the C form of ATen's accessor / packed_accessor ----
  * Passed by value to CPU loops and CUDA kernels alike; strides in elements; data already

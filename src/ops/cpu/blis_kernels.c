@@ -286,3 +286,8 @@ const char *tg_blis_large_kernels(void) {
 void *tg_cpu_blis_context(int64_t macs) {
   return state.large_cntx && macs >= TG_BLIS_LARGE_MIN_MACS ? state.large_cntx : NULL;
 }
+
+bool tg_cpu_blis_pinned(void) {
+  pthread_once(&state.once, choose_once);
+  return state.source && strcmp(state.source, "BLIS_ARCH_TYPE") == 0;
+}

@@ -117,13 +117,11 @@ static tg_status scale_output(tg_tensor *out, double beta) {
 #define TG_CPU_GEMM_PARALLEL_MIN_MACS ((int64_t)1 << 22)
 
 static void run_blis(tg_dtype dtype, const matrix *c, const matrix *a, const matrix *b, int64_t k,
-                     double alpha, double beta) {
+                     int64_t macs, bool one_thread, double alpha, double beta) {
   /* NULL: BLIS's global thread count (tg_set_num_threads); else a one-thread runtime. */
-  rntm_t one_thread = BLIS_RNTM_INITIALIZER;
-  bli_rntm_set_num_threads(1, &one_thread);
-  int64_t macs;
-  if (tg__mul_ovf(c->rows, c->cols, &macs) || tg__mul_ovf(macs, k, &macs)) macs = INT64_MAX;
-  rntm_t *rntm = macs < TG_CPU_GEMM_PARALLEL_MIN_MACS ? &one_thread : NULL;
+  rntm_t one_thread_rntm = BLIS_RNTM_INITIALIZER;
+  bli_rntm_set_num_threads(1, &one_thread_rntm);
+  rntm_t *rntm = one_thread ? &one_thread_rntm : NULL;
   cntx_t *cntx = tg_cpu_blis_context(macs); /* NULL: the process's kernel set */
   if (dtype == TG_F32) {
     float al = (float)alpha, be = (float)beta;
@@ -136,6 +134,20 @@ static void run_blis(tg_dtype dtype, const matrix *c, const matrix *a, const mat
                  a->rs, a->cs, (double *)b->data, b->rs, b->cs, &be, (double *)c->data, c->rs,
                  c->cs, cntx, rntm);
   }
+}
+
+/* libxsmm where it takes the product (xsmm_gemm.c), else BLIS. Small products run on one
+ * thread, as do all when BLIS's count is 1. */
+static void run_gemm(tg_dtype dtype, const matrix *c, const matrix *a, const matrix *b, int64_t k,
+                     double alpha, double beta) {
+  int64_t macs;
+  if (tg__mul_ovf(c->rows, c->cols, &macs) || tg__mul_ovf(macs, k, &macs)) macs = INT64_MAX;
+  const bool one_thread = macs < TG_CPU_GEMM_PARALLEL_MIN_MACS || bli_thread_get_num_threads() == 1;
+  if (c->cs == 1 && b->cs == 1 &&
+      tg_cpu_xsmm_gemm(dtype, c->data, c->rs, a->data, a->rs, a->cs, b->data, b->rs, c->rows,
+                       c->cols, k, macs, one_thread, alpha, beta))
+    return;
+  run_blis(dtype, c, a, b, k, macs, one_thread, alpha, beta);
 }
 
 tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, double alpha,
@@ -180,7 +192,7 @@ tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, do
     if (copy_b) copy_matrix(&cb, &mb, elsize);
     if (copy_c && beta != 0) copy_matrix(&cc, &mc, elsize);
     tg_cpu_blis_threads_init();
-    run_blis(out->dtype, &cc, &ca, &cb, k, alpha, beta);
+    run_gemm(out->dtype, &cc, &ca, &cb, k, alpha, beta);
     if (copy_c) copy_matrix(&mc, &cc, elsize);
   }
   if (copy_a) tg__host_free(ca.data);

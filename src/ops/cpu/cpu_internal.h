@@ -98,6 +98,18 @@ tg_status tg_cpu_blis_ready(const char *op);
 /* The BLIS context (a cntx_t *) for a GEMM of macs multiply-adds, after tg_cpu_blis_ready:
  * NULL for BLIS's own. */
 void *tg_cpu_blis_context(int64_t macs);
+/* Whether the user pinned BLIS's kernel set (BLIS_ARCH_TYPE): then BLIS runs every GEMM. */
+bool tg_cpu_blis_pinned(void);
+
+/* Products past this many multiply-adds stay with BLIS (libxsmm has no cache blocking). */
+#define TG_XSMM_MAX_MACS ((int64_t)1 << 28)
+/* out[m, n] = a[m, k] @ b[k, n] (+ out when beta is 1) through libxsmm, when tg is built
+ * with it, the product runs on one thread, alpha is 1, beta 0 or 1, out and b have unit
+ * column stride and a unit column or row stride (xsmm_gemm.c). false: not taken, nothing
+ * written. Strides in elements. */
+bool tg_cpu_xsmm_gemm(tg_dtype dtype, char *out, int64_t out_rs, const char *a, int64_t a_rs,
+                      int64_t a_cs, const char *b, int64_t b_rs, int64_t m, int64_t n, int64_t k,
+                      int64_t macs, bool one_thread, double alpha, double beta);
 
 /* Sets BLIS's thread count to tg's default once, unless the user chose one (through
  * tg_set_num_threads or BLIS's environment variables). Called before every GEMM, after
