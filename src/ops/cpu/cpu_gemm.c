@@ -137,17 +137,20 @@ static void run_blis(tg_dtype dtype, const matrix *c, const matrix *a, const mat
 }
 
 /* libxsmm where it takes the product (xsmm_gemm.c), else BLIS. Small products run on one
- * thread, as do all when BLIS's count is 1. */
+ * thread, as do all when BLIS's count is 1 or the cores are contended (cpu_contention.c). */
 static void run_gemm(tg_dtype dtype, const matrix *c, const matrix *a, const matrix *b, int64_t k,
                      double alpha, double beta) {
   int64_t macs;
   if (tg__mul_ovf(c->rows, c->cols, &macs) || tg__mul_ovf(macs, k, &macs)) macs = INT64_MAX;
-  const bool one_thread = macs < TG_CPU_GEMM_PARALLEL_MIN_MACS || bli_thread_get_num_threads() == 1;
+  const bool one_thread = macs < TG_CPU_GEMM_PARALLEL_MIN_MACS ||
+                          bli_thread_get_num_threads() == 1 || tg_cpu_contended();
   if (c->cs == 1 && b->cs == 1 &&
       tg_cpu_xsmm_gemm(dtype, c->data, c->rs, a->data, a->rs, a->cs, b->data, b->rs, c->rows,
                        c->cols, k, macs, one_thread, alpha, beta))
     return;
+  const int64_t t0 = one_thread ? 0 : tg_cpu_now_ns();
   run_blis(dtype, c, a, b, k, macs, one_thread, alpha, beta);
+  if (!one_thread) tg_cpu_note_parallel_gemm(macs, tg_cpu_now_ns() - t0);
 }
 
 tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, double alpha,

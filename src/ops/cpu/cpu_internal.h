@@ -67,6 +67,24 @@ void tg_cpu_iter_run(const tg_cpu_iter *it, tg_cpu_row_fn fn, const void *ctx, b
 /* True when a loop over numel elements should fork a team (and we are not in one). */
 bool tg_cpu_should_parallelize(int64_t numel, int64_t min_numel);
 
+/* ---- contended cores (cpu_contention.c) ----
+ * Another process on the cores tg's teams need makes every fork wait for a descheduled
+ * thread; tg then runs one-threaded for TG_CONTENDED_NS after seeing it. */
+#define TG_CONTENDED_NS ((int64_t)100 * 1000 * 1000)
+#define TG_CONTENDED_LATE_NS ((int64_t)1000 * 1000)
+#define TG_CONTENDED_GEMM_MIN_MACS_PER_US 15000
+int64_t tg_cpu_now_ns(void); /* CLOCK_MONOTONIC */
+/* Whether a team or GEMM was seen waiting for a core within the last TG_CONTENDED_NS. */
+bool tg_cpu_contended(void);
+void tg_cpu_note_contention(void);
+/* Called by a team member other than the master as it starts: fork_ns is the master's
+ * tg_cpu_now_ns() before the fork. */
+void tg_cpu_note_team_start(int64_t fork_ns);
+/* After a GEMM that ran on more than one thread. */
+void tg_cpu_note_parallel_gemm(int64_t macs, int64_t elapsed_ns);
+/* Tests: clears what was noticed. */
+void tg__cpu_forget_contention(void);
+
 /* Scalars handed to row functions. */
 typedef struct tg_cpu_scalars {
   double a, b;
