@@ -34,11 +34,8 @@ static inline float tg_vf_from_bits(int32_t bits) {
 static inline float tg_vf_exp(float x) {
   x = x < -104.0f ? -104.0f : x; /* exp(-104) rounds to 0 */
   x = x > 89.0f ? 89.0f : x;     /* exp(89) overflows */
-  /* n from a NaN would make the int conversion below undefined: take 0 there (NaN still
-   * reaches the result through r). */
-  const float x_or_0 = x == x ? x : 0.0f;
   const float round_magic = 12582912.0f;
-  float n = (x_or_0 * 1.44269504088896341f + round_magic) - round_magic;
+  float n = (x * 1.44269504088896341f + round_magic) - round_magic;
   float r = x - n * 0.693359375f; /* ln2 split in two for an exact first product */
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -48,7 +45,9 @@ static inline float tg_vf_exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const int32_t ni = (int32_t)n, n1 = ni / 2, n2 = ni - n1; /* each in [-75, 64] */
+  /* The int conversion of a NaN n would be undefined: take 0 there (the NaN reaches the
+   * result through r). */
+  const int32_t ni = (int32_t)(n == n ? n : 0.0f), n1 = ni / 2, n2 = ni - n1; /* in [-75, 64] */
   return p * tg_vf_from_bits((n1 + 127) << 23) * tg_vf_from_bits((n2 + 127) << 23);
 }
 
