@@ -6,7 +6,8 @@
  * converted to the element type T first.
  *
  * F32 exp, sigmoid, tanh and elu run the vectorizable float math of cpu_vecmath.h instead
- * of libm's scalar calls (its accuracy bounds are stated there); F64 stays libm. */
+ * of libm's scalar calls (its accuracy bounds are stated there); F64 stays libm. The F32 rows
+ * are compiled for AVX-512, AVX2 and baseline x86-64 (TG_VF_CLONES). */
 
 /* For the vectorizable math's selects (see cpu_vecmath.h); before the includes. */
 #pragma GCC optimize("no-trapping-math")
@@ -17,7 +18,8 @@
 
 /* ---- unary ---- */
 
-/* ATTR: nothing, or TG_VF_CLONES for the rows of the vectorizable math. */
+/* ATTR: TG_VF_CLONES for the F32 rows (AVX-512 and AVX2 where the CPU has them; F32 is the
+ * benchmark's type), nothing for F64. */
 #define TG_CPU_UNARY_ROW(NAME, T, EXPR, ATTR)                                                      \
   ATTR static void NAME(int64_t n, char *const *p, const int64_t *s, const void *ctx) {            \
     const tg_cpu_scalars *sc = (const tg_cpu_scalars *)ctx;                                        \
@@ -46,7 +48,7 @@
 /* One row per (kind, dtype), generated from the list; the expression is the kind's math
  * (ops/pointwise_math.h), inlined into the loop. */
 #define TG_UNARY_KIND(KIND, name, cost)                                                            \
-  TG_CPU_UNARY_ROW(unary_##name##_f32, float, tg_unary_##name##_f(x, A, B), )                      \
+  TG_CPU_UNARY_ROW(unary_##name##_f32, float, tg_unary_##name##_f(x, A, B), TG_VF_CLONES)          \
   TG_CPU_UNARY_ROW(unary_##name##_f64, double, tg_unary_##name##_d(x, A, B), )
 #include "ops/def/unary.def"
 
@@ -104,8 +106,8 @@ tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out, c
 
 /* ---- binary ---- */
 
-#define TG_CPU_BINARY_ROW(NAME, T, EXPR)                                                           \
-  static void NAME(int64_t n, char *const *p, const int64_t *s, const void *ctx) {                 \
+#define TG_CPU_BINARY_ROW(NAME, T, EXPR, ATTR)                                                     \
+  ATTR static void NAME(int64_t n, char *const *p, const int64_t *s, const void *ctx) {            \
     const T alpha = (T)((const tg_cpu_scalars *)ctx)->a;                                           \
     (void)alpha;                                                                                   \
     T *out = (T *)p[0];                                                                            \
@@ -137,8 +139,8 @@ tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out, c
   }
 
 #define TG_BINARY_KIND(KIND, name)                                                                 \
-  TG_CPU_BINARY_ROW(binary_##name##_f32, float, tg_binary_##name##_f(a, b, alpha))                 \
-  TG_CPU_BINARY_ROW(binary_##name##_f64, double, tg_binary_##name##_d(a, b, alpha))
+  TG_CPU_BINARY_ROW(binary_##name##_f32, float, tg_binary_##name##_f(a, b, alpha), TG_VF_CLONES)   \
+  TG_CPU_BINARY_ROW(binary_##name##_f64, double, tg_binary_##name##_d(a, b, alpha), )
 #include "ops/def/binary.def"
 
 static const tg_cpu_row_fn binary_rows[TG_NUM_BINARY][2] = {
