@@ -20,17 +20,23 @@
 
 #include "host_memory.h"
 
+/* POISON: a block goes into the cache (no access until reused); LINK: its first bytes,
+ * the list link written before POISON, are read again; REUSE: it comes out, uninitialised
+ * as a fresh block is. */
 #if defined(__SANITIZE_ADDRESS__) /* GCC; clang defines it too since version 11 */
 #include <sanitizer/asan_interface.h>
 #define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#define LINK(p) ASAN_UNPOISON_MEMORY_REGION(p, sizeof(free_block))
+#define REUSE(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
 #elif __has_include(<valgrind/memcheck.h>)
 #include <valgrind/memcheck.h>
 #define POISON(p, n) VALGRIND_MAKE_MEM_NOACCESS(p, n)
-#define UNPOISON(p, n) VALGRIND_MAKE_MEM_UNDEFINED(p, n)
+#define LINK(p) VALGRIND_MAKE_MEM_DEFINED(p, sizeof(free_block))
+#define REUSE(p, n) VALGRIND_MAKE_MEM_UNDEFINED(p, n)
 #else
 #define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
+#define LINK(p) ((void)(p))
+#define REUSE(p, n) ((void)(p), (void)(n))
 #endif
 
 enum {
@@ -71,8 +77,9 @@ static void drain_locked(void) {
   for (int c = 0; c < CLASSES; c++) {
     while (lists[c]) {
       free_block *b = lists[c];
-      UNPOISON(b, class_size(c));
+      LINK(b);
       lists[c] = b->next;
+      REUSE(b, class_size(c)); /* free() of a poisoned block would be reported */
       free(b);
     }
   }
@@ -95,8 +102,9 @@ void *tg__host_cached_alloc(size_t n) {
   pthread_mutex_lock(&lock);
   free_block *b = lists[c];
   if (b) {
-    UNPOISON(b, size);
+    LINK(b);
     lists[c] = b->next;
+    REUSE(b, size);
     cached_bytes -= size;
   }
   pthread_mutex_unlock(&lock);
