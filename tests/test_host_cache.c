@@ -2,6 +2,7 @@
  * storages: reuse within a size class, fault injection on a cache hit, the bound on what it
  * holds, the sizes it leaves alone, the drain, and concurrent use. */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "tensor/host_memory.h"
@@ -57,6 +58,24 @@ TG_TEST(host_cache, holds_at_most_its_bound) {
   cr_assert_eq(tg__host_cache_bytes(), 2 * n);
   tg__host_cache_drain();
   cr_assert_eq(tg__host_cache_bytes(), 0);
+}
+
+TG_TEST(host_cache, blocks_start_at_different_offsets_in_their_pages) {
+  /* (a kernel's operands all at one page offset alias in L1 and in store forwarding) */
+  tg__host_cache_drain();
+  enum { N = 8 };
+  char *p[N];
+  int distinct = 0;
+  for (int i = 0; i < N; i++) {
+    cr_assert(p[i] = tg__host_cached_alloc(1 << 20));
+    cr_assert_eq((uintptr_t)p[i] % TG_HOST_CACHE_ALIGN, 0);
+    bool seen = false;
+    for (int j = 0; j < i; j++) seen |= (uintptr_t)p[j] % 4096 == (uintptr_t)p[i] % 4096;
+    distinct += !seen;
+  }
+  cr_assert_eq(distinct, N);
+  for (int i = 0; i < N; i++) tg__host_cached_free(p[i], 1 << 20);
+  tg__host_cache_drain();
 }
 
 TG_TEST(host_cache, small_blocks_bypass_it) {

@@ -15,8 +15,10 @@
  * blocks are marked inaccessible (a use after free is still reported) and a reused block
  * is marked uninitialised again, as a fresh one is. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "host_memory.h"
 
@@ -67,6 +69,27 @@ static int class_of(size_t n, size_t *size) {
   return (e - MIN_SHIFT) * STEPS + (int)k;
 }
 
+/* Where blocks start. Fresh from malloc, every large block would start at the same offset
+ * in its page (each is an mmap of its own), so a kernel's operands would all alias in the
+ * L1 cache and in the 4 KiB check of store forwarding: composed LLTM backward 3-4% slower
+ * than with malloc, whose recycled blocks land anywhere. Each block is placed at its own
+ * multiple of 64 bytes in its first page instead, the system block's address kept in the
+ * 8 bytes before it. */
+#define STAGGER 4096
+static atomic_uint next_block;
+
+static void *placed(char *base) {
+  const unsigned k = atomic_fetch_add_explicit(&next_block, 1, memory_order_relaxed);
+  char *p = base + TG_HOST_CACHE_ALIGN * (1 + k * 23 % (STAGGER / TG_HOST_CACHE_ALIGN - 1));
+  memcpy(p - sizeof base, &base, sizeof base);
+  return p;
+}
+static void release(void *p) {
+  char *base;
+  memcpy(&base, (char *)p - sizeof base, sizeof base);
+  free(base);
+}
+
 /* The block size of class c (the inverse of class_of). */
 static size_t class_size(int c) {
   const int e = c / STEPS + MIN_SHIFT;
@@ -80,7 +103,7 @@ static void drain_locked(void) {
       LINK(b);
       lists[c] = b->next;
       REUSE(b, class_size(c)); /* free() of a poisoned block would be reported */
-      free(b);
+      release(b);
     }
   }
   cached_bytes = 0;
@@ -108,7 +131,9 @@ void *tg__host_cached_alloc(size_t n) {
     cached_bytes -= size;
   }
   pthread_mutex_unlock(&lock);
-  return b ? (void *)b : aligned_alloc(TG_HOST_CACHE_ALIGN, size);
+  if (b) return b;
+  char *base = aligned_alloc(TG_HOST_CACHE_ALIGN, size + STAGGER);
+  return base ? placed(base) : NULL;
 }
 
 void tg__host_cached_free(void *p, size_t n) {
@@ -129,7 +154,7 @@ void tg__host_cached_free(void *p, size_t n) {
     POISON(p, size);
   }
   pthread_mutex_unlock(&lock);
-  if (!keep) free(p);
+  if (!keep) release(p);
 }
 
 void tg__host_cache_drain(void) {
