@@ -24,12 +24,7 @@ static void free_node(tg_node *node, tg_node **todo) {
       *todo = e->node;
     }
   }
-  tg__host_free(node->edges);
-  tg__host_free(node->ctx.inputs);
-  tg__host_free(node->ctx.outputs);
-  tg__host_free(node->ctx.needs_input_grad);
-  tg__host_free(node->ctx.non_differentiable);
-  tg__host_free(node);
+  tg__host_free(node); /* its arrays with it: one block */
   tg__live_dec();
 }
 
@@ -51,37 +46,41 @@ static void fill_meta(tg_meta *m, const tg_tensor *t) {
   m->device = t->storage->device;
 }
 
-/* Allocates the per-input/output arrays of a context; false on out-of-memory. */
-static bool ctx_alloc(tg_ctx *ctx, int n_inputs, int n_outputs) {
-  size_t ni = (size_t)(n_inputs > 0 ? n_inputs : 1), no = (size_t)(n_outputs > 0 ? n_outputs : 1);
-  ctx->inputs = tg__host_calloc(ni, sizeof *ctx->inputs);
-  ctx->outputs = tg__host_calloc(no, sizeof *ctx->outputs);
-  ctx->needs_input_grad = tg__host_calloc(ni, sizeof *ctx->needs_input_grad);
-  ctx->non_differentiable = tg__host_calloc(no, sizeof *ctx->non_differentiable);
-  return ctx->inputs && ctx->outputs && ctx->needs_input_grad && ctx->non_differentiable;
+/* A context's per-input and per-output arrays live in one block with what holds them (a
+ * node, or a call's stack buffer), not in allocations of their own: a call would otherwise
+ * pay four to six mallocs and frees. Layout: the metas of the inputs, then of the outputs,
+ * then the flags (bools last, so the metas stay aligned). */
+static size_t ctx_arrays_bytes(size_t ni, size_t no) {
+  return (ni + no) * sizeof(tg_meta) + (ni + no) * sizeof(bool);
+}
+/* Points ctx's arrays into p (zeroed, ctx_arrays_bytes(ni, no) bytes, aligned for tg_meta). */
+static void ctx_carve(tg_ctx *ctx, char *p, size_t ni, size_t no) {
+  ctx->inputs = (tg_meta *)p;
+  ctx->outputs = ctx->inputs + ni;
+  ctx->needs_input_grad = (bool *)(ctx->outputs + no);
+  ctx->non_differentiable = ctx->needs_input_grad + ni;
 }
 
-static void ctx_free_arrays(tg_ctx *ctx) {
-  tg__host_free(ctx->inputs);
-  tg__host_free(ctx->outputs);
-  tg__host_free(ctx->needs_input_grad);
-  tg__host_free(ctx->non_differentiable);
-}
+/* Counts above this would overflow the sizes below (a node of INT_MAX inputs still fits). */
+#define MAX_ARRAY_COUNT ((SIZE_MAX - sizeof(tg_node)) / 2 / (sizeof(tg_edge) + sizeof(tg_meta) + 1))
 
+/* One block: the node, its edges (one per input), then its context's arrays. */
 static tg_node *node_new(const tg_op_desc *op, int n_inputs, int n_outputs) {
-  tg_node *node = tg__host_calloc(1, sizeof *node);
-  if (!node) return NULL;
+  size_t ni = (size_t)(n_inputs > 0 ? n_inputs : 1), no = (size_t)(n_outputs > 0 ? n_outputs : 1);
+  if (ni > MAX_ARRAY_COUNT || no > MAX_ARRAY_COUNT) return NULL;
+  _Static_assert(sizeof(tg_node) % _Alignof(tg_edge) == 0 &&
+                     sizeof(tg_edge) % _Alignof(tg_meta) == 0,
+                 "the block's parts stay aligned");
+  char *block =
+      tg__host_calloc(1, sizeof(tg_node) + ni * sizeof(tg_edge) + ctx_arrays_bytes(ni, no));
+  if (!block) return NULL;
+  tg_node *node = (tg_node *)block;
   atomic_init(&node->header.refcount, 1);
   node->header.name = op->name;
   node->header.destroy = destroy_node;
   node->sequence_nr = atomic_fetch_add(&next_sequence_nr, 1);
-  node->edges = tg__host_calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *node->edges);
-  if (!node->edges || !ctx_alloc(&node->ctx, n_inputs, n_outputs)) {
-    ctx_free_arrays(&node->ctx);
-    tg__host_free(node->edges);
-    tg__host_free(node);
-    return NULL;
-  }
+  node->edges = (tg_edge *)(block + sizeof(tg_node));
+  ctx_carve(&node->ctx, (char *)(node->edges + ni), ni, no);
   node->ctx.op = op;
   node->ctx.node = node;
   tg__live_inc();
@@ -112,6 +111,9 @@ static tg_edge edge_to(const tg_tensor *input) {
   return e;
 }
 
+/* Inputs and outputs an unrecorded call's context holds without allocating. */
+enum { LOCAL_COUNT = 4 };
+
 /* One tg_apply call as it goes through the steps below. */
 typedef struct apply_call {
   const tg_op_desc *op;
@@ -125,6 +127,9 @@ typedef struct apply_call {
   tg_node *node;    /* when recorded */
   tg_ctx *ctx;      /* node's context, or local's */
   tg_ctx local;
+  /* local's arrays: here for up to LOCAL_COUNT inputs and outputs, else local_heap */
+  _Alignas(tg_meta) char local_arrays[LOCAL_COUNT * 2 * (sizeof(tg_meta) + sizeof(bool))];
+  void *local_heap;
   char api_buf[96];
 } apply_call;
 
@@ -229,10 +234,16 @@ static tg_status open_context(apply_call *c, int n_scalars, const double *scalar
     c->ctx = &c->node->ctx;
   } else {
     c->ctx = &c->local;
-    if (!ctx_alloc(c->ctx, c->n_inputs, c->n_outputs)) {
-      ctx_free_arrays(c->ctx);
-      return tg_set_error(TG_ERR_MEMORY, "%s: out of memory for a call context", api_name(c));
+    size_t ni = (size_t)c->n_inputs, no = (size_t)c->n_outputs; /* n_outputs >= 1 */
+    char *arrays = c->local_arrays;
+    if (ni > LOCAL_COUNT || no > LOCAL_COUNT) {
+      arrays = c->local_heap = ni > MAX_ARRAY_COUNT || no > MAX_ARRAY_COUNT
+                                   ? NULL
+                                   : tg__host_calloc(1, ctx_arrays_bytes(ni, no));
+      if (!arrays)
+        return tg_set_error(TG_ERR_MEMORY, "%s: out of memory for a call context", api_name(c));
     }
+    ctx_carve(c->ctx, arrays, ni, no);
   }
   tg_ctx *ctx = c->ctx;
   ctx->op = c->op;
@@ -318,7 +329,7 @@ static void close_context(apply_call *c) {
     tg__node_release(c->node);
   } else {
     tg__ctx_release_saved(c->ctx);
-    ctx_free_arrays(c->ctx);
+    tg__host_free(c->local_heap);
   }
 }
 

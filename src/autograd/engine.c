@@ -67,13 +67,23 @@ static tg_status collect(const char *name, int n_roots, tg_node *const *roots,
   return TG_OK;
 }
 
-/* *slot += g. Without create_graph the sum is computed outside the tape. */
+/* Whether the engine holds the only reference to t and to its memory, so that adding into
+ * it changes nothing anyone else can see: a contiguous gradient that no scope, node or
+ * other tensor (a view) holds. */
+static bool engine_owns(const tg_tensor *t) {
+  return atomic_load(&t->refcount) == 1 && atomic_load(&t->storage->refcount) == 1 && !t->grad_fn &&
+         tg_is_contiguous(t);
+}
+
+/* *slot += g. Without create_graph the sum is computed outside the tape: into *slot itself
+ * when the engine owns it (no new buffer, and the one written is already in cache). */
 static tg_status accumulate(tg_tensor **slot, const tg_tensor *g, bool create_graph) {
   if (!*slot) {
     *slot = tg_retain(g);
     return TG_OK;
   }
   const tg_grad_arith *arith = tg__grad_arith();
+  if (!create_graph && engine_owns(*slot)) return arith->add_into("tg_backward", *slot, *slot, g);
   tg_tensor *sum;
   if (create_graph) {
     sum = tg_retain(arith->add(*slot, g));

@@ -32,7 +32,7 @@
 /* Defines the cell functions tg_lltm_cell_*<sfx> over element type T from a set of scalar
  * math functions (SIG(x), TANH(x), ELU(x, alpha), D_ELU(z, alpha) as in pointwise_math.h),
  * so a backend can instantiate the same formulas over its own fast math (the CPU's
- * vectorizable float math is in src/ops/cpu/cpu_lltm.c). */
+ * vectorizable float math is in src/ops/cpu/cpu_vecmath.h). */
 #define TG_LLTM_CELL_DEFINE(T, sfx, one, SIG, TANH, ELU, D_ELU)                                    \
   /* Forward of one element from the three pre-activations and old_cell. */                        \
   static inline TG_HOST_DEVICE void tg_lltm_cell_forward##sfx(                                     \

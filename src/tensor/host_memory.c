@@ -48,6 +48,8 @@ void *tg__host_aligned_alloc(size_t alignment, size_t n) {
 
 void tg__host_free(void *p) { free(p); }
 
+bool tg__host_attempt(void) { return !injected_failure(); }
+
 void tg__host_fail_allocation(int64_t k) {
   long long now = atomic_load(&attempts);
   atomic_store(&fail_at, k > 0 ? now + (long long)k : 0);

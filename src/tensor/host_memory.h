@@ -4,6 +4,7 @@
 #ifndef TG_HOST_MEMORY_H
 #define TG_HOST_MEMORY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,19 @@ void *tg__host_realloc(void *p, size_t n);
 void *tg__host_aligned_alloc(size_t alignment, size_t n);
 void tg__host_free(void *p);
 
+/* The cache of freed blocks the CPU backend's storages use (host_cache.c): 64-byte-aligned
+ * blocks of n bytes (rounded up, which the caller never sees), freed with
+ * tg__host_cached_free(p, n) with the n they were allocated with, where they wait for the next
+ * allocation of their size class. Blocks of 4 KiB and less, or above 2 GiB, bypass it. It
+ * holds at most TG_HOST_CACHE_MAX_BYTES; tg__host_cache_drain returns everything it holds to
+ * the system (done at exit too); tg__host_cache_bytes says how much that is. */
+#define TG_HOST_CACHE_ALIGN 64
+#define TG_HOST_CACHE_MAX_BYTES ((size_t)256 << 20)
+void *tg__host_cached_alloc(size_t n);
+void tg__host_cached_free(void *p, size_t n);
+void tg__host_cache_drain(void);
+size_t tg__host_cache_bytes(void);
+
 /* Fault injection, for tests. Every allocation attempt above (free excepted) takes a number
  * from one process-wide atomic counter. tg__host_fail_allocation(k) makes the k-th attempt
  * from now (k = 1: the next one) fail as if out of memory, once; k = 0 disarms it. The
@@ -30,6 +44,9 @@ void tg__host_free(void *p);
  * after), then runs the step once for each k in 1..N. tg__host_injected_failures counts the
  * failures injected so far: whether the armed one has fired. */
 void tg__host_fail_allocation(int64_t k);
+/* One allocation attempt, for an allocator built on these (the cache): false when it is the
+ * one armed to fail. */
+bool tg__host_attempt(void);
 int64_t tg__host_allocation_count(void);
 int64_t tg__host_injected_failures(void);
 

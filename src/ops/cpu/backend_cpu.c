@@ -7,14 +7,16 @@
 
 /* ---- device memory ---- */
 
-/* 64-byte aligned so vector loads and BLIS packing never straddle cache lines. */
+/* 64-byte aligned so vector loads and BLIS packing never straddle cache lines. Freed blocks
+ * wait in the host cache for the next storage of their size (a training loop's temporaries
+ * are the same every step). nbytes is the storage's capacity both times. */
 static void *cpu_alloc(void *ctx, size_t nbytes) {
   (void)ctx;
-  return tg__host_aligned_alloc(64, nbytes);
+  return tg__host_cached_alloc(nbytes);
 }
 static void cpu_free(void *ctx, void *ptr, size_t nbytes) {
-  (void)ctx, (void)nbytes;
-  tg__host_free(ptr);
+  (void)ctx;
+  tg__host_cached_free(ptr, nbytes);
 }
 static const tg_allocator cpu_allocator = {"cpu", cpu_alloc, cpu_free, NULL};
 

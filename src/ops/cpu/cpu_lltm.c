@@ -4,7 +4,7 @@
  * Each pass walks the [B, S] cell elements row by row in tiles of columns. A tile's
  * operands are made unit-stride first (a strided or expanded operand is packed into a
  * small stack buffer), then one span function runs the cell math of ops/lltm_cell.h over
- * it: for F32 over the vectorizable float math below, compiled for AVX-512, AVX2 and
+ * it: for F32 over the vectorizable float math of cpu_vecmath.h, compiled for AVX-512, AVX2 and
  * baseline x86-64 with run-time selection; for F64 over libm (precision first).
  *
  * Threads: above a size threshold the columns are split into one contiguous range per
@@ -27,96 +27,12 @@
 #include <string.h>
 
 #include "ops/cpu/cpu_internal.h"
+#include "ops/cpu/cpu_vecmath.h"
 #include "ops/lltm_cell.h"
 #include "ops/lltm_internal.h"
 
-/* ---- vectorizable float math ----
- *
- * Float math for the fused LLTM's CPU loops, written so that the compiler vectorizes it:
- * no libm calls, no branches (every value is computed, then selected). libm's expf/tanhf
- * are scalar calls (~25 ns per LLTM element); these run the whole cell in a few ns per
- * element once vectorized. A loop using them must allow if-conversion of floating-point
- * code: compile it without trapping math (tg never enables FP exceptions).
- *
- * Accuracy against the correctly rounded result (measured over [-100, 88] and near 0):
- * exp <= 1.5 ulp, expm1, sigmoid, tanh <= 3 ulp (relative, float ulp = 6e-8). Inputs are
- * clamped to exp's normal range: exp(x) for x < -87.3 returns exp(-87.3) ~ 1.2e-38 instead
- * of a subnormal, which changes no LLTM result beyond 1e-37. F64 keeps libm (precision
- * first; its loops are not the benchmark's). */
-static inline float tg_vf_from_bits(int32_t bits) {
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-/* exp(x) by x = n ln2 + r, |r| <= ln2/2: 2^n times a degree-7 polynomial in r (Cephes'
- * expf coefficients); the rounding of n uses the 1.5 * 2^23 trick (no roundf call). */
-static inline float tg_vf_exp(float x) {
-  x = x < -87.3f ? -87.3f : x;
-  x = x > 88.0f ? 88.0f : x;
-  const float round_magic = 12582912.0f;
-  float n = (x * 1.44269504088896341f + round_magic) - round_magic;
-  float r = x - n * 0.693359375f; /* ln2 split in two for an exact first product */
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  return p * tg_vf_from_bits(((int32_t)n + 127) << 23);
-}
-
-/* exp(x) - 1: Taylor to x^7 near 0 (|x| < ln2/2, where exp(x) - 1 would cancel), else
- * exp(x) - 1. */
-static inline float tg_vf_expm1(float x) {
-  float s = 1.0f / 5040;
-  s = s * x + 1.0f / 720;
-  s = s * x + 1.0f / 120;
-  s = s * x + 1.0f / 24;
-  s = s * x + 1.0f / 6;
-  s = s * x + 0.5f;
-  float near_zero = x + x * x * s;
-  float far = tg_vf_exp(x) - 1.0f;
-  return __builtin_fabsf(x) < 0.34657359f ? near_zero : far;
-}
-
-/* 1/(1+exp(-x)) from e = exp(-|x|) <= 1 (never overflows). */
-static inline float tg_vf_sigmoid(float x) {
-  float e = tg_vf_exp(-__builtin_fabsf(x));
-  float s = 1.0f / (1.0f + e);
-  float es = e * s;
-  return x >= 0.0f ? s : es;
-}
-
-/* tanh(|x|) = -u / (u + 2) with u = expm1(-2|x|), accurate near 0; sign restored. */
-static inline float tg_vf_tanh(float x) {
-  float u = tg_vf_expm1(-2.0f * __builtin_fabsf(x));
-  return __builtin_copysignf(-u / (u + 2.0f), x);
-}
-
-static inline float tg_vf_elu(float x, float alpha) {
-  float neg = alpha * tg_vf_expm1(x);
-  return x > 0.0f ? x : neg;
-}
-
-static inline float tg_vf_d_elu(float z, float alpha) {
-  float neg = alpha * tg_vf_exp(z);
-  return z > 0.0f ? 1.0f : neg;
-}
-
-/* tg_lltm_cell_*_vf: the LLTM cell over this math. */
+/* tg_lltm_cell_*_vf: the LLTM cell over the vectorizable float math (cpu_vecmath.h). */
 TG_LLTM_CELL_DEFINE(float, _vf, 1.0f, tg_vf_sigmoid, tg_vf_tanh, tg_vf_elu, tg_vf_d_elu)
-
-/* Not under ThreadSanitizer: the clones' ifunc resolver is instrumented and runs while the
- * executable is relocated, before the TSan runtime is initialised (a crash at start-up). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__gnu_linux__) &&   \
-    !defined(__SANITIZE_THREAD__)
-#define TG_LLTM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TG_LLTM_CLONES
-#endif
 
 /* Columns per tile: the packing buffers live on the stack. */
 #define TG_LLTM_TILE 256
@@ -159,7 +75,7 @@ typedef struct backward_args {
 #define TG_CPU_LLTM_T float
 #define TG_CPU_LLTM_FN(name) name##_f32
 #define TG_CPU_LLTM_CELL(name) name##_vf
-#define TG_CPU_LLTM_CLONES TG_LLTM_CLONES
+#define TG_CPU_LLTM_CLONES TG_VF_CLONES
 #include "ops/cpu/cpu_lltm.c"
 #undef TG_CPU_LLTM_T
 #undef TG_CPU_LLTM_FN

@@ -3,14 +3,25 @@
  * Each (kind, dtype) gets its own row function, generated from the kind lists
  * (ops/def/unary.def, binary.def), so the element math (ops/pointwise_math.h, shared with
  * CUDA) is inlined into loops the compiler vectorizes. The scalars A, B / alpha are
- * converted to the element type T first. */
+ * converted to the element type T first.
+ *
+ * F32 exp, sigmoid, tanh and elu run the vectorizable float math of cpu_vecmath.h instead
+ * of libm's scalar calls (its accuracy bounds are stated there); F64 stays libm. The F32 rows
+ * are compiled for AVX-512, AVX2 and baseline x86-64 (TG_VF_CLONES). */
+
+/* For the vectorizable math's selects (see cpu_vecmath.h); before the includes. */
+#pragma GCC optimize("no-trapping-math")
+
 #include "ops/cpu/cpu_internal.h"
+#include "ops/cpu/cpu_vecmath.h"
 #include "ops/pointwise_math.h"
 
 /* ---- unary ---- */
 
-#define TG_CPU_UNARY_ROW(NAME, T, EXPR)                                                            \
-  static void NAME(int64_t n, char *const *p, const int64_t *s, const void *ctx) {                 \
+/* ATTR: TG_VF_CLONES for the F32 rows (AVX-512 and AVX2 where the CPU has them; F32 is the
+ * benchmark's type), nothing for F64. */
+#define TG_CPU_UNARY_ROW(NAME, T, EXPR, ATTR)                                                      \
+  ATTR static void NAME(int64_t n, char *const *p, const int64_t *s, const void *ctx) {            \
     const tg_cpu_scalars *sc = (const tg_cpu_scalars *)ctx;                                        \
     const T A = (T)sc->a, B = (T)sc->b;                                                            \
     (void)A;                                                                                       \
@@ -37,8 +48,8 @@
 /* One row per (kind, dtype), generated from the list; the expression is the kind's math
  * (ops/pointwise_math.h), inlined into the loop. */
 #define TG_UNARY_KIND(KIND, name, cost)                                                            \
-  TG_CPU_UNARY_ROW(unary_##name##_f32, float, tg_unary_##name##_f(x, A, B))                        \
-  TG_CPU_UNARY_ROW(unary_##name##_f64, double, tg_unary_##name##_d(x, A, B))
+  TG_CPU_UNARY_ROW(unary_##name##_f32, float, tg_unary_##name##_f(x, A, B), TG_VF_CLONES)          \
+  TG_CPU_UNARY_ROW(unary_##name##_f64, double, tg_unary_##name##_d(x, A, B), )
 #include "ops/def/unary.def"
 
 /* [kind][0 = F32, 1 = F64] */
@@ -46,6 +57,18 @@ static const tg_cpu_row_fn unary_rows[TG_NUM_UNARY][2] = {
 #define TG_UNARY_KIND(KIND, name, cost)                                                            \
   [TG_UNARY_##KIND] = {unary_##name##_f32, unary_##name##_f64},
 #include "ops/def/unary.def"
+};
+
+/* The F32 rows over the vectorizable math, which replace those above where present. */
+TG_CPU_UNARY_ROW(unary_exp_vf32, float, tg_vf_exp(x), TG_VF_CLONES)
+TG_CPU_UNARY_ROW(unary_sigmoid_vf32, float, tg_vf_sigmoid(x), TG_VF_CLONES)
+TG_CPU_UNARY_ROW(unary_tanh_vf32, float, tg_vf_tanh(x), TG_VF_CLONES)
+TG_CPU_UNARY_ROW(unary_elu_vf32, float, tg_vf_elu(x, A), TG_VF_CLONES)
+static const tg_cpu_row_fn unary_rows_vf32[TG_NUM_UNARY] = {
+    [TG_UNARY_EXP] = unary_exp_vf32,
+    [TG_UNARY_SIGMOID] = unary_sigmoid_vf32,
+    [TG_UNARY_TANH] = unary_tanh_vf32,
+    [TG_UNARY_ELU] = unary_elu_vf32,
 };
 
 /* Kinds whose every element calls libm (cost LIBM) are worth a thread team at smaller
@@ -75,14 +98,16 @@ tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out, c
   tg_cpu_scalars sc = {a, b};
   const int64_t min =
       unary_is_transcendental[kind] ? TG_CPU_PARALLEL_MIN_TRANSCENDENTAL : TG_CPU_PARALLEL_MIN;
-  tg_cpu_iter_run(&it, unary_rows[kind][slot], &sc, tg_cpu_should_parallelize(it.numel, min));
+  const tg_cpu_row_fn row =
+      slot == 0 && unary_rows_vf32[kind] ? unary_rows_vf32[kind] : unary_rows[kind][slot];
+  tg_cpu_iter_run(&it, row, &sc, tg_cpu_should_parallelize(it.numel, min));
   return TG_OK;
 }
 
 /* ---- binary ---- */
 
-#define TG_CPU_BINARY_ROW(NAME, T, EXPR)                                                           \
-  static void NAME(int64_t n, char *const *p, const int64_t *s, const void *ctx) {                 \
+#define TG_CPU_BINARY_ROW(NAME, T, EXPR, ATTR)                                                     \
+  ATTR static void NAME(int64_t n, char *const *p, const int64_t *s, const void *ctx) {            \
     const T alpha = (T)((const tg_cpu_scalars *)ctx)->a;                                           \
     (void)alpha;                                                                                   \
     T *out = (T *)p[0];                                                                            \
@@ -114,8 +139,8 @@ tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out, c
   }
 
 #define TG_BINARY_KIND(KIND, name)                                                                 \
-  TG_CPU_BINARY_ROW(binary_##name##_f32, float, tg_binary_##name##_f(a, b, alpha))                 \
-  TG_CPU_BINARY_ROW(binary_##name##_f64, double, tg_binary_##name##_d(a, b, alpha))
+  TG_CPU_BINARY_ROW(binary_##name##_f32, float, tg_binary_##name##_f(a, b, alpha), TG_VF_CLONES)   \
+  TG_CPU_BINARY_ROW(binary_##name##_f64, double, tg_binary_##name##_d(a, b, alpha), )
 #include "ops/def/binary.def"
 
 static const tg_cpu_row_fn binary_rows[TG_NUM_BINARY][2] = {
