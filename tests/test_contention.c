@@ -25,6 +25,8 @@ TG_TEST(contention, late_team_member_means_one_thread) {
   tg_cpu_note_team_start(tg_cpu_now_ns()); /* on time */
   cr_assert_not(tg_cpu_contended());
   tg_cpu_note_team_start(tg_cpu_now_ns() - 2 * TG_CONTENDED_LATE_NS);
+  cr_assert_not(tg_cpu_contended(), "one late start alone is often a one-off");
+  tg_cpu_note_team_start(tg_cpu_now_ns() - 2 * TG_CONTENDED_LATE_NS);
   cr_assert(tg_cpu_contended());
   cr_assert_not(tg_cpu_should_parallelize((int64_t)1 << 30, 1));
   tg__cpu_forget_contention();
@@ -37,7 +39,19 @@ TG_TEST(contention, slow_parallel_gemm_means_one_thread) {
   tg_cpu_note_parallel_gemm(macs, 300 * 1000); /* 0.3 ms: two quiet threads */
   cr_assert_not(tg_cpu_contended());
   tg_cpu_note_parallel_gemm(macs, 8 * 1000 * 1000); /* 8 ms: measured with the other core busy */
+  cr_assert_not(tg_cpu_contended());
+  tg_cpu_note_parallel_gemm(macs, 8 * 1000 * 1000);
   cr_assert(tg_cpu_contended());
+  tg__cpu_forget_contention();
+  tg_set_num_threads(0);
+}
+
+TG_TEST(contention, signs_far_apart_are_one_offs) {
+  fresh();
+  tg_cpu_note_team_start(tg_cpu_now_ns() - 2 * TG_CONTENDED_LATE_NS);
+  sleep_ns(TG_CONTENDED_NS + 20 * 1000 * 1000);
+  tg_cpu_note_team_start(tg_cpu_now_ns() - 2 * TG_CONTENDED_LATE_NS);
+  cr_assert_not(tg_cpu_contended());
   tg__cpu_forget_contention();
   tg_set_num_threads(0);
 }

@@ -69,12 +69,12 @@ bool tg_cpu_should_parallelize(int64_t numel, int64_t min_numel);
 
 /* ---- contended cores (cpu_contention.c) ----
  * Another process on the cores tg's teams need makes every fork wait for a descheduled
- * thread; tg then runs one-threaded for TG_CONTENDED_NS after seeing it. */
+ * thread; tg then runs one-threaded for TG_CONTENDED_NS after seeing it twice. */
 #define TG_CONTENDED_NS ((int64_t)100 * 1000 * 1000)
 #define TG_CONTENDED_LATE_NS ((int64_t)1000 * 1000)
 #define TG_CONTENDED_GEMM_MIN_MACS_PER_US 15000
 int64_t tg_cpu_now_ns(void); /* CLOCK_MONOTONIC */
-/* Whether a team or GEMM was seen waiting for a core within the last TG_CONTENDED_NS. */
+/* Whether teams or GEMMs were seen waiting for a core (twice) within the last TG_CONTENDED_NS. */
 bool tg_cpu_contended(void);
 void tg_cpu_note_contention(void);
 /* Called by a team member other than the master as it starts: fork_ns is the master's
