@@ -68,18 +68,17 @@ void tg_cpu_iter_run(const tg_cpu_iter *it, tg_cpu_row_fn fn, const void *ctx, b
 bool tg_cpu_should_parallelize(int64_t numel, int64_t min_numel);
 
 /* ---- contended cores (cpu_contention.c) ----
- * Another process on the cores tg's teams need makes every fork wait for a descheduled
- * thread; tg then runs one-threaded for TG_CONTENDED_NS after seeing it twice. */
+ * When other processes keep the cores busy, every fork waits for a descheduled thread; tg
+ * then runs one-threaded for a while, judged from samples of its parallel GEMMs. */
 #define TG_CONTENDED_NS ((int64_t)100 * 1000 * 1000)
-#define TG_CONTENDED_LATE_NS ((int64_t)1000 * 1000)
-#define TG_CONTENDED_GEMM_MIN_MACS_PER_US 15000
+#define TG_CONTENDED_GEMM_MIN_MACS_PER_US 6000
+#define TG_CONTENDED_WARMUP 2
+#define TG_CONTENDED_SAMPLE 4
 int64_t tg_cpu_now_ns(void); /* CLOCK_MONOTONIC */
-/* Whether teams or GEMMs were seen waiting for a core (twice) within the last TG_CONTENDED_NS. */
+/* Whether tg is in a one-thread period after a sample of mostly slow parallel GEMMs. */
 bool tg_cpu_contended(void);
+/* Starts a one-thread period (doubling while samples stay late). */
 void tg_cpu_note_contention(void);
-/* Called by a team member other than the master as it starts: fork_ns is the master's
- * tg_cpu_now_ns() before the fork. */
-void tg_cpu_note_team_start(int64_t fork_ns);
 /* After a GEMM that ran on more than one thread. */
 void tg_cpu_note_parallel_gemm(int64_t macs, int64_t elapsed_ns);
 /* Tests: clears what was noticed. */

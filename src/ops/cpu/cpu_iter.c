@@ -83,12 +83,10 @@ void tg_cpu_iter_run(const tg_cpu_iter *it, tg_cpu_row_fn fn, const void *ctx, b
     run_range(it, 0, numel, fn, ctx);
     return;
   }
-  const int64_t fork_ns = tg_cpu_now_ns();
 #pragma omp parallel
   {
     const int64_t nthreads = omp_get_num_threads();
     const int64_t t = omp_get_thread_num();
-    if (t > 0) tg_cpu_note_team_start(fork_ns);
     /* Ranges are multiples of 16 elements so threads do not share cache lines of a
      * contiguous output and vector loops keep their alignment. */
     int64_t chunk = (numel + nthreads - 1) / nthreads;

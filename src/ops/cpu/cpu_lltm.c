@@ -125,11 +125,9 @@ tg_status tg_cpu_lltm_forward_pointwise(tg_tensor *gates, const tg_tensor *bias,
   };
   const bool f32 = gates->dtype == TG_F32;
   const int ranges = column_ranges(a.batch, a.state);
-  const int64_t fork_ns = tg_cpu_now_ns();
 #pragma omp parallel for num_threads(ranges) schedule(static) if (ranges > 1)
   for (int r = 0; r < ranges; r++) {
     int64_t c0, c1;
-    if (omp_get_thread_num() > 0) tg_cpu_note_team_start(fork_ns);
     range_bounds(a.state, r, ranges, &c0, &c1);
     if (f32)
       forward_columns_f32(&a, c0, c1);
@@ -158,11 +156,9 @@ tg_status tg_cpu_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tenso
   };
   const bool f32 = gates->dtype == TG_F32, direct = a.d_gates.s1 == 1;
   const int ranges = column_ranges(a.batch, a.state);
-  const int64_t fork_ns = tg_cpu_now_ns();
 #pragma omp parallel for num_threads(ranges) schedule(static) if (ranges > 1)
   for (int r = 0; r < ranges; r++) {
     int64_t c0, c1;
-    if (omp_get_thread_num() > 0) tg_cpu_note_team_start(fork_ns);
     range_bounds(a.state, r, ranges, &c0, &c1);
     if (f32 && direct)
       backward_columns_f32(&a, c0, c1);
