@@ -16,6 +16,7 @@
  * through it and wake late even on a lightly loaded machine. (Late starts of team members
  * were tried as a sign too: under the lighter load they are common while two threads still
  * win, and taking them as contention halved that speed.) */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdatomic.h>
 #include <time.h>
 
