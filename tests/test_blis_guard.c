@@ -161,6 +161,14 @@ static void gemm_large(void) {
     for (int layout = 0; layout < 4; layout++)
       mm_case(dims[i][0], dims[i][1], dims[i][2], layout & 1, 0, layout & 2, 0, TG_F32);
   mm_case(160, 170, 161, false, 0, true, 0, TG_F64);
+  /* A column-major left operand of 256+ rows and k < 256, which BLIS gets as a row-major
+   * copy (cpu_gemm.c), on two threads and on one. */
+  for (int threads = 2; threads >= 1; threads--) {
+    tg_set_num_threads(threads);
+    mm_case(300, 100, 200, true, 0, false, 0, TG_F32);
+    mm_case(300, 100, 200, true, 0, true, 0, TG_F64);
+  }
+  tg_set_num_threads(0);
 }
 
 /* ---- the LLTM, fused against composed, forward and backward ---- */
