@@ -165,11 +165,6 @@ static tg_tensor *strided(tg_tensor *flat, int64_t rows, int64_t cols, int64_t r
   return tg_as_strided(flat, 2, (int64_t[]){rows, cols}, (int64_t[]){rs, cs}, 0);
 }
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return a < b ? -1 : a > b;
-}
-
 static void bench_size(int64_t B, int64_t I, int64_t S, int iters, int rounds, bool jsonl) {
   const int64_t K = S + I, G = 3 * S;
   const product products[] = {
@@ -188,7 +183,6 @@ static void bench_size(int64_t B, int64_t I, int64_t S, int iters, int rounds, b
     exit(1);
   }
   float *a = tg_data_ptr(fa), *b = tg_data_ptr(fb), *c = tg_data_ptr(fc);
-  double *t = malloc(sizeof(double) * (size_t)(iters * rounds));
   for (size_t pi = 0; pi < sizeof products / sizeof products[0]; pi++) {
     const product *p = &products[pi];
     tg_tensor *ta = strided(fa, p->m, p->k, p->a_rs, p->a_cs);
@@ -207,9 +201,7 @@ static void bench_size(int64_t B, int64_t I, int64_t S, int iters, int rounds, b
     int best = -1;
     for (int e = 0; e < n_engines; e++) {
       if (!takes[e]) continue;
-      memcpy(t, all + e * rounds * iters, sizeof(double) * (size_t)(iters * rounds));
-      qsort(t, (size_t)(iters * rounds), sizeof(double), cmp_double);
-      med[e] = t[iters * rounds / 2];
+      med[e] = tg_bench_median(all + e * rounds * iters, iters * rounds);
       if (best < 0 || med[e] < med[best]) best = e;
     }
     const double flop = 2.0 * (double)p->m * (double)p->n * (double)p->k;
@@ -233,7 +225,6 @@ static void bench_size(int64_t B, int64_t I, int64_t S, int iters, int rounds, b
     printf("\n");
     free(all);
   }
-  free(t);
   tg_scope_end(scope);
 }
 
