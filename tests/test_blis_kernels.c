@@ -23,6 +23,10 @@ static void expect_refused(const char *value, const char *const why) {
   /* Refused every time, not only at the first GEMM; threads leave BLIS alone too. */
   cr_assert_null(tg_blis_kernels());
   tg_expect_error(TG_ERR_ARGUMENT, "tg_blis_kernels", why);
+  cr_assert_null(tg_blis_large_kernels());
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_blis_large_kernels", why);
+  cr_assert_null(tg_small_gemm_engine());
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_small_gemm_engine", why);
   tg_set_num_threads(1);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_set_num_threads", why);
   tg_set_num_threads(0);
