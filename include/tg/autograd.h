@@ -87,6 +87,36 @@ enum {
   TG_OP_INPLACE = 1u << 3,              /* forward writes input 0 and returns it as output 0 */
 };
 
+/* ---- sample inputs (tg's OpInfo) ----
+ * An op may describe calls that exercise it: small inputs for checking (gradcheck,
+ * gradgradcheck, CPU against CUDA: tg_op_check, tests/test_opinfo.c, `tg-op gradcheck`) and
+ * one call at a size worth timing (`tg-op bench`). */
+#define TG_SAMPLE_MAX_INPUTS 8
+#define TG_SAMPLE_MAX 16
+typedef struct tg_sample {
+  const char *label; /* what it exercises ("broadcast", "0-dim", "transposed"); static */
+  int n_inputs;
+  tg_tensor *inputs[TG_SAMPLE_MAX_INPUTS]; /* scope-owned; requires_grad set on those to check */
+  int n_scalars;
+  double scalars[TG_CTX_MAX_SCALARS];
+  int n_ints;
+  int64_t ints[TG_CTX_MAX_INTS];
+  int n_outputs;
+  double atol, rtol; /* gradcheck tolerances for this call; 0 = tg_op_check's */
+} tg_sample;
+
+typedef struct tg_sample_request {
+  tg_dtype dtype;     /* of the floating inputs */
+  tg_device device;   /* of every input */
+  tg_generator *gen;  /* for random values (never NULL) */
+  bool bench;         /* one call at a size worth timing instead of small checking ones */
+  int n_sizes;        /* bench only: sizes the caller asks for (the op says how it reads */
+  const int64_t *sizes; /* them, e.g. the LLTM's batch, input features, state size), or 0 */
+} tg_sample_request;
+
+/* Fills samples[0..count) (count <= TG_SAMPLE_MAX) and returns count; -1 with an error. */
+typedef int (*tg_sample_fn)(const tg_sample_request *request, tg_sample *samples);
+
 typedef struct tg_op_desc {
   const char *name;
   int n_inputs;  /* -1: any number (cat, stack) */
@@ -94,6 +124,7 @@ typedef struct tg_op_desc {
   tg_forward_fn forward[TG_NUM_DEVICE_TYPES];
   tg_backward_fn backward; /* NULL: not differentiable */
   unsigned flags;
+  tg_sample_fn sample_inputs; /* NULL: none */
 } tg_op_desc;
 
 /* Runs op. scalars are kept in the context for forward and backward (tg_ctx_scalar). */
@@ -156,6 +187,19 @@ typedef struct tg_gradcheck_options {
   double atol; /* 0 = 1e-5 */
   double rtol; /* 0 = 1e-3 */
   bool quiet;  /* do not print the failure report to stderr (it is in the error message) */
+  /* Fast mode: compares v^T J u for random unit u, v (one backward, two evaluations per
+   * input) instead of the full Jacobian, for ops at realistic sizes. A mismatch is checked
+   * again in full mode, for the element-naming report, when the Jacobian has at most
+   * fast_mode_report_limit (0 = 2^20) cells; otherwise the report names the projection. */
+  bool fast_mode;
+  uint64_t fast_mode_report_limit;
+  uint64_t seed; /* of fast mode's u, v and gradgradcheck's upstream gradients; 0 = fixed */
+  /* Backward must be re-entrant: two runs over one graph agree within this (0 = bitwise). */
+  double nondet_tol;
+  /* Skips the check that backward copes with outputs that received no gradient (for an op
+   * with several differentiable outputs, each left out of the roots once: the result must
+   * equal backward with a zero gradient for it). */
+  bool skip_undefined_grad_check;
 } tg_gradcheck_options;
 
 /* A function of tensors: fills outputs[0..n_outputs) (scope-owned results are fine). */
@@ -170,6 +214,23 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_inputs, tg_tensor *
 /* Checks the gradient of the gradient, with random upstream gradients. */
 tg_status tg_gradgradcheck(tg_gradcheck_fn fn, void *user, int n_inputs, tg_tensor *const *inputs,
                            int n_outputs, tg_gradcheck_options opts);
+
+/* ---- checking an op by its samples ---- */
+typedef struct tg_op_check_options {
+  tg_gradcheck_options gradcheck; /* defaults and flags for every sample (a sample's own
+                                     atol/rtol win) */
+  bool skip_gradgradcheck;
+  bool skip_cuda; /* else, when a CUDA device is present and the op has a CUDA kernel, CPU and
+                     CUDA forward outputs (F32, F64) and gradients (F64) must agree */
+  bool verbose;   /* a line per sample and check on stdout */
+} tg_op_check_options;
+
+/* Runs every sample of op (F64, CPU): gradcheck when the op is differentiable;
+ * gradgradcheck, or for TG_OP_ONCE_DIFFERENTIABLE that double backward is refused; and
+ * CPU-vs-CUDA agreement. TG_ERR_UNSUPPORTED when the op has no samples; otherwise the first
+ * failure, its message naming op, sample and check. In-place ops are checked on a clone of
+ * their input 0. */
+tg_status tg_op_check(const tg_op_desc *op, tg_op_check_options opts);
 
 #ifdef __cplusplus
 }

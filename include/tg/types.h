@@ -40,6 +40,7 @@ typedef enum tg_status {
   TG_ERR_STATE,       /* misuse of the autograd state (freed graph, version, ...) */
   TG_ERR_UNSUPPORTED, /* a valid request tg does not implement */
   TG_ERR_GRADCHECK,   /* gradcheck found a mismatch */
+  TG_ERR_EXTENSION,   /* an extension could not be built or loaded (include/tg/extension.h) */
   TG_NUM_STATUS
 } tg_status;
 
@@ -51,6 +52,8 @@ bool tg_dtype_is_floating(tg_dtype dtype);
 const char *tg_device_type_name(tg_device_type type);
 bool tg_device_equal(tg_device a, tg_device b);
 const char *tg_status_name(tg_status status);
+/* tg's version, "MAJOR.MINOR.PATCH" (extensions and the JIT cache are keyed by it). */
+const char *tg_version_string(void);
 
 /* ---- errors: thread-local, first error kept while propagating NULLs ---- */
 

@@ -43,3 +43,5 @@ const char *tg_device_type_name(tg_device_type type) {
 bool tg_device_equal(tg_device a, tg_device b) {
   return a.type == b.type && (a.type == TG_CPU || a.index == b.index);
 }
+
+const char *tg_version_string(void) { return TG_VERSION_STRING; }
