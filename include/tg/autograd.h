@@ -92,6 +92,8 @@ enum {
  * gradgradcheck, CPU against CUDA: tg_op_check, tests/test_opinfo.c, `tg-op gradcheck`) and
  * one call at a size worth timing (`tg-op bench`). */
 #define TG_SAMPLE_MAX_INPUTS 8
+#define TG_CTX_MAX_SCALARS 16 /* per op call (tg_ctx_scalar); here because tg_sample uses them */
+#define TG_CTX_MAX_INTS 16
 #define TG_SAMPLE_MAX 16
 typedef struct tg_sample {
   const char *label; /* what it exercises ("broadcast", "0-dim", "transposed"); static */
@@ -148,9 +150,7 @@ const tg_op_desc *tg_op_lookup(const char *name); /* NULL + TG_ERR_ARGUMENT if u
 int tg_op_count(void);
 const tg_op_desc *tg_op_at(int index);
 
-/* ---- the context of one op call ---- */
-#define TG_CTX_MAX_SCALARS 16
-#define TG_CTX_MAX_INTS 16
+/* ---- the context of one op call (limits: above, before tg_sample) ---- */
 int tg_ctx_num_inputs(const tg_ctx *ctx);
 int tg_ctx_num_outputs(const tg_ctx *ctx);
 /* Saves tensors (inputs, outputs or intermediates) for backward; version-checked. */
