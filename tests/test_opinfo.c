@@ -210,6 +210,12 @@ TG_TEST(opinfo, null_op_is_an_argument_error) {
   tg_expect_error(TG_ERR_ARGUMENT, "tg_op_check", "op is NULL");
 }
 
+TG_TEST(opinfo, an_op_without_a_name_is_an_argument_error) {
+  tg_op_desc nameless = {.n_inputs = 1, .n_outputs = 1};
+  cr_expect_eq(tg_op_check(&nameless, quiet), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_op_check", "no name");
+}
+
 TG_TEST(opinfo, an_op_without_samples_is_unsupported) {
   const tg_op_desc *op = register_square("test_square_unsampled", 0, NULL);
   cr_expect_eq(tg_op_check(op, quiet), TG_ERR_UNSUPPORTED);

@@ -106,3 +106,55 @@ TG_CUDA_TEST(cuda_opinfo, samples_hold_the_same_values_on_both_devices) {
   tg_generator_free(a);
   tg_generator_free(b);
 }
+
+/* Sample functions that do not give both devices the same samples. */
+static int differ_by_device(const tg_sample_request *r, tg_sample *out) {
+  double v = r->device.type == TG_CUDA ? 2.0 : 1.0;
+  tg_tensor *x = tg_full(TG_SHAPE(2), v, (tg_options){r->dtype, r->device, true});
+  out[0] = (tg_sample){.label = "values", .n_inputs = 1, .inputs = {x}};
+  return x ? 1 : -1;
+}
+static int fail_on_cuda(const tg_sample_request *r, tg_sample *out) {
+  if (r->device.type == TG_CUDA) return tg_set_error(TG_ERR_DEVICE, "no samples here"), -1;
+  return differ_by_device(r, out);
+}
+static int count_by_device(const tg_sample_request *r, tg_sample *out) {
+  int n = differ_by_device(&(tg_sample_request){.dtype = r->dtype, .gen = r->gen}, out);
+  if (n == 1 && r->device.type == TG_CUDA) out[1] = out[0], n = 2;
+  for (int i = 0; i < n; i++) out[i].inputs[0] = tg_to_device(out[i].inputs[0], r->device);
+  return n;
+}
+
+TG_CUDA_TEST(cuda_opinfo, samples_that_differ_between_devices_are_errors) {
+  struct {
+    const char *name;
+    tg_sample_fn fn;
+    tg_status code;
+    const char *words[2];
+  } cases[] = {
+      {"test_cuda_differ",
+       differ_by_device,
+       TG_ERR_GRADCHECK,
+       {"sample 0 (values): cuda f32 sample inputs differ", "input 0"}},
+      {"test_cuda_fail",
+       fail_on_cuda,
+       TG_ERR_DEVICE,
+       {"sample_inputs (float32, cuda)", "no samples here"}},
+      {"test_cuda_count",
+       count_by_device,
+       TG_ERR_GRADCHECK,
+       {"1 samples on the CPU but 2", "float32"}},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    tg_op_desc desc = {.name = cases[k].name,
+                       .n_inputs = 1,
+                       .n_outputs = 1,
+                       .forward = {fwd_square, fwd_square},
+                       .backward = bwd_square,
+                       .sample_inputs = cases[k].fn};
+    cr_assert_eq(tg_op_register(&desc), TG_OK, "%s", tg_last_error_message());
+    cr_expect_eq(tg_op_check(tg_op_lookup(cases[k].name), cuda_check), cases[k].code, "%s",
+                 tg_last_error_message());
+    tg_expect_error(cases[k].code, cases[k].name, cases[k].words[0], cases[k].words[1]);
+  }
+}
