@@ -23,6 +23,7 @@ layer_of() {
   ops/cuda/*) echo ops/cuda ;; # emu/ included: the emulated runtime is part of the backend
   ops/*) echo ops ;;
   nn/*) echo nn ;;
+  ext/*) echo ext ;;
   *) echo other ;;
   esac
 }
@@ -36,6 +37,7 @@ allowed() {
   ops/cpu) echo "tensor ops ops/cpu" ;;
   ops/cuda) echo "tensor ops ops/cuda" ;;
   nn) echo "tensor autograd ops nn" ;;
+  ext) echo "tensor autograd ops ext" ;;
   esac
 }
 
