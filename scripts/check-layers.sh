@@ -2,7 +2,7 @@
 # Keeps docs/design.md's "Layers" true: every `#include "..."` of a file under src/ must
 # point along the stated direction
 #
-#   tensor  <-  autograd  <-  ops  <-  nn          (a layer includes only layers to its left)
+#   tensor  <-  autograd  <-  ops  <-  nn, ext     (a layer includes only layers to its left)
 #               ops/cpu, ops/cuda: backends, reached by ops only through the vtable
 #                                  (ops/backend.h); they include tensor/ and ops/ headers
 #
@@ -78,7 +78,7 @@ check_objects() {
     done < <(nm -u "$obj" | awk 'NF == 2 {print $2}')
   done
   rm -f "$defs"
-  [ $bad = 0 ] && echo "layers: every call follows tensor <- autograd <- ops <- nn"
+  [ $bad = 0 ] && echo "layers: every call follows tensor <- autograd <- ops <- nn, ext"
   return $bad
 }
 
@@ -119,5 +119,5 @@ done < <(find $(for d in tensor autograd ops nn; do [ -d $d ] && echo $d; done) 
            \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' -o -name '*.cpp' \
               -o -name '*.def' \) | sort)
 
-if [ $bad = 0 ]; then echo "layers: every include follows tensor <- autograd <- ops <- nn"; fi
+if [ $bad = 0 ]; then echo "layers: every include follows tensor <- autograd <- ops <- nn, ext"; fi
 exit $bad
