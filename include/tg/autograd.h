@@ -87,6 +87,10 @@ enum {
   TG_OP_INPLACE = 1u << 3,              /* forward writes input 0 and returns it as output 0 */
 };
 
+/* Parameters a call keeps (tg_apply's scalars, tg_apply_ex's ints; tg_ctx_scalar/int). */
+#define TG_CTX_MAX_SCALARS 16
+#define TG_CTX_MAX_INTS 16
+
 /* ---- sample inputs (tg's OpInfo) ----
  * An op may describe calls that exercise it: small inputs for checking (gradcheck,
  * gradgradcheck, CPU against CUDA: tg_op_check, tests/test_opinfo.c, `tg-op gradcheck`) and
@@ -150,7 +154,7 @@ const tg_op_desc *tg_op_lookup(const char *name); /* NULL + TG_ERR_ARGUMENT if u
 int tg_op_count(void);
 const tg_op_desc *tg_op_at(int index);
 
-/* ---- the context of one op call (limits: above, before tg_sample) ---- */
+/* ---- the context of one op call ---- */
 int tg_ctx_num_inputs(const tg_ctx *ctx);
 int tg_ctx_num_outputs(const tg_ctx *ctx);
 /* Saves tensors (inputs, outputs or intermediates) for backward; version-checked. */
