@@ -96,8 +96,6 @@ enum {
  * gradgradcheck, CPU against CUDA: tg_op_check, tests/test_opinfo.c, `tg-op gradcheck`) and
  * one call at a size worth timing (`tg-op bench`). */
 #define TG_SAMPLE_MAX_INPUTS 8
-#define TG_CTX_MAX_SCALARS 16 /* per op call (tg_ctx_scalar); here because tg_sample uses them */
-#define TG_CTX_MAX_INTS 16
 #define TG_SAMPLE_MAX 16
 typedef struct tg_sample {
   const char *label; /* what it exercises ("broadcast", "0-dim", "transposed"); static */
