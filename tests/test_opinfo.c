@@ -2,6 +2,7 @@
  * gradgradcheck or the once-differentiable refusal), every bench sample is one valid call,
  * and tg_op_check catches what it must: a wrong backward, an op without samples, bad sample
  * functions. */
+#define _POSIX_C_SOURCE 200809L /* fileno, dup, dup2 */
 #include <stdio.h>
 #include <unistd.h>
 

@@ -83,8 +83,9 @@ static double *draw(const tg_sample_request *r, int64_t n, tg__range range) {
 tg_tensor *tg__sample_tensor(const tg_sample_request *r, tg__layout layout, tg__range range,
                              bool grad, int ndim, const int64_t *sizes) {
   if ((layout == TG__TRANSPOSED && ndim < 2) || (layout == TG__STEPPED && ndim < 1)) {
-    tg_set_error(TG_ERR_SHAPE, "sample inputs: layout %d needs more than %d dims", (int)layout,
-                 ndim);
+    tg_set_error(TG_ERR_SHAPE, "sample inputs: a %s input needs at least %d dims, not %d",
+                 layout == TG__TRANSPOSED ? "transposed" : "stepped",
+                 layout == TG__TRANSPOSED ? 2 : 1, ndim);
     return NULL;
   }
   /* The storage's geometry: transposed swaps the last two sizes, stepped doubles the last. */
