@@ -9,6 +9,8 @@
 #include "ops/registry.h"
 #include "testutil.h"
 
+#include "alloc_sweep.h"
+
 static const tg_op_check_options quiet = {.gradcheck = {.quiet = true}};
 
 /* ---- the registry walk ---- */
@@ -305,4 +307,22 @@ TG_TEST(opinfo, a_sample_function_reports_a_failure) {
     tg_clear_error();
   }
   tg_generator_free(gen);
+}
+
+/* ---- allocation failure ---- */
+
+static tg_status check_op(void *user, double *out, int *n_out) {
+  (void)out, (void)n_out;
+  return tg_op_check(user, quiet);
+}
+
+/* Every host allocation of a check fails in turn: TG_ERR_MEMORY, nothing left alive. */
+TG_TEST(opinfo, allocation_failure_is_an_error) {
+  const tg_op_desc *op = register_square("test_square_sweep", 0, square_samples);
+  sweep_result r = sweep("tg_op_check", check_op, (void *)op);
+  cr_expect_gt(r.failed, 0);
+  r = sweep(
+      "tg_op_check of a once-differentiable op", check_op,
+      (void *)register_square("test_square_once_sweep", TG_OP_ONCE_DIFFERENTIABLE, square_samples));
+  cr_expect_gt(r.failed, 0);
 }

@@ -201,14 +201,11 @@ static tg_status check_refusal(const op_call *c) {
     tg_clear_error();
     return TG_OK;
   }
-  /* Unreachable while the engine guards once-differentiable backwards (engine.c), unless
-   * double backward fails for another reason first. */
-  char message[512];
-  snprintf(message, sizeof message, "%s", st == TG_OK ? "no error" : tg_last_error_message());
-  return tg_set_error(TG_ERR_GRADCHECK,
-                      "double backward gave %s (%s), but the op is TG_OP_ONCE_DIFFERENTIABLE: it "
-                      "must be refused with TG_ERR_STATE",
-                      tg_status_name(st), message);
+  if (st != TG_OK) return st; /* it failed before reaching the op (out of memory, ...) */
+  /* Unreachable while the engine guards once-differentiable backwards (engine.c). */
+  return tg_set_error(TG_ERR_GRADCHECK, "double backward ran, but the op is "
+                                        "TG_OP_ONCE_DIFFERENTIABLE: it must be refused with "
+                                        "TG_ERR_STATE");
 }
 
 static tg_status check_cpu_sample(const op_call *c, tg_op_check_options opts) {

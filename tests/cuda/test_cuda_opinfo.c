@@ -4,6 +4,8 @@
 #include "cuda_testutil.h"
 #include "ops/registry.h"
 
+#include "alloc_sweep.h"
+
 /* The CPU checks run in test_opinfo; gradgradcheck is left out here to keep this quick. */
 static const tg_op_check_options cuda_check = {.gradcheck = {.quiet = true},
                                                .skip_gradgradcheck = true};
@@ -157,4 +159,17 @@ TG_CUDA_TEST(cuda_opinfo, samples_that_differ_between_devices_are_errors) {
                  tg_last_error_message());
     tg_expect_error(cases[k].code, cases[k].name, cases[k].words[0], cases[k].words[1]);
   }
+}
+
+/* ---- allocation failure in the CUDA pass ---- */
+
+static tg_status check_op(void *user, double *out, int *n_out) {
+  (void)out, (void)n_out;
+  return tg_op_check(user, cuda_check);
+}
+
+TG_CUDA_TEST(cuda_opinfo, allocation_failure_is_an_error) {
+  sweep_result r =
+      sweep("tg_op_check on CUDA", check_op, (void *)register_square("test_cuda_square_sweep"));
+  cr_expect_gt(r.failed, 0);
 }
