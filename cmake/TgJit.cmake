@@ -41,8 +41,3 @@ set(_tg_jit_dir ${CMAKE_CURRENT_BINARY_DIR}/tg_jit)
 configure_file(${CMAKE_CURRENT_SOURCE_DIR}/src/ext/jit_config.h.in ${_tg_jit_dir}/ext/jit_config.h
                @ONLY)
 target_include_directories(tg_core PRIVATE ${_tg_jit_dir})
-# dladdr (finding the running libtg.so) and dlopen: in libc since glibc 2.34, libdl before.
-list(APPEND TG_LINK_DEPS ${CMAKE_DL_LIBS})
-if(TARGET tg_emu) # tg_core's objects are in it too
-  target_link_libraries(tg_emu PUBLIC ${CMAKE_DL_LIBS})
-endif()
