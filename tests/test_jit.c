@@ -493,6 +493,43 @@ JIT_TEST(cuda_sources_need_a_tg_with_cuda) {
   cr_assert_eq(compiler_runs(), 0);
 }
 
+/* With real CUDA in tg: a .cu source compiled by nvcc, linked, loaded; its CPU forward runs
+ * anywhere, its kernel where a GPU is. nvcc missing is a clear error. */
+JIT_TEST(cuda_sources_compile_with_nvcc) {
+  if (!tg_cuda_is_built()) return; /* the CPU build's answer is checked above */
+  tg_extension *ext = jit_file("twice", fixture("twice.cu"), in_cache(test_dir));
+  cr_assert(ext, "%s", tg_last_error_message());
+  cr_assert(tg_extension_jit_compiled());
+  const tg_op_desc *op = tg_op_lookup("jit_twice");
+  cr_assert(op);
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *x = tg_test_tensor_of(TG_F64, 1, (int64_t[]){3}, (double[]){1, -2, 3});
+  tg_tensor *y = tg_apply1(op, 1, (const tg_tensor *const[]){x}, 0, NULL);
+  cr_assert(y, "%s", tg_last_error_message());
+  tg_test_expect_values(y, 3, (double[]){2, -4, 6}, 0);
+  if (tg_cuda_is_available()) {
+    tg_tensor *xc = tg_to_device(x, (tg_device){TG_CUDA, 0});
+    tg_tensor *yc = xc ? tg_apply1(op, 1, (const tg_tensor *const[]){xc}, 0, NULL) : NULL;
+    cr_assert(yc, "%s", tg_last_error_message());
+    tg_test_expect_values(yc, 3, (double[]){2, -4, 6}, 0);
+  }
+  tg_scope_end(sc);
+  cr_assert_eq(tg_extension_unload(ext), TG_OK, "%s", tg_last_error_message());
+
+  /* The same text inline: <name>.cu in the entry. */
+  char source[1 << 16];
+  snprintf(source, sizeof source, "%s", read_text(fixture("twice.cu")));
+  ext = tg_extension_jit_inline("twice_inline", NULL, source, in_cache(test_dir));
+  cr_assert(ext, "%s", tg_last_error_message());
+  cr_assert_str_eq(read_text(path_in(entry_of(ext), "twice_inline.cu")), source);
+  cr_assert_eq(tg_extension_unload(ext), TG_OK, "%s", tg_last_error_message());
+
+  setenv("NVCC", "/nonexistent/tg-test-nvcc", 1);
+  cr_assert_null(jit_file("twice", fixture("twice.cu"), in_cache(test_dir)));
+  tg_expect_error(TG_ERR_EXTENSION, "compiler '/nonexistent/tg-test-nvcc' not found",
+                  "set NVCC to CUDA's nvcc");
+}
+
 JIT_TEST(bad_arguments) {
   tg_jit_options opts = in_cache(test_dir);
   const char *src = fixture("square.c");

@@ -3,7 +3,7 @@
  *   nvcc -c -O2 -Xcompiler -fPIC -I<tg> <arch flags> <cflags> a.cu -o <entry>/<name>_cuda0.o
  *   ...one per .cu source, then the link of everything into the library:
  *   cc -std=c11 -O2 -fPIC -shared -I<tg> <cflags> a.c ... <objects> -o <entry>/lib<name>.so.tmp
- *      <libtg.so> [-L<cuda> -lcudart -Wl,-rpath,<cuda>] -Wl,-rpath,<libdir> <ldflags>
+ *      <libtg.so> [-L<cuda> -lcudart -lstdc++ -Wl,-rpath,<cuda>] -Wl,-rpath,<libdir> <ldflags>
  *
  * The extension links the running libtg.so by its full path, with an rpath to its
  * directory, so that it finds that same library when loaded (and tg refuses a second copy). */
@@ -120,6 +120,7 @@ static tg_status link_library(tg__jit_argv *a, const tg__jit_request *rq,
   if (!st) st = tg__jit_argv_push(a, tc->libtg);
   if (!st && cuda) st = tg__jit_argv_pushf(a, "-L%s", tc->cuda_library_dir);
   if (!st && cuda) st = tg__jit_argv_push(a, "-lcudart");
+  if (!st && cuda) st = tg__jit_argv_push(a, "-lstdc++"); /* nvcc's host code is C++ */
   if (!st && cuda) st = tg__jit_argv_pushf(a, "-Wl,-rpath,%s", tc->cuda_library_dir);
   if (!st) st = tg__jit_argv_pushf(a, "-Wl,-rpath,%s", tc->libdir);
   if (!st) st = push_flags(a, rq->opts.n_ldflags, rq->opts.ldflags);
