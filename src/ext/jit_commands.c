@@ -1,8 +1,8 @@
 /* The compiler command lines of a JIT build, as argv arrays (no shell ever parses them):
  *
- *   nvcc -c -O2 -Xcompiler -fPIC -I<tg> <arch flags> <cflags> a.cu -o <entry>/<name>_cuda0.o
+ *   nvcc -c -O2 -Xcompiler -fPIC -I<tg> <arch flags> <cflags> <src>.cu -o <entry>/<name>_cuda0.o
  *   ...one per .cu source, then the link of everything into the library:
- *   cc -std=c11 -O2 -fPIC -shared -I<tg> <cflags> a.c ... <objects> -o <entry>/lib<name>.so.tmp
+ *   cc -std=c11 -O2 -fPIC -shared -I<tg> <cflags> <src>.c ... <objects> -o <entry>/lib<name>.so.tmp
  *      <libtg.so> [-L<cuda> -lcudart -lstdc++ -Wl,-rpath,<cuda>] -Wl,-rpath,<libdir> <ldflags>
  *
  * The extension links the running libtg.so by its full path, with an rpath to its

@@ -25,7 +25,7 @@ static tg_status twice_cuda(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor *
   long long n = tg_numel(x);
   if (n > 0)
     twice_kernel<<<(unsigned)((n + 255) / 256), 256>>>((const double *)tg_data_ptr(x),
-                                                      (double *)tg_data_ptr(out[0]), n);
+                                                       (double *)tg_data_ptr(out[0]), n);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
     return tg_set_error(TG_ERR_DEVICE, "jit_twice: %s", cudaGetErrorString(err));
