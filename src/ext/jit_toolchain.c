@@ -93,9 +93,9 @@ tg_status tg__jit_check_cuda(const char *fn, const char *source) {
 
 tg_status tg__jit_toolchain_init(tg__jit_toolchain *tc, const char *fn) {
   *tc = (tg__jit_toolchain){0};
-  tg_status st = find_libtg(tc, fn);
+  tg_status st = split_cc(tc, fn);
+  if (!st) st = find_libtg(tc, fn);
   if (!st) st = find_headers(tc, fn);
-  if (!st) st = split_cc(tc, fn);
   /* $NVCC, else the nvcc tg itself was built with, else whichever is on PATH. */
   const char *nvcc = getenv("NVCC");
   tc->nvcc = nvcc && *nvcc ? nvcc : TG_JIT_HAVE_NVCC ? TG_JIT_NVCC : "nvcc";
