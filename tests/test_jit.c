@@ -167,6 +167,9 @@ JIT_TEST(first_build_then_cache_hit) {
   cr_assert_not(tg_extension_jit_compiled());
   cr_assert_eq(compiler_runs(), 1, "a cache hit runs no compiler");
   expect_square_scaled(1);
+  /* Once loaded, loading it again is the loader's error. */
+  cr_assert_null(jit_file("square", fixture("square.c"), in_cache(cache)));
+  tg_expect_error(TG_ERR_STATE, "tg_extension_jit: tg_extension_load: ", "is already loaded");
   unload(ext);
 }
 

@@ -176,9 +176,10 @@ bool tg__jit_entry_valid(const char *entry, const char *lib, const char key_hex[
   int n = snprintf(path, sizeof path, "%s/manifest", entry);
   int fd = n > 0 && (size_t)n < sizeof path ? open_private_file(path) : -1;
   ssize_t got = fd >= 0 ? read(fd, manifest, MANIFEST_MAX) : -1;
+  int err = errno;
   if (fd >= 0) close(fd);
   if (got < 0) {
-    *reason = "no manifest";
+    *reason = err == ENOENT ? "not built yet" : "no manifest of this user's";
     return false;
   }
   manifest[got] = '\0';
