@@ -3,7 +3,8 @@
  *   nvcc -c -O2 -Xcompiler -fPIC -I<tg> <arch flags> <cflags> <src>.cu -o <entry>/<name>_cuda0.o
  *   ...one per .cu source, then the link of everything into the library:
  *   cc -std=c11 -O2 -fPIC -shared -I<tg> <cflags> <src>.c ... <objects> -o <entry>/lib<name>.so.tmp
- *      <libtg.so> [-L<cuda> -lcudart -lstdc++ -Wl,-rpath,<cuda>] -Wl,-rpath,<libdir> <ldflags>
+ *      <libtg.so> [-L<cuda> -lcudart -lstdc++ <rpath cuda>] <rpath libdir> <ldflags>
+ *   (<rpath dir> is -Xlinker -rpath -Xlinker <dir>)
  *
  * The extension links the running libtg.so by its full path, with an rpath to its
  * directory, so that it finds that same library when loaded (and tg refuses a second copy). */
@@ -82,6 +83,14 @@ static tg_status push_source(tg__jit_argv *a, const tg__jit_request *rq, int ind
   return st ? st : tg__jit_argv_push(a, path);
 }
 
+/* -Xlinker rather than -Wl,-rpath,<dir>: -Wl would split a directory at its commas. */
+static tg_status push_rpath(tg__jit_argv *a, const char *dir) {
+  tg_status st = tg__jit_argv_push(a, "-Xlinker");
+  if (!st) st = tg__jit_argv_push(a, "-rpath");
+  if (!st) st = tg__jit_argv_push(a, "-Xlinker");
+  return st ? st : tg__jit_argv_push(a, dir);
+}
+
 static tg_status cuda_compile(tg__jit_argv *a, const tg__jit_request *rq,
                               const tg__jit_toolchain *tc, int index, const char *entry) {
   const char *const fixed[] = {"-c", "-O2", "-Xcompiler", "-fPIC"};
@@ -121,8 +130,8 @@ static tg_status link_library(tg__jit_argv *a, const tg__jit_request *rq,
   if (!st && cuda) st = tg__jit_argv_pushf(a, "-L%s", tc->cuda_library_dir);
   if (!st && cuda) st = tg__jit_argv_push(a, "-lcudart");
   if (!st && cuda) st = tg__jit_argv_push(a, "-lstdc++"); /* nvcc's host code is C++ */
-  if (!st && cuda) st = tg__jit_argv_pushf(a, "-Wl,-rpath,%s", tc->cuda_library_dir);
-  if (!st) st = tg__jit_argv_pushf(a, "-Wl,-rpath,%s", tc->libdir);
+  if (!st && cuda) st = push_rpath(a, tc->cuda_library_dir);
+  if (!st) st = push_rpath(a, tc->libdir);
   if (!st) st = push_flags(a, rq->opts.n_ldflags, rq->opts.ldflags);
   return st;
 }
