@@ -1,6 +1,7 @@
 /* The pieces of tg_extension_jit (include/tg/extension.h): what to compile with
  * (jit_toolchain.c), the compiler command lines (jit_commands.c), running them
- * (jit_spawn.c), the cache (jit_cache.c) and the whole build (jit.c). Not public. */
+ * (jit_spawn.c), the cache (jit_cache.c), one build (jit_build.c) and the public calls
+ * (jit.c). Not public. */
 #ifndef TG_EXT_JIT_H
 #define TG_EXT_JIT_H
 
@@ -16,8 +17,8 @@
 #endif
 #define TG_JIT_NAME_MAX 64 /* characters of an extension's name */
 
-/* One source: its name and text are what the key hashes; path is what the compiler reads
- * (for inline sources, the copy written into the cache entry). */
+/* One source: its name and text are what the key hashes; the compiler reads it where
+ * tg__jit_source_path says (for inline sources, the copy written into the cache entry). */
 typedef struct tg__jit_source {
   char name[PATH_MAX]; /* the path as given, or "<name>.c" / "<name>.cu" when inline */
   const char *text;
