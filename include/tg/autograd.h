@@ -110,11 +110,11 @@ typedef struct tg_sample {
 } tg_sample;
 
 typedef struct tg_sample_request {
-  tg_dtype dtype;     /* of the floating inputs */
-  tg_device device;   /* of every input */
-  tg_generator *gen;  /* for random values (never NULL) */
-  bool bench;         /* one call at a size worth timing instead of small checking ones */
-  int n_sizes;        /* bench only: sizes the caller asks for (the op says how it reads */
+  tg_dtype dtype;       /* of the floating inputs */
+  tg_device device;     /* of every input */
+  tg_generator *gen;    /* for random values (never NULL) */
+  bool bench;           /* one call at a size worth timing instead of small checking ones */
+  int n_sizes;          /* bench only: sizes the caller asks for (the op says how it reads */
   const int64_t *sizes; /* them, e.g. the LLTM's batch, input features, state size), or 0 */
 } tg_sample_request;
 
