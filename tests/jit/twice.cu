@@ -23,14 +23,14 @@ static tg_status twice_cuda(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor *
   out[0] = tg_empty_like(x);
   if (!out[0]) return tg_last_error();
   long long n = tg_numel(x);
-  /* tg works on a non-blocking stream of its own, which the API does not expose: wait for
-   * it before the kernel reads x, and for the kernel before tg uses the output. */
-  tg_status st = tg_cuda_synchronize();
+  /* On tg's stream, so the kernel runs after the ops that made x and before those that
+   * read the output. */
+  void *stream = NULL;
+  tg_status st = tg_cuda_stream(tg_tensor_device(x).index, &stream);
   if (st) return st;
   if (n > 0)
-    twice_kernel<<<(unsigned)((n + 255) / 256), 256>>>((const double *)tg_data_ptr(x),
-                                                       (double *)tg_data_ptr(out[0]), n);
-  cudaDeviceSynchronize();
+    twice_kernel<<<(unsigned)((n + 255) / 256), 256, 0, (cudaStream_t)stream>>>(
+        (const double *)tg_data_ptr(x), (double *)tg_data_ptr(out[0]), n);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
     return tg_set_error(TG_ERR_DEVICE, "jit_twice: %s", cudaGetErrorString(err));
