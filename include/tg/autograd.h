@@ -91,6 +91,8 @@ enum {
  * An op may describe calls that exercise it: small inputs for checking (gradcheck,
  * gradgradcheck, CPU against CUDA: tg_op_check, tests/test_opinfo.c, `tg-op gradcheck`) and
  * one call at a size worth timing (`tg-op bench`). */
+#define TG_CTX_MAX_SCALARS 16
+#define TG_CTX_MAX_INTS 16
 #define TG_SAMPLE_MAX_INPUTS 8
 #define TG_SAMPLE_MAX 16
 typedef struct tg_sample {
@@ -149,8 +151,6 @@ int tg_op_count(void);
 const tg_op_desc *tg_op_at(int index);
 
 /* ---- the context of one op call ---- */
-#define TG_CTX_MAX_SCALARS 16
-#define TG_CTX_MAX_INTS 16
 int tg_ctx_num_inputs(const tg_ctx *ctx);
 int tg_ctx_num_outputs(const tg_ctx *ctx);
 /* Saves tensors (inputs, outputs or intermediates) for backward; version-checked. */
