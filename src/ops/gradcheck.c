@@ -74,8 +74,8 @@ static tg_status check_inputs(gc_problem *p) {
   if (!(p->opts.eps >= 0) || !(p->opts.atol >= 0) || !(p->opts.rtol >= 0))
     return tg_set_error(TG_ERR_ARGUMENT, "%s: eps %g, atol %g, rtol %g must not be negative", name,
                         p->opts.eps, p->opts.atol, p->opts.rtol);
-  if (!(p->opts.nondet_tol >= 0) || isinf(p->opts.nondet_tol))
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: nondet_tol %g must be finite and not negative", name,
+  if (!(p->opts.nondet_tol >= 0))
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: nondet_tol %g must not be negative", name,
                         p->opts.nondet_tol);
   p->diff = tg__host_calloc((size_t)p->n_inputs, sizeof *p->diff);
   if (!p->diff) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);

@@ -17,7 +17,12 @@
  * mismatch is checked again in full mode when the Jacobian is small enough (at most
  * fast_mode_report_limit cells): full mode names the elements, and when every element is
  * within tolerance the input passes, as it would in full mode. Above the limit the report
- * gives the projections, the tolerance's terms and the seed. */
+ * gives the projections, the tolerance's terms and the seed.
+ *
+ * What it can miss: a wrong cell moves v^T J u by only u_c v_r times its error, against a
+ * tolerance that grows with the number of cells, so one wrong element among many may pass
+ * (as in PyTorch). Fast mode is for ops at sizes full mode cannot afford; full mode on a
+ * small sample of the same op is the element-exact check. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
