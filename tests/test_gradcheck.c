@@ -492,6 +492,17 @@ TG_TEST(gradgradcheck, catches_a_wrong_second_derivative) {
   cr_assert_eq(tg_gradgradcheck(apply_unary, (void *)&square_wrong_second_op, 1, &x, 1, quiet),
                TG_ERR_GRADCHECK);
   tg_expect_error(TG_ERR_GRADCHECK, "tg_gradgradcheck", "input 0 element");
+  /* Fast mode goes through the same core: the projection finds it, full mode names it. */
+  tg_gradcheck_options fast = {.quiet = true, .fast_mode = true};
+  cr_assert_eq(tg_gradgradcheck(apply_unary, (void *)&square_wrong_second_op, 1, &x, 1, fast),
+               TG_ERR_GRADCHECK);
+  tg_expect_error(TG_ERR_GRADCHECK, "tg_gradgradcheck: Jacobian mismatch for input 0 element",
+                  "found by fast mode");
+  fast.fast_mode_report_limit = 1;
+  cr_assert_eq(tg_gradgradcheck(apply_unary, (void *)&square_wrong_second_op, 1, &x, 1, fast),
+               TG_ERR_GRADCHECK);
+  tg_expect_error(TG_ERR_GRADCHECK,
+                  "tg_gradgradcheck: fast mode: v^T J u mismatch for input 0 [3]");
   tg_scope_end(sc);
 }
 
