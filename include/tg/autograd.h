@@ -95,8 +95,6 @@ enum {
  * An op may describe calls that exercise it: small inputs for checking (gradcheck,
  * gradgradcheck, CPU against CUDA: tg_op_check, tests/test_opinfo.c, `tg-op gradcheck`) and
  * one call at a size worth timing (`tg-op bench`). */
-#define TG_CTX_MAX_SCALARS 16
-#define TG_CTX_MAX_INTS 16
 #define TG_SAMPLE_MAX_INPUTS 8
 #define TG_SAMPLE_MAX 16
 typedef struct tg_sample {
