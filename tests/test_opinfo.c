@@ -84,6 +84,25 @@ TG_TEST(opinfo, lltm_bench_sample_reads_its_sizes) {
   tg_generator_free(gen);
 }
 
+TG_TEST(opinfo, mm_bench_sample_reads_its_sizes) {
+  tg_generator *gen = tg_generator_new(1);
+  tg_sample s[TG_SAMPLE_MAX];
+  tg_sample_request req = {.dtype = TG_F32, .gen = gen, .bench = true};
+  cr_assert_eq(tg_op_lookup("mm")->sample_inputs(&req, s), 1);
+  tg_assert_sizes(s[0].inputs[0], 256, 512);
+  tg_assert_sizes(s[0].inputs[1], 512, 512);
+  req.n_sizes = 3;
+  req.sizes = (const int64_t[]){2, 3, 4};
+  cr_assert_eq(tg_op_lookup("addmm")->sample_inputs(&req, s), 1);
+  tg_assert_sizes(s[0].inputs[0], 4);
+  tg_assert_sizes(s[0].inputs[1], 2, 3);
+  tg_assert_sizes(s[0].inputs[2], 3, 4);
+  req.sizes = (const int64_t[]){2, 3, -4};
+  cr_assert_eq(tg_op_lookup("mm")->sample_inputs(&req, s), -1);
+  tg_expect_error(TG_ERR_ARGUMENT, "mm samples", "positive");
+  tg_generator_free(gen);
+}
+
 /* ---- a custom op: y = x^2, with a backward that may be wrong by a factor ---- */
 
 static double backward_factor = 2.0;

@@ -1,6 +1,21 @@
 /* Sample inputs of the matrix products (ops/def/linalg.def): operand layouts (the GEMM
- * takes row- and column-major operands as they are), size-1 dims, alpha and beta. */
+ * takes row- and column-major operands as they are), size-1 dims, alpha and beta. The bench
+ * call reads request->sizes as M, K, N. */
 #include "ops/samples/samples_internal.h"
+
+/* Bench: request->sizes = M, K, N of [M, K] @ [K, N] when given (all three, positive), else
+ * 256, 512, 512. -1 with an error for sizes that are not positive. */
+static bool bench_sizes(const tg_sample_request *r, int64_t *m, int64_t *k, int64_t *n) {
+  *m = 256, *k = 512, *n = 512;
+  if (r->n_sizes < 3 || !r->sizes) return true;
+  if (r->sizes[0] <= 0 || r->sizes[1] <= 0 || r->sizes[2] <= 0) {
+    tg_set_error(TG_ERR_ARGUMENT, "mm samples: sizes M, K, N = %lld, %lld, %lld must be positive",
+                 (long long)r->sizes[0], (long long)r->sizes[1], (long long)r->sizes[2]);
+    return false;
+  }
+  *m = r->sizes[0], *k = r->sizes[1], *n = r->sizes[2];
+  return true;
+}
 
 /* A [rows, cols] operand requiring grad, in layout. */
 static tg_tensor *mat(const tg_sample_request *r, tg__layout layout, int64_t rows, int64_t cols) {
@@ -17,7 +32,9 @@ int tg__samples_mm(const tg_sample_request *r, tg_sample *out) {
   tg__sample_input(&b, s, mat(r, l2, k, n));                                                       \
   tg__sample_scalar(s, alpha);
   if (r->bench) {
-    MM("bench", TG__CONTIGUOUS, 256, 512, TG__CONTIGUOUS, 512, 1.0)
+    int64_t m, k, n;
+    if (!bench_sizes(r, &m, &k, &n)) return -1;
+    MM("bench", TG__CONTIGUOUS, m, k, TG__CONTIGUOUS, n, 1.0)
     return tg__samples_end(&b);
   }
   MM("row-major", TG__CONTIGUOUS, 2, 3, TG__CONTIGUOUS, 4, 1.0)
@@ -42,8 +59,9 @@ int tg__samples_addmm(const tg_sample_request *r, tg_sample *out) {
   tg__sample_scalar(s, beta);                                                                      \
   tg__sample_scalar(s, alpha);
   if (r->bench) {
-    ADDMM("bench", TG__GRAD(&b, TG__ANY, 512), TG__CONTIGUOUS, 256, 512, TG__CONTIGUOUS, 512, 1.0,
-          1.0)
+    int64_t m, k, n;
+    if (!bench_sizes(r, &m, &k, &n)) return -1;
+    ADDMM("bench", TG__GRAD(&b, TG__ANY, n), TG__CONTIGUOUS, m, k, TG__CONTIGUOUS, n, 1.0, 1.0)
     return tg__samples_end(&b);
   }
   ADDMM("full input", TG__GRAD(&b, TG__ANY, 2, 4), TG__CONTIGUOUS, 2, 3, TG__CONTIGUOUS, 4, 1.0,
