@@ -1,7 +1,7 @@
-/* lltm_ext: the LLTM of PyTorch's C++/CUDA extension tutorial (lltm.cpp), written as a tg
- * extension: a shared library, built outside tg, that registers the op "lltm_ext" when it is
- * loaded (tg_extension_load, or compiled and loaded by tg_extension_jit). docs/extensions.md
- * walks through building, loading, checking and timing it.
+/* lltm_ext: the LLTM of PyTorch's C++/CUDA extension tutorial, written as a tg extension
+ * the way the tutorial writes it: a shared library, built outside tg, that registers the op
+ * "lltm_ext" when it is loaded (tg_extension_load, or compiled and loaded by tg_extension_jit).
+ * docs/extensions.md walks through building, loading, checking and timing it.
  *
  * Like the built-in "lltm" op it takes input [B, I], weights [3S, S+I], bias [3S] (or
  * [1, 3S]), old_h [B, S], old_cell [B, S] (F32 or F64, one device) and returns new_h and

@@ -1,4 +1,5 @@
-/* lltm_ext's CUDA kernels: the tutorial's lltm_cuda_kernel.cu over raw pointers, one thread
+/* lltm_ext's CUDA kernels: the tutorial's lltm_cuda_forward_kernel and
+ * lltm_cuda_backward_kernel over raw pointers, one thread
  * per (batch row, state column). lltm_ext.c computes the GEMMs with tg ops and calls these
  * for the elementwise parts (only when built with LLTM_EXT_WITH_CUDA).
  *

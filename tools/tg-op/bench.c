@@ -1,4 +1,4 @@
-/* tg-op bench: the tutorial's benchmark.py for any ops that take the same inputs. The first
+/* tg-op bench: the tutorial's benchmark script for any ops that take the same inputs. The first
  * op's bench sample (tg_sample_request.bench) gives the inputs; every named op runs on them:
  * forward alone, and forward + backward (ones as upstream gradients for every output that
  * requires grad, tg_autograd_grad with respect to every input that does). Medians over

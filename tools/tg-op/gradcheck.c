@@ -1,5 +1,6 @@
 /* tg-op gradcheck: tg_op_check on each named op (or every op with samples), a PASS / FAIL /
- * SKIP line each and a summary; the tutorial's grad_check.py and check.py for any op. */
+ * SKIP line each and a summary; the tutorial's grad_check and check scripts
+ * for any op. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <time.h>

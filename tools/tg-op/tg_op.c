@@ -1,7 +1,7 @@
 /* tg-op: lists tg's registered ops and gradchecks or times any of them by name, optionally
- * after loading extensions (--load lib.so) or compiling one (--jit src.c[,src.cu]). The
- * command-line twin of the PyTorch tutorial's check.py, grad_check.py and benchmark.py, for
- * every op. `tg-op --help` says how; docs/extensions.md shows it at work. */
+ * after loading extensions (--load lib.so) or compiling one (--jit with C/CUDA sources). The
+ * command-line twin of the PyTorch tutorial's check, grad_check and benchmark scripts,
+ * for every op. `tg-op --help` says how; docs/extensions.md shows it at work. */
 #define _GNU_SOURCE /* getopt_long, strdup */
 #include <errno.h>
 #include <getopt.h>
