@@ -45,6 +45,7 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/tgConfigVersion.cma
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/tgConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/tgConfigVersion.cmake
               ${CMAKE_CURRENT_SOURCE_DIR}/cmake/FindBLIS.cmake
+              ${CMAKE_CURRENT_SOURCE_DIR}/cmake/TgExtension.cmake
         DESTINATION ${TG_INSTALL_CMAKEDIR})
 
 # ---- tg.pc: relocatable (the prefix is found from the .pc file's own directory) ----

@@ -124,15 +124,16 @@ static tg_status softsign_backward(tg_ctx *ctx, const tg_tensor *const *grad_out
 
 static tg_status register_ops(void) {
   static const tg_op_desc ops[] = {
-      {"my_linear", -1, 1, {[TG_CPU] = linear_forward}, linear_backward, 0},
-      {"my_mul_constant", 1, 1, {[TG_CPU] = mul_constant_forward}, mul_constant_backward, 0},
-      {"my_cube", 1, 2, {[TG_CPU] = cube_forward}, cube_backward, 0},
+      {"my_linear", -1, 1, {[TG_CPU] = linear_forward}, linear_backward, 0, NULL},
+      {"my_mul_constant", 1, 1, {[TG_CPU] = mul_constant_forward}, mul_constant_backward, 0, NULL},
+      {"my_cube", 1, 2, {[TG_CPU] = cube_forward}, cube_backward, 0, NULL},
       {"my_softsign",
        1,
        1,
        {[TG_CPU] = softsign_forward},
        softsign_backward,
-       TG_OP_ONCE_DIFFERENTIABLE},
+       TG_OP_ONCE_DIFFERENTIABLE,
+       NULL},
   };
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
     tg_status st = tg_op_register(&ops[i]); /* the registry copies the descriptor */

@@ -2,7 +2,7 @@
 # Keeps docs/design.md's "Layers" true: every `#include "..."` of a file under src/ must
 # point along the stated direction
 #
-#   tensor  <-  autograd  <-  ops  <-  nn          (a layer includes only layers to its left)
+#   tensor  <-  autograd  <-  ops  <-  nn, ext     (a layer includes only layers to its left)
 #               ops/cpu, ops/cuda: backends, reached by ops only through the vtable
 #                                  (ops/backend.h); they include tensor/ and ops/ headers
 #
@@ -23,6 +23,7 @@ layer_of() {
   ops/cuda/*) echo ops/cuda ;; # emu/ included: the emulated runtime is part of the backend
   ops/*) echo ops ;;
   nn/*) echo nn ;;
+  ext/*) echo ext ;;
   *) echo other ;;
   esac
 }
@@ -36,6 +37,7 @@ allowed() {
   ops/cpu) echo "tensor ops ops/cpu" ;;
   ops/cuda) echo "tensor ops ops/cuda" ;;
   nn) echo "tensor autograd ops nn" ;;
+  ext) echo "tensor autograd ops ext" ;;
   esac
 }
 
@@ -76,7 +78,7 @@ check_objects() {
     done < <(nm -u "$obj" | awk 'NF == 2 {print $2}')
   done
   rm -f "$defs"
-  [ $bad = 0 ] && echo "layers: every call follows tensor <- autograd <- ops <- nn"
+  [ $bad = 0 ] && echo "layers: every call follows tensor <- autograd <- ops <- nn, ext"
   return $bad
 }
 
@@ -117,5 +119,5 @@ done < <(find $(for d in tensor autograd ops nn; do [ -d $d ] && echo $d; done) 
            \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' -o -name '*.cpp' \
               -o -name '*.def' \) | sort)
 
-if [ $bad = 0 ]; then echo "layers: every include follows tensor <- autograd <- ops <- nn"; fi
+if [ $bad = 0 ]; then echo "layers: every include follows tensor <- autograd <- ops <- nn, ext"; fi
 exit $bad

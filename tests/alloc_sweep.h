@@ -146,7 +146,8 @@ typedef struct lltm_step_case {
   tg_device device;
 } lltm_step_case;
 
-static tg_status lltm_training_step(void *user, double *out, int *n_out) {
+/* inline: not every program that includes this sweeps it */
+static inline tg_status lltm_training_step(void *user, double *out, int *n_out) {
   const lltm_step_case *c0 = user;
   tg_lltm_impl impl = c0->impl;
   tg_options opts = {.device = c0->device};

@@ -400,9 +400,11 @@ static tg_status bwd_fails(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **g
   (void)ctx, (void)g, (void)gi;
   return tg_set_error(TG_ERR_UNSUPPORTED, "my_op: backward is not written yet");
 }
-static const tg_op_desc wrong_shape_op = {"test_wrong_shape", 1, 1, {fwd_copy}, bwd_wrong_shape, 0};
-static const tg_op_desc wrong_dtype_op = {"test_wrong_dtype", 1, 1, {fwd_copy}, bwd_wrong_dtype, 0};
-static const tg_op_desc failing_op = {"test_failing", 1, 1, {fwd_copy}, bwd_fails, 0};
+static const tg_op_desc wrong_shape_op = {"test_wrong_shape", 1, 1,   {fwd_copy},
+                                          bwd_wrong_shape,    0, NULL};
+static const tg_op_desc wrong_dtype_op = {"test_wrong_dtype", 1, 1,   {fwd_copy},
+                                          bwd_wrong_dtype,    0, NULL};
+static const tg_op_desc failing_op = {"test_failing", 1, 1, {fwd_copy}, bwd_fails, 0, NULL};
 
 TG_TEST(autograd, a_custom_backward_must_return_the_input_geometry) {
   tg_scope sc = tg_scope_begin();
@@ -442,8 +444,8 @@ static tg_status bwd_pass_through(tg_ctx *ctx, const tg_tensor *const *g, tg_ten
   gi[0] = (tg_tensor *)g[0];
   return TG_OK;
 }
-static const tg_op_desc pass_through_op = {"test_pass_through", 1, 1, {fwd_copy},
-                                           bwd_pass_through,    0};
+static const tg_op_desc pass_through_op = {"test_pass_through", 1, 1,   {fwd_copy},
+                                           bwd_pass_through,    0, NULL};
 
 TG_TEST(autograd, a_backward_may_return_its_grad_output) {
   tg_scope sc = tg_scope_begin();
@@ -479,9 +481,9 @@ static tg_status bwd_square(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **
   gi[0] = tg_mul(tg_mul_scalar(x, 2), g[0]);
   return gi[0] ? TG_OK : tg_last_error();
 }
-static const tg_op_desc square_once_op = {"test_square_once",       1, 1, {fwd_square}, bwd_square,
-                                          TG_OP_ONCE_DIFFERENTIABLE};
-static const tg_op_desc square_op = {"test_square", 1, 1, {fwd_square}, bwd_square, 0};
+static const tg_op_desc square_once_op = {
+    "test_square_once", 1, 1, {fwd_square}, bwd_square, TG_OP_ONCE_DIFFERENTIABLE, NULL};
+static const tg_op_desc square_op = {"test_square", 1, 1, {fwd_square}, bwd_square, 0, NULL};
 
 TG_TEST(autograd, double_backward_through_a_once_differentiable_op_is_an_error) {
   tg_scope sc = tg_scope_begin();

@@ -225,26 +225,28 @@ static tg_status with_data_backward(tg_ctx *ctx, const tg_tensor *const *grad_ou
 /* ---- registration ---- */
 
 static const tg_op_desc test_ops[] = {
-    {"test_linear", -1, 1, {linear_forward}, linear_backward, 0},
-    {"test_mul_constant", 1, 1, {mul_constant_forward}, mul_constant_backward, 0},
-    {"test_scale_two", 1, 2, {scale_two_forward}, scale_two_backward, 0},
+    {"test_linear", -1, 1, {linear_forward}, linear_backward, 0, NULL},
+    {"test_mul_constant", 1, 1, {mul_constant_forward}, mul_constant_backward, 0, NULL},
+    {"test_scale_two", 1, 2, {scale_two_forward}, scale_two_backward, 0, NULL},
     {"test_scale_two_no_materialize",
      1,
      2,
      {scale_two_forward},
      scale_two_backward,
-     TG_OP_NO_MATERIALIZE_GRADS},
+     TG_OP_NO_MATERIALIZE_GRADS,
+     NULL},
     {"test_scale_two_ctx_no_materialize",
      1,
      2,
      {scale_two_forward_unmaterialized},
      scale_two_backward,
-     0},
-    {"test_cube", 1, 2, {cube_forward}, cube_backward, 0},
-    {"test_cube_wrong", 1, 1, {cube_wrong_forward}, cube_wrong_backward, 0},
-    {"test_cube_marked", 1, 2, {cube_marked_forward}, cube_marked_backward, 0},
-    {"test_sort", 1, 2, {sort_forward}, sort_backward, TG_OP_ONCE_DIFFERENTIABLE},
-    {"test_with_data", 1, 1, {with_data_forward}, with_data_backward, 0},
+     0,
+     NULL},
+    {"test_cube", 1, 2, {cube_forward}, cube_backward, 0, NULL},
+    {"test_cube_wrong", 1, 1, {cube_wrong_forward}, cube_wrong_backward, 0, NULL},
+    {"test_cube_marked", 1, 2, {cube_marked_forward}, cube_marked_backward, 0, NULL},
+    {"test_sort", 1, 2, {sort_forward}, sort_backward, TG_OP_ONCE_DIFFERENTIABLE, NULL},
+    {"test_with_data", 1, 1, {with_data_forward}, with_data_backward, 0, NULL},
 };
 #define N_TEST_OPS (int)(sizeof test_ops / sizeof test_ops[0])
 
@@ -312,13 +314,14 @@ TG_TEST(registry, rejects_bad_registrations) {
   tg_op_desc addmm = *op("addmm");
   cr_assert_eq(tg_op_register(&addmm), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "'addmm' already exists");
-  cr_assert_eq(tg_op_register(&(tg_op_desc){"test_no_kernel", 1, 1, {NULL}, NULL, 0}),
+  cr_assert_eq(tg_op_register(&(tg_op_desc){"test_no_kernel", 1, 1, {NULL}, NULL, 0, NULL}),
                TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "test_no_kernel", "no forward kernel");
-  cr_assert_eq(tg_op_register(&(tg_op_desc){"test_no_outputs", 1, 0, {linear_forward}, NULL, 0}),
-               TG_ERR_ARGUMENT);
+  cr_assert_eq(
+      tg_op_register(&(tg_op_desc){"test_no_outputs", 1, 0, {linear_forward}, NULL, 0, NULL}),
+      TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "test_no_outputs");
-  cr_assert_eq(tg_op_register(&(tg_op_desc){NULL, 1, 1, {linear_forward}, NULL, 0}),
+  cr_assert_eq(tg_op_register(&(tg_op_desc){NULL, 1, 1, {linear_forward}, NULL, 0, NULL}),
                TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_op_register");
   cr_assert_eq(tg_op_register(NULL), TG_ERR_ARGUMENT);
@@ -333,7 +336,7 @@ static tg_status cuda_only_forward(tg_ctx *ctx, const tg_tensor *const *in, tg_t
 }
 
 TG_TEST(registry, a_call_on_a_device_without_a_kernel) {
-  tg_op_desc desc = {"test_cuda_only", 1, 1, {NULL}, NULL, 0};
+  tg_op_desc desc = {"test_cuda_only", 1, 1, {NULL}, NULL, 0, NULL};
   desc.forward[TG_CUDA] = cuda_only_forward;
   cr_assert_eq(tg_op_register(&desc), TG_OK, "%s", tg_last_error_message());
   tg_scope sc = tg_scope_begin();
@@ -582,7 +585,7 @@ static tg_status mark_an_input(tg_ctx *ctx, const tg_tensor *const *in, tg_tenso
 
 TG_TEST(custom_function, only_outputs_can_be_marked_non_differentiable) {
   tg_scope sc = tg_scope_begin();
-  tg_op_desc desc = {"test_mark_input", 1, 1, {mark_an_input}, cube_wrong_backward, 0};
+  tg_op_desc desc = {"test_mark_input", 1, 1, {mark_an_input}, cube_wrong_backward, 0, NULL};
   tg_tensor *x = tg_ones(TG_SHAPE(2), f64_grad);
   cr_assert_null(tg_apply1(&desc, 1, (const tg_tensor *const[]){x}, 0, NULL));
   tg_expect_error(TG_ERR_ARGUMENT, "not an output of test_mark_input");
@@ -697,10 +700,10 @@ static tg_status exp_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor 
   gi[0] = y ? tg_mul(g[0], y) : NULL;
   return gi[0] ? TG_OK : tg_last_error();
 }
-static const tg_op_desc user_dbl_ = {"test_user_dbl_", 1, 1, {[TG_CPU] = dbl_forward}, dbl_backward,
-                                     TG_OP_INPLACE};
-static const tg_op_desc user_exp_ = {"test_user_exp_", 1, 1, {[TG_CPU] = exp_forward}, exp_backward,
-                                     TG_OP_INPLACE};
+static const tg_op_desc user_dbl_ = {
+    "test_user_dbl_", 1, 1, {[TG_CPU] = dbl_forward}, dbl_backward, TG_OP_INPLACE, NULL};
+static const tg_op_desc user_exp_ = {
+    "test_user_exp_", 1, 1, {[TG_CPU] = exp_forward}, exp_backward, TG_OP_INPLACE, NULL};
 
 TG_TEST(custom_function, user_inplace_op_invalidates_what_others_saved) {
   tg_scope sc = tg_scope_begin();

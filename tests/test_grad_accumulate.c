@@ -29,7 +29,7 @@ static tg_status keep_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor
   gi[0] = held;
   return TG_OK;
 }
-static const tg_op_desc keep_op = {"test_keep", 1, 1, {keep_forward, NULL}, keep_backward, 0};
+static const tg_op_desc keep_op = {"test_keep", 1, 1, {keep_forward, NULL}, keep_backward, 0, NULL};
 
 TG_TEST(grad_accumulate, a_gradient_someone_holds_is_not_added_into) {
   tg_tensor *x0 = tg_ones(TG_SHAPE(4), f64_grad);

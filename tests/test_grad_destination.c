@@ -29,7 +29,8 @@ static tg_status bwd_double(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **
   return st;
 }
 
-static const tg_op_desc double_op = {"double_into_grad", 1, 1, {fwd_double, NULL}, bwd_double, 0};
+static const tg_op_desc double_op = {"double_into_grad", 1, 1,   {fwd_double, NULL},
+                                     bwd_double,         0, NULL};
 
 static tg_tensor *double_of(tg_tensor *x) {
   tg_tensor *y = NULL;

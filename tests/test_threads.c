@@ -380,8 +380,8 @@ static tg_status reenter_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_ten
 }
 
 THREAD_TEST(backward_from_backward_through_the_same_node_fails) {
-  static const tg_op_desc reenter = {"test_reenter",   1, 1, {[TG_CPU] = reenter_forward},
-                                     reenter_backward, 0};
+  static const tg_op_desc reenter = {"test_reenter",   1, 1,   {[TG_CPU] = reenter_forward},
+                                     reenter_backward, 0, NULL};
   tg_scope sc = tg_scope_begin();
   tg_tensor *x = tg_ones(TG_SHAPE(3), TG_OPTS(.requires_grad = true));
   tg_tensor *h = tg_mul_scalar(x, 1.0);

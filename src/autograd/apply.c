@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "node.h"
+#include "op_refs.h"
 #include "tensor/check.h"
 #include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
@@ -24,7 +25,9 @@ static void free_node(tg_node *node, tg_node **todo) {
       *todo = e->node;
     }
   }
+  atomic_long *op_live = node->op_live; /* after the context's data: its free_fn may be the op's */
   tg__host_free(node); /* its arrays with it: one block */
+  tg__op_refs_release(op_live);
   tg__live_dec();
 }
 
@@ -83,6 +86,7 @@ static tg_node *node_new(const tg_op_desc *op, int n_inputs, int n_outputs) {
   ctx_carve(&node->ctx, (char *)(node->edges + ni), ni, no);
   node->ctx.op = op;
   node->ctx.node = node;
+  if (op->flags & TG__OP_TRACKED) node->op_live = tg__op_refs_acquire(op);
   tg__live_inc();
   return node;
 }

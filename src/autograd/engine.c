@@ -160,9 +160,11 @@ static tg_status bwd_once_diff_guard(tg_ctx *ctx, const tg_tensor *const *g, tg_
                       "%s is once-differentiable; double backward through it is not supported",
                       ctx->data ? (const char *)ctx->data : "a function");
 }
-static const tg_op_desc once_diff_guard = {
-    "once_differentiable_guard", 1, 1, {fwd_once_diff_guard, fwd_once_diff_guard},
-    bwd_once_diff_guard,         0};
+static const tg_op_desc once_diff_guard = {.name = "once_differentiable_guard",
+                                           .n_inputs = 1,
+                                           .n_outputs = 1,
+                                           .forward = {fwd_once_diff_guard, fwd_once_diff_guard},
+                                           .backward = bwd_once_diff_guard};
 
 static tg_tensor *guard_once_differentiable(const tg_tensor *g, const char *op_name) {
   /* g was computed with grad mode off, so it does not require grad: guard a detached alias

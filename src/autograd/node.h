@@ -66,6 +66,7 @@ struct tg_node {
    * share the scratch above */
   atomic_ullong backward_owner;
   tg_node *release_next; /* tg__node_release's work list: freeing a graph allocates nothing */
+  atomic_long *op_live;  /* the live-node count of a registered user op (op_refs.h), or NULL */
 };
 
 /* A flag the registry (src/ops/registry.c) sets on the built-in ops, whose errors name

@@ -30,6 +30,16 @@ typedef enum tg_op_id {
 extern const tg_op_desc tg__builtin_ops[TG_NUM_BUILTIN_OPS];
 #define TG__OP(name) (&tg__builtin_ops[TG_OP_ID_##name])
 
+/* Run-time registration (src/ext/ and tg_op_register): all of descs[0..n) or none, each
+ * checked (tg__op_validate) and new; registered[k] gets the registry's copy of descs[k]. who
+ * names the caller in errors. */
+tg_status tg__op_validate(const char *who, const tg_op_desc *desc);
+tg_status tg__op_register_all(const char *who, int n, const tg_op_desc *const *descs,
+                              const tg_op_desc **registered);
+/* Removes registry copies made by tg__op_register_all: all or, while a tape node of one of
+ * them is alive, none (TG_ERR_STATE). */
+tg_status tg__op_unregister_all(const char *who, int n, const tg_op_desc *const *ops);
+
 /* Shorthands for op front ends. */
 #define TG__IN(...)                                                                                \
   (int)(sizeof((const tg_tensor *[]){__VA_ARGS__}) / sizeof(tg_tensor *)),                         \

@@ -38,7 +38,7 @@ TG_CUDA_TEST(cuda_device, ops_mixing_cpu_and_cuda_are_errors) {
   /* the failed in-place op left its target as it was */
   tg_assert_close(c, h, 0, 0);
   /* tg_apply itself refuses a user op's inputs on two devices, naming both */
-  static const tg_op_desc pair_op = {"test_pair", 2, 1, {fwd_first, fwd_first}, NULL, 0};
+  static const tg_op_desc pair_op = {"test_pair", 2, 1, {fwd_first, fwd_first}, NULL, 0, NULL};
   cr_assert_null(tg_apply1(&pair_op, 2, (const tg_tensor *const[]){c, h}, 0, NULL));
   tg_expect_error(TG_ERR_DEVICE, "test_pair: inputs[1] is on cpu:0 but inputs[0] is on cuda:0");
 }
@@ -56,8 +56,8 @@ static tg_status bwd_to_cpu(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **
 }
 
 TG_CUDA_TEST(cuda_device, backward_gradients_on_the_wrong_device_are_device_errors) {
-  static const tg_op_desc to_cpu_op = {"test_grad_to_cpu",           1,          1,
-                                       {fwd_identity, fwd_identity}, bwd_to_cpu, 0};
+  static const tg_op_desc to_cpu_op = {"test_grad_to_cpu", 1, 1,   {fwd_identity, fwd_identity},
+                                       bwd_to_cpu,         0, NULL};
   tg_tensor *x =
       tg_ones(TG_SHAPE(3), TG_OPTS(.dtype = TG_F64, .device = TG_CUDA0, .requires_grad = true));
   tg_tensor *y = tg_mul_scalar(x, 2);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs tg into a temporary prefix, moves the prefix (the install must be relocatable),
 # and builds and runs tests/install/consumer.c against it three ways: CMake find_package
-# (tg::tg and tg::tg_shared), pkg-config (shared) and pkg-config --static; and checks that
+# (tg::tg and tg::tg_shared), pkg-config (shared) and pkg-config --static; builds an extension
+# with tg_add_extension and with one cc line from pkg-config, and loads each; and checks that
 # the installed libtg.so exports only what the installed headers declare (check_exports.sh).
 #   tests/install/check_install.sh [BUILD_DIR]
 # With BUILD_DIR (already built) it installs from there; otherwise it builds the library
@@ -50,6 +51,8 @@ for exe in consumer_static consumer_shared; do
   say "find_package(tg): $exe"
   "$tmp/consumer/$exe"
 done
+say "find_package(tg): tg_add_extension(install_cube), loaded by load_ext"
+"$tmp/consumer/load_ext" "$tmp/consumer/libinstall_cube.so"
 
 # ---- pkg-config ----
 export PKG_CONFIG_PATH=$libdir/pkgconfig
@@ -60,6 +63,15 @@ say "pkg-config tg $(pkg-config --modversion tg): $(pkg-config --cflags --libs t
 "$cc" "${cflags[@]}" "$root/tests/install/consumer.c" -o "$tmp/consumer_pc" \
   $(pkg-config --cflags --libs tg)
 LD_LIBRARY_PATH=$libdir "$tmp/consumer_pc"
+# An extension in one line (docs/extensions.md), loaded by a pkg-config-built program.
+# shellcheck disable=SC2046
+"$cc" "${cflags[@]}" -shared -fPIC "$root/tests/install/consumer_ext.c" \
+  -o "$tmp/libinstall_cube_pc.so" $(pkg-config --cflags --libs tg)
+# shellcheck disable=SC2046
+"$cc" "${cflags[@]}" "$root/tests/install/load_ext.c" -o "$tmp/load_ext_pc" \
+  $(pkg-config --cflags --libs tg)
+say "pkg-config: cc -shared extension, loaded by load_ext"
+LD_LIBRARY_PATH=$libdir "$tmp/load_ext_pc" "$tmp/libinstall_cube_pc.so"
 # Static: libtg.a plus exactly what Libs.private lists.
 static_libs=$(pkg-config --static --libs tg | sed 's/-ltg\b/-l:libtg.a/')
 say "pkg-config --static: $static_libs"
