@@ -10,7 +10,7 @@
  *   forward   composed of tg ops (cat, addmm, chunk, sigmoid, elu, mul, add, tanh); grad
  *             mode is off inside an op's forward, so nothing is recorded but the op itself;
  *   backward  hand-written with tg ops from what forward saved (d_sigmoid, d_tanh, d_elu);
- *   CUDA      (built with LLTM_EXT_WITH_CUDA, lltm_ext.cu) the GEMMs through tg ops and the
+ *   CUDA      (built with TG_EXTENSION_CUDA, lltm_ext.cu) the GEMMs through tg ops and the
  *             elementwise parts in the tutorial's kernels.
  *
  * The backward works from saved intermediates (the gates), which a second backward would
@@ -18,7 +18,7 @@
 #include <tg/extension.h>
 #include <tg/tg.h>
 
-#ifdef LLTM_EXT_WITH_CUDA
+#ifdef TG_EXTENSION_CUDA
 #include "lltm_ext.h"
 #endif
 
@@ -102,7 +102,7 @@ static tg_status lltm_ext_forward(tg_ctx *ctx, const tg_tensor *const *in, tg_te
   return finish_forward(ctx, out, s);
 }
 
-#ifdef LLTM_EXT_WITH_CUDA
+#ifdef TG_EXTENSION_CUDA
 /* The tutorial's lltm_cuda_forward: the GEMM through tg, the rest in one kernel. */
 static tg_status lltm_ext_forward_cuda(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   if (check_args(in) != TG_OK) return tg_last_error();
@@ -172,7 +172,7 @@ static tg_status backward_pointwise(const tg_tensor *grad_h, const tg_tensor *gr
   return *d_gates && *d_old_cell ? TG_OK : tg_last_error();
 }
 
-#ifdef LLTM_EXT_WITH_CUDA
+#ifdef TG_EXTENSION_CUDA
 static tg_status backward_pointwise_cuda(const tg_tensor *grad_h, const tg_tensor *grad_cell,
                                          tg_tensor *const *s, tg_tensor **d_old_cell,
                                          tg_tensor **d_gates) {
@@ -192,7 +192,7 @@ static tg_status lltm_ext_backward(tg_ctx *ctx, const tg_tensor *const *grads, t
     if (!(s[i] = tg_ctx_saved(ctx, i))) return tg_last_error(); /* e.g. modified in place */
   tg_tensor *d_old_cell = NULL, *d_gates = NULL;
   tg_status st;
-#ifdef LLTM_EXT_WITH_CUDA
+#ifdef TG_EXTENSION_CUDA
   if (tg_tensor_device(s[SAVED_X]).type == TG_CUDA)
     st = backward_pointwise_cuda(grads[0], grads[1], s, &d_old_cell, &d_gates);
   else
@@ -304,7 +304,7 @@ TG_EXTENSION(api) {
       .flags = TG_OP_ONCE_DIFFERENTIABLE,
       .sample_inputs = lltm_ext_samples,
   };
-#ifdef LLTM_EXT_WITH_CUDA
+#ifdef TG_EXTENSION_CUDA
   lltm_ext.forward[TG_CUDA] = lltm_ext_forward_cuda;
 #endif
   return api->register_op(api, &lltm_ext);

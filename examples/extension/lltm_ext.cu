@@ -1,7 +1,7 @@
 /* lltm_ext's CUDA kernels: the tutorial's lltm_cuda_forward_kernel and
  * lltm_cuda_backward_kernel over raw pointers, one thread
  * per (batch row, state column). lltm_ext.c computes the GEMMs with tg ops and calls these
- * for the elementwise parts (only when built with LLTM_EXT_WITH_CUDA).
+ * for the elementwise parts (only when built with TG_EXTENSION_CUDA).
  *
  * tg runs its CUDA work on a stream of its own, which the default stream these kernels use
  * does not wait for (and the other way round), and include/tg/cuda.h does not hand that

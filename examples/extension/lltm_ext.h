@@ -1,6 +1,6 @@
 /* lltm_ext: what lltm_ext.c and the CUDA kernels of lltm_ext.cu share (the tutorial's
  * split between the host code and the CUDA kernels). Built only when the extension is built with
- * CUDA (LLTM_EXT_WITH_CUDA); every tensor passed is a contiguous CUDA tensor of one
+ * CUDA (TG_EXTENSION_CUDA); every tensor passed is a contiguous CUDA tensor of one
  * floating dtype, [B, S] unless said otherwise. */
 #ifndef LLTM_EXT_H
 #define LLTM_EXT_H
