@@ -39,7 +39,8 @@ static void usage(FILE *f) {
         "  --jit SRC[,SRC...]         compile an extension from .c/.cu sources and load it\n"
         "  --name NAME                the JIT extension's name (default: first source's stem)\n"
         "  --cflag FLAG               an extra compiler flag for --jit (repeatable)\n"
-        "  --seed N                   seed of the samples and of gradcheck's random vectors\n"
+        "  --seed N                   seed of bench's inputs, and of gradcheck's random\n"
+      "                             projections and upstream gradients (0: fixed)\n"
         "  -v, --verbose              more output (per-sample checks, JIT commands)\n"
         "  -h, --help                 this text\n"
         "\n"
@@ -375,6 +376,7 @@ int main(int argc, char **argv) {
     code = TGOP_EXIT_FAIL;
   else
     code = run_command(&cl);
+  fflush(stdout); /* the command's output before what follows on stderr */
   free(cl.loads);
   free(cl.cflags);
   if (code == TGOP_EXIT_USAGE && !cl.command && !cl.help)
