@@ -40,7 +40,7 @@ static void usage(FILE *f) {
         "  --name NAME                the JIT extension's name (default: first source's stem)\n"
         "  --cflag FLAG               an extra compiler flag for --jit (repeatable)\n"
         "  --seed N                   seed of bench's inputs, and of gradcheck's random\n"
-      "                             projections and upstream gradients (0: fixed)\n"
+        "                             projections and upstream gradients (0: fixed)\n"
         "  -v, --verbose              more output (per-sample checks, JIT commands)\n"
         "  -h, --help                 this text\n"
         "\n"
