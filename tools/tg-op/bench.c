@@ -3,7 +3,8 @@
  * forward alone, and forward + backward (ones as upstream gradients for every output that
  * requires grad, tg_autograd_grad with respect to every input that does). Medians over
  * --iters runs after --warmup, on a monotonic clock, the device synchronised around each
- * timed run; ratios against the first op. */
+ * timed run; ratios against the first op. An in-place op runs on a fresh clone of input 0
+ * each time. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@ typedef struct bench_run {
   int n_grad_inputs;
   const tg_tensor *grad_inputs[TG_SAMPLE_MAX_INPUTS];
   bool has_backward;
+  bool inplace; /* writes input 0: each run gets a fresh clone of it */
 } bench_run;
 
 static tg_status sync_device(tg_device device) {
@@ -47,9 +49,12 @@ static tg_status sync_device(tg_device device) {
  * asked. */
 static tg_status run_once(const bench_run *r, bool backward, double *us) {
   tg_tensor *out[TGOP_MAX_OUTPUTS];
-  tg_status st = sync_device(r->device);
+  tg_sample call = *r->sample;
+  tg_status st = TG_OK;
+  if (r->inplace && !(call.inputs[0] = tg_clone(r->sample->inputs[0]))) st = tg_last_error();
+  if (st == TG_OK) st = sync_device(r->device);
   double t0 = now_us();
-  if (st == TG_OK) st = tgop_run(r->target, r->sample, r->n_outputs, out);
+  if (st == TG_OK) st = tgop_run(r->target, &call, r->n_outputs, out);
   if (st == TG_OK && backward) {
     const tg_tensor *roots[TGOP_MAX_OUTPUTS], *ones[TGOP_MAX_OUTPUTS];
     int n_roots = 0;
@@ -130,6 +135,9 @@ static bench_run run_of(const tgop_target *t, const tg_sample *s, tg_device devi
   for (int i = 0; i < s->n_inputs; i++)
     if (tg_requires_grad(s->inputs[i])) r.grad_inputs[r.n_grad_inputs++] = s->inputs[i];
   r.has_backward = r.n_grad_inputs > 0 && (!t->op || t->op->backward);
+  /* An in-place op may not write a leaf that requires grad: it writes a clone (made before
+   * the clock starts), through which backward reaches the leaf. */
+  r.inplace = t->op && (t->op->flags & TG_OP_INPLACE);
   return r;
 }
 
@@ -176,6 +184,7 @@ static int bench_targets(const tgop_options *opts, int n, const tgop_target *tar
   if (opts->device.type == TG_CPU)
     printf(", %d thread%s", tg_get_num_threads(), tg_get_num_threads() == 1 ? "" : "s");
   printf("; median of %d runs after %d warm-up\n", opts->iters, opts->warmup);
+  fflush(stdout); /* before any error on stderr */
 
   bench_result *res = calloc((size_t)n, sizeof *res);
   if (!res) return TGOP_EXIT_FAIL;
