@@ -11,8 +11,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 incdir=${2:-$root/include}
 say() { echo "check_exports: $*"; }
 
-# The headers with comments removed, so that a comment cannot declare anything.
-headers=$(cat "$incdir"/tg/*.h | perl -0777 -pe 's{/\*.*?\*/}{ }gs; s{//[^\n]*}{}g')
+# The headers with comments and #define bodies removed, so that neither a comment nor a
+# macro declares anything (TG_EXTENSION defines an extension's entry point, not tg's).
+headers=$(cat "$incdir"/tg/*.h | perl -0777 -pe 's{/\*.*?\*/}{ }gs; s{//[^\n]*}{}g;
+  s{^[ \t]*#[ \t]*define(?:[^\n]*\\\n)*[^\n]*}{}gm')
 # Declared names: a tg identifier followed by "(" (functions, plus return types of function
 # pointers and calls in macros: a superset) or ending an extern declaration (data).
 declared=$(perl -ne 'print "$1\n" while /\b(tg_[A-Za-z0-9_]+)\s*\(/g;

@@ -54,10 +54,16 @@ static tg_status bwd_square_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_
 static tg_status bwd_square_backward_wrong(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   return bwd_square_backward_with(ctx, g, gi, f_thrice_product);
 }
-static const tg_op_desc square_backward_op = {"test_square_backward", 2, 1, {fwd_square_backward},
-                                              bwd_square_backward,    0};
-static const tg_op_desc square_backward_wrong_op = {
-    "test_square_backward_wrong", 2, 1, {fwd_square_backward}, bwd_square_backward_wrong, 0};
+static const tg_op_desc square_backward_op = {.name = "test_square_backward",
+                                              .n_inputs = 2,
+                                              .n_outputs = 1,
+                                              .forward = {fwd_square_backward},
+                                              .backward = bwd_square_backward};
+static const tg_op_desc square_backward_wrong_op = {.name = "test_square_backward_wrong",
+                                                    .n_inputs = 2,
+                                                    .n_outputs = 1,
+                                                    .forward = {fwd_square_backward},
+                                                    .backward = bwd_square_backward_wrong};
 
 static tg_status fwd_square(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   if (tg_ctx_save_for_backward(ctx, 1, in) != TG_OK) return tg_last_error();
@@ -122,18 +128,42 @@ static tg_status bwd_nan(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi)
   return gi[0] ? TG_OK : tg_last_error();
 }
 
-static const tg_op_desc square_op = {"test_square", 1, 1, {fwd_square}, bwd_square, 0};
-static const tg_op_desc square_wrong_second_op = {"test_square_wrong2",          1, 1, {fwd_square},
-                                                  bwd_square_wrong_second_order, 0};
-static const tg_op_desc square_once_op = {
-    "test_square_once", 1, 1, {fwd_square}, bwd_square_plain, TG_OP_ONCE_DIFFERENTIABLE};
-static const tg_op_desc square_wrong_op = {"test_square_wrong", 1, 1, {fwd_square},
-                                           bwd_square_wrong,    0};
-static const tg_op_desc square_drifting_op = {"test_square_drift", 1, 1, {fwd_square},
-                                              bwd_square_drifting, 0};
-static const tg_op_desc square_off_op = {"test_square_off",          1, 1, {fwd_square},
-                                         bwd_square_one_percent_off, 0};
-static const tg_op_desc square_nan_op = {"test_square_nan", 1, 1, {fwd_square}, bwd_nan, 0};
+static const tg_op_desc square_op = {.name = "test_square",
+                                     .n_inputs = 1,
+                                     .n_outputs = 1,
+                                     .forward = {fwd_square},
+                                     .backward = bwd_square};
+static const tg_op_desc square_wrong_second_op = {.name = "test_square_wrong2",
+                                                  .n_inputs = 1,
+                                                  .n_outputs = 1,
+                                                  .forward = {fwd_square},
+                                                  .backward = bwd_square_wrong_second_order};
+static const tg_op_desc square_once_op = {.name = "test_square_once",
+                                          .n_inputs = 1,
+                                          .n_outputs = 1,
+                                          .forward = {fwd_square},
+                                          .backward = bwd_square_plain,
+                                          .flags = TG_OP_ONCE_DIFFERENTIABLE};
+static const tg_op_desc square_wrong_op = {.name = "test_square_wrong",
+                                           .n_inputs = 1,
+                                           .n_outputs = 1,
+                                           .forward = {fwd_square},
+                                           .backward = bwd_square_wrong};
+static const tg_op_desc square_drifting_op = {.name = "test_square_drift",
+                                              .n_inputs = 1,
+                                              .n_outputs = 1,
+                                              .forward = {fwd_square},
+                                              .backward = bwd_square_drifting};
+static const tg_op_desc square_off_op = {.name = "test_square_off",
+                                         .n_inputs = 1,
+                                         .n_outputs = 1,
+                                         .forward = {fwd_square},
+                                         .backward = bwd_square_one_percent_off};
+static const tg_op_desc square_nan_op = {.name = "test_square_nan",
+                                         .n_inputs = 1,
+                                         .n_outputs = 1,
+                                         .forward = {fwd_square},
+                                         .backward = bwd_nan};
 
 /* fn: outputs[0] = op(inputs[0]), the op passed as user. */
 static tg_status apply_unary(void *user, const tg_tensor *const *in, tg_tensor **out) {
@@ -226,10 +256,16 @@ static tg_status bwd_scale_pair_crosstalk(tg_ctx *ctx, const tg_tensor *const *g
   }
   return st;
 }
-static const tg_op_desc scale_pair_op = {"test_scale_pair", 3, 2, {fwd_scale_pair},
-                                         bwd_scale_pair,    0};
-static const tg_op_desc scale_pair_crosstalk_op = {"test_scale_pair_x",      3, 2, {fwd_scale_pair},
-                                                   bwd_scale_pair_crosstalk, 0};
+static const tg_op_desc scale_pair_op = {.name = "test_scale_pair",
+                                         .n_inputs = 3,
+                                         .n_outputs = 2,
+                                         .forward = {fwd_scale_pair},
+                                         .backward = bwd_scale_pair};
+static const tg_op_desc scale_pair_crosstalk_op = {.name = "test_scale_pair_x",
+                                                   .n_inputs = 3,
+                                                   .n_outputs = 2,
+                                                   .forward = {fwd_scale_pair},
+                                                   .backward = bwd_scale_pair_crosstalk};
 static tg_status apply_pair(void *user, const tg_tensor *const *in, tg_tensor **out) {
   return tg_apply(user, 3, in, 0, NULL, 2, out);
 }
@@ -314,7 +350,27 @@ TG_TEST(gradcheck, catches_a_backward_that_is_not_reentrant) {
   tg_tensor *x = leaf(TG_SHAPE(3), 9);
   cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_drifting_op, 1, &x, 1, quiet),
                TG_ERR_GRADCHECK);
-  tg_expect_error(TG_ERR_GRADCHECK, "not re-entrant", "output 0 element 0");
+  tg_expect_error(TG_ERR_GRADCHECK, "not re-entrant", "output 0 element 0",
+                  "nondet_tol 0: must agree bitwise");
+  /* The drift is 1e-12 relative per call, well within an absolute 1e-9... */
+  tg_gradcheck_options tolerant = {.quiet = true, .nondet_tol = 1e-9};
+  cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_drifting_op, 1, &x, 1, tolerant), TG_OK,
+               "%s", tg_last_error_message());
+  /* ...but not within 1e-15. */
+  tolerant.nondet_tol = 1e-15;
+  cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_drifting_op, 1, &x, 1, tolerant),
+               TG_ERR_GRADCHECK);
+  tg_expect_error(TG_ERR_GRADCHECK, "not re-entrant", "nondet_tol 1e-15)");
+  tg_scope_end(sc);
+}
+
+TG_TEST(gradcheck, refuses_a_negative_nondet_tol) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *x = leaf(TG_SHAPE(3), 18);
+  cr_assert_eq(tg_gradcheck(apply_unary, (void *)&square_op, 1, &x, 1,
+                            (tg_gradcheck_options){.quiet = true, .nondet_tol = -1}),
+               TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_gradcheck: nondet_tol -1 must not be negative");
   tg_scope_end(sc);
 }
 
@@ -436,6 +492,17 @@ TG_TEST(gradgradcheck, catches_a_wrong_second_derivative) {
   cr_assert_eq(tg_gradgradcheck(apply_unary, (void *)&square_wrong_second_op, 1, &x, 1, quiet),
                TG_ERR_GRADCHECK);
   tg_expect_error(TG_ERR_GRADCHECK, "tg_gradgradcheck", "input 0 element");
+  /* Fast mode goes through the same core: the projection finds it, full mode names it. */
+  tg_gradcheck_options fast = {.quiet = true, .fast_mode = true};
+  cr_assert_eq(tg_gradgradcheck(apply_unary, (void *)&square_wrong_second_op, 1, &x, 1, fast),
+               TG_ERR_GRADCHECK);
+  tg_expect_error(TG_ERR_GRADCHECK, "tg_gradgradcheck: Jacobian mismatch for input 0 element",
+                  "found by fast mode");
+  fast.fast_mode_report_limit = 1;
+  cr_assert_eq(tg_gradgradcheck(apply_unary, (void *)&square_wrong_second_op, 1, &x, 1, fast),
+               TG_ERR_GRADCHECK);
+  tg_expect_error(TG_ERR_GRADCHECK,
+                  "tg_gradgradcheck: fast mode: v^T J u mismatch for input 0 [3]");
   tg_scope_end(sc);
 }
 

@@ -194,6 +194,10 @@ TG_TEST(tensor, cuda_without_cuda_build_is_a_device_error) {
   tg_cuda_timer_free(NULL);
   cr_assert_eq(tg_cuda_synchronize(), TG_ERR_DEVICE);
   tg_expect_error(TG_ERR_DEVICE, "tg_cuda_synchronize");
+  void *stream = &stream;
+  cr_assert_eq(tg_cuda_stream(0, &stream), TG_ERR_DEVICE);
+  cr_assert_null(stream);
+  tg_expect_error(TG_ERR_DEVICE, "tg_cuda_stream", "without CUDA");
   tg_scope_end(sc);
 }
 

@@ -110,11 +110,11 @@ typedef struct tg_sample {
 } tg_sample;
 
 typedef struct tg_sample_request {
-  tg_dtype dtype;     /* of the floating inputs */
-  tg_device device;   /* of every input */
-  tg_generator *gen;  /* for random values (never NULL) */
-  bool bench;         /* one call at a size worth timing instead of small checking ones */
-  int n_sizes;        /* bench only: sizes the caller asks for (the op says how it reads */
+  tg_dtype dtype;       /* of the floating inputs */
+  tg_device device;     /* of every input */
+  tg_generator *gen;    /* for random values (never NULL) */
+  bool bench;           /* one call at a size worth timing instead of small checking ones */
+  int n_sizes;          /* bench only: sizes the caller asks for (the op says how it reads */
   const int64_t *sizes; /* them, e.g. the LLTM's batch, input features, state size), or 0 */
 } tg_sample_request;
 
@@ -195,7 +195,8 @@ typedef struct tg_gradcheck_options {
    * fast_mode_report_limit (0 = 2^20) cells; otherwise the report names the projection. */
   bool fast_mode;
   uint64_t fast_mode_report_limit;
-  uint64_t seed; /* of fast mode's u, v and gradgradcheck's upstream gradients; 0 = fixed */
+  uint64_t seed; /* of fast mode's u, v, gradgradcheck's upstream gradients and the
+                    undefined-grad check's random gradients; 0 = a fixed seed */
   /* Backward must be re-entrant: two runs over one graph agree within this (0 = bitwise). */
   double nondet_tol;
   /* Skips the check that backward copes with outputs that received no gradient (for an op

@@ -15,6 +15,11 @@ bool tg_cuda_is_built(void);
 int tg_cuda_device_count(void);
 bool tg_cuda_is_available(void);
 tg_status tg_cuda_synchronize(void);
+/* The stream (a cudaStream_t) on which tg queues every kernel, copy and cuBLAS call for
+ * device index, created on first use. An extension's CUDA kernels launch on it, so that they
+ * run in order with tg's ops (the stream is non-blocking: the legacy default stream does
+ * not order with it). TG_ERR_DEVICE without CUDA or that device. */
+tg_status tg_cuda_stream(int device_index, void **stream);
 
 typedef struct tg_cuda_memory_stats {
   size_t bytes_in_use; /* held by live storages */

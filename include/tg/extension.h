@@ -39,11 +39,11 @@ extern "C" {
 /* The table an extension's entry point receives. Registration through it is provisional
  * until the entry point returns TG_OK; then all its ops are registered together. */
 typedef struct tg_extension_api {
-  uint32_t abi_version;    /* TG_EXTENSION_ABI_VERSION of the loading tg */
-  uint32_t size;           /* sizeof(tg_extension_api) of the loading tg */
-  const char *tg_version;  /* tg_version_string() of the loading tg */
-  const char *path;        /* the file being loaded */
-  void *loader;            /* tg's, opaque: pass api back as is */
+  uint32_t abi_version;   /* TG_EXTENSION_ABI_VERSION of the loading tg */
+  uint32_t size;          /* sizeof(tg_extension_api) of the loading tg */
+  const char *tg_version; /* tg_version_string() of the loading tg */
+  const char *path;       /* the file being loaded */
+  void *loader;           /* tg's, opaque: pass api back as is */
   /* Offers one op (the desc is copied; its name must be new). Errors (bad desc, a name
    * offered twice) are reported at once; clashes with existing ops when the entry point
    * returns. */

@@ -26,7 +26,7 @@ static void free_node(tg_node *node, tg_node **todo) {
     }
   }
   atomic_long *op_live = node->op_live; /* after the context's data: its free_fn may be the op's */
-  tg__host_free(node); /* its arrays with it: one block */
+  tg__host_free(node);                  /* its arrays with it: one block */
   tg__op_refs_release(op_live);
   tg__live_dec();
 }

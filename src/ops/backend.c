@@ -55,6 +55,11 @@ bool tg_cuda_is_available(void) { return false; }
 tg_status tg_cuda_synchronize(void) {
   return tg_set_error(TG_ERR_DEVICE, "tg_cuda_synchronize: tg was built without CUDA");
 }
+tg_status tg_cuda_stream(int device_index, void **stream) {
+  if (stream) *stream = NULL;
+  return tg_set_error(TG_ERR_DEVICE, "tg_cuda_stream: tg was built without CUDA (device %d)",
+                      device_index);
+}
 tg_status tg_cuda_memory_stats_get(tg_cuda_memory_stats *out) {
   if (out) *out = (tg_cuda_memory_stats){0};
   return tg_set_error(TG_ERR_DEVICE, "tg_cuda_memory_stats_get: tg was built without CUDA");

@@ -11,6 +11,21 @@ TG_CUDA_TEST(cuda_device, is_built_and_counts_devices) {
   cr_assert_eq(tg_cuda_synchronize(), TG_OK, "%s", tg_last_error_message());
 }
 
+/* Extensions launch their kernels on tg's stream: one per device, the same on every call. */
+TG_CUDA_TEST(cuda_device, stream_for_extension_kernels) {
+  void *first = NULL, *again = NULL;
+  cr_assert_eq(tg_cuda_stream(0, &first), TG_OK, "%s", tg_last_error_message());
+  cr_assert_not_null(first);
+  cr_assert_eq(tg_cuda_stream(0, &again), TG_OK);
+  cr_assert_eq(first, again);
+  again = &again;
+  cr_assert_eq(tg_cuda_stream(tg_cuda_device_count(), &again), TG_ERR_DEVICE);
+  cr_assert_null(again, "a failed call leaves *stream NULL");
+  tg_expect_error(TG_ERR_DEVICE, "tg_cuda_stream", "does not exist");
+  cr_assert_eq(tg_cuda_stream(0, NULL), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_cuda_stream", "stream is NULL");
+}
+
 TG_CUDA_TEST(cuda_device, index_out_of_range_is_an_error) {
   int n = tg_cuda_device_count();
   cr_assert_null(tg_zeros(TG_SHAPE(2), TG_OPTS(.device = TG_DEVICE_CUDA(n))));

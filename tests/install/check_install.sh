@@ -53,6 +53,12 @@ for exe in consumer_static consumer_shared; do
 done
 say "find_package(tg): tg_add_extension(install_cube), loaded by load_ext"
 "$tmp/consumer/load_ext" "$tmp/consumer/libinstall_cube.so"
+# The JIT of an installed tg compiles against the installed headers and libtg.so.
+say "tg_extension_jit against the installed tg"
+"$tmp/consumer/load_ext" "$root/tests/install/consumer_ext.c" "$tmp/jit-cache" 2>"$tmp/jit.log" ||
+  { cat "$tmp/jit.log"; exit 1; }
+grep -q -- "-I$prefix/include" "$tmp/jit.log" ||
+  { say "the JIT did not compile against $prefix/include:"; cat "$tmp/jit.log"; exit 1; }
 
 # ---- pkg-config ----
 export PKG_CONFIG_PATH=$libdir/pkgconfig

@@ -9,8 +9,7 @@ static tg_status cube_forward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor
   return tg_ctx_save_for_backward(ctx, 1, in);
 }
 
-static tg_status cube_backward(tg_ctx *ctx, const tg_tensor *const *grad_out,
-                               tg_tensor **grad_in) {
+static tg_status cube_backward(tg_ctx *ctx, const tg_tensor *const *grad_out, tg_tensor **grad_in) {
   tg_tensor *x = tg_ctx_saved(ctx, 0);
   grad_in[0] = x ? tg_mul(grad_out[0], tg_mul_scalar(tg_mul(x, x), 3.0)) : NULL;
   return grad_in[0] ? TG_OK : tg_last_error();

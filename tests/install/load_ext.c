@@ -1,6 +1,8 @@
-/* Loads the extension given on the command line, gradchecks its op "install_cube", unloads
- * it: the program side of an extension, against an installed tg. */
+/* Loads the extension given on the command line (a .so, or a .c compiled by the JIT into the
+ * cache directory given second), gradchecks its op "install_cube", unloads it: the program
+ * side of an extension, against an installed tg. */
 #include <stdio.h>
+#include <string.h>
 #include <tg/extension.h>
 
 static tg_status cube(void *op, const tg_tensor *const *in, tg_tensor **out) {
@@ -9,8 +11,13 @@ static tg_status cube(void *op, const tg_tensor *const *in, tg_tensor **out) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) return 2;
-  tg_extension *ext = tg_extension_load(argv[1]);
+  size_t len = argc >= 2 ? strlen(argv[1]) : 0;
+  bool jit = len > 2 && strcmp(argv[1] + len - 2, ".c") == 0;
+  if (argc != (jit ? 3 : 2)) return 2;
+  tg_extension *ext =
+      jit ? tg_extension_jit("install_cube", 1, (const char *const *)&argv[1],
+                             (tg_jit_options){.cache_dir = argv[2], .verbose = true})
+          : tg_extension_load(argv[1]);
   const tg_op_desc *op = ext ? tg_op_lookup("install_cube") : NULL;
   tg_status st = op ? TG_OK : tg_last_error();
   tg_scope s = tg_scope_begin();

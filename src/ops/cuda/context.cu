@@ -147,6 +147,16 @@ bool tg_cuda_is_built(void) { return true; }
 int tg_cuda_device_count(void) { return tg_cu_device_count(); }
 bool tg_cuda_is_available(void) { return tg_cu_device_count() > 0; }
 
+tg_status tg_cuda_stream(int device_index, void **stream) {
+  if (!stream) return tg_set_error(TG_ERR_ARGUMENT, "tg_cuda_stream: stream is NULL");
+  *stream = NULL;
+  tg_cu_device *dev;
+  tg_status st = tg_cu_device_get("tg_cuda_stream", device_index, &dev);
+  if (st != TG_OK) return st;
+  *stream = (void *)dev->stream;
+  return TG_OK;
+}
+
 tg_status tg_cuda_synchronize(void) {
   const char *op = "tg_cuda_synchronize";
   int n = tg_cu_device_count();
