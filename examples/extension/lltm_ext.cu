@@ -1,13 +1,13 @@
 /* lltm_ext's CUDA kernels: the tutorial's lltm_cuda_forward_kernel and
- * lltm_cuda_backward_kernel over raw pointers, one thread
- * per (batch row, state column). lltm_ext.c computes the GEMMs with tg ops and calls these
- * for the elementwise parts (only when built with TG_EXTENSION_CUDA).
+ * lltm_cuda_backward_kernel over raw pointers, one thread per (batch row, state column).
+ * lltm_ext.c computes the GEMMs with tg ops and calls these for the elementwise parts (only
+ * when built with TG_EXTENSION_CUDA).
  *
- * tg runs its CUDA work on a stream of its own, which the default stream these kernels use
- * does not wait for (and the other way round), and include/tg/cuda.h does not hand that
- * stream out. So each launcher waits for tg's queued work (tg_cuda_synchronize) before its
- * kernel and for its kernel before returning: correct, at the price of two synchronisations
- * per call. */
+ * They launch on tg's stream (tg_cuda_stream): tg queues its work on a non-blocking stream
+ * of its own, which the default stream the tutorial launches on does not order with, so a
+ * kernel there could read the gates before tg's GEMM wrote them, or tg's next op read the
+ * outputs before the kernel wrote them. On tg's stream everything runs in order, and
+ * nothing waits on the host. */
 #include <cuda_runtime.h>
 
 #include "lltm_ext.h"
@@ -89,16 +89,14 @@ tg_status cuda_check(const char *what, cudaError_t err) {
   return tg_set_error(TG_ERR_DEVICE, "lltm_ext: %s: %s", what, cudaGetErrorString(err));
 }
 
-/* Before a launch: on the tensor's device, with tg's queued work (the GEMMs) done. */
-tg_status before_launch(const tg_tensor *t) {
-  tg_status st = cuda_check("cudaSetDevice", cudaSetDevice(tg_tensor_device(t).index));
-  return st == TG_OK ? tg_cuda_synchronize() : st;
-}
-
-/* After a launch: the launch's own error, then the kernel's (tg reads the results next). */
-tg_status after_launch(const char *kernel) {
-  tg_status st = cuda_check(kernel, cudaGetLastError());
-  return st == TG_OK ? cuda_check(kernel, cudaDeviceSynchronize()) : st;
+/* The stream to launch on: tg's, for the tensor's device (made current). */
+tg_status stream_of(const tg_tensor *t, cudaStream_t *stream) {
+  const int device = tg_tensor_device(t).index;
+  void *s = NULL;
+  tg_status st = cuda_check("cudaSetDevice", cudaSetDevice(device));
+  if (st == TG_OK) st = tg_cuda_stream(device, &s);
+  *stream = (cudaStream_t)s;
+  return st;
 }
 
 const int threads = 1024;
@@ -116,16 +114,17 @@ extern "C" tg_status lltm_ext_cuda_forward_pointwise(const tg_tensor *gate_weigh
                                                      tg_tensor *candidate_cell) {
   const int64_t batch = tg_size(old_cell, 0), state = tg_size(old_cell, 1);
   if (batch == 0 || state == 0) return TG_OK;
-  tg_status st = before_launch(old_cell);
+  cudaStream_t stream;
+  tg_status st = stream_of(old_cell, &stream);
   if (st != TG_OK) return st;
   TG_DISPATCH_FLOATING_TYPES(tg_tensor_dtype(old_cell), "lltm_ext", {
-    lltm_ext_forward_kernel<scalar_t><<<blocks_for(batch, state), threads>>>(
+    lltm_ext_forward_kernel<scalar_t><<<blocks_for(batch, state), threads, 0, stream>>>(
         (const scalar_t *)tg_data_ptr(gate_weights), (const scalar_t *)tg_data_ptr(old_cell),
         (scalar_t *)tg_data_ptr(new_h), (scalar_t *)tg_data_ptr(new_cell),
         (scalar_t *)tg_data_ptr(input_gate), (scalar_t *)tg_data_ptr(output_gate),
         (scalar_t *)tg_data_ptr(candidate_cell), (size_t)state);
   });
-  return after_launch("lltm_ext_forward_kernel");
+  return cuda_check("lltm_ext_forward_kernel launch", cudaGetLastError());
 }
 
 extern "C" tg_status lltm_ext_cuda_backward_pointwise(
@@ -134,15 +133,16 @@ extern "C" tg_status lltm_ext_cuda_backward_pointwise(
     const tg_tensor *gate_weights, tg_tensor *d_old_cell, tg_tensor *d_gates) {
   const int64_t batch = tg_size(new_cell, 0), state = tg_size(new_cell, 1);
   if (batch == 0 || state == 0) return TG_OK;
-  tg_status st = before_launch(new_cell);
+  cudaStream_t stream;
+  tg_status st = stream_of(new_cell, &stream);
   if (st != TG_OK) return st;
   TG_DISPATCH_FLOATING_TYPES(tg_tensor_dtype(new_cell), "lltm_ext", {
-    lltm_ext_backward_kernel<scalar_t><<<blocks_for(batch, state), threads>>>(
+    lltm_ext_backward_kernel<scalar_t><<<blocks_for(batch, state), threads, 0, stream>>>(
         (scalar_t *)tg_data_ptr(d_old_cell), (scalar_t *)tg_data_ptr(d_gates),
         (const scalar_t *)tg_data_ptr(grad_h), (const scalar_t *)tg_data_ptr(grad_cell),
         (const scalar_t *)tg_data_ptr(new_cell), (const scalar_t *)tg_data_ptr(input_gate),
         (const scalar_t *)tg_data_ptr(output_gate), (const scalar_t *)tg_data_ptr(candidate_cell),
         (const scalar_t *)tg_data_ptr(gate_weights), (size_t)state);
   });
-  return after_launch("lltm_ext_backward_kernel");
+  return cuda_check("lltm_ext_backward_kernel launch", cudaGetLastError());
 }
