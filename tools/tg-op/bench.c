@@ -129,6 +129,22 @@ static bool check_targets(int n, const tgop_target *targets, const tg_sample *s,
   return true;
 }
 
+/* Whether one untimed forward gives an output that requires grad (an op may be
+ * differentiable and still not, for these inputs). False also when the forward fails: the
+ * timed runs then report its error. */
+static bool any_output_requires_grad(const bench_run *r) {
+  tg_tensor *out[TGOP_MAX_OUTPUTS];
+  tg_sample call = *r->sample;
+  bool any = false;
+  tg_scope s = tg_scope_begin();
+  if (!r->inplace || (call.inputs[0] = tg_clone(r->sample->inputs[0])))
+    if (tgop_run(r->target, &call, r->n_outputs, out) == TG_OK)
+      for (int j = 0; j < r->n_outputs; j++) any |= tg_requires_grad(out[j]);
+  tg_scope_end(s);
+  tg_clear_error();
+  return any;
+}
+
 static bench_run run_of(const tgop_target *t, const tg_sample *s, tg_device device) {
   bench_run r = {
       .target = t, .sample = s, .device = device, .n_outputs = tgop_target_outputs(t, s)};
@@ -138,6 +154,7 @@ static bench_run run_of(const tgop_target *t, const tg_sample *s, tg_device devi
   /* An in-place op may not write a leaf that requires grad: it writes a clone (made before
    * the clock starts), through which backward reaches the leaf. */
   r.inplace = t->op && (t->op->flags & TG_OP_INPLACE);
+  r.has_backward = r.has_backward && any_output_requires_grad(&r);
   return r;
 }
 

@@ -246,7 +246,7 @@ static bool parse_command_line(int argc, char **argv, command_line *cl) {
     if (!parse_option(c, optarg, cl)) return false;
   if (cl->help) return true;
   if (optind >= argc) {
-    fprintf(stderr, "tg-op: no command (list, gradcheck or bench); tg-op --help says more\n");
+    fprintf(stderr, "tg-op: no command (list, gradcheck or bench)\n");
     return false;
   }
   cl->command = argv[optind];
