@@ -232,7 +232,9 @@ typedef struct tg_op_check_options {
  * gradgradcheck, or for TG_OP_ONCE_DIFFERENTIABLE that double backward is refused; and
  * CPU-vs-CUDA agreement. TG_ERR_UNSUPPORTED when the op has no samples; otherwise the first
  * failure, its message naming op, sample and check. In-place ops are checked on a clone of
- * their input 0. */
+ * their input 0 (one taking any number of inputs also gets a second clone appended: input
+ * 0's old value, which the built-in in-place forms' backward reads). A sample's n_outputs
+ * of 0 means the op's own count. */
 tg_status tg_op_check(const tg_op_desc *op, tg_op_check_options opts);
 
 #ifdef __cplusplus

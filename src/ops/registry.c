@@ -8,23 +8,25 @@
 #include "registry.h"
 #include "tensor/host_memory.h"
 
-#define TG_OP(name, nin, nout, fl)                                                                 \
-  [TG_OP_ID_##name] = {                                                                            \
-      #name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, tg__bwd_##name, (fl) | TG__OP_BUILTIN,   \
-      NULL},
-#define TG_OP_NOGRAD(name, nin, nout, fl)                                                          \
-  [TG_OP_ID_##name] = {                                                                            \
-      #name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, NULL, (fl) | TG__OP_BUILTIN, NULL},
-#define TG_OP_INPLACE_OF(name, base, nin, nout, fl)                                                \
-  [TG_OP_ID_##name] = {                                                                            \
-      #name, nin, nout, {tg__fwd_##name, tg__fwd_##name}, tg__bwd_##base, (fl) | TG__OP_BUILTIN,   \
-      NULL},
+/* One entry: the forward on every device, the backward, the flags and the sample inputs. */
+#define TG__BUILTIN(op, nin, nout, bwd, fl)                                                        \
+  [TG_OP_ID_##op] = {.name = #op,                                                                  \
+                     .n_inputs = nin,                                                              \
+                     .n_outputs = nout,                                                            \
+                     .forward = {tg__fwd_##op, tg__fwd_##op},                                      \
+                     .backward = bwd,                                                              \
+                     .flags = (fl) | TG__OP_BUILTIN,                                               \
+                     .sample_inputs = tg__samples_##op},
+#define TG_OP(name, nin, nout, fl) TG__BUILTIN(name, nin, nout, tg__bwd_##name, fl)
+#define TG_OP_NOGRAD(name, nin, nout, fl) TG__BUILTIN(name, nin, nout, NULL, fl)
+#define TG_OP_INPLACE_OF(name, base, nin, nout, fl) TG__BUILTIN(name, nin, nout, tg__bwd_##base, fl)
 const tg_op_desc tg__builtin_ops[TG_NUM_BUILTIN_OPS] = {
 #include "ops/ops.def"
 };
 #undef TG_OP
 #undef TG_OP_NOGRAD
 #undef TG_OP_INPLACE_OF
+#undef TG__BUILTIN
 
 /* User ops: registered at run time, by tg_op_register or an extension (src/ext/), and
  * unregistered only by unloading that extension. Registry changes are not thread-safe

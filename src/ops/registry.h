@@ -27,6 +27,18 @@ typedef enum tg_op_id {
 #undef TG_OP_NOGRAD
 #undef TG_OP_INPLACE_OF
 
+/* Sample inputs (tg's OpInfo), one function per op: src/ops/samples/, the in-place ops'
+ * from their base op's (samples/inplace.c). Declared for every entry, so that a built-in op
+ * without samples does not link. */
+#define TG_OP(name, nin, nout, flags)                                                              \
+  int tg__samples_##name(const tg_sample_request *, tg_sample *);
+#define TG_OP_NOGRAD(name, nin, nout, flags) TG_OP(name, nin, nout, flags)
+#define TG_OP_INPLACE_OF(name, base, nin, nout, flags) TG_OP(name, nin, nout, flags)
+#include "ops/ops.def"
+#undef TG_OP
+#undef TG_OP_NOGRAD
+#undef TG_OP_INPLACE_OF
+
 extern const tg_op_desc tg__builtin_ops[TG_NUM_BUILTIN_OPS];
 #define TG__OP(name) (&tg__builtin_ops[TG_OP_ID_##name])
 
