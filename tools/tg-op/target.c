@@ -1,0 +1,77 @@
+/* tg-op: names to things to run. A registered op runs through tg_apply_ex with its sample's
+ * scalars and integers; a composite is a C function of tg ops, kept here as a reference to
+ * time fused ops against (the tutorial's "Python" LLTM). */
+#include <stdio.h>
+#include <string.h>
+
+#include "tg_op.h"
+
+static tg_status lltm_composed(const tg_tensor *const *in, tg_tensor **out) {
+  return tg_lltm_composed(in[0], in[1], in[2], in[3], in[4], &out[0], &out[1]);
+}
+
+static const tgop_target composites[] = {
+    {.name = "lltm_composed",
+     .n_inputs = 5,
+     .n_outputs = 2,
+     .samples_of = "lltm",
+     .what = "composite: tg_lltm_composed (lltm from tg ops, recorded op by op)",
+     .run = lltm_composed},
+};
+
+int tgop_num_composites(void) { return (int)(sizeof composites / sizeof composites[0]); }
+
+const tgop_target *tgop_composite_at(int index) {
+  return index >= 0 && index < tgop_num_composites() ? &composites[index] : NULL;
+}
+
+bool tgop_resolve(const char *name, tgop_target *out) {
+  for (int i = 0; i < tg_op_count(); i++) {
+    const tg_op_desc *op = tg_op_at(i);
+    if (op && strcmp(op->name, name) == 0) {
+      *out = (tgop_target){.name = op->name, .op = op};
+      return true;
+    }
+  }
+  for (int i = 0; i < tgop_num_composites(); i++)
+    if (strcmp(composites[i].name, name) == 0) {
+      *out = composites[i];
+      return true;
+    }
+  return false;
+}
+
+const tg_op_desc *tgop_sample_op(const tgop_target *t) {
+  const tg_op_desc *op = t->op;
+  if (!op) {
+    op = tg_op_lookup(t->samples_of);
+    tg_clear_error(); /* reported below */
+  }
+  if (!op)
+    fprintf(stderr, "tg-op: %s runs on the samples of op '%s', which is not registered\n", t->name,
+            t->samples_of);
+  else if (!op->sample_inputs)
+    fprintf(stderr, "tg-op: %s has no sample inputs (its tg_op_desc.sample_inputs is NULL)\n",
+            op->name);
+  return op && op->sample_inputs ? op : NULL;
+}
+
+int tgop_target_inputs(const tgop_target *t) { return t->op ? t->op->n_inputs : t->n_inputs; }
+
+int tgop_target_outputs(const tgop_target *t, const tg_sample *s) {
+  if (!t->op) return t->n_outputs;
+  if (t->op->n_outputs >= 0) return t->op->n_outputs;
+  return s->n_outputs; /* a variable number: the sample says how many this call gives */
+}
+
+bool tgop_target_runs_on(const tgop_target *t, tg_device_type type) {
+  if (t->op) return t->op->forward[type] != NULL;
+  return type == TG_CPU || tg_cuda_is_built(); /* a composite runs where tg's generic ops do */
+}
+
+tg_status tgop_run(const tgop_target *t, const tg_sample *s, int n_outputs, tg_tensor **outputs) {
+  const tg_tensor *const *in = (const tg_tensor *const *)s->inputs;
+  if (!t->op) return t->run(in, outputs);
+  return tg_apply_ex(t->op, s->n_inputs, in, s->n_scalars, s->scalars, s->n_ints, s->ints,
+                     n_outputs, outputs);
+}
