@@ -36,9 +36,11 @@ TOP = re.compile(NOT_AFTER + r"((?:src|include/tg|tests|scripts|bench|examples|d
 INNER = re.compile(NOT_AFTER + r"((?:tensor|autograd|ops|nn|cpu|cuda|emu|def|tg)" + REST + ")")
 INNER_BASES = ("src", "src/ops", "src/ops/cuda", "include")
 BARE = re.compile(NOT_AFTER + r"([\w\-]+\.(?:c|h|cu|cuh|cpp|def|sh|py|md|cmake))\b(?![\w/])")
-# Bare names that are not tg's files: the reader's own, and headers of C, POSIX and the
+# Bare names that are not tg's files: the reader's own (app.c, an extension's my_ext.c), the
+# PyTorch tutorial's that docs/extensions.md maps to tg's, and headers of C, POSIX and the
 # libraries tg uses (a comment may well say why it needs no math.h).
-NOT_TGS = {"app.c"} | {h + ".h" for h in (
+NOT_TGS = {"app.c", "my_ext.c", "my_ext.cu", "src.c", "setup.py", "check.py", "grad_check.py",
+           "benchmark.py", "lltm.cpp", "lltm_cuda.cpp", "lltm_cuda_kernel.cu"} | {h + ".h" for h in (
     "assert complex ctype errno fenv float inttypes limits locale math setjmp signal "
     "stdalign stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn string "
     "tgmath threads time uchar wchar wctype pthread unistd dlfcn sched omp blis "

@@ -1,11 +1,15 @@
 /* The compiler command lines of a JIT build, as argv arrays (no shell ever parses them):
  *
- *   nvcc -c -O2 -Xcompiler -fPIC -I<tg> <arch flags> <cflags> <src>.cu -o <entry>/<name>_cuda0.o
+ *   nvcc -c -O2 -Xcompiler -fPIC -DTG_EXTENSION_CUDA=1 -I<tg> <arch flags> <cflags> <src>.cu
+ *        -o <entry>/<name>_cuda0.o
  *   ...one per .cu source, then the link of everything into the library:
- *   cc -std=c11 -O2 -fPIC -shared -I<tg> <cflags> <src>.c ... <objects> -o <entry>/lib<name>.so.tmp
+ *   cc -std=c11 -O2 -fPIC -shared [-DTG_EXTENSION_CUDA=1] -I<tg> <cflags> <src>.c ... <objects>
+ *      -o <entry>/lib<name>.so.tmp
  *      <libtg.so> [-L<cuda> -lcudart -lstdc++ <rpath cuda>] <rpath libdir> <ldflags>
  *   (<rpath dir> is -Xlinker -rpath -Xlinker <dir>)
  *
+ * With .cu sources every compile gets TG_EXTENSION_CUDA=1, as tg_add_extension gives it
+ * (cmake/TgExtension.cmake): the C side registers its CUDA kernels under it.
  * The extension links the running libtg.so by its full path, with an rpath to its
  * directory, so that it finds that same library when loaded (and tg refuses a second copy). */
 #include <stdarg.h>
@@ -91,9 +95,15 @@ static tg_status push_rpath(tg__jit_argv *a, const char *dir) {
   return st ? st : tg__jit_argv_push(a, dir);
 }
 
+static bool has_cuda_sources(const tg__jit_request *rq) {
+  for (int i = 0; i < rq->n_sources; i++)
+    if (rq->sources[i].cuda) return true;
+  return false;
+}
+
 static tg_status cuda_compile(tg__jit_argv *a, const tg__jit_request *rq,
                               const tg__jit_toolchain *tc, int index, const char *entry) {
-  const char *const fixed[] = {"-c", "-O2", "-Xcompiler", "-fPIC"};
+  const char *const fixed[] = {"-c", "-O2", "-Xcompiler", "-fPIC", "-DTG_EXTENSION_CUDA=1"};
   tg_status st = tg__jit_argv_push(a, tc->nvcc);
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed && !st; i++)
     st = tg__jit_argv_push(a, fixed[i]);
@@ -115,6 +125,7 @@ static tg_status link_library(tg__jit_argv *a, const tg__jit_request *rq,
   for (int i = 0; i < tc->n_cc && !st; i++) st = tg__jit_argv_push(a, tc->cc[i]);
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed && !st; i++)
     st = tg__jit_argv_push(a, fixed[i]);
+  if (!st && has_cuda_sources(rq)) st = tg__jit_argv_push(a, "-DTG_EXTENSION_CUDA=1");
   if (!st) st = tg__jit_argv_pushf(a, "-I%s", tc->include_dir);
   if (!st) st = push_flags(a, rq->opts.n_cflags, rq->opts.cflags);
   for (int i = 0; i < rq->n_sources && !st; i++)

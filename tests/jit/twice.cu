@@ -3,6 +3,10 @@
 #include <tg/extension.h>
 #include <tg/tg.h>
 
+#ifndef TG_EXTENSION_CUDA
+#error "the JIT defines TG_EXTENSION_CUDA=1 when it compiles .cu sources"
+#endif
+
 __global__ void twice_kernel(const double *x, double *y, long long n) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = 2.0 * x[i];
