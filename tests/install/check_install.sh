@@ -60,6 +60,19 @@ say "tg_extension_jit against the installed tg"
 grep -q -- "-I$prefix/include" "$tmp/jit.log" ||
   { say "the JIT did not compile against $prefix/include:"; cat "$tmp/jit.log"; exit 1; }
 
+# ---- the LLTM extension example, built outside tg and checked by the installed tg-op ----
+if [ -x "$prefix/bin/tg-op" ]; then
+  cmake -S "$root/examples/extension" -B "$tmp/lltm_ext" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/lltm_ext.log" || { cat "$tmp/lltm_ext.log"; exit 1; }
+  cmake --build "$tmp/lltm_ext" -j"$jobs" >>"$tmp/lltm_ext.log" || { cat "$tmp/lltm_ext.log"; exit 1; }
+  say "examples/extension built with find_package(tg); tg-op gradcheck and bench of lltm_ext"
+  "$prefix/bin/tg-op" --load "$tmp/lltm_ext/liblltm_ext.so" gradcheck lltm_ext --no-cuda
+  "$prefix/bin/tg-op" --load "$tmp/lltm_ext/liblltm_ext.so" bench lltm_ext lltm lltm_composed \
+    --iters 3 --warmup 1 >/dev/null
+else
+  say "no tg-op installed (built without examples): the LLTM extension example is skipped"
+fi
+
 # ---- pkg-config ----
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 cc=${CC:-cc}
