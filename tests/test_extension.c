@@ -52,6 +52,9 @@ TG_TEST(extension, load_call_gradcheck_unload_reload) {
     cr_assert_eq(tg_gradcheck(square_fn, (void *)tg_op_lookup("ext_square"), 1, &x, 1,
                               (tg_gradcheck_options){0}),
                  TG_OK, "%s", tg_last_error_message());
+    /* by name, on the samples it registered (what `tg-op gradcheck ext_square` runs) */
+    cr_assert_eq(tg_op_check(tg_op_lookup("ext_square"), (tg_op_check_options){0}), TG_OK, "%s",
+                 tg_last_error_message());
     tg_tensor *n = tg_apply1(tg_op_lookup("ext_negate"), 1, (const tg_tensor *const[]){x}, 0, NULL);
     tg_test_expect_values(n, 3, (double[]){-1, 2, -3}, 0);
     tg_scope_end(sc);
