@@ -162,7 +162,8 @@ static tg_status describe_outputs(gc_problem *p, tg_tensor *const *outs) {
   return TG_OK;
 }
 
-tg_status tg__gc_read_values(const gc_problem *p, tg_tensor *const *outs, double *values) {
+/* Copies the checked outputs, flattened, into values[n_rows]. */
+static tg_status read_values(const gc_problem *p, tg_tensor *const *outs, double *values) {
   for (int j = 0; j < p->n_outputs; j++) {
     const gc_output *g = &p->outs[j];
     if (!g->checked) continue;
@@ -176,6 +177,14 @@ tg_status tg__gc_read_values(const gc_problem *p, tg_tensor *const *outs, double
     if (st != TG_OK) return st;
   }
   return TG_OK;
+}
+
+tg_status tg__gc_evaluate_values(const gc_problem *p, tg_tensor **outs, double *values) {
+  tg_scope scope = tg_scope_begin();
+  tg_status st = tg__gc_evaluate(p, outs);
+  if (st == TG_OK) st = read_values(p, outs, values);
+  tg_scope_end(scope);
+  return st;
 }
 
 tg_status tg__gc_read_grad(const gc_problem *p, int k, const tg_tensor *g, double *dst) {

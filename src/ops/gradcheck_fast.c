@@ -189,12 +189,7 @@ static tg_status evaluate_along(const gc_problem *p, tg_tensor *x, const double 
   int64_t n = tg__gc_numel(x);
   for (int64_t i = 0; i < n; i++) shifted[i] = orig[i] + step * u[i];
   tg_status st = tg__gc_write_input(x, shifted);
-  if (st != TG_OK) return st;
-  tg_scope scope = tg_scope_begin();
-  st = tg__gc_evaluate(p, outs);
-  if (st == TG_OK) st = tg__gc_read_values(p, outs, values);
-  tg_scope_end(scope);
-  return st;
+  return st == TG_OK ? tg__gc_evaluate_values(p, outs, values) : st;
 }
 
 typedef struct projection {

@@ -118,12 +118,7 @@ static tg_status evaluate_at(const gc_problem *p, tg_tensor *x, const int64_t *i
   tg_no_grad_begin();
   tg_status st = tg_set(x, index, value);
   tg_no_grad_end();
-  if (st != TG_OK) return st;
-  tg_scope scope = tg_scope_begin();
-  st = tg__gc_evaluate(p, outs);
-  if (st == TG_OK) st = tg__gc_read_values(p, outs, values);
-  tg_scope_end(scope);
-  return st;
+  return st == TG_OK ? tg__gc_evaluate_values(p, outs, values) : st;
 }
 
 /* Each column is compared with the analytical one as soon as it is known. Inputs are

@@ -44,8 +44,8 @@ int tg__gc_output_of_row(const gc_problem *p, int64_t row);
 
 /* Runs fn into outs (scope-owned results) and checks they were all set. */
 tg_status tg__gc_evaluate(const gc_problem *p, tg_tensor **outs);
-/* Copies the checked outputs, flattened, into values[n_rows]. */
-tg_status tg__gc_read_values(const gc_problem *p, tg_tensor *const *outs, double *values);
+/* tg__gc_evaluate in a scope of its own, the checked outputs read into values[n_rows]. */
+tg_status tg__gc_evaluate_values(const gc_problem *p, tg_tensor **outs, double *values);
 /* Copies backward's gradient g for differentiable input k into dst (zeros when g is NULL:
  * allow_unused), after checking its sizes and dtype. */
 tg_status tg__gc_read_grad(const gc_problem *p, int k, const tg_tensor *g, double *dst);
