@@ -6,6 +6,13 @@
 
 #include "testutil.h"
 
+/* A custom op's descriptor: CPU forward only. */
+#define TEST_OP(op_name, inputs, outputs, fwd, bwd, op_flags)                                      \
+  {                                                                                                \
+    .name = op_name, .n_inputs = inputs, .n_outputs = outputs, .forward = {fwd}, .backward = bwd,  \
+    .flags = op_flags                                                                              \
+  }
+
 /* ---- elementwise kernels ---- */
 
 /* out[i] = f(a[i], b[i], i) (b may be NULL); a and b have the same sizes. */
@@ -78,11 +85,7 @@ static inline tg_status bwd_square_drifting(tg_ctx *ctx, const tg_tensor *const 
   return TG_OK;
 }
 /* The descriptor of square with the given backward. */
-#define SQUARE_OP(op_name, bwd, op_flags)                                                          \
-  {                                                                                                \
-    .name = op_name, .n_inputs = 1, .n_outputs = 1, .forward = {fwd_square}, .backward = bwd,      \
-    .flags = op_flags                                                                              \
-  }
+#define SQUARE_OP(op_name, bwd, op_flags) TEST_OP(op_name, 1, 1, fwd_square, bwd, op_flags)
 
 /* ---- fns and inputs ---- */
 

@@ -29,16 +29,10 @@ static tg_status bwd_square_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_
 static tg_status bwd_square_backward_wrong(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   return product_backward_with(ctx, g, gi, f_twice_product, f_thrice_product);
 }
-static const tg_op_desc square_backward_op = {.name = "test_square_backward",
-                                              .n_inputs = 2,
-                                              .n_outputs = 1,
-                                              .forward = {fwd_square_backward},
-                                              .backward = bwd_square_backward};
-static const tg_op_desc square_backward_wrong_op = {.name = "test_square_backward_wrong",
-                                                    .n_inputs = 2,
-                                                    .n_outputs = 1,
-                                                    .forward = {fwd_square_backward},
-                                                    .backward = bwd_square_backward_wrong};
+static const tg_op_desc square_backward_op =
+    TEST_OP("test_square_backward", 2, 1, fwd_square_backward, bwd_square_backward, 0);
+static const tg_op_desc square_backward_wrong_op =
+    TEST_OP("test_square_backward_wrong", 2, 1, fwd_square_backward, bwd_square_backward_wrong, 0);
 
 /* gi = square_backward(g, x) (or the wrong one), on the tape. */
 static tg_status square_backward_on_tape(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi,
@@ -157,16 +151,10 @@ static tg_status bwd_scale_pair_crosstalk(tg_ctx *ctx, const tg_tensor *const *g
   }
   return st;
 }
-static const tg_op_desc scale_pair_op = {.name = "test_scale_pair",
-                                         .n_inputs = 3,
-                                         .n_outputs = 2,
-                                         .forward = {fwd_scale_pair},
-                                         .backward = bwd_scale_pair};
-static const tg_op_desc scale_pair_crosstalk_op = {.name = "test_scale_pair_x",
-                                                   .n_inputs = 3,
-                                                   .n_outputs = 2,
-                                                   .forward = {fwd_scale_pair},
-                                                   .backward = bwd_scale_pair_crosstalk};
+static const tg_op_desc scale_pair_op =
+    TEST_OP("test_scale_pair", 3, 2, fwd_scale_pair, bwd_scale_pair, 0);
+static const tg_op_desc scale_pair_crosstalk_op =
+    TEST_OP("test_scale_pair_x", 3, 2, fwd_scale_pair, bwd_scale_pair_crosstalk, 0);
 
 TG_TEST(gradcheck, independent_outputs_and_constant_inputs) {
   tg_scope sc = tg_scope_begin();

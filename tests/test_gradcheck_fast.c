@@ -41,11 +41,8 @@ static tg_status fwd_product(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor 
 static tg_status bwd_product_off_in_y(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   return product_backward_with(ctx, g, gi, f_product, f_product_off);
 }
-static const tg_op_desc product_off_op = {.name = "fast_product_off",
-                                          .n_inputs = 2,
-                                          .n_outputs = 1,
-                                          .forward = {fwd_product},
-                                          .backward = bwd_product_off_in_y};
+static const tg_op_desc product_off_op =
+    TEST_OP("fast_product_off", 2, 1, fwd_product, bwd_product_off_in_y, 0);
 
 static const tg_gradcheck_options fast = {.fast_mode = true, .quiet = true};
 /* Fast mode's own verdict: a mismatch is never checked again in full mode (which would pass
@@ -136,11 +133,7 @@ static tg_status bwd_steep_off(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor
                        (tg_options){.dtype = TG_F64});
   return gi[0] ? TG_OK : tg_last_error();
 }
-static const tg_op_desc steep_off_op = {.name = "fast_steep_off",
-                                        .n_inputs = 1,
-                                        .n_outputs = 1,
-                                        .forward = {fwd_steep},
-                                        .backward = bwd_steep_off};
+static const tg_op_desc steep_off_op = TEST_OP("fast_steep_off", 1, 1, fwd_steep, bwd_steep_off, 0);
 
 TG_TEST(fast_mode, a_projection_that_cancels_defers_to_full_mode) {
   tg_tensor *x = tg_from_data(TG_SHAPE(2), (const double[]){0.25, -0.5},
@@ -308,12 +301,7 @@ static tg_status bwd_pair_refusing_missing(tg_ctx *ctx, const tg_tensor *const *
   return pair_backward_with(ctx, g, gi, NULL);
 }
 #define PAIR_OP(var, op_name, bwd, op_flags)                                                       \
-  static const tg_op_desc var = {.name = op_name,                                                  \
-                                 .n_inputs = 1,                                                    \
-                                 .n_outputs = 2,                                                   \
-                                 .forward = {fwd_pair},                                            \
-                                 .backward = bwd,                                                  \
-                                 .flags = op_flags}
+  static const tg_op_desc var = TEST_OP(op_name, 1, 2, fwd_pair, bwd, op_flags)
 PAIR_OP(pair_op, "pair", bwd_pair, TG_OP_NO_MATERIALIZE_GRADS);
 PAIR_OP(pair_ones_op, "pair_ones", bwd_pair_missing_as_ones, TG_OP_NO_MATERIALIZE_GRADS);
 PAIR_OP(pair_refusing_op, "pair_refusing", bwd_pair_refusing_missing, TG_OP_NO_MATERIALIZE_GRADS);
