@@ -1,12 +1,13 @@
 /* gradcheck's fast mode (v^T J u projections), its report (elements under
  * fast_mode_report_limit, projections above), nondet_tol in fast mode, the check that
  * backward copes with outputs that received no gradient, and allocation failures in all of
- * them. The custom ops are plain loops over contiguous F64 copies, so that a wrong
- * derivative is easy to plant. */
+ * them. The custom ops are plain loops over contiguous F64 copies (tests/gradcheck_fixtures.h),
+ * so that a wrong derivative is easy to plant. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "gradcheck_fixtures.h"
 #include "testutil.h"
 /* After testutil.h; the sweeps at the end of this file. Its LLTM training step is not used
  * here. */
@@ -15,24 +16,6 @@
 #include "alloc_sweep.h"
 #pragma GCC diagnostic pop
 
-/* ---- elementwise kernels ---- */
-
-/* out[i] = f(a[i], b[i], i) (b may be NULL). */
-typedef double (*elementwise_fn)(double, double, int64_t);
-
-static tg_tensor *map2(const tg_tensor *a, const tg_tensor *b, elementwise_fn f) {
-  tg_tensor *ac = tg_contiguous(a), *bc = b ? tg_contiguous(b) : NULL;
-  if (!ac || (b && !bc)) return NULL;
-  tg_tensor *out = tg_empty(tg_ndim(a), tg_sizes(a), (tg_options){.dtype = TG_F64});
-  if (!out) return NULL;
-  const double *pa = tg_data_ptr(ac), *pb = bc ? tg_data_ptr(bc) : NULL;
-  double *po = tg_data_ptr(out);
-  for (int64_t i = 0; i < tg_numel(a); i++) po[i] = f(pa[i], pb ? pb[i] : 0.0, i);
-  return out;
-}
-
-static double f_square(double x, double unused, int64_t i) { return (void)unused, (void)i, x * x; }
-static double f_twice_product(double a, double b, int64_t i) { return (void)i, 2 * a * b; }
 static double f_product(double a, double b, int64_t i) { return (void)i, a * b; }
 static double f_product_off(double a, double b, int64_t i) { return (void)i, 1.1 * a * b; }
 /* 2 a b, but twice that for element 2 only. */
@@ -43,83 +26,23 @@ static double f_thrice(double a, double unused, int64_t i) { return (void)unused
 
 /* ---- square(x) = x^2 with a backward right everywhere but element 2 ---- */
 
-static tg_status fwd_square(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  if (tg_ctx_save_for_backward(ctx, 1, in) != TG_OK) return tg_last_error();
-  out[0] = map2(in[0], NULL, f_square);
-  return out[0] ? TG_OK : tg_last_error();
-}
-static tg_status bwd_square(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  tg_tensor *x = tg_ctx_saved(ctx, 0);
-  if (!x) return tg_last_error();
-  gi[0] = map2(g[0], x, f_twice_product);
-  return gi[0] ? TG_OK : tg_last_error();
-}
 static tg_status bwd_square_off_at_2(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  tg_tensor *x = tg_ctx_saved(ctx, 0);
-  if (!x) return tg_last_error();
-  gi[0] = map2(g[0], x, f_twice_product_off_at_2);
-  return gi[0] ? TG_OK : tg_last_error();
+  return square_backward_with(ctx, g, gi, f_twice_product_off_at_2);
 }
-/* Right up to a 1e-12 drift that changes with every call: not re-entrant. */
-static int calls;
-static tg_status bwd_square_drifting(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  tg_status st = bwd_square(ctx, g, gi);
-  if (st != TG_OK) return st;
-  double *p = tg_data_ptr(gi[0]);
-  calls++;
-  for (int64_t i = 0; i < tg_numel(gi[0]); i++) p[i] += 1e-12 * calls;
-  return TG_OK;
-}
-static const tg_op_desc square_op = {.name = "fast_square",
-                                     .n_inputs = 1,
-                                     .n_outputs = 1,
-                                     .forward = {fwd_square},
-                                     .backward = bwd_square};
-static const tg_op_desc square_off_op = {.name = "fast_square_off",
-                                         .n_inputs = 1,
-                                         .n_outputs = 1,
-                                         .forward = {fwd_square},
-                                         .backward = bwd_square_off_at_2};
-static const tg_op_desc square_drifting_op = {.name = "fast_square_drift",
-                                              .n_inputs = 1,
-                                              .n_outputs = 1,
-                                              .forward = {fwd_square},
-                                              .backward = bwd_square_drifting};
+static const tg_op_desc square_op = SQUARE_OP("fast_square", bwd_square_plain, 0);
+static const tg_op_desc square_off_op = SQUARE_OP("fast_square_off", bwd_square_off_at_2, 0);
+static const tg_op_desc square_drifting_op = SQUARE_OP("fast_square_drift", bwd_square_drifting, 0);
 
 /* ---- product(x, y) = x * y with d/dy 1.1 times too large ---- */
 
 static tg_status fwd_product(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  if (tg_ctx_save_for_backward(ctx, 2, in) != TG_OK) return tg_last_error();
-  out[0] = map2(in[0], in[1], f_product);
-  return out[0] ? TG_OK : tg_last_error();
+  return product_forward_with(ctx, in, out, f_product);
 }
 static tg_status bwd_product_off_in_y(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  tg_tensor *x = tg_ctx_saved(ctx, 0), *y = tg_ctx_saved(ctx, 1);
-  if (!x || !y) return tg_last_error();
-  if (tg_ctx_needs_input_grad(ctx, 0) && !(gi[0] = map2(g[0], y, f_product)))
-    return tg_last_error();
-  if (tg_ctx_needs_input_grad(ctx, 1) && !(gi[1] = map2(g[0], x, f_product_off)))
-    return tg_last_error();
-  return TG_OK;
+  return product_backward_with(ctx, g, gi, f_product, f_product_off);
 }
-static const tg_op_desc product_off_op = {.name = "fast_product_off",
-                                          .n_inputs = 2,
-                                          .n_outputs = 1,
-                                          .forward = {fwd_product},
-                                          .backward = bwd_product_off_in_y};
-
-static tg_status apply_op(void *user, const tg_tensor *const *in, tg_tensor **out) {
-  const tg_op_desc *op = user;
-  return tg_apply(op, op->n_inputs, in, 0, NULL, op->n_outputs, out);
-}
-
-static tg_tensor *leaf(int ndim, const int64_t *sizes, uint64_t seed) {
-  tg_generator *gen = tg_generator_new(seed);
-  tg_tensor *t =
-      tg_uniform(ndim, sizes, -2, 2, (tg_options){.dtype = TG_F64, .requires_grad = true}, gen);
-  tg_generator_free(gen);
-  return t;
-}
+static const tg_op_desc product_off_op =
+    TEST_OP("fast_product_off", 2, 1, fwd_product, bwd_product_off_in_y, 0);
 
 static const tg_gradcheck_options fast = {.fast_mode = true, .quiet = true};
 /* Fast mode's own verdict: a mismatch is never checked again in full mode (which would pass
@@ -210,11 +133,7 @@ static tg_status bwd_steep_off(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor
                        (tg_options){.dtype = TG_F64});
   return gi[0] ? TG_OK : tg_last_error();
 }
-static const tg_op_desc steep_off_op = {.name = "fast_steep_off",
-                                        .n_inputs = 1,
-                                        .n_outputs = 1,
-                                        .forward = {fwd_steep},
-                                        .backward = bwd_steep_off};
+static const tg_op_desc steep_off_op = TEST_OP("fast_steep_off", 1, 1, fwd_steep, bwd_steep_off, 0);
 
 TG_TEST(fast_mode, a_projection_that_cancels_defers_to_full_mode) {
   tg_tensor *x = tg_from_data(TG_SHAPE(2), (const double[]){0.25, -0.5},
@@ -302,16 +221,10 @@ TG_TEST(fast_mode, passes_the_fused_lltm_at_a_realistic_size) {
 
 /* ---- what full mode reports, fast mode reports too ---- */
 
-static tg_status detached_square(void *user, const tg_tensor *const *in, tg_tensor **out) {
-  (void)user;
-  tg_tensor *y = tg_apply1(&square_op, 1, in, 0, NULL);
-  out[0] = y ? tg_detach(y) : NULL;
-  return out[0] ? TG_OK : tg_last_error();
-}
-
 TG_TEST(fast_mode, an_output_cut_from_the_graph_must_be_constant) {
   tg_tensor *x = leaf(TG_SHAPE(3), 9);
-  cr_assert_eq(tg_gradcheck(detached_square, NULL, 1, &x, 1, fast), TG_ERR_GRADCHECK);
+  cr_assert_eq(tg_gradcheck(apply_op_detached, (void *)&square_op, 1, &x, 1, fast),
+               TG_ERR_GRADCHECK);
   tg_expect_error(TG_ERR_GRADCHECK, "input 0", "does not require grad", "found by fast mode");
 }
 
@@ -388,12 +301,7 @@ static tg_status bwd_pair_refusing_missing(tg_ctx *ctx, const tg_tensor *const *
   return pair_backward_with(ctx, g, gi, NULL);
 }
 #define PAIR_OP(var, op_name, bwd, op_flags)                                                       \
-  static const tg_op_desc var = {.name = op_name,                                                  \
-                                 .n_inputs = 1,                                                    \
-                                 .n_outputs = 2,                                                   \
-                                 .forward = {fwd_pair},                                            \
-                                 .backward = bwd,                                                  \
-                                 .flags = op_flags}
+  static const tg_op_desc var = TEST_OP(op_name, 1, 2, fwd_pair, bwd, op_flags)
 PAIR_OP(pair_op, "pair", bwd_pair, TG_OP_NO_MATERIALIZE_GRADS);
 PAIR_OP(pair_ones_op, "pair_ones", bwd_pair_missing_as_ones, TG_OP_NO_MATERIALIZE_GRADS);
 PAIR_OP(pair_refusing_op, "pair_refusing", bwd_pair_refusing_missing, TG_OP_NO_MATERIALIZE_GRADS);

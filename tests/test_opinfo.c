@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "ops/registry.h"
+#include "opinfo_cases.h"
 #include "testutil.h"
 
 #include "alloc_sweep.h"
@@ -287,13 +288,12 @@ static int no_label(const tg_sample_request *r, tg_sample *out) {
   return 1;
 }
 
+static const tg_op_desc *register_square_sampled(const char *name, tg_sample_fn samples) {
+  return register_square(name, 0, samples);
+}
+
 TG_TEST(opinfo, bad_sample_functions_are_errors) {
-  struct {
-    const char *name;
-    tg_sample_fn fn;
-    tg_status code;
-    const char *words[2];
-  } cases[] = {
+  const bad_samples_case cases[] = {
       {"test_bad_error", fails_with_error, TG_ERR_SHAPE, {"sample_inputs", "my samples broke"}},
       {"test_bad_silent", fails_silently, TG_ERR_STATE, {"sample_inputs", "without an error"}},
       {"test_bad_many", too_many, TG_ERR_ARGUMENT, {"returned 17", "TG_SAMPLE_MAX"}},
@@ -304,14 +304,7 @@ TG_TEST(opinfo, bad_sample_functions_are_errors) {
       {"test_bad_tol", negative_atol, TG_ERR_ARGUMENT, {"sample 0 (tol)", "atol -1"}},
       {"test_bad_label", no_label, TG_ERR_ARGUMENT, {"sample 0 (no label)", "label is NULL"}},
   };
-  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-    const tg_op_desc *op = register_square(cases[k].name, 0, cases[k].fn);
-    cr_expect_eq(tg_op_check(op, quiet), cases[k].code, "%s: %s", cases[k].name,
-                 tg_last_error_message());
-    char name[64];
-    snprintf(name, sizeof name, "op '%s'", cases[k].name);
-    tg_expect_error(cases[k].code, "tg_op_check", name, cases[k].words[0], cases[k].words[1]);
-  }
+  expect_bad_samples_refused(cases, sizeof cases / sizeof cases[0], register_square_sampled, quiet);
 }
 
 /* The sample functions of the built-in ops fail cleanly on a bad request. */

@@ -38,6 +38,15 @@ void tg__gc_describe_input(const gc_problem *p, int i, char *buf, size_t len) {
     snprintf(buf, len, "upstream gradient %d (input %d)", i - p->n_primary, i);
 }
 
+void tg__gc_describe_element(const gc_problem *p, int i, int64_t e, char *buf, size_t len) {
+  const tg_tensor *x = p->inputs[i];
+  int64_t index[TG_MAX_DIMS];
+  tg__gc_unravel(e, x->ndim, x->sizes, index);
+  char what[64];
+  tg__gc_describe_input(p, i, what, sizeof what);
+  snprintf(buf, len, "%s element %lld %s", what, (long long)e, tg__dims_str(x->ndim, index));
+}
+
 int tg__gc_output_of_row(const gc_problem *p, int64_t row) {
   int j = 0;
   while (j + 1 < p->n_outputs && !(p->outs[j].checked && row >= p->outs[j].offset &&
@@ -59,6 +68,17 @@ tg_status tg__gc_fail(const gc_problem *p, const char *fmt, ...) {
   tg_status st = tg_set_error(TG_ERR_GRADCHECK, "%s", message);
   if (!p->opts.quiet) fprintf(stderr, "%s\n", tg_last_error_message());
   return st;
+}
+
+tg_status tg__gc_fail_not_reentrant(const gc_problem *p, const char *how, int d, int64_t e,
+                                    double first, double second) {
+  char element[192];
+  tg__gc_describe_element(p, p->diff[d], e, element, sizeof element);
+  return tg__gc_fail(p,
+                     "%s: backward is not re-entrant: running it twice %s gave %.17g then %.17g "
+                     "for %s (difference %.3g, nondet_tol %g%s)",
+                     p->name, how, first, second, element, fabs(first - second), p->opts.nondet_tol,
+                     p->opts.nondet_tol == 0 ? ": must agree bitwise" : "");
 }
 
 /* ---- argument checks ---- */
@@ -142,7 +162,8 @@ static tg_status describe_outputs(gc_problem *p, tg_tensor *const *outs) {
   return TG_OK;
 }
 
-tg_status tg__gc_read_values(const gc_problem *p, tg_tensor *const *outs, double *values) {
+/* Copies the checked outputs, flattened, into values[n_rows]. */
+static tg_status read_values(const gc_problem *p, tg_tensor *const *outs, double *values) {
   for (int j = 0; j < p->n_outputs; j++) {
     const gc_output *g = &p->outs[j];
     if (!g->checked) continue;
@@ -156,6 +177,14 @@ tg_status tg__gc_read_values(const gc_problem *p, tg_tensor *const *outs, double
     if (st != TG_OK) return st;
   }
   return TG_OK;
+}
+
+tg_status tg__gc_evaluate_values(const gc_problem *p, tg_tensor **outs, double *values) {
+  tg_scope scope = tg_scope_begin();
+  tg_status st = tg__gc_evaluate(p, outs);
+  if (st == TG_OK) st = read_values(p, outs, values);
+  tg_scope_end(scope);
+  return st;
 }
 
 tg_status tg__gc_read_grad(const gc_problem *p, int k, const tg_tensor *g, double *dst) {

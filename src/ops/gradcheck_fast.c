@@ -107,22 +107,6 @@ gc_fast *tg__gc_fast_new(const gc_problem *p) {
 
 /* ---- analytical: v^T J from one backward, dotted with each u ---- */
 
-static tg_status report_not_reentrant(const gc_problem *p, int d, int64_t e, double first,
-                                      double second) {
-  const tg_tensor *x = p->inputs[p->diff[d]];
-  int64_t index[TG_MAX_DIMS];
-  tg__gc_unravel(e, x->ndim, x->sizes, index);
-  char what[64];
-  tg__gc_describe_input(p, p->diff[d], what, sizeof what);
-  return tg__gc_fail(p,
-                     "%s: backward is not re-entrant: running it twice with the same grad_outputs "
-                     "(fast mode's v) gave %.17g then %.17g for %s element %lld %s (difference "
-                     "%.3g, nondet_tol %g%s)",
-                     p->name, first, second, what, (long long)e, tg__dims_str(x->ndim, index),
-                     fabs(first - second), p->opts.nondet_tol,
-                     p->opts.nondet_tol == 0 ? ": must agree bitwise" : "");
-}
-
 /* The backward with grad_outputs v, twice; the first run's gradients go to first[]. */
 static tg_status backward_twice(gc_fast *f, const gc_problem *p, tg_tensor *const *outs,
                                 const tg_tensor **roots, tg_tensor **seeds,
@@ -154,7 +138,8 @@ static tg_status backward_twice(gc_fast *f, const gc_problem *p, tg_tensor *cons
       const double *before = first + (f->u[d] - f->u[0]);
       for (int64_t e = 0; e < n && st == TG_OK; e++)
         if (!tg__gc_reentrant_equal(before[e], dst[e], p->opts.nondet_tol))
-          st = report_not_reentrant(p, d, e, before[e], dst[e]);
+          st = tg__gc_fail_not_reentrant(p, "with the same grad_outputs (fast mode's v)", d, e,
+                                         before[e], dst[e]);
     }
     if (st != TG_OK) return st;
   }
@@ -204,12 +189,7 @@ static tg_status evaluate_along(const gc_problem *p, tg_tensor *x, const double 
   int64_t n = tg__gc_numel(x);
   for (int64_t i = 0; i < n; i++) shifted[i] = orig[i] + step * u[i];
   tg_status st = tg__gc_write_input(x, shifted);
-  if (st != TG_OK) return st;
-  tg_scope scope = tg_scope_begin();
-  st = tg__gc_evaluate(p, outs);
-  if (st == TG_OK) st = tg__gc_read_values(p, outs, values);
-  tg_scope_end(scope);
-  return st;
+  return st == TG_OK ? tg__gc_evaluate_values(p, outs, values) : st;
 }
 
 typedef struct projection {

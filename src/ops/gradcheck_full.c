@@ -22,15 +22,9 @@ static tg_status check_reentrant(const gc_problem *p, int64_t row, int j, int64_
     if (st != TG_OK) return st;
     for (int64_t e = 0; e < n; e++)
       if (!tg__gc_reentrant_equal(first[e], scratch[e], p->opts.nondet_tol)) {
-        char what[64];
-        tg__gc_describe_input(p, p->diff[d], what, sizeof what);
-        return tg__gc_fail(p,
-                           "%s: backward is not re-entrant: running it twice for output %d "
-                           "element %lld gave %.17g then %.17g for %s element %lld (difference "
-                           "%.3g, nondet_tol %g%s)",
-                           p->name, j, (long long)k, first[e], scratch[e], what, (long long)e,
-                           fabs(first[e] - scratch[e]), p->opts.nondet_tol,
-                           p->opts.nondet_tol == 0 ? ": must agree bitwise" : "");
+        char how[64];
+        snprintf(how, sizeof how, "for output %d element %lld", j, (long long)k);
+        return tg__gc_fail_not_reentrant(p, how, d, e, first[e], scratch[e]);
       }
   }
   return TG_OK;
@@ -101,23 +95,20 @@ done:
 
 static tg_status report_mismatch(const gc_problem *p, int input, int64_t e, int64_t row,
                                  double numerical, double analytical) {
-  const tg_tensor *x = p->inputs[input];
   int j = tg__gc_output_of_row(p, row);
   const gc_output *g = &p->outs[j];
-  int64_t in_idx[TG_MAX_DIMS], out_idx[TG_MAX_DIMS];
-  tg__gc_unravel(e, x->ndim, x->sizes, in_idx);
+  int64_t out_idx[TG_MAX_DIMS];
   tg__gc_unravel(row - g->offset, g->ndim, g->sizes, out_idx);
-  char what[64];
-  tg__gc_describe_input(p, input, what, sizeof what);
+  char element[192];
+  tg__gc_describe_element(p, input, e, element, sizeof element);
   double tol = p->opts.atol + p->opts.rtol * fabs(numerical);
   return tg__gc_fail(
       p,
-      "%s: Jacobian mismatch for %s element %lld %s and output %d element %lld %s: "
+      "%s: Jacobian mismatch for %s and output %d element %lld %s: "
       "numerical %.10g, analytical %.10g, difference %.3g (tolerance %.3g = atol %g + rtol %g "
       "* |numerical|)%s",
-      p->name, what, (long long)e, tg__dims_str(x->ndim, in_idx), j, (long long)(row - g->offset),
-      tg__dims_str(g->ndim, out_idx), numerical, analytical, fabs(analytical - numerical), tol,
-      p->opts.atol, p->opts.rtol,
+      p->name, element, j, (long long)(row - g->offset), tg__dims_str(g->ndim, out_idx), numerical,
+      analytical, fabs(analytical - numerical), tol, p->opts.atol, p->opts.rtol,
       g->differentiable ? "" : "; the output does not require grad, so backward gives zero");
 }
 
@@ -127,12 +118,7 @@ static tg_status evaluate_at(const gc_problem *p, tg_tensor *x, const int64_t *i
   tg_no_grad_begin();
   tg_status st = tg_set(x, index, value);
   tg_no_grad_end();
-  if (st != TG_OK) return st;
-  tg_scope scope = tg_scope_begin();
-  st = tg__gc_evaluate(p, outs);
-  if (st == TG_OK) st = tg__gc_read_values(p, outs, values);
-  tg_scope_end(scope);
-  return st;
+  return st == TG_OK ? tg__gc_evaluate_values(p, outs, values) : st;
 }
 
 /* Each column is compared with the analytical one as soon as it is known. Inputs are

@@ -37,13 +37,15 @@ int64_t tg__gc_numel(const tg_tensor *t);
 void tg__gc_unravel(int64_t flat, int ndim, const int64_t *sizes, int64_t *index);
 /* "input 2", or for gradgradcheck's extra inputs "upstream gradient 0 (input 2)". */
 void tg__gc_describe_input(const gc_problem *p, int i, char *buf, size_t len);
+/* "input 2 element 5 [1, 2]": element e (row-major) of input i, described as above. */
+void tg__gc_describe_element(const gc_problem *p, int i, int64_t e, char *buf, size_t len);
 /* The output that row belongs to (a checked one). */
 int tg__gc_output_of_row(const gc_problem *p, int64_t row);
 
 /* Runs fn into outs (scope-owned results) and checks they were all set. */
 tg_status tg__gc_evaluate(const gc_problem *p, tg_tensor **outs);
-/* Copies the checked outputs, flattened, into values[n_rows]. */
-tg_status tg__gc_read_values(const gc_problem *p, tg_tensor *const *outs, double *values);
+/* tg__gc_evaluate in a scope of its own, the checked outputs read into values[n_rows]. */
+tg_status tg__gc_evaluate_values(const gc_problem *p, tg_tensor **outs, double *values);
 /* Copies backward's gradient g for differentiable input k into dst (zeros when g is NULL:
  * allow_unused), after checking its sizes and dtype. */
 tg_status tg__gc_read_grad(const gc_problem *p, int k, const tg_tensor *g, double *dst);
@@ -58,6 +60,10 @@ tg_status tg__gc_fail(const gc_problem *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* tg__gc_fail for two backward runs that disagree (tg__gc_reentrant_equal) on element e of
+ * differentiable input d: "backward is not re-entrant: running it twice <how> gave ...". */
+tg_status tg__gc_fail_not_reentrant(const gc_problem *p, const char *how, int d, int64_t e,
+                                    double first, double second);
 
 /* Evaluates fn at the inputs, reads what backward says (the Jacobian or, in fast mode, its
  * projections), checks backward with outputs left out, then compares with central

@@ -46,20 +46,16 @@ static tg_status report_failure(const undefined_check *c, int j) {
 
 static tg_status report_mismatch(const undefined_check *c, int j, int d, int64_t e) {
   const gc_problem *p = c->p;
-  const tg_tensor *x = p->inputs[p->diff[d]];
-  int64_t index[TG_MAX_DIMS];
-  tg__gc_unravel(e, x->ndim, x->sizes, index);
-  char what[64];
-  tg__gc_describe_input(p, p->diff[d], what, sizeof what);
+  char element[192];
+  tg__gc_describe_element(p, p->diff[d], e, element, sizeof element);
   double a = c->left_out[e], b = c->zero_seeded[e];
   return tg__gc_fail(p,
                      "%s: backward mishandles an output that received no gradient: with output %d "
                      "left out of the roots (a NULL grad_output for an op with "
-                     "TG_OP_NO_MATERIALIZE_GRADS) the gradient of %s element %lld %s is %.10g, "
+                     "TG_OP_NO_MATERIALIZE_GRADS) the gradient of %s is %.10g, "
                      "with a zero gradient for output %d it is %.10g (difference %.3g, nondet_tol "
                      "%g): a missing gradient must count as zero",
-                     p->name, j, what, (long long)e, tg__dims_str(x->ndim, index), a, j, b,
-                     fabs(a - b), p->opts.nondet_tol);
+                     p->name, j, element, a, j, b, fabs(a - b), p->opts.nondet_tol);
 }
 
 /* Root r left out, then zero-seeded; the two results compared input by input. */

@@ -2,6 +2,7 @@
  * (forward in F32 and F64, gradients in F64: tg_op_check's CUDA pass), and that pass catches
  * a CUDA kernel or backward that disagrees, naming op, sample and check. */
 #include "cuda_testutil.h"
+#include "opinfo_cases.h"
 #include "ops/registry.h"
 
 #include "alloc_sweep.h"
@@ -52,19 +53,19 @@ static int square_samples(const tg_sample_request *r, tg_sample *out) {
   return 1;
 }
 
-static const tg_op_desc *register_square(const char *name) {
+static const tg_op_desc *register_square(const char *name, tg_sample_fn samples) {
   tg_op_desc desc = {.name = name,
                      .n_inputs = 1,
                      .n_outputs = 1,
                      .forward = {fwd_square, fwd_square},
                      .backward = bwd_square,
-                     .sample_inputs = square_samples};
+                     .sample_inputs = samples};
   cr_assert_eq(tg_op_register(&desc), TG_OK, "%s", tg_last_error_message());
   return tg_op_lookup(name);
 }
 
 TG_CUDA_TEST(cuda_opinfo, a_cuda_kernel_that_disagrees_is_caught) {
-  const tg_op_desc *op = register_square("test_cuda_square_fwd");
+  const tg_op_desc *op = register_square("test_cuda_square_fwd", square_samples);
   cr_expect_eq(tg_op_check(op, cuda_check), TG_OK, "%s", tg_last_error_message());
   cuda_forward_factor = 1.01;
   tg_status st = tg_op_check(op, cuda_check);
@@ -81,7 +82,7 @@ TG_CUDA_TEST(cuda_opinfo, a_cuda_kernel_that_disagrees_is_caught) {
 }
 
 TG_CUDA_TEST(cuda_opinfo, a_cuda_backward_that_disagrees_is_caught) {
-  const tg_op_desc *op = register_square("test_cuda_square_bwd");
+  const tg_op_desc *op = register_square("test_cuda_square_bwd", square_samples);
   cuda_backward_factor = 2.02;
   tg_status st = tg_op_check(op, cuda_check);
   cuda_backward_factor = 2.0;
@@ -128,12 +129,7 @@ static int count_by_device(const tg_sample_request *r, tg_sample *out) {
 }
 
 TG_CUDA_TEST(cuda_opinfo, samples_that_differ_between_devices_are_errors) {
-  struct {
-    const char *name;
-    tg_sample_fn fn;
-    tg_status code;
-    const char *words[2];
-  } cases[] = {
+  const bad_samples_case cases[] = {
       {"test_cuda_differ",
        differ_by_device,
        TG_ERR_GRADCHECK,
@@ -147,18 +143,7 @@ TG_CUDA_TEST(cuda_opinfo, samples_that_differ_between_devices_are_errors) {
        TG_ERR_GRADCHECK,
        {"1 samples on the CPU but 2", "float32"}},
   };
-  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-    tg_op_desc desc = {.name = cases[k].name,
-                       .n_inputs = 1,
-                       .n_outputs = 1,
-                       .forward = {fwd_square, fwd_square},
-                       .backward = bwd_square,
-                       .sample_inputs = cases[k].fn};
-    cr_assert_eq(tg_op_register(&desc), TG_OK, "%s", tg_last_error_message());
-    cr_expect_eq(tg_op_check(tg_op_lookup(cases[k].name), cuda_check), cases[k].code, "%s",
-                 tg_last_error_message());
-    tg_expect_error(cases[k].code, cases[k].name, cases[k].words[0], cases[k].words[1]);
-  }
+  expect_bad_samples_refused(cases, sizeof cases / sizeof cases[0], register_square, cuda_check);
 }
 
 /* ---- allocation failure in the CUDA pass ---- */
@@ -169,7 +154,7 @@ static tg_status check_op(void *user, double *out, int *n_out) {
 }
 
 TG_CUDA_TEST(cuda_opinfo, allocation_failure_is_an_error) {
-  sweep_result r =
-      sweep("tg_op_check on CUDA", check_op, (void *)register_square("test_cuda_square_sweep"));
+  sweep_result r = sweep("tg_op_check on CUDA", check_op,
+                         (void *)register_square("test_cuda_square_sweep", square_samples));
   cr_expect_gt(r.failed, 0);
 }
