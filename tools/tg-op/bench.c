@@ -103,32 +103,6 @@ static void print_inputs(const tg_sample *s) {
   }
 }
 
-/* Checks that every target can run on the sample; a usage error otherwise. */
-static bool check_targets(int n, const tgop_target *targets, const tg_sample *s, tg_device dev) {
-  for (int k = 0; k < n; k++) {
-    const tgop_target *t = &targets[k];
-    int want = tgop_target_inputs(t);
-    if (want >= 0 && want != s->n_inputs) {
-      fprintf(stderr,
-              "tg-op bench: %s takes %d inputs but the sample of %s has %d: the ops compared "
-              "must take the same inputs\n",
-              t->name, want, targets[0].name, s->n_inputs);
-      return false;
-    }
-    if (!tgop_target_runs_on(t, dev.type)) {
-      fprintf(stderr, "tg-op bench: %s has no %s kernel\n", t->name, tg_device_type_name(dev.type));
-      return false;
-    }
-    int n_out = tgop_target_outputs(t, s);
-    if (n_out < 1 || n_out > TGOP_MAX_OUTPUTS) {
-      fprintf(stderr, "tg-op bench: %s: cannot tell how many outputs it gives (%d)\n", t->name,
-              n_out);
-      return false;
-    }
-  }
-  return true;
-}
-
 /* Whether one untimed forward gives an output that requires grad (an op may be
  * differentiable and still not, for these inputs). False also when the forward fails: the
  * timed runs then report its error. */
@@ -193,7 +167,7 @@ static int bench_targets(const tgop_options *opts, int n, const tgop_target *tar
     return count < 0 && tg_last_error() == TG_ERR_ARGUMENT ? TGOP_EXIT_USAGE : TGOP_EXIT_FAIL;
   }
   const tg_sample *s = &samples[0];
-  if (!check_targets(n, targets, s, opts->device)) return TGOP_EXIT_USAGE;
+  if (!tgop_check_targets("bench", n, targets, s, opts->device)) return TGOP_EXIT_USAGE;
   printf("bench: sample '%s' of %s: inputs ", s->label ? s->label : "", sample_op->name);
   print_inputs(s);
   printf(" (* requires grad), %s on %s", tg_dtype_name(opts->dtype),

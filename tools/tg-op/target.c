@@ -75,3 +75,32 @@ tg_status tgop_run(const tgop_target *t, const tg_sample *s, int n_outputs, tg_t
   return tg_apply_ex(t->op, s->n_inputs, in, s->n_scalars, s->scalars, s->n_ints, s->ints,
                      n_outputs, outputs);
 }
+
+/* Checks that every target can run on the sample (same number of inputs, a kernel for the
+ * device, a known number of outputs); false with a message naming command otherwise. */
+bool tgop_check_targets(const char *command, int n, const tgop_target *targets, const tg_sample *s,
+                        tg_device dev) {
+  for (int k = 0; k < n; k++) {
+    const tgop_target *t = &targets[k];
+    int want = tgop_target_inputs(t);
+    if (want >= 0 && want != s->n_inputs) {
+      fprintf(stderr,
+              "tg-op %s: %s takes %d inputs but the sample of %s has %d: the ops compared "
+              "must take the same inputs\n",
+              command, t->name, want, targets[0].name, s->n_inputs);
+      return false;
+    }
+    if (!tgop_target_runs_on(t, dev.type)) {
+      fprintf(stderr, "tg-op %s: %s has no %s kernel\n", command, t->name,
+              tg_device_type_name(dev.type));
+      return false;
+    }
+    int n_out = tgop_target_outputs(t, s);
+    if (n_out < 1 || n_out > TGOP_MAX_OUTPUTS) {
+      fprintf(stderr, "tg-op %s: %s: cannot tell how many outputs it gives (%d)\n", command,
+              t->name, n_out);
+      return false;
+    }
+  }
+  return true;
+}

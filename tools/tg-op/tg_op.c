@@ -1,11 +1,12 @@
-/* tg-op: lists tg's registered ops and gradchecks or times any of them by name, optionally
- * after loading extensions (--load lib.so) or compiling one (--jit with C/CUDA sources). The
- * command-line twin of the PyTorch tutorial's check, grad_check and benchmark scripts,
- * for every op. `tg-op --help` says how; docs/extensions.md shows it at work. */
+/* tg-op: lists tg's registered ops and gradchecks, compares or times any of them by name,
+ * optionally after loading extensions (--load lib.so) or compiling one (--jit with C/CUDA sources).
+ * The command-line twin of the PyTorch tutorial's check, grad_check and benchmark scripts, for
+ * every op. `tg-op --help` says how; docs/extensions.md shows it at work. */
 #define _GNU_SOURCE /* getopt_long, strdup */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,41 +14,47 @@
 #include "tg_op.h"
 
 static void usage(FILE *f) {
-  fputs("usage: tg-op [global options] COMMAND [options] [NAME...]\n"
-        "\n"
-        "commands:\n"
-        "  list                       every registered op: inputs/outputs, kernels, gradient,\n"
-        "                             samples, where it comes from; then composite references\n"
-        "  gradcheck NAME... | --all  tg_op_check each op on its samples: gradcheck,\n"
-        "                             gradgradcheck (or the refusal, once-differentiable),\n"
-        "                             CPU against CUDA; exit 1 if any fails\n"
-        "      --fast                 fast-mode gradcheck (random projections)\n"
-        "      --no-gradgrad          skip gradgradcheck\n"
-        "      --no-cuda              skip the CPU-vs-CUDA comparison\n"
-        "  bench NAME [NAME...]       time forward and forward+backward of each op on the bench\n"
-        "                             sample of the first (same inputs for all), with ratios\n"
-        "      --sizes A,B,...        sizes for the bench sample (the op says how it reads\n"
-        "                             them; the LLTM: batch,features,state)\n"
-        "      --iters N              timed runs, median reported (default 100)\n"
-        "      --warmup N             untimed runs first (default 10)\n"
-        "      --dtype f32|f64        of the floating inputs (default f32)\n"
-        "      --device cpu|cuda      (default cpu)\n"
-        "      --threads N            CPU threads (default: tg's)\n"
-        "\n"
-        "global options:\n"
-        "  --load LIB.so              load an extension first (repeatable)\n"
-        "  --jit SRC[,SRC...]         compile an extension from .c/.cu sources and load it\n"
-        "  --name NAME                the JIT extension's name (default: first source's stem)\n"
-        "  --cflag FLAG               an extra compiler flag for --jit (repeatable)\n"
-        "  --seed N                   seed of bench's inputs, and of gradcheck's random\n"
-        "                             projections and upstream gradients (0: fixed)\n"
-        "  -v, --verbose              more output (per-sample checks, JIT commands)\n"
-        "  -h, --help                 this text\n"
-        "\n"
-        "Besides registered ops, NAME may be a composite reference: lltm_composed\n"
-        "(tg_lltm_composed, on the samples of op lltm). Exit: 0 ok, 1 a check or run failed,\n"
-        "2 bad command line or unknown op.\n",
-        f);
+  fputs(
+      "usage: tg-op [global options] COMMAND [options] [NAME...]\n"
+      "\n"
+      "commands:\n"
+      "  list                       every registered op: inputs/outputs, kernels, gradient,\n"
+      "                             samples, where it comes from; then composite references\n"
+      "  gradcheck NAME... | --all  tg_op_check each op on its samples: gradcheck,\n"
+      "                             gradgradcheck (or the refusal, once-differentiable),\n"
+      "                             CPU against CUDA; exit 1 if any fails\n"
+      "      --fast                 fast-mode gradcheck (random projections)\n"
+      "      --no-gradgrad          skip gradgradcheck\n"
+      "      --no-cuda              skip the CPU-vs-CUDA comparison\n"
+      "  compare NAME NAME...       run the samples of the first op through each op: outputs and\n"
+      "                             gradients must agree with the first's; exit 1 if not\n"
+      "      --rtol R, --atol A     |x - first| <= A + R * |first| (default by dtype: f64\n"
+      "                             1e-9, 1e-12; f32 1e-4, 1e-5)\n"
+      "      --dtype, --device      as for bench\n"
+      "  bench NAME [NAME...]       time forward and forward+backward of each op on the bench\n"
+      "                             sample of the first (same inputs for all), with ratios\n"
+      "      --sizes A,B,...        sizes for the bench sample (the op says how it reads\n"
+      "                             them; the LLTM: batch,features,state)\n"
+      "      --iters N              timed runs, median reported (default 100)\n"
+      "      --warmup N             untimed runs first (default 10)\n"
+      "      --dtype f32|f64        of the floating inputs (default f32)\n"
+      "      --device cpu|cuda      (default cpu)\n"
+      "      --threads N            CPU threads (default: tg's)\n"
+      "\n"
+      "global options:\n"
+      "  --load LIB.so              load an extension first (repeatable)\n"
+      "  --jit SRC[,SRC...]         compile an extension from .c/.cu sources and load it\n"
+      "  --name NAME                the JIT extension's name (default: first source's stem)\n"
+      "  --cflag FLAG               an extra compiler flag for --jit (repeatable)\n"
+      "  --seed N                   seed of bench's inputs, and of gradcheck's random\n"
+      "                             projections and upstream gradients (0: fixed)\n"
+      "  -v, --verbose              more output (per-sample checks, JIT commands)\n"
+      "  -h, --help                 this text\n"
+      "\n"
+      "Besides registered ops, NAME may be a composite reference: lltm_composed\n"
+      "(tg_lltm_composed, on the samples of op lltm). Exit: 0 ok, 1 a check or run failed,\n"
+      "2 bad command line or unknown op.\n",
+      f);
 }
 
 enum {
@@ -66,6 +73,8 @@ enum {
   OPT_DTYPE,
   OPT_DEVICE,
   OPT_THREADS,
+  OPT_RTOL,
+  OPT_ATOL,
 };
 
 static const struct option long_options[] = {
@@ -86,6 +95,8 @@ static const struct option long_options[] = {
     {"dtype", required_argument, NULL, OPT_DTYPE},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"rtol", required_argument, NULL, OPT_RTOL},
+    {"atol", required_argument, NULL, OPT_ATOL},
     {NULL, 0, NULL, 0},
 };
 
@@ -102,7 +113,7 @@ typedef struct command_line {
   char **names;
   bool help;
   /* which command each option belongs to, to refuse it elsewhere */
-  const char *gradcheck_option, *bench_option;
+  const char *gradcheck_option, *bench_option, *compare_option, *sample_option;
 } command_line;
 
 /* A decimal integer in [min, max]; false with a message naming the option otherwise. */
@@ -113,6 +124,19 @@ static bool parse_int(const char *option, const char *text, long long min, long 
   long long v = strtoll(text, &end, 10);
   if (errno || end == text || *end != '\0' || v < min || v > max) {
     fprintf(stderr, "tg-op: %s: '%s' is not an integer in [%lld, %lld]\n", option, text, min, max);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+/* A tolerance: a finite number >= 0. */
+static bool parse_tolerance(const char *option, const char *text, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (errno || end == text || *end != '\0' || !(v >= 0) || v == HUGE_VAL) {
+    fprintf(stderr, "tg-op: %s: '%s' is not a finite number >= 0\n", option, text);
     return false;
   }
   *out = v;
@@ -207,8 +231,14 @@ static bool parse_option(int c, const char *arg, command_line *cl) {
     if (!parse_int("--threads", arg, 1, 4096, &v)) return false;
     o->threads = (int)v;
     return true;
+  case OPT_RTOL:
+    cl->compare_option = "--rtol";
+    return parse_tolerance("--rtol", arg, &o->rtol);
+  case OPT_ATOL:
+    cl->compare_option = "--atol";
+    return parse_tolerance("--atol", arg, &o->atol);
   case OPT_DTYPE:
-    cl->bench_option = "--dtype";
+    cl->sample_option = "--dtype";
     if (strcmp(arg, "f32") == 0)
       o->dtype = TG_F32;
     else if (strcmp(arg, "f64") == 0)
@@ -219,7 +249,7 @@ static bool parse_option(int c, const char *arg, command_line *cl) {
     }
     return true;
   case OPT_DEVICE:
-    cl->bench_option = "--device";
+    cl->sample_option = "--device";
     if (strcmp(arg, "cpu") == 0)
       o->device = TG_DEVICE_CPU;
     else if (strcmp(arg, "cuda") == 0)
@@ -237,7 +267,8 @@ static bool parse_option(int c, const char *arg, command_line *cl) {
 /* Parses argv into cl (options may come before or after the command); false on a usage
  * error, with a message on stderr. */
 static bool parse_command_line(int argc, char **argv, command_line *cl) {
-  cl->opts = (tgop_options){.iters = 100, .warmup = 10, .dtype = TG_F32, .device = TG_DEVICE_CPU};
+  cl->opts = (tgop_options){
+      .iters = 100, .warmup = 10, .dtype = TG_F32, .device = TG_DEVICE_CPU, .rtol = -1, .atol = -1};
   cl->loads = calloc((size_t)argc, sizeof *cl->loads);
   cl->cflags = calloc((size_t)argc, sizeof *cl->cflags);
   if (!cl->loads || !cl->cflags) return false;
@@ -246,7 +277,7 @@ static bool parse_command_line(int argc, char **argv, command_line *cl) {
     if (!parse_option(c, optarg, cl)) return false;
   if (cl->help) return true;
   if (optind >= argc) {
-    fprintf(stderr, "tg-op: no command (list, gradcheck or bench)\n");
+    fprintf(stderr, "tg-op: no command (list, gradcheck, compare or bench)\n");
     return false;
   }
   cl->command = argv[optind];
@@ -254,8 +285,10 @@ static bool parse_command_line(int argc, char **argv, command_line *cl) {
   cl->n_names = argc - optind - 1;
   const bool is_gradcheck = strcmp(cl->command, "gradcheck") == 0;
   const bool is_bench = strcmp(cl->command, "bench") == 0;
-  if (!is_gradcheck && !is_bench && strcmp(cl->command, "list") != 0) {
-    fprintf(stderr, "tg-op: unknown command '%s' (list, gradcheck or bench)\n", cl->command);
+  const bool is_compare = strcmp(cl->command, "compare") == 0;
+  if (!is_gradcheck && !is_bench && !is_compare && strcmp(cl->command, "list") != 0) {
+    fprintf(stderr, "tg-op: unknown command '%s' (list, gradcheck, compare or bench)\n",
+            cl->command);
     return false;
   }
   if (!is_gradcheck && cl->gradcheck_option) {
@@ -267,7 +300,16 @@ static bool parse_command_line(int argc, char **argv, command_line *cl) {
     fprintf(stderr, "tg-op: %s is an option of bench, not %s\n", cl->bench_option, cl->command);
     return false;
   }
-  if (!is_gradcheck && !is_bench && cl->n_names > 0) {
+  if (!is_compare && cl->compare_option) {
+    fprintf(stderr, "tg-op: %s is an option of compare, not %s\n", cl->compare_option, cl->command);
+    return false;
+  }
+  if (!is_bench && !is_compare && cl->sample_option) {
+    fprintf(stderr, "tg-op: %s is an option of bench and compare, not %s\n", cl->sample_option,
+            cl->command);
+    return false;
+  }
+  if (!is_gradcheck && !is_bench && !is_compare && cl->n_names > 0) {
     fprintf(stderr, "tg-op: list takes no op names (got '%s')\n", cl->names[0]);
     return false;
   }
@@ -362,6 +404,7 @@ static int run_command(const command_line *cl) {
   if (strcmp(cl->command, "list") == 0) return tgop_list(&cl->opts);
   if (strcmp(cl->command, "gradcheck") == 0)
     return tgop_gradcheck(&cl->opts, cl->n_names, cl->names);
+  if (strcmp(cl->command, "compare") == 0) return tgop_compare(&cl->opts, cl->n_names, cl->names);
   return tgop_bench(&cl->opts, cl->n_names, cl->names);
 }
 

@@ -1,6 +1,6 @@
 /* tg-op: what its files share. tg_op.c parses the command line, loads extensions and
- * dispatches; target.c turns a name into something to run; list.c, gradcheck.c and bench.c
- * are the subcommands. tg-op is a user of tg: it sees only include/tg/. */
+ * dispatches; target.c turns a name into something to run; list.c, gradcheck.c, compare.c and
+ * bench.c are the subcommands. tg-op is a user of tg: it sees only include/tg/. */
 #ifndef TG_OP_TOOL_H
 #define TG_OP_TOOL_H
 
@@ -12,6 +12,7 @@ enum { TGOP_EXIT_OK = 0, TGOP_EXIT_FAIL = 1, TGOP_EXIT_USAGE = 2 };
 
 #define TGOP_MAX_SIZES 16
 #define TGOP_MAX_OUTPUTS 64
+#define TGOP_MAX_TARGETS 16
 
 typedef struct tgop_options {
   bool verbose;
@@ -24,6 +25,8 @@ typedef struct tgop_options {
   int iters, warmup, threads; /* threads 0: tg's default */
   tg_dtype dtype;
   tg_device device;
+  /* compare: tolerances, < 0 for the dtype's default */
+  double rtol, atol;
 } tgop_options;
 
 /* Something tg-op can run by name: a registered op, or a composite reference (a function of
@@ -52,6 +55,10 @@ int tgop_target_inputs(const tgop_target *t);
 int tgop_target_outputs(const tgop_target *t, const tg_sample *s);
 /* Whether t can run on devices of this type. */
 bool tgop_target_runs_on(const tgop_target *t, tg_device_type type);
+/* Checks that every target can run on sample s on dev; false with a message naming the
+ * command otherwise (a usage error). */
+bool tgop_check_targets(const char *command, int n, const tgop_target *targets, const tg_sample *s,
+                        tg_device dev);
 /* Runs t on s's inputs (and scalars and integers, for a registered op). */
 tg_status tgop_run(const tgop_target *t, const tg_sample *s, int n_outputs, tg_tensor **outputs);
 
@@ -59,5 +66,6 @@ tg_status tgop_run(const tgop_target *t, const tg_sample *s, int n_outputs, tg_t
 int tgop_list(const tgop_options *opts);
 int tgop_gradcheck(const tgop_options *opts, int n_names, char *const *names);
 int tgop_bench(const tgop_options *opts, int n_names, char *const *names);
+int tgop_compare(const tgop_options *opts, int n_names, char *const *names);
 
 #endif
