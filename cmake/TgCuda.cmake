@@ -103,4 +103,17 @@ if(TG_BUILD_TESTS)
                                     PRIVATE ${_tg_cuda_includes} ${BLIS_INCLUDE_DIR})
   target_compile_options(tg_emu PRIVATE ${TG_WARNINGS})
   target_link_libraries(tg_emu PUBLIC ${TG_LINK_DEPS})
+
+  # The same as a shared library, libtg_emu.so: a program that loads extensions needs tg as a
+  # shared library, and the JIT compiles an extension's .cu sources for the emulation when
+  # the running tg is this one (tests/test_jit_emu.c). The emulated runtime (cudaMalloc,
+  # tg_emu_launch_begin, blockIdx, ...) is exported with it, for the extension's kernels.
+  add_library(tg_emu_shared SHARED $<TARGET_OBJECTS:tg_core> ${TG_BACKEND_REGISTRY}
+                                   ${_tg_emu_wrappers} ${_tg_emu_runtime})
+  set_target_properties(tg_emu_shared PROPERTIES OUTPUT_NAME tg_emu)
+  target_compile_definitions(tg_emu_shared PRIVATE TG_CUDA_EMULATION TG_WITH_CUDA=1)
+  target_include_directories(tg_emu_shared PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
+                                           PRIVATE ${_tg_cuda_includes} ${BLIS_INCLUDE_DIR})
+  target_compile_options(tg_emu_shared PRIVATE ${TG_WARNINGS})
+  target_link_libraries(tg_emu_shared PUBLIC ${TG_LINK_DEPS})
 endif()

@@ -6,6 +6,8 @@
 #   TG_JIT_SOURCE_INCLUDE_DIR  this source tree's include/: the headers a tg running from its
 #                              build tree compiles extensions against (an installed tg uses
 #                              <libdir>/../include instead, found at run time)
+#   TG_JIT_SOURCE_SRC_DIR      this source tree's src/: the emulated CUDA runtime, for the .cu
+#                              sources of extensions JIT-compiled by the tests' tg_emu
 #   TG_JIT_HAVE_NVCC           1 when the library has the real CUDA device, with:
 #   TG_JIT_NVCC                the nvcc tg was built with (used when $NVCC is not set)
 #   TG_JIT_CUDA_INCLUDE_DIR    the CUDA toolkit's headers
@@ -13,6 +15,7 @@
 #   TG_JIT_NVCC_ARCH_FLAGS     -gencode flags for tg's own CUDA_ARCHITECTURES
 
 set(TG_JIT_SOURCE_INCLUDE_DIR ${CMAKE_CURRENT_SOURCE_DIR}/include)
+set(TG_JIT_SOURCE_SRC_DIR ${CMAKE_CURRENT_SOURCE_DIR}/src)
 set(TG_JIT_HAVE_NVCC 0)
 set(TG_JIT_NVCC "")
 set(TG_JIT_CUDA_INCLUDE_DIR "")

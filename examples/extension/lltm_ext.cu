@@ -7,8 +7,11 @@
  * of its own, which the default stream the tutorial launches on does not order with, so a
  * kernel there could read the gates before tg's GEMM wrote them, or tg's next op read the
  * outputs before the kernel wrote them. On tg's stream everything runs in order, and
- * nothing waits on the host. */
-#include <cuda_runtime.h>
+ * nothing waits on the host. They launch through tg_cuda_launch (tg/cuda_ext.cuh), which is
+ * the <<<>>> launch under nvcc and lets the same file run on tg's CPU emulation of CUDA,
+ * where tg's tests run these kernels (tests/test_jit_emu.c). */
+#include <math.h>
+#include <tg/cuda_ext.cuh>
 
 #include "lltm_ext.h"
 
@@ -118,13 +121,16 @@ extern "C" tg_status lltm_ext_cuda_forward_pointwise(const tg_tensor *gate_weigh
   tg_status st = stream_of(old_cell, &stream);
   if (st != TG_OK) return st;
   TG_DISPATCH_FLOATING_TYPES(tg_tensor_dtype(old_cell), "lltm_ext", {
-    lltm_ext_forward_kernel<scalar_t><<<blocks_for(batch, state), threads, 0, stream>>>(
-        (const scalar_t *)tg_data_ptr(gate_weights), (const scalar_t *)tg_data_ptr(old_cell),
-        (scalar_t *)tg_data_ptr(new_h), (scalar_t *)tg_data_ptr(new_cell),
-        (scalar_t *)tg_data_ptr(input_gate), (scalar_t *)tg_data_ptr(output_gate),
-        (scalar_t *)tg_data_ptr(candidate_cell), (size_t)state);
+    st = cuda_check(
+        "lltm_ext_forward_kernel launch",
+        tg_cuda_launch(lltm_ext_forward_kernel<scalar_t>, blocks_for(batch, state), dim3(threads),
+                       stream, (const scalar_t *)tg_data_ptr(gate_weights),
+                       (const scalar_t *)tg_data_ptr(old_cell), (scalar_t *)tg_data_ptr(new_h),
+                       (scalar_t *)tg_data_ptr(new_cell), (scalar_t *)tg_data_ptr(input_gate),
+                       (scalar_t *)tg_data_ptr(output_gate),
+                       (scalar_t *)tg_data_ptr(candidate_cell), (size_t)state));
   });
-  return cuda_check("lltm_ext_forward_kernel launch", cudaGetLastError());
+  return st;
 }
 
 extern "C" tg_status lltm_ext_cuda_backward_pointwise(
@@ -137,12 +143,16 @@ extern "C" tg_status lltm_ext_cuda_backward_pointwise(
   tg_status st = stream_of(new_cell, &stream);
   if (st != TG_OK) return st;
   TG_DISPATCH_FLOATING_TYPES(tg_tensor_dtype(new_cell), "lltm_ext", {
-    lltm_ext_backward_kernel<scalar_t><<<blocks_for(batch, state), threads, 0, stream>>>(
-        (scalar_t *)tg_data_ptr(d_old_cell), (scalar_t *)tg_data_ptr(d_gates),
-        (const scalar_t *)tg_data_ptr(grad_h), (const scalar_t *)tg_data_ptr(grad_cell),
-        (const scalar_t *)tg_data_ptr(new_cell), (const scalar_t *)tg_data_ptr(input_gate),
-        (const scalar_t *)tg_data_ptr(output_gate), (const scalar_t *)tg_data_ptr(candidate_cell),
-        (const scalar_t *)tg_data_ptr(gate_weights), (size_t)state);
+    st = cuda_check(
+        "lltm_ext_backward_kernel launch",
+        tg_cuda_launch(
+            lltm_ext_backward_kernel<scalar_t>, blocks_for(batch, state), dim3(threads), stream,
+            (scalar_t *)tg_data_ptr(d_old_cell), (scalar_t *)tg_data_ptr(d_gates),
+            (const scalar_t *)tg_data_ptr(grad_h), (const scalar_t *)tg_data_ptr(grad_cell),
+            (const scalar_t *)tg_data_ptr(new_cell), (const scalar_t *)tg_data_ptr(input_gate),
+            (const scalar_t *)tg_data_ptr(output_gate),
+            (const scalar_t *)tg_data_ptr(candidate_cell),
+            (const scalar_t *)tg_data_ptr(gate_weights), (size_t)state));
   });
-  return cuda_check("lltm_ext_backward_kernel launch", cudaGetLastError());
+  return st;
 }

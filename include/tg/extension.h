@@ -14,6 +14,9 @@
  *     return api->register_op(api, &square);
  *   }
  *
+ * CUDA sources (.cu) include tg/cuda_ext.cuh and launch kernels with tg_cuda_launch on
+ * tg_cuda_stream's stream (so that they also run on tg's CPU emulation of CUDA).
+ *
  * Loading checks the ABI version the extension was compiled for, calls its entry point, and
  * registers the ops it offered all together or none of them (a name that clashes with an
  * op already registered, or an entry point that fails, leaves the registry as it was).

@@ -45,6 +45,11 @@ typedef struct tg__jit_toolchain {
   char **cc;                  /* ... its words (n_cc of them) */
   int n_cc;
   const char *nvcc; /* $NVCC, else the configured nvcc, else "nvcc" */
+  /* The library's CUDA device is the CPU emulation (tg__cuda_is_emulated): .cu sources are
+   * compiled by cxx ($CXX, else c++) against the emulated runtime in emulation_src_dir. */
+  bool emulated;
+  const char *cxx;
+  const char *emulation_src_dir;
   const char *cuda_include_dir, *cuda_library_dir; /* configured; "" without CUDA */
 } tg__jit_toolchain;
 /* Finds the running libtg.so and its headers; refuses a program with tg linked in

@@ -8,6 +8,10 @@
  *      <libtg.so> [-L<cuda> -lcudart -lstdc++ <rpath cuda>] <rpath libdir> <ldflags>
  *   (<rpath dir> is -Xlinker -rpath -Xlinker <dir>)
  *
+ * For a tg whose CUDA device is the CPU emulation (the tests' tg_emu), a .cu source is
+ * compiled as C++ instead: $CXX -x c++ -std=c++17 -c -O2 -fPIC -DTG_CUDA_EMULATION
+ * -DTG_EXTENSION_CUDA=1 -I<tg> -I<tg's src/> <cflags> <src>.cu, and linked without cudart.
+ *
  * With .cu sources every compile gets TG_EXTENSION_CUDA=1, as tg_add_extension gives it
  * (cmake/TgExtension.cmake): the C side registers its CUDA kernels under it.
  * The extension links the running libtg.so by its full path, with an rpath to its
@@ -101,8 +105,20 @@ static bool has_cuda_sources(const tg__jit_request *rq) {
   return false;
 }
 
-static tg_status cuda_compile(tg__jit_argv *a, const tg__jit_request *rq,
-                              const tg__jit_toolchain *tc, int index, const char *entry) {
+/* A .cu source for tg's CPU emulation of CUDA: plain C++ against the emulated runtime,
+ * which tg/cuda_ext.cuh includes from tg's source tree under TG_CUDA_EMULATION. */
+static tg_status emulated_cuda_compile_flags(tg__jit_argv *a, const tg__jit_toolchain *tc) {
+  const char *const fixed[] = {"-x",  "c++",   "-std=c++17",          "-c",
+                               "-O2", "-fPIC", "-DTG_CUDA_EMULATION", "-DTG_EXTENSION_CUDA=1"};
+  tg_status st = tg__jit_argv_push(a, tc->cxx);
+  for (size_t i = 0; i < sizeof fixed / sizeof *fixed && !st; i++)
+    st = tg__jit_argv_push(a, fixed[i]);
+  if (!st) st = tg__jit_argv_pushf(a, "-I%s", tc->include_dir);
+  if (!st) st = tg__jit_argv_pushf(a, "-I%s", tc->emulation_src_dir);
+  return st;
+}
+
+static tg_status nvcc_compile_flags(tg__jit_argv *a, const tg__jit_toolchain *tc) {
   const char *const fixed[] = {"-c", "-O2", "-Xcompiler", "-fPIC", "-DTG_EXTENSION_CUDA=1"};
   tg_status st = tg__jit_argv_push(a, tc->nvcc);
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed && !st; i++)
@@ -110,6 +126,12 @@ static tg_status cuda_compile(tg__jit_argv *a, const tg__jit_request *rq,
   if (!st) st = tg__jit_argv_pushf(a, "-I%s", tc->include_dir);
   for (const char *const *arch = tg__jit_nvcc_arch_flags(); *arch && !st; arch++)
     st = tg__jit_argv_push(a, *arch);
+  return st;
+}
+
+static tg_status cuda_compile(tg__jit_argv *a, const tg__jit_request *rq,
+                              const tg__jit_toolchain *tc, int index, const char *entry) {
+  tg_status st = tc->emulated ? emulated_cuda_compile_flags(a, tc) : nvcc_compile_flags(a, tc);
   if (!st) st = push_flags(a, rq->opts.n_cflags, rq->opts.cflags);
   if (!st) st = push_source(a, rq, index, entry);
   if (!st) st = tg__jit_argv_push(a, "-o");
@@ -138,10 +160,11 @@ static tg_status link_library(tg__jit_argv *a, const tg__jit_request *rq,
   if (!st) st = tg__jit_argv_push(a, "-o");
   if (!st) st = tg__jit_argv_pushf(a, "%s/lib%s.so.tmp", entry, rq->name);
   if (!st) st = tg__jit_argv_push(a, tc->libtg);
-  if (!st && cuda) st = tg__jit_argv_pushf(a, "-L%s", tc->cuda_library_dir);
-  if (!st && cuda) st = tg__jit_argv_push(a, "-lcudart");
-  if (!st && cuda) st = tg__jit_argv_push(a, "-lstdc++"); /* nvcc's host code is C++ */
-  if (!st && cuda) st = push_rpath(a, tc->cuda_library_dir);
+  bool cudart = cuda && !tc->emulated; /* the emulated runtime is in tg's library */
+  if (!st && cudart) st = tg__jit_argv_pushf(a, "-L%s", tc->cuda_library_dir);
+  if (!st && cudart) st = tg__jit_argv_push(a, "-lcudart");
+  if (!st && cuda) st = tg__jit_argv_push(a, "-lstdc++"); /* the .cu side is C++ */
+  if (!st && cudart) st = push_rpath(a, tc->cuda_library_dir);
   if (!st) st = push_rpath(a, tc->libdir);
   if (!st) st = push_flags(a, rq->opts.n_ldflags, rq->opts.ldflags);
   return st;

@@ -8,6 +8,7 @@
 
 #include "ext/jit.h"
 #include "ext/jit_config.h"
+#include "ops/backend.h"
 #include "tensor/host_memory.h"
 #include "tg/cuda.h"
 
@@ -23,7 +24,8 @@ static tg_status find_libtg(tg__jit_toolchain *tc, const char *fn) {
   const char *base = slash ? slash + 1 : info.dli_fname;
   /* A program with tg inside would hold a second copy of it beside the libtg.so an
    * extension links: their registries would differ. */
-  if (strncmp(base, "libtg.so", strlen("libtg.so")) != 0)
+  if (strncmp(base, "libtg.so", strlen("libtg.so")) != 0 &&
+      strncmp(base, "libtg_emu.so", strlen("libtg_emu.so")) != 0) /* the tests' emulation */
     return tg_set_error(TG_ERR_EXTENSION,
                         "%s: tg is linked statically into '%s': link libtg.so to load extensions",
                         fn, info.dli_fname[0] ? info.dli_fname : "the program");
@@ -83,10 +85,9 @@ tg_status tg__jit_check_cuda(const char *fn, const char *source) {
   if (!tg_cuda_is_built())
     return tg_set_error(TG_ERR_EXTENSION, "%s: '%s' is CUDA, but this tg was built without CUDA",
                         fn, source);
-  if (!TG_JIT_HAVE_NVCC) /* the CPU emulation of the tests: nothing nvcc output could run on */
-    return tg_set_error(TG_ERR_EXTENSION,
-                        "%s: '%s' is CUDA, but this tg's CUDA device is the CPU emulation, "
-                        "which cannot run code nvcc compiled",
+  if (tg__cuda_is_emulated()) return TG_OK; /* compiled as C++ for the emulation */
+  if (!TG_JIT_HAVE_NVCC)
+    return tg_set_error(TG_ERR_EXTENSION, "%s: '%s' is CUDA, but this tg was built without nvcc",
                         fn, source);
   return TG_OK;
 }
@@ -101,6 +102,10 @@ tg_status tg__jit_toolchain_init(tg__jit_toolchain *tc, const char *fn) {
   tc->nvcc = nvcc && *nvcc ? nvcc : TG_JIT_HAVE_NVCC ? TG_JIT_NVCC : "nvcc";
   tc->cuda_include_dir = TG_JIT_CUDA_INCLUDE_DIR;
   tc->cuda_library_dir = TG_JIT_CUDA_LIBRARY_DIR;
+  tc->emulated = tg__cuda_is_emulated();
+  const char *cxx = getenv("CXX");
+  tc->cxx = cxx && *cxx ? cxx : "c++";
+  tc->emulation_src_dir = TG_JIT_SOURCE_SRC_DIR;
   if (st) tg__jit_toolchain_free(tc);
   return st;
 }

@@ -27,6 +27,14 @@ const tg_backend *tg__backend(const char *op, tg_device device) {
   return be;
 }
 
+bool tg__cuda_is_emulated(void) {
+#ifdef TG_CUDA_EMULATION
+  return true;
+#else
+  return false;
+#endif
+}
+
 /* ---- allocators (tg/tensor.h) ---- */
 
 static const tg_allocator *installed[TG_NUM_DEVICE_TYPES];

@@ -98,6 +98,10 @@ typedef struct tg_backend {
  * device is not built in. The one registration point is src/ops/backend.c. */
 const tg_backend *tg__backend(const char *op, tg_device device);
 
+/* Whether this library's CUDA device is the CPU emulation (tg_emu, the tests' build):
+ * what the JIT compiles an extension's .cu sources for. */
+bool tg__cuda_is_emulated(void);
+
 /* The backend tables (src/ops/cpu/backend_cpu.c, src/ops/cuda/backend.cu). Ops reach them
  * through tg__backend; only src/ops/backend.c (the CUDA one only when the library is built
  * with a CUDA device, TG_WITH_CUDA) and the backends' tests name them. */

@@ -1,7 +1,7 @@
 /* A CUDA JIT test extension (tests/test_jit.c, where tg has real CUDA): jit_twice(x) = 2x,
  * a kernel on CUDA (F64, contiguous), tg ops on the CPU and in backward. */
+#include <tg/cuda_ext.cuh>
 #include <tg/extension.h>
-#include <tg/tg.h>
 
 #ifndef TG_EXTENSION_CUDA
 #error "the JIT defines TG_EXTENSION_CUDA=1 when it compiles .cu sources"
@@ -32,10 +32,11 @@ static tg_status twice_cuda(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor *
   void *stream = NULL;
   tg_status st = tg_cuda_stream(tg_tensor_device(x).index, &stream);
   if (st) return st;
-  if (n > 0)
-    twice_kernel<<<(unsigned)((n + 255) / 256), 256, 0, (cudaStream_t)stream>>>(
-        (const double *)tg_data_ptr(x), (double *)tg_data_ptr(out[0]), n);
-  cudaError_t err = cudaGetLastError();
+  cudaError_t err = n == 0
+                        ? cudaSuccess
+                        : tg_cuda_launch(twice_kernel, dim3((unsigned)((n + 255) / 256)), dim3(256),
+                                         (cudaStream_t)stream, (const double *)tg_data_ptr(x),
+                                         (double *)tg_data_ptr(out[0]), n);
   if (err != cudaSuccess)
     return tg_set_error(TG_ERR_DEVICE, "jit_twice: %s", cudaGetErrorString(err));
   return TG_OK;
