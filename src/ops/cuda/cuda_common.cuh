@@ -4,11 +4,12 @@
 #ifndef TG_CUDA_COMMON_CUH
 #define TG_CUDA_COMMON_CUH
 
-#ifdef TG_CUDA_EMULATION
-#include "ops/cuda/emu/cuda_emu.h"
-#else
+/* The CUDA runtime (real, or the emulation under TG_CUDA_EMULATION) and tg_cuda_launch, the
+ * kernel launch (a template rather than the <<<>>> syntax, so plain C++ can compile it),
+ * which tg's kernels share with extensions' (tg/cuda_ext.cuh). */
+#include "tg/cuda_ext.cuh"
+#ifndef TG_CUDA_EMULATION
 #include <cublas_v2.h>
-#include <cuda_runtime.h>
 #endif
 
 #include <stdint.h>
@@ -38,19 +39,6 @@ static inline unsigned tg_cu_blocks(int64_t n) {
 #define TG_CU_GRID_STRIDE(i, n)                                                                    \
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                        \
        i += (int64_t)blockDim.x * gridDim.x)
-
-/* kernel<<<grid, block, 0, stream>>>(args...), returning the launch's error. A template
- * rather than the <<<>>> syntax so the emulation build (plain C++) can compile it. */
-template <typename... KArgs, typename... Args>
-static inline cudaError_t tg_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block,
-                                    cudaStream_t stream, const Args &...args) {
-#ifdef TG_CUDA_EMULATION
-  (void)tg_emu_launch(kernel, grid, block, stream, args...);
-#else
-  kernel<<<grid, block, 0, stream>>>(args...);
-#endif
-  return cudaGetLastError();
-}
 
 /* CUDA and cuBLAS failures become tg errors: TG_ERR_DEVICE naming op, the failed call
  * (what: its name, or its source text of which the name is kept) and the runtime's message.
@@ -82,7 +70,7 @@ tg_status tg_cu_blas_fail(const char *op, const char *what, cublasStatus_t statu
 template <typename... KArgs, typename... Args>
 static inline cudaError_t tg_launch_1d(int64_t n, cudaStream_t stream, void (*kernel)(KArgs...),
                                        const Args &...args) {
-  return tg_launch(kernel, dim3(tg_cu_blocks(n)), dim3(TG_CU_BLOCK), stream, args...);
+  return tg_cuda_launch(kernel, dim3(tg_cu_blocks(n)), dim3(TG_CU_BLOCK), stream, args...);
 }
 
 #endif
