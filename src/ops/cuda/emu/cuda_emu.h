@@ -10,10 +10,10 @@
  *    launches and cuBLAS calls. Fresh buffers hold 0xff bytes (NaN, -1), not zeros, and a
  *    red zone behind each buffer is checked when it is freed (a write past the end
  *    aborts). Copies and cuBLAS calls check that their ranges lie inside one buffer.
- *  - a kernel launch (tg_cuda_launch in include/tg/cuda_ext.cuh) runs the kernel as loops over blocks
- *    and threads, one after the other, last block and thread first (a kernel that relies
- *    on threads running in index order fails here): kernels must not use __syncthreads or
- *    shared memory, and must be correct in any thread order (as they must on a GPU).
+ *  - a kernel launch (tg_cuda_launch in include/tg/cuda_ext.cuh) runs the kernel as loops over
+ * blocks and threads, one after the other, last block and thread first (a kernel that relies on
+ * threads running in index order fails here): kernels must not use __syncthreads or shared memory,
+ * and must be correct in any thread order (as they must on a GPU).
  *  - streams exist but every operation completes before returning; so an event completes
  *    when it is recorded and holds the host's monotonic clock at that moment.
  *  - cuBLAS gemm/gemv validate their arguments like cuBLAS and call BLIS column-major.
