@@ -96,24 +96,25 @@ if(TG_BUILD_TESTS)
     list(APPEND _tg_emu_wrappers ${wrapper})
   endforeach()
   file(GLOB _tg_emu_runtime CONFIGURE_DEPENDS ${_tg_cuda_dir}/emu/*.cpp)
-  add_library(tg_emu STATIC $<TARGET_OBJECTS:tg_core> ${TG_BACKEND_REGISTRY} ${_tg_emu_wrappers}
-                            ${_tg_emu_runtime})
-  target_compile_definitions(tg_emu PRIVATE TG_CUDA_EMULATION TG_WITH_CUDA=1)
-  target_include_directories(tg_emu PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
-                                    PRIVATE ${_tg_cuda_includes} ${BLIS_INCLUDE_DIR})
-  target_compile_options(tg_emu PRIVATE ${TG_WARNINGS})
-  target_link_libraries(tg_emu PUBLIC ${TG_LINK_DEPS})
+  # The emulation's own sources (the backend registry with TG_WITH_CUDA, the wrapped .cu
+  # files, the emulated runtime), compiled once for both libraries below. Position-
+  # independent (CMAKE_POSITION_INDEPENDENT_CODE) and of default visibility: the shared one
+  # exports the emulated runtime (cudaMalloc, tg_emu_launch_begin, blockIdx, ...) for
+  # extensions' kernels.
+  add_library(tg_emu_objects OBJECT ${TG_BACKEND_REGISTRY} ${_tg_emu_wrappers} ${_tg_emu_runtime})
+  target_compile_definitions(tg_emu_objects PRIVATE TG_CUDA_EMULATION TG_WITH_CUDA=1)
+  target_include_directories(tg_emu_objects PRIVATE ${_tg_cuda_includes} ${BLIS_INCLUDE_DIR})
+  target_compile_options(tg_emu_objects PRIVATE ${TG_WARNINGS})
+  target_link_libraries(tg_emu_objects PRIVATE OpenMP::OpenMP_C)
 
+  add_library(tg_emu STATIC $<TARGET_OBJECTS:tg_core> $<TARGET_OBJECTS:tg_emu_objects>)
   # The same as a shared library, libtg_emu.so: a program that loads extensions needs tg as a
   # shared library, and the JIT compiles an extension's .cu sources for the emulation when
-  # the running tg is this one (tests/test_jit_emu.c). The emulated runtime (cudaMalloc,
-  # tg_emu_launch_begin, blockIdx, ...) is exported with it, for the extension's kernels.
-  add_library(tg_emu_shared SHARED $<TARGET_OBJECTS:tg_core> ${TG_BACKEND_REGISTRY}
-                                   ${_tg_emu_wrappers} ${_tg_emu_runtime})
+  # the running tg is this one (tests/test_jit_emu.c).
+  add_library(tg_emu_shared SHARED $<TARGET_OBJECTS:tg_core> $<TARGET_OBJECTS:tg_emu_objects>)
   set_target_properties(tg_emu_shared PROPERTIES OUTPUT_NAME tg_emu)
-  target_compile_definitions(tg_emu_shared PRIVATE TG_CUDA_EMULATION TG_WITH_CUDA=1)
-  target_include_directories(tg_emu_shared PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
-                                           PRIVATE ${_tg_cuda_includes} ${BLIS_INCLUDE_DIR})
-  target_compile_options(tg_emu_shared PRIVATE ${TG_WARNINGS})
-  target_link_libraries(tg_emu_shared PUBLIC ${TG_LINK_DEPS})
+  foreach(lib tg_emu tg_emu_shared)
+    target_include_directories(${lib} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
+    target_link_libraries(${lib} PUBLIC ${TG_LINK_DEPS})
+  endforeach()
 endif()
