@@ -2,6 +2,7 @@
  * registered or unregistered; lookups happen when a node of a tracked op is created. */
 #include "op_refs.h"
 
+#include <limits.h>
 #include <pthread.h>
 
 #include "tensor/host_memory.h"
@@ -29,7 +30,8 @@ tg_status tg__op_refs_track(const tg_op_desc *op) {
   pthread_mutex_lock(&lock);
   if (count == capacity) {
     int cap = capacity ? capacity * 2 : 8;
-    op_ref **grown = tg__host_realloc(refs, sizeof *grown * (size_t)cap);
+    op_ref **grown =
+        capacity > INT_MAX / 2 ? NULL : tg__host_realloc(refs, sizeof *grown * (size_t)cap);
     if (!grown) {
       pthread_mutex_unlock(&lock);
       tg__host_free(ref);

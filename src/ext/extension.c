@@ -4,6 +4,7 @@
  * one of them is alive (src/autograd/op_refs.c counts them). */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -123,7 +124,9 @@ static tg_extension_init_fn check_library(const char *path, void *handle) {
 static bool remember(tg_extension *ext) {
   if (n_loaded == loaded_capacity) {
     int cap = loaded_capacity ? loaded_capacity * 2 : 4;
-    tg_extension **grown = tg__host_realloc(loaded, sizeof *grown * (size_t)cap);
+    tg_extension **grown = loaded_capacity > INT_MAX / 2
+                               ? NULL
+                               : tg__host_realloc(loaded, sizeof *grown * (size_t)cap);
     if (!grown) return false;
     loaded = grown;
     loaded_capacity = cap;
