@@ -14,12 +14,17 @@ build="$root/build-fuzz"
 "$root/scripts/deps.sh"
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DTG_FUZZ=ON -DTG_CUDA=OFF \
   -DTG_BUILD_TESTS=OFF -DTG_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_views >/dev/null
+names=()
+for src in "$root"/fuzz/fuzz_*.c; do
+  name=${src##*/fuzz_}
+  names+=("${name%.c}")
+done
+cmake --build "$build" -j"$(nproc)" --target "${names[@]/#/fuzz_}" >/dev/null
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$build/artifacts"
-for name in views; do
+for name in "${names[@]}"; do
   # New inputs go to a scratch corpus; the checked-in seeds are only read.
   mkdir -p "$scratch/$name"
   echo "fuzz-smoke: fuzz_$name for ${seconds}s (at most $runs runs)"

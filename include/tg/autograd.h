@@ -56,6 +56,11 @@ typedef struct tg_backward_options {
  * then returns that error, as any op does with a NULL input. */
 tg_status tg_backward(const tg_tensor *root, const tg_tensor *grad);
 tg_status tg_backward_ex(const tg_tensor *root, const tg_tensor *grad, tg_backward_options opts);
+/* Backward from several roots at once: accumulates d sum(roots[j] * grads[j]) / d leaf, one
+ * pass over the union of their graphs (torch.autograd.backward(tensors, grad_tensors)).
+ * grads may be NULL, or hold NULL, for one-element roots. */
+tg_status tg_backward_multi(int n_roots, const tg_tensor *const *roots,
+                            const tg_tensor *const *grads, tg_backward_options opts);
 /* d outputs / d inputs without touching .grad: grads_out[i] (scope-owned) is the gradient
  * of sum(outputs[j] * grad_outputs[j]) w.r.t. inputs[i], or NULL if it does not depend on it
  * (allow_unused) — an error otherwise. */

@@ -16,6 +16,7 @@
 #define TG_NN_H
 
 #include "lltm.h"
+#include "module.h"
 #include "ops.h"
 
 TG_API_BEGIN
@@ -34,6 +35,9 @@ void tg_linear_free(tg_linear *m); /* NULL is a no-op */
 tg_tensor *tg_linear_forward(const tg_linear *m, const tg_tensor *x);
 tg_tensor *tg_linear_weight(const tg_linear *m);
 tg_tensor *tg_linear_bias(const tg_linear *m); /* NULL without bias */
+/* The module behind each typed handle (tg/module.h): parameters "weight", "bias". Adding
+ * it to a parent hands the parent ownership: then free the parent, not the handle. */
+tg_module *tg_linear_module(tg_linear *m);
 
 /* ---- the LLTM cell (tg/lltm.h), the tutorial's torch.nn.Module ----
  * weights [3S, S+I], bias [3S], both uniform(-1/sqrt(S), 1/sqrt(S)). */
@@ -54,6 +58,34 @@ tg_tensor *tg_lltm_cell_weights(const tg_lltm_cell *cell);
 tg_tensor *tg_lltm_cell_bias(const tg_lltm_cell *cell);
 int64_t tg_lltm_cell_input_features(const tg_lltm_cell *cell);
 int64_t tg_lltm_cell_state_size(const tg_lltm_cell *cell);
+tg_module *tg_lltm_cell_module(tg_lltm_cell *cell); /* parameters "weights", "bias" */
+
+/* ---- the Embedding layer: rows of a table picked by index (the op tg_embedding, tg/ops.h) ----
+ * weight [num_embeddings, dim], normal(0, 1) like torch.nn.Embedding. */
+typedef struct tg_embedding_layer tg_embedding_layer;
+tg_embedding_layer *tg_embedding_layer_new(int64_t num_embeddings, int64_t embedding_dim,
+                                           tg_options opts, tg_generator *gen);
+void tg_embedding_layer_free(tg_embedding_layer *e); /* NULL is a no-op */
+/* indices: I64 of any shape, values in [0, num_embeddings); result [*indices.shape, dim]. */
+tg_tensor *tg_embedding_layer_forward(const tg_embedding_layer *e, const tg_tensor *indices);
+tg_tensor *tg_embedding_layer_weight(const tg_embedding_layer *e);
+tg_module *tg_embedding_layer_module(tg_embedding_layer *e); /* parameter "weight" */
+
+/* ---- an LLTM over a sequence: the cell (child "cell") applied at each of T steps ----
+ * input [T, B, I] (time first, like torch.nn.LSTM); h0, c0 [B, S], or NULL for zeros.
+ * output [T, B, S] holds every step's h; h_n, c_n the last step's state (any of the three
+ * out pointers may be NULL). The implementation is chosen per model and can be changed. */
+typedef struct tg_lltm_seq tg_lltm_seq;
+tg_lltm_seq *tg_lltm_seq_new(int64_t input_features, int64_t state_size, tg_lltm_impl impl,
+                             tg_options opts, tg_generator *gen);
+void tg_lltm_seq_free(tg_lltm_seq *seq); /* NULL is a no-op */
+tg_status tg_lltm_seq_forward(const tg_lltm_seq *seq, const tg_tensor *input, const tg_tensor *h0,
+                              const tg_tensor *c0, tg_tensor **output, tg_tensor **h_n,
+                              tg_tensor **c_n);
+void tg_lltm_seq_set_impl(tg_lltm_seq *seq, tg_lltm_impl impl);
+tg_lltm_impl tg_lltm_seq_impl(const tg_lltm_seq *seq);
+tg_lltm_cell *tg_lltm_seq_cell(const tg_lltm_seq *seq); /* borrowed */
+tg_module *tg_lltm_seq_module(tg_lltm_seq *seq);        /* "cell.weights", "cell.bias" */
 
 /* ---- parameter lists ----
  * Each writes up to max borrowed pointers into out (which may be NULL when max is 0) and
@@ -87,10 +119,42 @@ typedef struct tg_adam_options {
  * options or parameters (NULL, not floating, not requiring grad). */
 tg_optimizer *tg_sgd_new(int n_params, tg_tensor *const *params, tg_sgd_options opts);
 tg_optimizer *tg_adam_new(int n_params, tg_tensor *const *params, tg_adam_options opts);
+/* The same over every parameter of a module (tg_module_parameters), remembering their
+ * dotted names for the optimizer's state. */
+tg_optimizer *tg_sgd_for(const tg_module *m, tg_sgd_options opts);
+tg_optimizer *tg_adam_for(const tg_module *m, tg_adam_options opts);
 tg_status tg_optimizer_step(tg_optimizer *opt);
 /* Zeroes every parameter's gradient in place (keeps the buffers). */
 tg_status tg_optimizer_zero_grad(tg_optimizer *opt);
 void tg_optimizer_free(tg_optimizer *opt); /* NULL is a no-op */
+/* The learning rate, and changing it (a schedule); TG_ERR_ARGUMENT unless lr > 0. */
+double tg_optimizer_lr(const tg_optimizer *opt);
+tg_status tg_optimizer_set_lr(tg_optimizer *opt, double lr);
+
+/* The optimizer's state per parameter, named "<param>.<what>" where <param> is the
+ * parameter's dotted name (tg_*_for) or its index ("0", "1", ...): SGD's
+ * "momentum_buffer", Adam's "exp_avg", "exp_avg_sq" and "step" (a 0-dim F64), like
+ * torch.optim's state_dict. Only what exists so far (nothing before the first step). The
+ * tensors are shared; the caller frees the dict. Loading copies into the optimizer
+ * (all-or-nothing): every name must belong to this optimizer with the parameter's shape and
+ * dtype (TG_ERR_ARGUMENT/SHAPE/DTYPE naming it), and the optimizer's own state is replaced
+ * by exactly what the dict holds. */
+tg_tensor_dict *tg_optimizer_state_dict(const tg_optimizer *opt);
+tg_status tg_optimizer_load_state_dict(tg_optimizer *opt, const tg_tensor_dict *state);
+
+/* ---- checkpoints: model + optimizer + step + random generators, in one file ----
+ * A safetensors file: "model.<name>" for the module's state, "optim.<name>" for the
+ * optimizer's, metadata "tg.checkpoint" (the format version), "tg.step", and
+ * "tg.generator.<i>" for each generator's state (tg_generator_state). Written atomically:
+ * a crash mid-write leaves the previous checkpoint at path whole. Loading is strict and
+ * all-or-nothing: module, optimizer and generators change only when everything in the
+ * file matches. opt may be NULL (then no optim entries are written or expected); gens may
+ * hold NULL for the thread's default generator. Training resumed from a checkpoint gives
+ * bit-identical results to the run that never stopped (tests/test_checkpoint.c). */
+tg_status tg_checkpoint_save(const char *path, const tg_module *m, const tg_optimizer *opt,
+                             int64_t step, int n_generators, tg_generator *const *generators);
+tg_status tg_checkpoint_load(const char *path, tg_module *m, tg_optimizer *opt, int64_t *step,
+                             int n_generators, tg_generator *const *generators);
 
 #ifdef __cplusplus
 }

@@ -99,6 +99,13 @@ tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b); /* 1-D or 2-D oper
 tg_tensor *tg_cat(int n, const tg_tensor *const *tensors, int dim);
 tg_tensor *tg_stack(int n, const tg_tensor *const *tensors, int dim);
 
+/* ---- indexing ----
+ * Rows of weight [n, d] picked by indices (I64, any shape, values in [0, n)): the result is
+ * [*indices.shape, d]. The registered op "embedding"; its backward adds each output row's
+ * gradient into the row it came from (indices that repeat add up). An index out of range
+ * is TG_ERR_INDEX naming it. */
+tg_tensor *tg_embedding(const tg_tensor *weight, const tg_tensor *indices);
+
 /* ---- softmax and losses ---- */
 tg_tensor *tg_log_softmax(const tg_tensor *x, int dim);
 tg_tensor *tg_softmax(const tg_tensor *x, int dim);

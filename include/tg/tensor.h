@@ -130,6 +130,8 @@ tg_tensor *tg_empty_like(const tg_tensor *t);
 tg_tensor *tg_zeros_like(const tg_tensor *t);
 tg_tensor *tg_ones_like(const tg_tensor *t);
 tg_tensor *tg_full_like(const tg_tensor *t, double value);
+/* A 0-dim tensor holding value (torch.tensor(3.0)). */
+tg_tensor *tg_scalar(double value, tg_options opts);
 
 /* ---- random numbers ----
  * Counter-based (Philox 4x32-10): element i of a draw depends only on (seed, offset + i),
@@ -140,6 +142,14 @@ void tg_generator_free(tg_generator *gen);
 void tg_generator_seed(tg_generator *gen, uint64_t seed);
 /* Seeds this thread's default generator (used where gen is NULL). */
 void tg_manual_seed(uint64_t seed);
+/* A generator's whole state (seed and counter offset), to save and restore: restoring it
+ * makes the following draws repeat exactly. gen NULL: this thread's default generator. */
+typedef struct tg_generator_state {
+  uint64_t seed;
+  uint64_t offset;
+} tg_generator_state;
+tg_generator_state tg_generator_get_state(const tg_generator *gen);
+void tg_generator_set_state(tg_generator *gen, tg_generator_state state);
 tg_tensor *tg_rand(int ndim, const int64_t *sizes, tg_options opts, tg_generator *gen);
 tg_tensor *tg_randn(int ndim, const int64_t *sizes, tg_options opts, tg_generator *gen);
 tg_tensor *tg_uniform(int ndim, const int64_t *sizes, double low, double high, tg_options opts,
@@ -190,6 +200,19 @@ tg_status tg_item(const tg_tensor *t, double *out);
 tg_status tg_to_host_array(const tg_tensor *t, void *out, size_t out_bytes);
 tg_tensor *tg_to_dtype(const tg_tensor *t, tg_dtype dtype);    /* t itself if equal */
 tg_tensor *tg_to_device(const tg_tensor *t, tg_device device); /* t itself if equal */
+
+/* ---- comparing (tests, checks): any devices, dtypes and strides; a and b broadcast ----
+ * tg_allclose: |a - b| <= atol + rtol * |b| everywhere, like torch.allclose (NaN is close
+ * to nothing, unless equal_nan and both are NaN; infinities are close to themselves).
+ * false with an error pending when a and b cannot be compared (check tg_last_error).
+ * tg_max_abs_diff: max |a - b| (0 for no elements, NaN if any difference is NaN); -1 with
+ * an error on bad arguments. tg_all_finite: no NaN or infinity in t (false + error for a
+ * NULL t; I64 tensors are always finite). */
+bool tg_allclose(const tg_tensor *a, const tg_tensor *b, double rtol, double atol);
+bool tg_allclose_ex(const tg_tensor *a, const tg_tensor *b, double rtol, double atol,
+                    bool equal_nan);
+double tg_max_abs_diff(const tg_tensor *a, const tg_tensor *b);
+bool tg_all_finite(const tg_tensor *t);
 
 /* ---- printing (PyTorch style; the middle of large dims is elided) ---- */
 /* Returns a malloc'd string the caller frees with free(); NULL on error. */

@@ -111,7 +111,10 @@
 #include "autograd.h"
 #include "ops.h"
 #include "lltm.h"
+#include "io.h"
+#include "module.h"
 #include "nn.h"
+#include "dlpack.h"
 #include "cuda.h"
 
 #endif

@@ -34,6 +34,17 @@ void tg_generator_seed(tg_generator *gen, uint64_t seed) {
 
 void tg_manual_seed(uint64_t seed) { tg_generator_seed(&default_generator, seed); }
 
+tg_generator_state tg_generator_get_state(const tg_generator *gen) {
+  if (!gen) gen = &default_generator;
+  return (tg_generator_state){gen->seed, gen->offset};
+}
+
+void tg_generator_set_state(tg_generator *gen, tg_generator_state state) {
+  if (!gen) gen = &default_generator;
+  gen->seed = state.seed;
+  gen->offset = state.offset;
+}
+
 typedef enum { DRAW_UNIFORM, DRAW_NORMAL } draw_kind;
 
 /* Fills t (any strides) with a draw; a non-contiguous t is filled through a dense buffer. */

@@ -61,6 +61,8 @@ const char *tg_status_name(tg_status status) {
       [TG_ERR_UNSUPPORTED] = "TG_ERR_UNSUPPORTED",
       [TG_ERR_GRADCHECK] = "TG_ERR_GRADCHECK",
       [TG_ERR_EXTENSION] = "TG_ERR_EXTENSION",
+      [TG_ERR_IO] = "TG_ERR_IO",
+      [TG_ERR_FORMAT] = "TG_ERR_FORMAT",
   };
   if ((unsigned)status >= TG_NUM_STATUS) return "TG_ERR_UNKNOWN";
   return names[status];
