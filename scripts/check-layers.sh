@@ -2,7 +2,8 @@
 # Keeps docs/design.md's "Layers" true: every `#include "..."` of a file under src/ must
 # point along the stated direction
 #
-#   tensor  <-  autograd  <-  ops  <-  nn, ext     (a layer includes only layers to its left)
+#   tensor  <-  autograd  <-  ops  <-  io  <-  nn     (a layer includes only layers to its left)
+#                              ops  <-  ext
 #               ops/cpu, ops/cuda: backends, reached by ops only through the vtable
 #                                  (ops/backend.h); they include tensor/ and ops/ headers
 #
@@ -22,6 +23,7 @@ layer_of() {
   ops/cpu/*) echo ops/cpu ;;
   ops/cuda/*) echo ops/cuda ;; # emu/ included: the emulated runtime is part of the backend
   ops/*) echo ops ;;
+  io/*) echo io ;;
   nn/*) echo nn ;;
   ext/*) echo ext ;;
   *) echo other ;;
@@ -36,7 +38,8 @@ allowed() {
   ops) echo "tensor autograd ops" ;;
   ops/cpu) echo "tensor ops ops/cpu" ;;
   ops/cuda) echo "tensor ops ops/cuda" ;;
-  nn) echo "tensor autograd ops nn" ;;
+  io) echo "tensor autograd ops io" ;;
+  nn) echo "tensor autograd ops io nn" ;;
   ext) echo "tensor autograd ops ext" ;;
   esac
 }
@@ -78,7 +81,7 @@ check_objects() {
     done < <(nm -u "$obj" | awk 'NF == 2 {print $2}')
   done
   rm -f "$defs"
-  [ $bad = 0 ] && echo "layers: every call follows tensor <- autograd <- ops <- nn, ext"
+  [ $bad = 0 ] && echo "layers: every call follows tensor <- autograd <- ops <- io <- nn, and ops <- ext"
   return $bad
 }
 
@@ -119,5 +122,5 @@ done < <(find $(for d in tensor autograd ops nn; do [ -d $d ] && echo $d; done) 
            \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' -o -name '*.cpp' \
               -o -name '*.def' \) | sort)
 
-if [ $bad = 0 ]; then echo "layers: every include follows tensor <- autograd <- ops <- nn, ext"; fi
+if [ $bad = 0 ]; then echo "layers: every include follows tensor <- autograd <- ops <- io <- nn, and ops <- ext"; fi
 exit $bad

@@ -1,6 +1,6 @@
 /* Whole-file reads and atomic writes (file_io.h). */
 #define _POSIX_C_SOURCE 200809L
-#include "tensor/file_io.h"
+#include "io/file_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
