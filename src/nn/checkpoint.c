@@ -23,7 +23,7 @@
 #define OPTIM_PREFIX "optim."
 #define GENERATOR_KEY "tg.generator."
 
-enum { NAME_BUF = TG_TENSOR_NAME_MAX + 16, META_BUF = 48, PREFIX_BUF = 512 };
+enum { NAME_BUF = TG_TENSOR_NAME_MAX + 16, META_BUF = 48, PREFIX_BUF = 512 }; /* where: 400 + fn */
 
 static bool starts_with(const char *s, const char *prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
@@ -230,7 +230,7 @@ static tg_status restore(const tg_tensor_dict *live, tg_tensor *const *backup) {
 static tg_status load_module_and_optimizer(tg_module *m, tg_optimizer *opt, const char *where,
                                            const tg_tensor_dict *model,
                                            const tg_tensor_dict *optim) {
-  char prefix[PREFIX_BUF];
+  char prefix[PREFIX_BUF + 16];
   tg_tensor_dict *live = opt ? tg_module_state_dict(m) : NULL;
   if (opt && !live) return tg_last_error();
   int n_live = live ? tg_tensor_dict_size(live) : 0;
