@@ -1,0 +1,90 @@
+/* Strict number parsing for the command lines of tg's examples, benchmarks and tools.
+ * Header-only (static functions), no tg include: any program can take it.
+ *
+ * A value is accepted only if the whole text is a number in range: "abc", "", " 5",
+ * "12x", "1e3" for an integer, an overflow or a value outside [min, max] are refused with
+ * one line on stderr naming the program, the option and the value, e.g.
+ *     train_lltm: --steps: 'abc' is not an integer
+ *     train_lltm: --steps: '-4' is out of range (1..1000000)
+ * and the caller exits with CLI_EXIT_USAGE. */
+#ifndef TG_CLI_PARSE_H
+#define TG_CLI_PARSE_H
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The exit status of a bad command line (as getopt-based tools use). */
+#define CLI_EXIT_USAGE 2
+
+static inline void cli_range_error_i64(const char *prog, const char *opt, const char *text,
+                                       int64_t min, int64_t max) {
+  if (max == INT64_MAX)
+    fprintf(stderr, "%s: %s: '%s' is out of range (at least %" PRId64 ")\n", prog, opt, text, min);
+  else
+    fprintf(stderr, "%s: %s: '%s' is out of range (%" PRId64 "..%" PRId64 ")\n", prog, opt, text,
+            min, max);
+}
+
+/* A base-10 integer in [min, max]; false after printing why not. */
+static inline bool cli_parse_i64(const char *prog, const char *opt, const char *text, int64_t min,
+                                 int64_t max, int64_t *out) {
+  const char *digits = text + (text[0] == '-' || text[0] == '+');
+  if (!isdigit((unsigned char)digits[0])) { /* strtoll would skip spaces and take "" */
+    fprintf(stderr, "%s: %s: '%s' is not an integer\n", prog, opt, text);
+    return false;
+  }
+  char *end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (*end != '\0') {
+    fprintf(stderr, "%s: %s: '%s' is not an integer\n", prog, opt, text);
+    return false;
+  }
+  if (errno == ERANGE || v < min || v > max) {
+    cli_range_error_i64(prog, opt, text, min, max);
+    return false;
+  }
+  *out = (int64_t)v;
+  return true;
+}
+
+/* The same for an int. */
+static inline bool cli_parse_int(const char *prog, const char *opt, const char *text, int min,
+                                 int max, int *out) {
+  int64_t v;
+  if (!cli_parse_i64(prog, opt, text, min, max, &v)) return false;
+  *out = (int)v;
+  return true;
+}
+
+/* A finite decimal number in [min, max]; false after printing why not. */
+static inline bool cli_parse_double(const char *prog, const char *opt, const char *text, double min,
+                                    double max, double *out) {
+  char *end = (char *)text;
+  errno = 0;
+  double v = isspace((unsigned char)text[0]) ? NAN : strtod(text, &end);
+  if (end == text || *end != '\0' || isnan(v)) { /* also " 5": strtod would skip the space */
+    fprintf(stderr, "%s: %s: '%s' is not a number\n", prog, opt, text);
+    return false;
+  }
+  if (errno == ERANGE || !isfinite(v) || v < min || v > max) {
+    fprintf(stderr, "%s: %s: '%s' is out of range (%g..%g)\n", prog, opt, text, min, max);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+/* After getopt_long reported an unknown option or a missing value: the hint, the status. */
+static inline int cli_usage_error(const char *prog) {
+  fprintf(stderr, "Try '%s --help' for more information.\n", prog);
+  return CLI_EXIT_USAGE;
+}
+
+#endif
