@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The exit status of a bad command line (as getopt-based tools use). */
 #define CLI_EXIT_USAGE 2
@@ -78,6 +79,51 @@ static inline bool cli_parse_double(const char *prog, const char *opt, const cha
     return false;
   }
   *out = v;
+  return true;
+}
+
+/* The next item of a comma-separated list: copies it from *p into item (size bytes) and
+ * moves *p past it and its comma. Loop with do { ... } while (*p) so that an empty list is
+ * refused too. False, after a message, for an empty item ("", "a,,b", "a,", ",a") or one
+ * that does not fit. */
+static inline bool cli_next_item(const char *prog, const char *opt, const char *list,
+                                 const char **p, char *item, size_t size) {
+  size_t n = strcspn(*p, ",");
+  if (n == 0 || ((*p)[n] == ',' && (*p)[n + 1] == '\0')) {
+    fprintf(stderr, "%s: %s: '%s' has an empty item\n", prog, opt, list);
+    return false;
+  }
+  if (n >= size) {
+    fprintf(stderr, "%s: %s: '%s' has an item longer than %zu characters\n", prog, opt, list,
+            size - 1);
+    return false;
+  }
+  memcpy(item, *p, n);
+  item[n] = '\0';
+  *p += n + ((*p)[n] == ',');
+  return true;
+}
+
+/* n integers in [min, max] joined by 'x' ("16x32x128"); false after printing why not. */
+static inline bool cli_parse_dims(const char *prog, const char *opt, const char *text, int n,
+                                  int64_t min, int64_t max, int64_t *out) {
+  const char *p = text;
+  for (int k = 0; k < n; k++) {
+    char *end = (char *)p;
+    errno = 0;
+    long long v = isdigit((unsigned char)p[0]) ? strtoll(p, &end, 10) : 0;
+    if (!isdigit((unsigned char)p[0]) || *end != (k + 1 < n ? 'x' : '\0')) {
+      fprintf(stderr, "%s: %s: '%s' is not %d integers joined by 'x'\n", prog, opt, text, n);
+      return false;
+    }
+    if (errno == ERANGE || v < min || v > max) {
+      fprintf(stderr, "%s: %s: '%s': size %.*s is out of range (%" PRId64 "..%" PRId64 ")\n", prog,
+              opt, text, (int)(end - p), p, min, max);
+      return false;
+    }
+    out[k] = (int64_t)v;
+    p = end + 1;
+  }
   return true;
 }
 
