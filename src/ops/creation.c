@@ -125,6 +125,15 @@ tg_tensor *tg_full(int ndim, const int64_t *sizes, double value, tg_options opts
   return full_impl(ndim, sizes, value, opts, "tg_full");
 }
 
+tg_tensor *tg_scalar(double value, tg_options opts) {
+  /* A value an int64 cannot hold has no conversion (C leaves it undefined): refused. */
+  if (opts.dtype == TG_I64 && !(value >= -0x1p63 && value < 0x1p63)) {
+    tg_set_error(TG_ERR_ARGUMENT, "tg_scalar: value %g does not fit an int64 tensor", value);
+    return NULL;
+  }
+  return full_impl(0, NULL, value, opts, "tg_scalar");
+}
+
 /* Moves a fresh host tensor (consumed) to device; unscoped result. */
 static tg_tensor *to_device_raw(const char *op, tg_tensor *host, tg_device device) {
   if (device.type == TG_CPU) return host;
