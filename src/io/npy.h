@@ -22,8 +22,12 @@
  * its files equal numpy's byte for byte. */
 #define TG__NPY_GROWTH_DIGITS 21
 /* tg_npy_load reads the whole file into memory first (then copies it into the tensor); a
- * larger file is TG_ERR_FORMAT before anything is allocated. 16 GiB. */
+ * larger file is TG_ERR_FORMAT before anything is allocated. 16 GiB (64-bit). */
+#if SIZE_MAX > 0xffffffffu
 #define TG__NPY_MAX_FILE ((size_t)1 << 34)
+#else
+#define TG__NPY_MAX_FILE SIZE_MAX
+#endif
 
 /* Who is reading, for messages: "<fn>: " or "<fn>: '<path>': ". */
 typedef struct tg__npy_source {
