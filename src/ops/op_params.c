@@ -7,8 +7,7 @@
 bool tg__param_dim(const char *op, const tg_ctx *ctx, int k, int ndim, int *dim) {
   const int64_t v = tg_ctx_int(ctx, k);
   if (!tg__check(v >= 0 && v < ndim, TG_ERR_INDEX, op,
-                 "integer parameter %d (dim) = %lld is outside 0..%d for a %d-dim input", k,
-                 (long long)v, ndim - 1, ndim))
+                 "integer parameter %d (dim) = %lld is outside 0..%d", k, (long long)v, ndim - 1))
     return false;
   *dim = (int)v;
   return true;
