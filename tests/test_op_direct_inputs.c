@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "testutil.h"
+#include "alloc_sweep.h"
 
 #define IN(...)                                                                                    \
   (int)(sizeof((const tg_tensor *[]){__VA_ARGS__}) / sizeof(tg_tensor *)),                         \
@@ -150,6 +151,39 @@ TG_TEST(op_direct_inputs, mse_loss) {
         apply("mse_loss", IN(F64(2, 3), F64(3)), NO_INTS));
   FAILS(TG_ERR_DTYPE, "tg_mse_loss: target is float32 but input is float64",
         apply("mse_loss", IN(F64(3), tg_zeros(TG_SHAPE(3), TG_OPTS_DEFAULT)), NO_INTS));
+}
+
+/* The checks read indices to the host: a failed allocation there is a clean TG_ERR_MEMORY,
+ * and an index out of range stays TG_ERR_INDEX unless memory ran out first. */
+static tg_status index_ops_step(void *user, double *out, int *n_out) {
+  (void)user;
+  const tg_options i64_opts = TG_OPTS(.dtype = TG_I64);
+  tg_tensor *g =
+      tg_from_data(TG_SHAPE(3, 2), (const double[]){1, 2, 3, 4, 5, 6}, TG_OPTS(.dtype = TG_F64));
+  tg_tensor *idx = g ? tg_from_data(TG_SHAPE(3), (const int64_t[]){2, 0, 2}, i64_opts) : NULL;
+  tg_tensor *tgt = idx ? tg_from_data(TG_SHAPE(3), (const int64_t[]){1, 0, 1}, i64_opts) : NULL;
+  tg_tensor *bad = tgt ? tg_from_data(TG_SHAPE(3), (const int64_t[]){0, 7, 1}, i64_opts) : NULL;
+  tg_status st = status_of(bad);
+  tg_tensor *res[2];
+  if (st == TG_OK) st = apply_out("embedding_backward", IN(g, idx), INTS(4), res);
+  if (st == TG_OK) st = append(res[0], out, n_out);
+  if (st == TG_OK) st = apply_out("cross_entropy", IN(g, tgt), NO_INTS, res);
+  if (st == TG_OK) st = append(res[0], out, n_out);
+  const char *ops[] = {"embedding_backward", "cross_entropy"};
+  for (int k = 0; k < 2 && st == TG_OK; k++) {
+    st = apply(ops[k], IN(g, bad), k == 0 ? 1 : 0, (const int64_t[]){4});
+    if (st == TG_ERR_INDEX) {
+      tg_clear_error();
+      st = TG_OK;
+    } else if (st == TG_OK) {
+      st = TG_ERR_STATE;
+    }
+  }
+  return st;
+}
+
+TG_TEST(op_direct_inputs, allocation_failures) {
+  sweep("embedding_backward and cross_entropy run directly", index_ops_step, NULL);
 }
 
 /* ---- dims ---- */
