@@ -1,6 +1,7 @@
 /* In-place binary and scalar pointwise ops, and the front-end step every in-place op
- * shares (the unary ones are generated in pointwise_unary.c). The front end validates everything
- * first (a failed call leaves its target untouched); forward writes input 0, bumps its version and
+ * shares (the unary ones are generated in pointwise_unary.c). Everything is validated before
+ * anything is written (a failed call leaves its target untouched), the inputs by the forward
+ * itself, since tg_apply may run it directly; forward writes input 0, bumps its version and
  * returns it, and tg_apply moves the target's history onto the new node.
  *
  * Backward is the base op's (ops.def: TG_OP_INPLACE_OF) and never reads the overwritten
