@@ -29,6 +29,12 @@ bool tg__json_get_count(const cJSON *item, int64_t *out);
  * U+10FFFF). */
 bool tg__utf8_valid(const char *s, size_t len);
 
+/* Whether the header's n bytes are what a safetensors header may be, as text: strict JSON
+ * (valid UTF-8, no "\u0000"), an object, at most 3 levels deep, integers only. Once this
+ * accepts, cJSON fails on the text only when out of memory. When not, why says why
+ * (naming the byte). */
+bool tg__st_check_header_text(const char *h, size_t n, char *why, size_t why_len);
+
 /* "F32", "F64", "I64" and back; false for any other name. */
 const char *tg__st_dtype_name(tg_dtype dtype);
 bool tg__st_dtype_from_name(const char *name, tg_dtype *dtype);

@@ -1,11 +1,12 @@
 /* Reading safetensors (tg/io.h): tg_safetensors_parse and tg_safetensors_load.
  *
  * The bytes are untrusted. Everything is checked before a tensor is made: the header's
- * length, its text (UTF-8, strict JSON where cJSON is lenient), its structure, each entry
- * (keys, dtype, shape, offsets against the buffer and against shape times dtype size), and
- * then all entries together, sorted by offset: names unique, ranges neither overlapping nor
- * leaving a byte of the buffer uncovered (the rules of the Python package's reader). Only
- * then are the tensors made, in data order; on any failure nothing is returned. */
+ * length, its text (safetensors_text.c: strict JSON where cJSON is lenient), its structure,
+ * each entry (keys, dtype, shape, offsets against the buffer and against shape times dtype
+ * size), and then all entries together, sorted by offset: names unique, ranges neither
+ * overlapping nor leaving a byte of the buffer uncovered (the rules of the Python package's
+ * reader). Only then are the tensors made, in data order; on any failure nothing is
+ * returned. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,86 +50,6 @@ typedef struct entry {
   int64_t sizes[TG_MAX_DIMS];
   int64_t begin, end;
 } entry;
-
-/* ---- the header's text ---- */
-
-/* Length of the JSON number at s[0..n) (n > 0, s[0] is '-' or a digit), 0 when it is not
- * one: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? ; *integer: without fraction or
- * exponent. */
-static size_t json_number_length(const char *s, size_t n, bool *integer) {
-  size_t i = 0;
-  *integer = true;
-  if (s[i] == '-') i++;
-  if (i == n || s[i] < '0' || s[i] > '9') return 0;
-  if (s[i] == '0')
-    i++;
-  else
-    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
-  if (i < n && s[i] == '.') {
-    size_t digits = ++i;
-    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
-    if (i == digits) return 0;
-    *integer = false;
-  }
-  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-    i++;
-    if (i < n && (s[i] == '+' || s[i] == '-')) i++;
-    size_t digits = i;
-    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
-    if (i == digits) return 0;
-    *integer = false;
-  }
-  return i;
-}
-
-static bool number_char(char c) {
-  return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
-}
-
-/* What cJSON lets through and JSON (and the Python package's reader) does not: invalid
- * UTF-8, control characters (cJSON skips any byte <= 32 as white space), numbers such as
- * "+1", "01" or "1." (cJSON hands them to strtod), and a header not starting with '{' (a
- * byte-order mark cJSON skips). Also "\u0000" in a string, which cJSON decodes into a NUL
- * that would cut a name short, and numbers with a fraction or exponent: the only numbers
- * in a header are sizes and offsets, and "1.0" or "1e3" would pass as integers once cJSON
- * made doubles of them. */
-static bool check_text(const source *src, const char *h, size_t n) {
-  if (n == 0 || h[0] != '{')
-    return fail(src, TG_ERR_FORMAT, "the %zu-byte header does not start with '{'", n);
-  if (!tg__utf8_valid(h, n)) return fail(src, TG_ERR_FORMAT, "the header is not valid UTF-8");
-  bool in_string = false;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)h[i];
-    if (in_string) {
-      if (c == '"') {
-        in_string = false;
-      } else if (c < 0x20) {
-        return fail(src, TG_ERR_FORMAT, "control character 0x%02x in a string at header byte %zu",
-                    c, i);
-      } else if (c == '\\' && i + 1 < n) {
-        if (h[i + 1] == 'u' && n - i >= 6 && memcmp(h + i + 2, "0000", 4) == 0)
-          return fail(src, TG_ERR_FORMAT, "\\u0000 in a string at header byte %zu", i);
-        i++; /* the escaped character cannot end the string */
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-      return fail(src, TG_ERR_FORMAT, "control character 0x%02x at header byte %zu", c, i);
-    } else if (c == '-' || (c >= '0' && c <= '9')) {
-      size_t run = 0;
-      while (i + run < n && number_char(h[i + run])) run++;
-      bool integer;
-      if (json_number_length(h + i, run, &integer) != run)
-        return fail(src, TG_ERR_FORMAT, "'%.*s' at header byte %zu is not a JSON number",
-                    (int)(run < 40 ? run : 40), h + i, i);
-      if (!integer) /* sizes and offsets are the only numbers a header holds */
-        return fail(src, TG_ERR_FORMAT, "'%.*s' at header byte %zu is not an integer",
-                    (int)(run < 40 ? run : 40), h + i, i);
-      i += run - 1;
-    }
-  }
-  return true;
-}
 
 /* ---- one entry ---- */
 
@@ -423,7 +344,11 @@ static tg_tensor_dict *parse(const source *src, const unsigned char *data, size_
   }
   size_t hlen = (size_t)header_len;
   const char *header = (const char *)data + 8;
-  if (!check_text(src, header, hlen)) return NULL;
+  char why[256];
+  if (!tg__st_check_header_text(header, hlen, why, sizeof why)) {
+    fail(src, TG_ERR_FORMAT, "%s", why);
+    return NULL;
+  }
 
   /* cJSON reads a NUL-terminated copy: nothing it does can run past the header. */
   char *text = tg__host_malloc(hlen + 1);
@@ -443,14 +368,14 @@ static tg_tensor_dict *parse(const source *src, const unsigned char *data, size_
   if (!root) {
     if (tg__json_alloc_failed())
       fail(src, TG_ERR_MEMORY, "out of memory parsing the %zu-byte header", hlen);
-    else
-      fail(src, TG_ERR_FORMAT, "the header is not valid JSON (at byte %zu of %zu)",
+    else /* not expected: the text was checked (fuzz_safetensors checks that it never is) */
+      fail(src, TG_ERR_FORMAT, "cJSON refused the header (at byte %zu of %zu)",
            end ? (size_t)(end - text) : (size_t)0, hlen);
     goto done;
   }
   for (const char *p = end; p < text + hlen; p++)
     if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
-      fail(src, TG_ERR_FORMAT, "the header has more after its JSON object (at byte %zu of %zu)",
+      fail(src, TG_ERR_FORMAT, "cJSON stopped before the header's end (at byte %zu of %zu)",
            (size_t)(p - text), hlen);
       goto done;
     }
