@@ -1,4 +1,5 @@
 /* Copies, fills, element access and dtype/device conversion. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,7 +185,14 @@ tg_tensor *tg_to_dtype(const tg_tensor *t, tg_dtype dtype) {
 
 tg_status tg__fwd_to_device(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *t = in[0];
-  tg_device device = {(tg_device_type)tg_ctx_int(ctx, 0), (int)tg_ctx_int(ctx, 1)};
+  const int64_t type = tg_ctx_int(ctx, 0), index = tg_ctx_int(ctx, 1);
+  /* Checked here too: tg_apply_ex may run the op directly with any ints. */
+  if (type < 0 || type >= TG_NUM_DEVICE_TYPES || index < INT_MIN || index > INT_MAX)
+    return tg_set_error(TG_ERR_DEVICE, "tg_to_device: invalid device type %lld, index %lld",
+                        (long long)type, (long long)index);
+  tg_device device = {(tg_device_type)type, (int)index};
+  const tg_backend *be = tg__backend("tg_to_device", device);
+  if (!be || be->check_device("tg_to_device", device) != TG_OK) return tg_last_error();
   tg_tensor *o = tg__empty_op("tg_to_device", t->ndim, t->sizes, t->dtype, device);
   if (!o || copy_same_sizes("tg_to_device", o, t) != TG_OK) {
     tg_release(o);

@@ -125,6 +125,11 @@ tg_tensor *tg_full(int ndim, const int64_t *sizes, double value, tg_options opts
   return full_impl(ndim, sizes, value, opts, "tg_full");
 }
 
+tg_tensor *tg_scalar(double value, tg_options opts) {
+  /* An I64 scalar converts value as every fill does (NaN -> 0, saturating). */
+  return full_impl(0, NULL, value, opts, "tg_scalar");
+}
+
 /* Moves a fresh host tensor (consumed) to device; unscoped result. */
 static tg_tensor *to_device_raw(const char *op, tg_tensor *host, tg_device device) {
   if (device.type == TG_CPU) return host;
