@@ -60,6 +60,13 @@ typedef struct tg_backend {
   tg_status (*gather_rows)(tg_tensor *out, const tg_tensor *x, const tg_tensor *index);
   /* out[i, index[i]] += src[i] for out [n, c], src [n], I64 index [n]. */
   tg_status (*scatter_add_rows)(tg_tensor *out, const tg_tensor *src, const tg_tensor *index);
+  /* out[i, :] = x[index[i], :] for x [n, d], I64 index [m] (in [0, n): checked by the
+   * caller), out [m, d] (embedding's forward). */
+  tg_status (*index_select_rows)(tg_tensor *out, const tg_tensor *x, const tg_tensor *index);
+  /* out[index[i], :] += src[i, :] for out [n, d], src [m, d], I64 index [m] (checked by the
+   * caller); repeated indices add up, in index order on the CPU (deterministic), by atomics
+   * on CUDA (embedding's backward). */
+  tg_status (*index_add_rows)(tg_tensor *out, const tg_tensor *src, const tg_tensor *index);
   /* Fills out (contiguous, floating) from Philox(seed, offset + i): uniform in [a, b) or
    * normal with mean a, std b. */
   tg_status (*uniform)(tg_tensor *out, uint64_t seed, uint64_t offset, double a, double b);

@@ -45,6 +45,8 @@ const tg_backend tg_cpu_backend = {
     .gemm = tg_cpu_gemm,
     .gather_rows = tg_cpu_gather_rows,
     .scatter_add_rows = tg_cpu_scatter_add_rows,
+    .index_select_rows = tg_cpu_index_select_rows,
+    .index_add_rows = tg_cpu_index_add_rows,
     .uniform = tg_cpu_uniform,
     .normal = tg_cpu_normal,
     /* device memory */

@@ -101,6 +101,8 @@ tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, do
                       double beta);
 tg_status tg_cpu_gather_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index);
 tg_status tg_cpu_scatter_add_rows(tg_tensor *out, const tg_tensor *src, const tg_tensor *index);
+tg_status tg_cpu_index_select_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index);
+tg_status tg_cpu_index_add_rows(tg_tensor *out, const tg_tensor *src, const tg_tensor *index);
 tg_status tg_cpu_uniform(tg_tensor *out, uint64_t seed, uint64_t offset, double a, double b);
 tg_status tg_cpu_normal(tg_tensor *out, uint64_t seed, uint64_t offset, double a, double b);
 

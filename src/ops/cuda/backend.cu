@@ -20,6 +20,10 @@ tg_status tg_cu_views_of(const char *op, int n, const tg_tensor *const *ts, tg_c
 }
 
 /* The fused LLTM's elementwise passes (lltm_cuda.cu). */
+/* embedding's row gather and scatter-add (embedding.cu). */
+tg_status tg_cuda_index_select_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index);
+tg_status tg_cuda_index_add_rows(tg_tensor *out, const tg_tensor *src, const tg_tensor *index);
+
 tg_status tg_cuda_lltm_forward_pointwise(tg_tensor *gates, const tg_tensor *bias,
                                          const tg_tensor *old_cell, tg_tensor *new_h,
                                          tg_tensor *new_cell);
@@ -107,6 +111,8 @@ const tg_backend tg_cuda_backend = {
     gemm,
     gather_rows,
     scatter_add_rows,
+    tg_cuda_index_select_rows,
+    tg_cuda_index_add_rows,
     uniform,
     normal,
     /* device memory */

@@ -1,0 +1,136 @@
+/* embedding: rows of a weight table [n, d] picked by an I64 index of any shape, and its
+ * backward, the registered op "embedding_backward" (grad_weight [n, d]: each output row's
+ * gradient added into its index's row). The two are each other's gradient (a gather's
+ * adjoint is a scatter-add and back), so double backward works to any order.
+ *
+ * Indices are checked on the host by the public front end, once; the ops' forwards flatten
+ * them to [m] and run the backend's index_select_rows / index_add_rows over [m, d]. */
+#include <stdio.h>
+
+#include "ops/backend.h"
+#include "ops/registry.h"
+#include "tensor/check.h"
+#include "tensor/host_memory.h"
+#include "tensor/tensor_impl.h"
+#include "tg/ops.h"
+
+static tg_options options_of(const tg_tensor *t, tg_dtype dtype) {
+  return (tg_options){dtype, t->storage->device, false};
+}
+
+/* The flat [m] view (or copy) of indices: m = 1 for a 0-dim index. */
+static tg_tensor *flat_indices(const tg_tensor *indices) {
+  int64_t m = tg__numel(indices->ndim, indices->sizes);
+  return tg_reshape(indices, 1, &m);
+}
+
+/* ---- embedding ---- */
+
+tg_status tg__fwd_embedding(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const tg_tensor *weight = in[0], *indices = in[1];
+  const tg_backend *be = tg__backend("tg_embedding", weight->storage->device);
+  const int64_t d = weight->sizes[1];
+  int64_t sizes[TG_MAX_DIMS];
+  for (int k = 0; k < indices->ndim; k++) sizes[k] = indices->sizes[k];
+  sizes[indices->ndim] = d;
+  tg_tensor *o = be ? tg_empty(indices->ndim + 1, sizes, options_of(weight, weight->dtype)) : NULL;
+  tg_tensor *flat = o ? flat_indices(indices) : NULL;
+  tg_tensor *rows = flat ? tg_view(o, 2, (const int64_t[]){flat->sizes[0], d}) : NULL;
+  if (!rows || be->index_select_rows(rows, weight, flat) != TG_OK ||
+      tg_ctx_save_for_backward(ctx, 1, &indices) != TG_OK)
+    return tg_last_error();
+  out[0] = o;
+  return TG_OK;
+}
+
+static tg_tensor *embedding_backward(const tg_tensor *grad, const tg_tensor *indices, int64_t n) {
+  return tg_apply1_ex(TG__OP(embedding_backward), TG__IN(grad, indices), TG__NO_SC, TG__INTS(n));
+}
+
+/* d weight = the output gradient's rows added into the rows they were read from. */
+tg_status tg__bwd_embedding(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  if (!tg_ctx_needs_input_grad(ctx, 0)) return TG_OK;
+  tg_tensor *indices = tg_ctx_saved(ctx, 0);
+  gi[0] = indices ? embedding_backward(g[0], indices, tg_ctx_input_sizes(ctx, 0)[0]) : NULL;
+  return gi[0] ? TG_OK : tg_last_error();
+}
+
+/* Writes "[i, j, ...]", the position of flat element k of sizes, into buf ("" for 0-dim). */
+static void format_position(char *buf, size_t cap, int ndim, const int64_t *sizes, int64_t k) {
+  buf[0] = '\0';
+  if (ndim == 0) return;
+  int64_t pos[TG_MAX_DIMS];
+  for (int dim = ndim - 1; dim >= 0; dim--) {
+    pos[dim] = sizes[dim] > 0 ? k % sizes[dim] : 0;
+    k = sizes[dim] > 0 ? k / sizes[dim] : 0;
+  }
+  size_t used = (size_t)snprintf(buf, cap, "[");
+  for (int dim = 0; dim < ndim && used < cap; dim++)
+    used += (size_t)snprintf(buf + used, cap - used, dim ? ", %lld" : "%lld", (long long)pos[dim]);
+  if (used < cap) snprintf(buf + used, cap - used, "]");
+}
+
+/* Every index in [0, n), read on the host before anything is computed. */
+static bool check_indices(const tg_tensor *indices, int64_t n) {
+  const int64_t m = tg__numel(indices->ndim, indices->sizes);
+  int64_t *host = tg__host_malloc(sizeof *host * (size_t)(m > 0 ? m : 1));
+  if (!host) {
+    tg_set_error(TG_ERR_MEMORY, "tg_embedding: out of memory reading %lld indices", (long long)m);
+    return false;
+  }
+  bool ok = tg_to_host_array(indices, host, sizeof *host * (size_t)m) == TG_OK;
+  for (int64_t k = 0; ok && k < m; k++) {
+    if (host[k] < 0 || host[k] >= n) {
+      char pos[TG_MAX_DIMS * 24 + 4];
+      format_position(pos, sizeof pos, indices->ndim, indices->sizes, k);
+      tg_set_error(TG_ERR_INDEX,
+                   "tg_embedding: indices%s = %lld is outside the weight's rows [0, %lld)", pos,
+                   (long long)host[k], (long long)n);
+      ok = false;
+    }
+  }
+  tg__host_free(host);
+  return ok;
+}
+
+tg_tensor *tg_embedding(const tg_tensor *weight, const tg_tensor *indices) {
+  static const char *op = "tg_embedding";
+  if (!tg__check_arg(op, "weight", weight) || !tg__check_arg(op, "indices", indices) ||
+      !tg__check_floating(op, "weight", weight) ||
+      !tg__check(weight->ndim == 2, TG_ERR_SHAPE, op, "weight must be 2-D [n, d], got %s",
+                 tg__sizes_str(weight)) ||
+      !tg__check(indices->dtype == TG_I64, TG_ERR_DTYPE, op,
+                 "indices is %s; row indices must be int64", tg_dtype_name(indices->dtype)) ||
+      !tg__check(indices->ndim < TG_MAX_DIMS, TG_ERR_SHAPE, op,
+                 "indices has %d dims; the output would have %d (at most %d)", indices->ndim,
+                 indices->ndim + 1, TG_MAX_DIMS) ||
+      !tg__check_same_device(op, "indices", indices, "weight", weight) ||
+      !check_indices(indices, weight->sizes[0]))
+    return NULL;
+  return tg_apply1(TG__OP(embedding), TG__IN(weight, indices), TG__NO_SC);
+}
+
+/* ---- embedding_backward ---- */
+
+tg_status tg__fwd_embedding_backward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const tg_tensor *grad = in[0], *indices = in[1];
+  const tg_backend *be = tg__backend("tg_embedding", grad->storage->device);
+  const int64_t n = tg_ctx_int(ctx, 0), d = grad->sizes[grad->ndim - 1];
+  tg_tensor *o = be ? tg_zeros(2, (const int64_t[]){n, d}, options_of(grad, grad->dtype)) : NULL;
+  tg_tensor *flat = o ? flat_indices(indices) : NULL;
+  tg_tensor *rows = flat ? tg_reshape(grad, 2, (const int64_t[]){flat->sizes[0], d}) : NULL;
+  if (!rows || be->index_add_rows(o, rows, flat) != TG_OK ||
+      tg_ctx_save_for_backward(ctx, 1, &indices) != TG_OK)
+    return tg_last_error();
+  out[0] = o;
+  return TG_OK;
+}
+
+/* d grad = the rows of the upstream gradient picked again: embedding itself (indices were
+ * checked when the forward pass ran). */
+tg_status tg__bwd_embedding_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  if (!tg_ctx_needs_input_grad(ctx, 0)) return TG_OK;
+  tg_tensor *indices = tg_ctx_saved(ctx, 0);
+  gi[0] = indices ? tg_apply1(TG__OP(embedding), TG__IN(g[0], indices), TG__NO_SC) : NULL;
+  return gi[0] ? TG_OK : tg_last_error();
+}
