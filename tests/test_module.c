@@ -1,7 +1,10 @@
 /* Modules (tg/module.h): names, nesting, dotted names, iteration, ownership, train/eval,
  * zero_grad, find, parameter counts, state dicts (strict and not, every mismatch), freeing
  * nested typed modules, and allocation-failure sweeps over building, state_dict and load. */
+#define _GNU_SOURCE /* mkdtemp */
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -492,4 +495,112 @@ TG_TEST(module, alloc_failure_state_dict_and_load) {
   sweep("state_dict and strict load", state_step, &strict);
   strict = false;
   sweep("state_dict and non-strict load", state_step, &strict);
+}
+
+TG_TEST(module, embedding_forward_and_backward) {
+  tg_embedding_layer *emb = tg_embedding_layer_new(5, 3, TG_OPTS(.dtype = TG_F64), NULL);
+  tg_tensor *w = tg_embedding_layer_weight(emb);
+  const int64_t idx[6] = {4, 0, 4, 2, 2, 4};
+  tg_tensor *indices = tg_from_data(TG_SHAPE(2, 3), idx, TG_OPTS(.dtype = TG_I64));
+  tg_tensor *y = tg_embedding_layer_forward(emb, indices);
+  cr_assert_not_null(y, "%s", tg_last_error_message());
+  tg_assert_sizes(y, 2, 3, 3);
+  for (int i = 0; i < 6; i++)
+    cr_assert_eq(tg_test_max_abs_diff(tg_select(tg_reshape(y, TG_SHAPE(6, 3)), 0, i),
+                                      tg_select(w, 0, idx[i])),
+                 0.0);
+  cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_OK);
+  const double counts[5] = {1, 0, 2, 0, 3};
+  for (int r = 0; r < 5; r++)
+    for (int c = 0; c < 3; c++) cr_assert_eq(tg_test_at(tg_grad(w), r * 3 + c), counts[r]);
+  const int64_t bad[1] = {5};
+  cr_assert_null(
+      tg_embedding_layer_forward(emb, tg_from_data(TG_SHAPE(1), bad, TG_OPTS(.dtype = TG_I64))));
+  tg_expect_error(TG_ERR_INDEX, "tg_embedding_layer_forward");
+  tg_embedding_layer_free(emb);
+}
+
+/* ---- files (safetensors) ---- */
+
+static char file_dir[64];
+
+static const char *temp_path(const char *name) {
+  static char path[160];
+  if (!file_dir[0]) {
+    snprintf(file_dir, sizeof file_dir, "/tmp/tg-test-module-XXXXXX");
+    cr_assert(mkdtemp(file_dir), "mkdtemp: %s", strerror(errno));
+  }
+  snprintf(path, sizeof path, "%s/%s", file_dir, name);
+  return path;
+}
+
+static void remove_temp(const char *name) {
+  unlink(temp_path(name));
+  /* fails when a writer left a temporary file behind */
+  cr_assert_eq(rmdir(file_dir), 0, "rmdir %s: %s", file_dir, strerror(errno));
+  file_dir[0] = '\0';
+}
+
+TG_TEST(module, save_and_load_file) {
+  tg_module *net = net_new(), *other;
+  tg_tensor_dict *d = other_state(&other);
+  tg_tensor_dict_free(d);
+  const char *path = temp_path("net.safetensors");
+  cr_assert_eq(tg_module_save(other, path), TG_OK, "%s", tg_last_error_message());
+  tg_load_report r;
+  cr_assert_eq(tg_module_load(net, path, true, &r), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(r.n_loaded, 7);
+  for (int i = 0; i < 7; i++)
+    cr_assert_eq(tg_test_max_abs_diff(tg_module_find(net, state_names[i]),
+                                      tg_module_find(other, state_names[i])),
+                 0.0, "%s", state_names[i]);
+  /* a file of a smaller model: strict refuses, non-strict loads what matches */
+  tg_linear *head = tg_linear_new(4, 2, true, TG_OPTS(.dtype = TG_F64), NULL);
+  cr_assert_eq(tg_module_save(tg_linear_module(head), path), TG_OK);
+  cr_assert_eq(tg_module_load(net, path, true, &r), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_load", "missing: scale, count",
+                  "unexpected: weight, bias");
+  cr_assert_eq(tg_module_load(net, path, false, &r), TG_OK);
+  cr_assert(r.n_loaded == 0 && r.n_missing == 7 && r.n_unexpected == 2);
+  cr_assert_eq(tg_module_load(tg_linear_module(head), path, true, &r), TG_OK);
+  cr_assert_eq(r.n_loaded, 2);
+  tg_linear_free(head);
+  remove_temp("net.safetensors");
+
+  cr_assert_eq(tg_module_load(net, "/nonexistent/dir/x.safetensors", true, &r), TG_ERR_IO);
+  tg_expect_error(TG_ERR_IO, "tg_module_load", "/nonexistent/dir/x.safetensors");
+  cr_assert_eq(tg_module_save(net, "/nonexistent/dir/x.safetensors"), TG_ERR_IO);
+  tg_expect_error(TG_ERR_IO, "tg_module_save", "/nonexistent/dir/x.safetensors");
+  cr_assert_eq(tg_module_save(NULL, "x"), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_save", "m is NULL");
+  cr_assert_eq(tg_module_load(NULL, "x", true, NULL), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_load", "m is NULL");
+  tg_module_free(other);
+  tg_module_free(net);
+}
+
+static tg_status file_step(void *user, double *out, int *n_out) {
+  const char *path = user;
+  tg_generator *gen = tg_generator_new(5);
+  tg_module *net = gen ? build_net(gen) : NULL;
+  tg_generator *gen2 = net ? tg_generator_new(6) : NULL;
+  tg_module *other = gen2 ? build_net(gen2) : NULL;
+  tg_status st = status_of(other);
+  unlink(path);
+  if (st == TG_OK) st = clean(tg_module_save(other, path));
+  if (st == TG_OK) st = clean(tg_module_load(net, path, true, NULL));
+  for (int i = 0; st == TG_OK && i < tg_module_num_parameters(net); i++)
+    st = append(tg_module_parameter(net, i, NULL), out, n_out);
+  tg_module_free(other);
+  tg_module_free(net);
+  tg_generator_free(gen);
+  tg_generator_free(gen2);
+  return st;
+}
+
+TG_TEST(module, alloc_failure_save_and_load) {
+  char path[160];
+  snprintf(path, sizeof path, "%s", temp_path("sweep.safetensors"));
+  cr_assert_gt(sweep("module save and load", file_step, path).failed, 0);
+  remove_temp("sweep.safetensors");
 }

@@ -1,5 +1,5 @@
 /* TEMPORARY (branch i12-mod only, deleted before merge): weak stand-ins for the safetensors
- * reader and writer until src/io/safetensors.c lands from i12-st. */
+ * reader and writer until the safetensors reader and writer land from i12-st. */
 #include "tg/io.h"
 
 __attribute__((weak)) tg_status tg_safetensors_save(const char *path, const tg_tensor_dict *d) {
