@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #include <blis.h>
 #include <dlfcn.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 #include <libxsmm.h>
 #endif
 
+#include "cli_parse.h"
 #include "tg/tg.h"
 #include "timing.h"
 
@@ -228,33 +230,80 @@ static void bench_size(int64_t B, int64_t I, int64_t S, int iters, int rounds, b
   tg_scope_end(scope);
 }
 
+enum { MAX_SIZES = 32 };
+static const char *const me = "gemm_engines";
+static const char usage[] =
+    "usage: gemm_engines [--sizes BxIxS,...] [--iters N] [--rounds R] [--threads T] [--jsonl]\n"
+    "                    [--engines a,b]\n"
+    "Times single-precision GEMM engines at the LLTM's shapes. Defaults: sizes %s,\n"
+    "20 iterations, 3 rounds, 1 thread, every engine found.\n";
+
+/* --sizes: at most MAX_SIZES BxIxS items, each size in 1..2^24. */
+static bool parse_sizes(const char *text, int64_t (*sizes)[3], int *n) {
+  const char *p = text;
+  *n = 0;
+  do {
+    char item[64];
+    if (*n == MAX_SIZES) {
+      fprintf(stderr, "%s: --sizes: '%s' has more than %d items\n", me, text, MAX_SIZES);
+      return false;
+    }
+    if (!cli_next_item(me, "--sizes", text, &p, item, sizeof item) ||
+        !cli_parse_dims(me, "--sizes", item, 3, 1, 1 << 24, sizes[(*n)++]))
+      return false;
+  } while (*p);
+  return true;
+}
+
 int main(int argc, char **argv) {
-  const char *sizes = "16x32x128,64x1024x128,128x256x512,256x1024x1024";
+  const char *default_sizes = "16x32x128,64x1024x128,128x256x512,256x1024x1024";
+  int64_t sizes[MAX_SIZES][3];
+  int n_sizes = 0;
   int iters = 20, rounds = 3;
   bool jsonl = false;
-  for (int i = 1; i < argc; i++) {
-    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(argv[i], "--sizes") && next)
-      sizes = argv[++i];
-    else if (!strcmp(argv[i], "--iters") && next)
-      iters = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--rounds") && next)
-      rounds = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--threads") && next)
-      threads = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--engines") && next)
-      only = argv[++i];
-    else if (!strcmp(argv[i], "--jsonl"))
+  parse_sizes(default_sizes, sizes, &n_sizes);
+  enum { SIZES = 256, ITERS, ROUNDS, THREADS, ENGINES, JSONL };
+  static const struct option options[] = {{"sizes", required_argument, NULL, SIZES},
+                                          {"iters", required_argument, NULL, ITERS},
+                                          {"rounds", required_argument, NULL, ROUNDS},
+                                          {"threads", required_argument, NULL, THREADS},
+                                          {"engines", required_argument, NULL, ENGINES},
+                                          {"jsonl", no_argument, NULL, JSONL},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    bool ok = true;
+    switch (c) {
+    case 'h':
+      printf(usage, default_sizes);
+      return 0;
+    case SIZES:
+      ok = parse_sizes(optarg, sizes, &n_sizes);
+      break;
+    case ITERS:
+      ok = cli_parse_int(me, "--iters", optarg, 1, 1000000, &iters);
+      break;
+    case ROUNDS:
+      ok = cli_parse_int(me, "--rounds", optarg, 1, 1000000, &rounds);
+      break;
+    case THREADS:
+      ok = cli_parse_int(me, "--threads", optarg, 1, 4096, &threads);
+      break;
+    case ENGINES:
+      only = optarg;
+      break;
+    case JSONL:
       jsonl = true;
-    else {
-      fprintf(stderr, "usage: gemm_engines [--sizes BxIxS,...] [--iters N] [--rounds R] "
-                      "[--threads T] [--jsonl] [--engines a,b]\n");
-      return 2;
+      break;
+    default:
+      return cli_usage_error(me);
     }
+    if (!ok) return CLI_EXIT_USAGE;
   }
-  if (iters < 1 || rounds < 1 || threads < 1) {
-    fprintf(stderr, "gemm_engines: --iters, --rounds and --threads must be at least 1\n");
-    return 2;
+  if (optind < argc) {
+    fprintf(stderr, "%s: unexpected argument '%s'\n", me, argv[optind]);
+    return cli_usage_error(me);
   }
   tg_set_num_threads(threads);
   tg_set_grad_enabled(false);
@@ -280,16 +329,7 @@ int main(int argc, char **argv) {
   printf("# sgemm, %d thread(s), median us over %d rounds x %d iterations; tg runs %s%s%s\n",
          threads, rounds, iters, tg_blis_kernels(), tg_blis_large_kernels() ? " + large: " : "",
          tg_blis_large_kernels() ? tg_blis_large_kernels() : "");
-  for (const char *p = sizes; *p;) {
-    long long B, I, S;
-    int used = 0;
-    if (sscanf(p, "%lldx%lldx%lld%n", &B, &I, &S, &used) != 3 || B < 1 || I < 1 || S < 1) {
-      fprintf(stderr, "gemm_engines: bad size list '%s' (BxIxS,...)\n", sizes);
-      return 2;
-    }
-    bench_size(B, I, S, iters, rounds, jsonl);
-    p += used;
-    if (*p == ',') p++;
-  }
+  for (int k = 0; k < n_sizes; k++)
+    bench_size(sizes[k][0], sizes[k][1], sizes[k][2], iters, rounds, jsonl);
   return 0;
 }

@@ -19,16 +19,18 @@
  *
  *   lltm_bench [--iters N] [--threads 1,2] [--modes params,all] [--device cpu|cuda]
  *              [--impls composed,fused,gemms]
- *              [--sizes 16x32x128,64x1024x128,128x256x512,256x1024x1024]
+ *              [--sizes 16x32x128,64x1024x128,128x256x512,256x1024x1024] [--help]
  *
  * On CUDA every timed span is measured with events on tg's stream (tg_cuda_timer). */
 #define _POSIX_C_SOURCE 200809L
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
+#include "cli_parse.h"
 #include "tg/tg.h"
 #include "timing.h"
 
@@ -54,36 +56,40 @@ static tg_device bench_device;
 
 /* ---- command line ---- */
 
-static bool parse_int_list(const char *text, int *out, int *n) {
+static const char *const me = "lltm_bench";
+
+/* --threads: counts in 1..4096, at most MAX_LIST of them. */
+static bool parse_int_list(const char *opt, const char *text, int *out, int *n) {
   *n = 0;
   const char *p = text;
-  while (*p && *n < MAX_LIST) {
-    char *end;
-    long v = strtol(p, &end, 10);
-    if (end == p || v < 1 || v > 4096 || (*end && (*end != ',' || !end[1]))) return false;
-    out[(*n)++] = (int)v;
-    p = *end ? end + 1 : end;
-  }
-  return *n > 0 && !*p;
+  do {
+    char item[32];
+    if (*n == MAX_LIST) {
+      fprintf(stderr, "%s: %s: '%s' has more than %d items\n", me, opt, text, MAX_LIST);
+      return false;
+    }
+    if (!cli_next_item(me, opt, text, &p, item, sizeof item) ||
+        !cli_parse_int(me, opt, item, 1, 4096, &out[(*n)++]))
+      return false;
+  } while (*p);
+  return true;
 }
 
+/* --sizes: BxFxS items, each size in 1..2^24. */
 static bool parse_sizes(const char *text, options *o) {
   o->n_sizes = 0;
   const char *p = text;
-  while (*p && o->n_sizes < MAX_LIST) {
-    long long b, f, s;
-    int used = 0;
-    if (sscanf(p, "%lldx%lldx%lld%n", &b, &f, &s, &used) != 3 || b < 1 || f < 1 || s < 1)
+  do {
+    char item[64];
+    if (o->n_sizes == MAX_LIST) {
+      fprintf(stderr, "%s: --sizes: '%s' has more than %d items\n", me, text, MAX_LIST);
       return false;
-    o->sizes[o->n_sizes][0] = b, o->sizes[o->n_sizes][1] = f, o->sizes[o->n_sizes][2] = s;
-    o->n_sizes++;
-    p += used;
-    if (*p == ',' && p[1])
-      p++;
-    else if (*p)
+    }
+    if (!cli_next_item(me, "--sizes", text, &p, item, sizeof item) ||
+        !cli_parse_dims(me, "--sizes", item, 3, 1, 1 << 24, o->sizes[o->n_sizes++]))
       return false;
-  }
-  return o->n_sizes > 0 && !*p;
+  } while (*p);
+  return true;
 }
 
 /* A comma-separated list strtok can split without dropping an empty item ("a,,b", "a,"). */
@@ -123,43 +129,63 @@ static bool parse_impls(const char *text, options *o) {
   return n > 0;
 }
 
+static const char usage[] =
+    "usage: lltm_bench [--iters N] [--threads 1,2] [--modes params,all] [--device cpu|cuda]\n"
+    "                  [--impls composed,fused,gemms] [--sizes BxFxS,...]\n"
+    "Times the fused and composed LLTM (one JSON line per point). Defaults: 100 iterations,\n"
+    "threads 1,2, modes params,all, every impl, on the CPU, sizes %s.\n";
+
+/* Returns 0 to run, else the exit status: CLI_EXIT_USAGE on a bad command line, -1 (for 0)
+ * after --help. */
 static int parse_args(int argc, char **argv, options *o) {
   *o = (options){.iters = 100};
-  parse_int_list("1,2", o->threads, &o->n_threads);
+  parse_int_list("--threads", "1,2", o->threads, &o->n_threads);
   parse_modes("params,all", o);
   parse_impls("composed,fused,gemms", o);
   parse_sizes(default_sizes, o);
-  for (int i = 1; i < argc; i += 2) { /* every flag takes a value */
-    const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
-    bool ok = value != NULL;
-    if (ok && strcmp(flag, "--iters") == 0) {
-      char *end;
-      long v = strtol(value, &end, 10);
-      ok = end != value && !*end && v >= 1 && v <= 1000000;
-      o->iters = (int)v;
-    } else if (ok && strcmp(flag, "--threads") == 0) {
-      ok = parse_int_list(value, o->threads, &o->n_threads);
-    } else if (ok && strcmp(flag, "--modes") == 0) {
-      ok = parse_modes(value, o);
-    } else if (ok && strcmp(flag, "--impls") == 0) {
-      ok = parse_impls(value, o);
-    } else if (ok && strcmp(flag, "--sizes") == 0) {
-      ok = parse_sizes(value, o);
-    } else if (ok && strcmp(flag, "--device") == 0) {
-      ok = strcmp(value, "cpu") == 0 || strcmp(value, "cuda") == 0;
-      o->device = strcmp(value, "cuda") == 0 ? TG_DEVICE_CUDA(0) : TG_DEVICE_CPU;
-    } else {
-      fprintf(
-          stderr,
-          "usage: lltm_bench [--iters N] [--threads 1,2] [--modes params,all] [--device cpu|cuda]\n"
-          "                  [--impls composed,fused,gemms] [--sizes BxFxS,...] (default %s)\n",
-          default_sizes);
-      return strcmp(flag, "--help") == 0 ? 2 : 1;
+  enum { ITERS = 256, THREADS, MODES, IMPLS, SIZES, DEVICE };
+  static const struct option options[] = {
+      {"iters", required_argument, NULL, ITERS}, {"threads", required_argument, NULL, THREADS},
+      {"modes", required_argument, NULL, MODES}, {"impls", required_argument, NULL, IMPLS},
+      {"sizes", required_argument, NULL, SIZES}, {"device", required_argument, NULL, DEVICE},
+      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    bool ok = true;
+    const char *bad = NULL; /* a word-list option whose value is not in its list */
+    switch (c) {
+    case 'h':
+      printf(usage, default_sizes);
+      return -1;
+    case ITERS:
+      ok = cli_parse_int(me, "--iters", optarg, 1, 1000000, &o->iters);
+      break;
+    case THREADS:
+      ok = parse_int_list("--threads", optarg, o->threads, &o->n_threads);
+      break;
+    case SIZES:
+      ok = parse_sizes(optarg, o);
+      break;
+    case MODES:
+      if (!parse_modes(optarg, o)) bad = "--modes: want params and/or all, each once";
+      break;
+    case IMPLS:
+      if (!parse_impls(optarg, o)) bad = "--impls: want composed, fused and/or gemms, each once";
+      break;
+    case DEVICE:
+      ok = strcmp(optarg, "cpu") == 0 || strcmp(optarg, "cuda") == 0;
+      o->device = strcmp(optarg, "cuda") == 0 ? TG_DEVICE_CUDA(0) : TG_DEVICE_CPU;
+      if (!ok) bad = "--device: want cpu or cuda";
+      break;
+    default:
+      return cli_usage_error(me);
     }
-    if (!ok) {
-      fprintf(stderr, "lltm_bench: bad value for %s: %s\n", flag, value ? value : "(none)");
-      return 1;
-    }
+    if (bad) fprintf(stderr, "%s: %s, got '%s'\n", me, bad, optarg);
+    if (!ok || bad) return CLI_EXIT_USAGE;
+  }
+  if (optind < argc) {
+    fprintf(stderr, "%s: unexpected argument '%s'\n", me, argv[optind]);
+    return cli_usage_error(me);
   }
   return 0;
 }
@@ -348,7 +374,7 @@ static void make_inputs(const int64_t size[3], bool all_grads, tg_tensor *in[5])
 int main(int argc, char **argv) {
   options o;
   int parsed = parse_args(argc, argv, &o);
-  if (parsed) return parsed == 2 ? 0 : 1;
+  if (parsed) return parsed < 0 ? 0 : parsed;
   bench_device = o.device;
   if (!tg_blis_kernels()) {
     fprintf(stderr, "lltm_bench: %s\n", tg_last_error_message());

@@ -9,16 +9,18 @@
  * quiet machine, and again with another process busy on a core (`--busy`). It sets
  * TG_CPU_PARALLEL_MIN=0 for itself, which makes every pass fork whatever its size.
  *
- *   parallel_thresholds [--threads T] [--iters N] [--gap US] [--busy]
+ *   parallel_thresholds [--threads T] [--iters N] [--gap US] [--busy] [--help]
  * --gap: microseconds of one-thread work before each timed call (default 50: a small
  * training step's GEMMs between two parallel passes). */
 #define _POSIX_C_SOURCE 200809L
+#include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_parse.h"
 #include "tg/tg.h"
 #include "timing.h"
 
@@ -91,27 +93,58 @@ static void *spin(void *arg) {
   return NULL;
 }
 
+static const char usage[] =
+    "usage: parallel_thresholds [--threads T] [--iters N] [--gap US] [--busy]\n"
+    "Times CPU passes on 1 and on T threads per size. Defaults: 2 threads, 200 iterations,\n"
+    "50 us of serial work before each timed call, no other busy thread.\n";
+
+/* Returns 0 to run, else the exit status: CLI_EXIT_USAGE on a bad command line, -1 (for 0)
+ * after --help. */
+static int parse_args(int argc, char **argv, int *threads, int *iters, bool *busy) {
+  const char *me = "parallel_thresholds";
+  enum { THREADS = 256, ITERS, GAP, BUSY };
+  static const struct option options[] = {{"threads", required_argument, NULL, THREADS},
+                                          {"iters", required_argument, NULL, ITERS},
+                                          {"gap", required_argument, NULL, GAP},
+                                          {"busy", no_argument, NULL, BUSY},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    bool ok = true;
+    switch (c) {
+    case 'h':
+      fputs(usage, stdout);
+      return -1;
+    case THREADS:
+      ok = cli_parse_int(me, "--threads", optarg, 2, 4096, threads);
+      break;
+    case ITERS:
+      ok = cli_parse_int(me, "--iters", optarg, 1, 1000000, iters);
+      break;
+    case GAP:
+      ok = cli_parse_double(me, "--gap", optarg, 0, 1e6, &gap_us);
+      break;
+    case BUSY:
+      *busy = true;
+      break;
+    default:
+      return cli_usage_error(me);
+    }
+    if (!ok) return CLI_EXIT_USAGE;
+  }
+  if (optind < argc) {
+    fprintf(stderr, "%s: unexpected argument '%s'\n", me, argv[optind]);
+    return cli_usage_error(me);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int threads = 2, iters = 200;
   bool busy = false;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-      threads = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
-      iters = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--gap") && i + 1 < argc)
-      gap_us = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--busy"))
-      busy = true;
-    else {
-      fprintf(stderr, "usage: parallel_thresholds [--threads T] [--iters N] [--gap US] [--busy]\n");
-      return 2;
-    }
-  }
-  if (threads < 2 || iters < 1 || !(gap_us >= 0)) {
-    fprintf(stderr, "parallel_thresholds: --threads must be at least 2, --iters at least 1\n");
-    return 2;
-  }
+  int parsed = parse_args(argc, argv, &threads, &iters, &busy);
+  if (parsed) return parsed < 0 ? 0 : parsed;
   /* Every pass forks at every size; the thread count alone decides (read once, so set
    * before the first op). */
   setenv("TG_CPU_PARALLEL_MIN", "0", 1);

@@ -12,7 +12,8 @@
  * Each is checked with tg_gradcheck (backward against finite differences) and
  * tg_gradgradcheck (the gradient of the gradient). Build: part of the tg build
  * (TG_BUILD_EXAMPLES), or `cc custom_op.c $(pkg-config --cflags --libs tg)`.
- * Exits 0 when every check gives the expected answer. */
+ * Exits 0 when every check gives the expected answer. Takes no arguments but --help. */
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,7 +196,24 @@ static void check(const char *what, tg_status got, tg_status expected) {
   tg_clear_error();
 }
 
-int main(void) {
+/* 0 to run, else the exit status: 0 after --help, 2 for anything else. */
+static int parse_args(int argc, char **argv) {
+  static const struct option options[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  int c = getopt_long(argc, argv, "h", options, NULL);
+  if (c == 'h') {
+    puts("usage: custom_op\nRegisters four custom ops and checks their gradients; exits 0 when "
+         "every check\ngives the expected answer.");
+    return -1;
+  }
+  if (c == -1 && optind == argc) return 0;
+  if (c == -1) fprintf(stderr, "custom_op: unexpected argument '%s'\n", argv[optind]);
+  fprintf(stderr, "Try 'custom_op --help' for more information.\n");
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  int parsed = parse_args(argc, argv);
+  if (parsed) return parsed < 0 ? 0 : parsed;
   if (register_ops() != TG_OK) {
     fprintf(stderr, "custom_op: %s\n", tg_last_error_message());
     return 1;

@@ -12,13 +12,15 @@
  *    sum(new_h) + sum(new_cell), each timed on its own; median over --iters iterations
  *    after a warm-up; also the bytes each graph keeps for backward. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
+#include <ctype.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../bench/timing.h" /* stopwatch and median, shared with the benchmark */
+#include "cli_parse.h"
 #include "tg/tg.h"
 
 typedef struct config {
@@ -40,26 +42,15 @@ static const char *const usage =
 
 /* ---- command line ---- */
 
-static bool parse_count(const char *flag, const char *text, int64_t max, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(text, &end, 10);
-  if (errno || *end || v < 1 || v > max) {
-    fprintf(stderr, "tg-lltm: %s wants an integer in 1..%lld, got '%s'\n", flag, (long long)max,
-            text);
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
 static bool parse_device(const char *text, tg_device *out) {
   if (strcmp(text, "cpu") == 0 || strcmp(text, "cuda") == 0) {
     *out = text[0] == 'c' && text[1] == 'p' ? TG_DEVICE_CPU : TG_DEVICE_CUDA(0);
     return true;
   }
   char *end;
-  long index = strncmp(text, "cuda:", 5) == 0 ? strtol(text + 5, &end, 10) : -1;
+  long index = strncmp(text, "cuda:", 5) == 0 && isdigit((unsigned char)text[5])
+                   ? strtol(text + 5, &end, 10)
+                   : -1;
   if (index >= 0 && index < 64 && end != text + 5 && *end == '\0') {
     *out = TG_DEVICE_CUDA((int)index);
     return true;
@@ -68,7 +59,8 @@ static bool parse_device(const char *text, tg_device *out) {
   return false;
 }
 
-/* Returns 0 to run, 1 on a bad command line, 2 after --help. */
+/* Returns 0 to run, else the exit status: CLI_EXIT_USAGE on a bad command line, -1 (for 0)
+ * after --help. */
 static int parse_args(int argc, char **argv, config *cfg) {
   *cfg = (config){.batch = 16,
                   .features = 32,
@@ -76,50 +68,68 @@ static int parse_args(int argc, char **argv, config *cfg) {
                   .dtype = TG_F32,
                   .device = TG_DEVICE_CPU,
                   .iters = 100};
-  for (int i = 1; i < argc; i++) {
-    const char *flag = argv[i];
-    if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
-      fputs(usage, stdout);
-      return 2;
-    }
-    if (strcmp(flag, "--json") == 0) {
-      cfg->json = true;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      fprintf(stderr, "tg-lltm: unknown flag or missing value: %s\n%s", flag, usage);
-      return 1;
-    }
-    const char *value = argv[++i];
-    int64_t n;
+  enum { BATCH = 256, FEATURES, STATE, ITERS, THREADS, DTYPE, DEVICE, GRAD, JSON };
+  static const struct option options[] = {{"batch", required_argument, NULL, BATCH},
+                                          {"features", required_argument, NULL, FEATURES},
+                                          {"state", required_argument, NULL, STATE},
+                                          {"iters", required_argument, NULL, ITERS},
+                                          {"threads", required_argument, NULL, THREADS},
+                                          {"dtype", required_argument, NULL, DTYPE},
+                                          {"device", required_argument, NULL, DEVICE},
+                                          {"grad", required_argument, NULL, GRAD},
+                                          {"json", no_argument, NULL, JSON},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+  const char *me = "tg-lltm";
+  int c, index;
+  while ((c = getopt_long(argc, argv, "h", options, &index)) != -1) {
+    const char *flag = c >= BATCH ? options[index].name : "";
+    char name[32];
+    snprintf(name, sizeof name, "--%s", flag);
     bool ok = true;
-    if (strcmp(flag, "--batch") == 0) {
-      ok = parse_count(flag, value, 1 << 24, &cfg->batch);
-    } else if (strcmp(flag, "--features") == 0) {
-      ok = parse_count(flag, value, 1 << 24, &cfg->features);
-    } else if (strcmp(flag, "--state") == 0) {
-      ok = parse_count(flag, value, 1 << 24, &cfg->state);
-    } else if (strcmp(flag, "--iters") == 0) {
-      ok = parse_count(flag, value, 1000000, &n);
-      cfg->iters = (int)n;
-    } else if (strcmp(flag, "--threads") == 0) {
-      ok = parse_count(flag, value, 1024, &n);
-      cfg->threads = (int)n;
-    } else if (strcmp(flag, "--dtype") == 0) {
-      ok = strcmp(value, "f32") == 0 || strcmp(value, "f64") == 0;
-      cfg->dtype = strcmp(value, "f64") == 0 ? TG_F64 : TG_F32;
-      if (!ok) fprintf(stderr, "tg-lltm: --dtype wants f32 or f64, got '%s'\n", value);
-    } else if (strcmp(flag, "--device") == 0) {
-      ok = parse_device(value, &cfg->device);
-    } else if (strcmp(flag, "--grad") == 0) {
-      ok = strcmp(value, "params") == 0 || strcmp(value, "all") == 0;
-      cfg->grad_all = strcmp(value, "all") == 0;
-      if (!ok) fprintf(stderr, "tg-lltm: --grad wants params or all, got '%s'\n", value);
-    } else {
-      fprintf(stderr, "tg-lltm: unknown flag %s\n%s", flag, usage);
-      return 1;
+    switch (c) {
+    case 'h':
+      fputs(usage, stdout);
+      return -1;
+    case JSON:
+      cfg->json = true;
+      break;
+    case BATCH:
+      ok = cli_parse_i64(me, name, optarg, 1, 1 << 24, &cfg->batch);
+      break;
+    case FEATURES:
+      ok = cli_parse_i64(me, name, optarg, 1, 1 << 24, &cfg->features);
+      break;
+    case STATE:
+      ok = cli_parse_i64(me, name, optarg, 1, 1 << 24, &cfg->state);
+      break;
+    case ITERS:
+      ok = cli_parse_int(me, name, optarg, 1, 1000000, &cfg->iters);
+      break;
+    case THREADS:
+      ok = cli_parse_int(me, name, optarg, 1, 1024, &cfg->threads);
+      break;
+    case DTYPE:
+      ok = strcmp(optarg, "f32") == 0 || strcmp(optarg, "f64") == 0;
+      cfg->dtype = strcmp(optarg, "f64") == 0 ? TG_F64 : TG_F32;
+      if (!ok) fprintf(stderr, "tg-lltm: --dtype wants f32 or f64, got '%s'\n", optarg);
+      break;
+    case DEVICE:
+      ok = parse_device(optarg, &cfg->device);
+      break;
+    case GRAD:
+      ok = strcmp(optarg, "params") == 0 || strcmp(optarg, "all") == 0;
+      cfg->grad_all = strcmp(optarg, "all") == 0;
+      if (!ok) fprintf(stderr, "tg-lltm: --grad wants params or all, got '%s'\n", optarg);
+      break;
+    default:
+      return cli_usage_error(me);
     }
-    if (!ok) return 1;
+    if (!ok) return CLI_EXIT_USAGE;
+  }
+  if (optind < argc) {
+    fprintf(stderr, "tg-lltm: unexpected argument '%s'\n", argv[optind]);
+    return cli_usage_error(me);
   }
   return 0;
 }
@@ -131,17 +141,10 @@ static void fail(const char *what) {
   exit(1);
 }
 
-/* max |a - b| over all elements, computed on the host in F64. */
+/* max |a - b| over all elements (tg_max_abs_diff compares on the host in double). */
 static double max_abs_diff(const tg_tensor *a, const tg_tensor *b) {
-  tg_scope sc = tg_scope_begin(); /* the difference and its copies are temporaries */
-  tg_tensor *d = tg_to_device(tg_to_dtype(tg_sub(a, b), TG_F64), TG_DEVICE_CPU);
-  double *host = d ? malloc(sizeof(double) * (size_t)tg_numel(d) + 1) : NULL;
-  if (!host || tg_to_host_array(d, host, sizeof(double) * (size_t)tg_numel(d)) != TG_OK)
-    fail("comparing results");
-  double m = 0;
-  for (int64_t i = 0; i < tg_numel(d); i++) m = fmax(m, fabs(host[i]));
-  free(host);
-  tg_scope_end(sc);
+  double m = tg_max_abs_diff(a, b);
+  if (m < 0) fail("comparing results");
   return m;
 }
 
@@ -356,7 +359,7 @@ static void print_json(const config *cfg, const double diffs[N_COMPARED], const 
 int main(int argc, char **argv) {
   config cfg;
   int parsed = parse_args(argc, argv, &cfg);
-  if (parsed) return parsed == 2 ? 0 : 1;
+  if (parsed) return parsed < 0 ? 0 : parsed;
   if (!tg_blis_kernels()) fail("choosing BLIS's kernels");
   if (cfg.threads > 0) tg_set_num_threads(cfg.threads);
 

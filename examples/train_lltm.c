@@ -4,14 +4,15 @@
  * of the first feature of x_0..x_t. The cell (fused or composed) carries the state, a Linear
  * reads it out, mse_loss compares, Adam updates. One training step is one scope.
  *
- *   train_lltm [--composed] [--steps N]
+ *   train_lltm [--composed] [--steps N] [--help]
  *
  * Prints the loss as it falls and exits 0 when the last loss is below a quarter of the
  * first. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "cli_parse.h"
 #include "tg/tg.h"
 
 enum { BATCH = 32, FEATURES = 4, STATE = 32, STEPS_PER_SEQUENCE = 8 };
@@ -46,19 +47,42 @@ static tg_status train_step(tg_lltm_cell *cell, tg_linear *readout, tg_optimizer
   return st;
 }
 
+static const char usage[] =
+    "usage: train_lltm [--composed] [--steps N]\n"
+    "Trains a small LLTM to track a running sum; exits 0 when the loss fell below a quarter.\n"
+    "  --composed  the cell composed of tg ops (default: the fused one)\n"
+    "  --steps N   training sequences, 1..1000000 (default 300)\n";
+
+/* 0 to run, else the exit status (CLI_EXIT_USAGE, or -1 for 0 after --help). */
+static int parse_args(int argc, char **argv, tg_lltm_impl *impl, int *steps) {
+  static const struct option options[] = {{"composed", no_argument, NULL, 'c'},
+                                          {"steps", required_argument, NULL, 's'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    if (c == 'c')
+      *impl = TG_LLTM_COMPOSED;
+    else if (c == 's') {
+      if (!cli_parse_int("train_lltm", "--steps", optarg, 1, 1000000, steps)) return CLI_EXIT_USAGE;
+    } else if (c == 'h') {
+      fputs(usage, stdout);
+      return -1;
+    } else
+      return cli_usage_error("train_lltm");
+  }
+  if (optind < argc) {
+    fprintf(stderr, "train_lltm: unexpected argument '%s'\n", argv[optind]);
+    return cli_usage_error("train_lltm");
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   tg_lltm_impl impl = TG_LLTM_FUSED;
   int steps = 300;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--composed") == 0)
-      impl = TG_LLTM_COMPOSED;
-    else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
-      steps = atoi(argv[++i]);
-    else {
-      fprintf(stderr, "usage: %s [--composed] [--steps N]\n", argv[0]);
-      return 2;
-    }
-  }
+  int parsed = parse_args(argc, argv, &impl, &steps);
+  if (parsed) return parsed < 0 ? 0 : parsed;
   tg_generator *gen = tg_generator_new(1);
   tg_lltm_cell *cell = tg_lltm_cell_new(FEATURES, STATE, TG_OPTS_DEFAULT, gen);
   tg_linear *readout = tg_linear_new(STATE, 1, true, TG_OPTS_DEFAULT, gen);

@@ -6,12 +6,6 @@
 #include <tg/extension.h>
 #include <tg/tg.h>
 
-/* max |a - b| over the elements of two same-shaped tensors; -1 on error */
-static double max_abs_diff(const tg_tensor *a, const tg_tensor *b) {
-  double d = -1;
-  return tg_item(tg_max(tg_abs(tg_sub(a, b))), &d) == TG_OK ? d : -1;
-}
-
 static int run(const char *source) {
   tg_extension *ext = tg_extension_jit("lltm_ext", 1, &source, (tg_jit_options){.verbose = true});
   if (!ext) return fprintf(stderr, "jit_lltm_ext: %s\n", tg_last_error_message()), 1;
@@ -28,8 +22,8 @@ static int run(const char *source) {
   tg_tensor *ext_out[2], *ref_out[2];
   tg_status st = tg_apply(tg_op_lookup("lltm_ext"), 5, in, 0, NULL, 2, ext_out);
   if (st == TG_OK) st = tg_lltm(in[0], in[1], in[2], in[3], in[4], &ref_out[0], &ref_out[1]);
-  double dh = st == TG_OK ? max_abs_diff(ext_out[0], ref_out[0]) : -1;
-  double dc = st == TG_OK ? max_abs_diff(ext_out[1], ref_out[1]) : -1;
+  double dh = st == TG_OK ? tg_max_abs_diff(ext_out[0], ref_out[0]) : -1;
+  double dc = st == TG_OK ? tg_max_abs_diff(ext_out[1], ref_out[1]) : -1;
   if (st == TG_OK)
     printf("lltm_ext vs lltm: max |diff| new_h %.3g, new_cell %.3g\n", dh, dc);
   else

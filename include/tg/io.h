@@ -48,7 +48,8 @@ const char *tg_tensor_dict_meta_value(const tg_tensor_dict *d, int i);
  * Reads F32 ('<f4', '>f4'), F64 ('<f8', '>f8') and I64 ('<i8', '>i8'), C or Fortran order,
  * any number of dims up to TG_MAX_DIMS (0-dim and zero-size included); writes version 1.0
  * (2.0 when the header needs it), little-endian, C order. Anything else ('<f2', object
- * arrays, structured dtypes) is TG_ERR_DTYPE naming the descr. */
+ * arrays, structured dtypes) is TG_ERR_DTYPE naming the descr; a valid file with more dims
+ * than TG_MAX_DIMS is TG_ERR_UNSUPPORTED. docs/io.md has the details. */
 tg_status tg_npy_save(const char *path, const tg_tensor *t);
 tg_tensor *tg_npy_load(const char *path); /* scope-owned, like every op's result */
 /* The same from and to memory (a network buffer, a fuzzer's input). tg_npy_serialize

@@ -448,6 +448,25 @@ tg_status tg_backward(const tg_tensor *root, const tg_tensor *grad) {
   return backward_impl("tg_backward", root, grad, (tg_backward_options){0});
 }
 
+tg_status tg_backward_multi(int n_roots, const tg_tensor *const *roots,
+                            const tg_tensor *const *grads, tg_backward_options opts) {
+  const char *name = "tg_backward_multi";
+  if (n_roots <= 0 || !roots)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: need at least one root (got %d, roots %s)", name,
+                        n_roots, roots ? "given" : "NULL");
+  for (int r = 0; r < n_roots; r++)
+    if (!roots[r])
+      return tg_last_error() != TG_OK
+                 ? tg_last_error()
+                 : tg_set_error(TG_ERR_ARGUMENT, "%s: root %d is NULL", name, r);
+  /* The same pass as tg_backward's, over every root: a leaf root gets its grad added. */
+  tg_scope scope;
+  tg_status st = tg__scope_open(&scope);
+  if (st == TG_OK) st = run_backward(name, n_roots, roots, grads, opts, NULL);
+  tg_scope_end(scope);
+  return st;
+}
+
 tg_status tg_autograd_grad(int n_outputs, const tg_tensor *const *outputs,
                            const tg_tensor *const *grad_outputs, int n_inputs,
                            const tg_tensor *const *inputs, tg_tensor **grads_out,

@@ -3,12 +3,14 @@
 #include "io/file_io.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tensor/host_memory.h"
@@ -87,14 +89,39 @@ static void dir_of(const char *path, char *buf, size_t len) {
   }
 }
 
+/* Creates a new file "<path>.tmp.XXXXXX" (6 random letters) in tmp, exclusively. Not
+ * mkstemp: it makes the file 0600, and the rename would carry that onto the target; a file
+ * tg writes gets 0666 less the umask, like one fopen creates. -1 with errno on failure. */
+static int create_temp(const char *path, char *tmp, size_t cap) {
+  static _Atomic unsigned long long counter;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  unsigned long long seed = (unsigned long long)ts.tv_nsec ^ (unsigned long long)ts.tv_sec << 30 ^
+                            (unsigned long long)getpid() << 16 ^ ++counter;
+  for (int attempt = 0; attempt < 100; attempt++) {
+    unsigned long long x = (seed += 0x9e3779b97f4a7c15ULL); /* splitmix64 */
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    char suffix[7];
+    for (int k = 0; k < 6; k++, x /= 52)
+      suffix[k] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[x % 52];
+    suffix[6] = '\0';
+    snprintf(tmp, cap, "%s.tmp.%s", path, suffix);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
 tg_status tg__write_file_atomic(const char *fn, const char *path, const void *data, size_t nbytes) {
   if (!path || !path[0]) return tg_set_error(TG_ERR_ARGUMENT, "%s: path is NULL or empty", fn);
   size_t plen = strlen(path);
   if (plen > 4000) return tg_set_error(TG_ERR_ARGUMENT, "%s: path is too long", fn);
   char *tmp = tg__host_malloc(plen + 16);
   if (!tmp) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory writing '%s'", fn, path);
-  snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(tmp);
+  int fd = create_temp(path, tmp, plen + 16);
   if (fd < 0) {
     int err = errno;
     tg__host_free(tmp);

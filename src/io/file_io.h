@@ -13,10 +13,11 @@
 tg_status tg__read_file(const char *fn, const char *path, size_t max_bytes, void **data,
                         size_t *nbytes);
 
-/* Writes data to path atomically: to a new temporary file beside it (path.tmp.XXXXXX),
- * fsync, rename over path, fsync the directory. On any failure the temporary file is
- * removed, path is left as it was, and the error is TG_ERR_IO naming fn, the path and the
- * step that failed. Written in chunks of TG__WRITE_CHUNK bytes. */
+/* Writes data to path atomically: to a new temporary file beside it (path.tmp.XXXXXX, mode
+ * 0666 less the umask, as fopen would create it), fsync, rename over path, fsync the
+ * directory. On any failure the temporary file is removed, path is left as it was, and the
+ * error is TG_ERR_IO naming fn, the path and the step that failed. Written in chunks of
+ * TG__WRITE_CHUNK bytes. */
 #define TG__WRITE_CHUNK ((size_t)1 << 20)
 tg_status tg__write_file_atomic(const char *fn, const char *path, const void *data, size_t nbytes);
 

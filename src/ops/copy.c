@@ -111,6 +111,7 @@ tg_status tg_fill_(tg_tensor *t, double value) {
   if (tg_is_grad_enabled() && t->requires_grad)
     return tg_set_error(TG_ERR_UNSUPPORTED,
                         "tg_fill_: t requires grad; fill it inside tg_no_grad_begin/end");
+  if (!tg__value_fits("tg_fill_", t->dtype, value)) return tg_last_error();
   const tg_backend *be = tg__backend("tg_fill_", t->storage->device);
   if (!be) return tg_last_error();
   tg_status st = be->fill(t, value);
@@ -284,7 +285,8 @@ tg_status tg_set(tg_tensor *t, const int64_t *index, double value) {
     return tg_set_error(TG_ERR_UNSUPPORTED,
                         "tg_set: t requires grad; set elements inside tg_no_grad_begin/end");
   int64_t flat;
-  if (!check_index("tg_set", t, index, &flat)) return tg_last_error();
+  if (!check_index("tg_set", t, index, &flat) || !tg__value_fits("tg_set", t->dtype, value))
+    return tg_last_error();
   size_t es = tg_dtype_size(t->dtype);
   char *p = (char *)t->storage->data + flat * (int64_t)es;
   tg_status st = TG_OK;

@@ -93,9 +93,19 @@ tg_tensor *tg_empty(int ndim, const int64_t *sizes, tg_options opts) {
   return empty_impl(ndim, sizes, opts, "tg_empty");
 }
 
+bool tg__value_fits(const char *op, tg_dtype dtype, double value) {
+  if (dtype != TG_I64 || (value >= -0x1p63 && value < 0x1p63)) return true;
+  tg_set_error(TG_ERR_ARGUMENT, "%s: value %g does not fit an int64 tensor", op, value);
+  return false;
+}
+
 /* Fills a fresh tensor; on failure releases it. */
 static tg_tensor *filled(const char *op, tg_tensor *t, double value) {
   if (!t) return NULL;
+  if (!tg__value_fits(op, t->dtype, value)) {
+    tg_release(t);
+    return NULL;
+  }
   const tg_backend *be = tg__backend(op, t->storage->device);
   if (!be || be->fill(t, value) != TG_OK) {
     tg_release(t);
@@ -123,6 +133,15 @@ tg_tensor *tg_ones(int ndim, const int64_t *sizes, tg_options opts) {
 }
 tg_tensor *tg_full(int ndim, const int64_t *sizes, double value, tg_options opts) {
   return full_impl(ndim, sizes, value, opts, "tg_full");
+}
+
+tg_tensor *tg_scalar(double value, tg_options opts) {
+  /* A value an int64 cannot hold has no conversion (C leaves it undefined): refused. */
+  if (opts.dtype == TG_I64 && !(value >= -0x1p63 && value < 0x1p63)) {
+    tg_set_error(TG_ERR_ARGUMENT, "tg_scalar: value %g does not fit an int64 tensor", value);
+    return NULL;
+  }
+  return full_impl(0, NULL, value, opts, "tg_scalar");
 }
 
 /* Moves a fresh host tensor (consumed) to device; unscoped result. */

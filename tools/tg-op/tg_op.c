@@ -4,6 +4,7 @@
  * every op. `tg-op --help` says how; docs/extensions.md shows it at work. */
 #define _GNU_SOURCE /* getopt_long, strdup */
 #include <errno.h>
+#include <ctype.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -122,7 +123,9 @@ static bool parse_int(const char *option, const char *text, long long min, long 
   char *end = NULL;
   errno = 0;
   long long v = strtoll(text, &end, 10);
-  if (errno || end == text || *end != '\0' || v < min || v > max) {
+  /* strtoll would skip leading spaces: only a sign or a digit may start the number */
+  bool digit_first = isdigit((unsigned char)text[text[0] == '-' || text[0] == '+']);
+  if (errno || !digit_first || *end != '\0' || v < min || v > max) {
     fprintf(stderr, "tg-op: %s: '%s' is not an integer in [%lld, %lld]\n", option, text, min, max);
     return false;
   }
@@ -135,7 +138,8 @@ static bool parse_tolerance(const char *option, const char *text, double *out) {
   char *end = NULL;
   errno = 0;
   double v = strtod(text, &end);
-  if (errno || end == text || *end != '\0' || !(v >= 0) || v == HUGE_VAL) {
+  if (errno || end == text || isspace((unsigned char)text[0]) || *end != '\0' || !(v >= 0) ||
+      v == HUGE_VAL) {
     fprintf(stderr, "tg-op: %s: '%s' is not a finite number >= 0\n", option, text);
     return false;
   }
