@@ -47,6 +47,17 @@ struct tg_module {
  * nothing. */
 void tg__module_init(tg_module *m, const tg__module_class *cls);
 
+/* tg_module_load_state_dict in two steps, for a caller that loads several things all or
+ * nothing (a checkpoint): stage checks everything and makes every allocation, leaving the
+ * module untouched (on failure *out is NULL); then either commit, which copies the values in
+ * (it allocates nothing: only a device error can fail it), or abort. Both free the staged
+ * load. The module must not change in between. */
+typedef struct tg__module_load tg__module_load;
+tg_status tg__module_load_stage(tg_module *m, const tg_tensor_dict *state, bool strict,
+                                tg_load_report *report, tg__module_load **out);
+tg_status tg__module_load_commit(tg__module_load *l);
+void tg__module_load_abort(tg__module_load *l); /* NULL is a no-op */
+
 /* The struct of type T that embeds the module m as its field `member`. */
 #define TG_MODULE_CONTAINER(m, T, member) ((T *)(void *)((char *)(m)-offsetof(T, member)))
 

@@ -106,43 +106,75 @@ static tg_status check_match(const match *mt) {
   return TG_OK;
 }
 
-/* Every check done: copies each source (already on its destination's device) in place.
- * The backends' same-device copy allocates nothing, so this cannot fail half-way for
- * memory. */
-static tg_status copy_all(int n, const match *mt, tg_tensor *const *srcs) {
-  for (int i = 0; i < n; i++) {
-    const tg_backend *be = tg__backend("tg_module_load_state_dict", mt[i].dst->storage->device);
-    tg_status st = be ? be->copy(mt[i].dst, srcs[i]) : tg_last_error();
-    if (st != TG_OK) return st;
-    tg__bump_version(mt[i].dst); /* an in-place write, as any other */
-  }
-  return TG_OK;
+struct tg__module_load {
+  int n;
+  tg_tensor **dst; /* the module's tensors, borrowed */
+  tg_tensor **src; /* the state's, on dst's device; owned references */
+};
+
+void tg__module_load_abort(tg__module_load *l) {
+  if (!l) return;
+  for (int i = 0; i < l->n; i++) tg_release(l->src[i]);
+  tg__host_free(l->dst);
+  tg__host_free(l->src);
+  tg__host_free(l);
 }
 
-/* Brings each source to its destination's device, in the open scope; then copies. */
-static tg_status stage_and_copy(int n, const match *mt) {
-  tg_tensor **srcs = tg__host_calloc(n ? (size_t)n : 1, sizeof *srcs);
-  if (!srcs) return tg_set_error(TG_ERR_MEMORY, "tg_module_load_state_dict: out of memory");
+/* Every check done: brings each source to its destination's device (all the allocations
+ * of a load), keeping references of its own. */
+static tg_status stage(int n, const match *mt, tg__module_load **out) {
+  tg__module_load *l = tg__host_calloc(1, sizeof *l);
+  if (l) {
+    l->dst = tg__host_calloc(n ? (size_t)n : 1, sizeof *l->dst);
+    l->src = tg__host_calloc(n ? (size_t)n : 1, sizeof *l->src);
+  }
+  if (!l || !l->dst || !l->src) {
+    tg__module_load_abort(l);
+    return tg_set_error(TG_ERR_MEMORY, "tg_module_load_state_dict: out of memory");
+  }
   tg_status st = TG_OK;
   tg_no_grad_begin();
   tg_scope s = tg_scope_begin();
   for (int i = 0; i < n && st == TG_OK; i++) {
-    srcs[i] = tg_to_device(mt[i].src, mt[i].dst->storage->device);
-    if (!srcs[i]) st = tg_last_error();
+    tg_tensor *src = tg_to_device(mt[i].src, mt[i].dst->storage->device);
+    if (!src) {
+      st = tg_last_error();
+      break;
+    }
+    l->dst[i] = mt[i].dst;
+    l->src[i] = tg_retain(src);
+    l->n = i + 1;
   }
-  if (st == TG_OK) st = copy_all(n, mt, srcs);
   tg_scope_end(s);
   tg_no_grad_end();
-  tg__host_free(srcs);
+  if (st != TG_OK) {
+    tg__module_load_abort(l);
+    return st;
+  }
+  *out = l;
+  return TG_OK;
+}
+
+/* Copies each staged source in place. The backends' same-device copy allocates nothing, so
+ * this cannot fail for memory half-way. */
+tg_status tg__module_load_commit(tg__module_load *l) {
+  tg_status st = TG_OK;
+  for (int i = 0; i < l->n && st == TG_OK; i++) {
+    const tg_backend *be = tg__backend("tg_module_load_state_dict", l->dst[i]->storage->device);
+    st = be ? be->copy(l->dst[i], l->src[i]) : tg_last_error();
+    if (st == TG_OK) tg__bump_version(l->dst[i]); /* an in-place write, as any other */
+  }
+  tg__module_load_abort(l);
   return st;
 }
 
-tg_status tg_module_load_state_dict(tg_module *m, const tg_tensor_dict *state, bool strict,
-                                    tg_load_report *report) {
+tg_status tg__module_load_stage(tg_module *m, const tg_tensor_dict *state, bool strict,
+                                tg_load_report *report, tg__module_load **out) {
   static const char *fn = "tg_module_load_state_dict";
   tg_load_report local;
   tg_load_report *r = report ? report : &local;
   memset(r, 0, sizeof *r);
+  *out = NULL;
   if (!m) return tg_set_error(TG_ERR_ARGUMENT, "%s: m is NULL", fn);
   if (!state) return tg_set_error(TG_ERR_ARGUMENT, "%s: state is NULL", fn);
   const tg__module_flat *lists[2] = {&m->flat_params, &m->flat_buffers};
@@ -178,9 +210,18 @@ tg_status tg_module_load_state_dict(tg_module *m, const tg_tensor_dict *state, b
                       "%s: the state does not match the %s module (%d missing, %d unexpected): %s",
                       fn, tg_module_type(m), r->n_missing, r->n_unexpected, r->names);
   for (int i = 0; i < n && st == TG_OK; i++) st = check_match(&mt[i]);
-  if (st == TG_OK) st = stage_and_copy(n, mt);
+  if (st == TG_OK) st = stage(n, mt, out);
   if (st == TG_OK) r->n_loaded = n;
   tg__host_free(mt);
+  return st;
+}
+
+tg_status tg_module_load_state_dict(tg_module *m, const tg_tensor_dict *state, bool strict,
+                                    tg_load_report *report) {
+  tg__module_load *l;
+  tg_status st = tg__module_load_stage(m, state, strict, report, &l);
+  if (st == TG_OK) st = tg__module_load_commit(l);
+  if (st != TG_OK && report) report->n_loaded = 0;
   return st;
 }
 

@@ -22,4 +22,14 @@ struct tg_optimizer {
   int64_t *steps; /* updates made to each parameter (Adam's bias correction) */
 };
 
+/* tg_optimizer_load_state_dict in two steps, for a caller that loads several things all or
+ * nothing (a checkpoint): stage checks everything and makes every allocation, leaving the
+ * optimizer untouched (on failure *out is NULL); then commit (reference moves only: it
+ * cannot fail) or abort. Both free the staged load. */
+typedef struct tg__optimizer_load tg__optimizer_load;
+tg_status tg__optimizer_load_stage(tg_optimizer *opt, const tg_tensor_dict *state,
+                                   tg__optimizer_load **out);
+void tg__optimizer_load_commit(tg__optimizer_load *l);
+void tg__optimizer_load_abort(tg__optimizer_load *l); /* NULL is a no-op */
+
 #endif

@@ -154,42 +154,80 @@ static tg_status own_copy(const tg_tensor *param, const tg_tensor *src, bool zer
   return *out ? TG_OK : tg_last_error();
 }
 
-tg_status tg_optimizer_load_state_dict(tg_optimizer *opt, const tg_tensor_dict *state) {
+struct tg__optimizer_load {
+  tg_optimizer *opt;
+  tg_tensor **next; /* 2 per parameter: its new state1, state2 (NULL: none); owned */
+  int64_t *steps;
+};
+
+void tg__optimizer_load_abort(tg__optimizer_load *l) {
+  if (!l) return;
+  for (int i = 0; l->next && i < 2 * l->opt->n; i++) tg_release(l->next[i]);
+  tg__host_free(l->next);
+  tg__host_free(l->steps);
+  tg__host_free(l);
+}
+
+void tg__optimizer_load_commit(tg__optimizer_load *l) {
+  tg_optimizer *opt = l->opt;
+  for (int i = 0; i < opt->n; i++) { /* reference moves: nothing can fail */
+    tg_release(opt->state1[i]);
+    tg_release(opt->state2[i]);
+    opt->state1[i] = l->next[2 * i];
+    opt->state2[i] = l->next[2 * i + 1];
+    l->next[2 * i] = l->next[2 * i + 1] = NULL;
+    opt->steps[i] = opt->kind == OPT_ADAM ? l->steps[i] : (opt->state1[i] ? 1 : 0);
+  }
+  tg__optimizer_load_abort(l);
+}
+
+tg_status tg__optimizer_load_stage(tg_optimizer *opt, const tg_tensor_dict *state,
+                                   tg__optimizer_load **out) {
+  *out = NULL;
   if (!opt) return tg_set_error(TG_ERR_ARGUMENT, "%s: opt is NULL", fn);
   if (!state) return tg_set_error(TG_ERR_ARGUMENT, "%s: state is NULL", fn);
   const int n = opt->n;
   const tg_tensor **found = tg__host_calloc((size_t)n * N_WHAT, sizeof *found);
-  int64_t *steps = tg__host_calloc((size_t)n, sizeof *steps);
-  tg_tensor **next = tg__host_calloc((size_t)n * 2, sizeof *next);
-  if (!found || !steps || !next) {
+  tg__optimizer_load *l = tg__host_calloc(1, sizeof *l);
+  if (l) {
+    l->opt = opt;
+    l->steps = tg__host_calloc((size_t)n, sizeof *l->steps);
+    l->next = tg__host_calloc((size_t)n * 2, sizeof *l->next);
+  }
+  if (!found || !l || !l->steps || !l->next) {
     tg__host_free(found);
-    tg__host_free(steps);
-    tg__host_free(next);
+    tg__optimizer_load_abort(l);
     return tg_set_error(TG_ERR_MEMORY, "%s: out of memory", fn);
   }
   tg_no_grad_begin();
   tg_scope s = tg_scope_begin();
-  tg_status st = check_all(opt, state, found, steps);
+  tg_status st = check_all(opt, state, found, l->steps);
   const bool adam = opt->kind == OPT_ADAM;
   for (int i = 0; i < n && st == TG_OK; i++) {
-    st = own_copy(opt->params[i], found[N_WHAT * i + (adam ? EXP_AVG : 0)], adam, &next[2 * i]);
+    tg_tensor *a = NULL, *b = NULL;
+    st = own_copy(opt->params[i], found[N_WHAT * i + (adam ? EXP_AVG : 0)], adam, &a);
     if (st == TG_OK && adam)
-      st = own_copy(opt->params[i], found[N_WHAT * i + EXP_AVG_SQ], true, &next[2 * i + 1]);
-  }
-  if (st == TG_OK) { /* everything checked and staged: replace the state whole */
-    for (int i = 0; i < n; i++) {
-      tg_release(opt->state1[i]);
-      tg_release(opt->state2[i]);
-      opt->state1[i] = next[2 * i] ? tg_retain(next[2 * i]) : NULL;
-      opt->state2[i] = next[2 * i + 1] ? tg_retain(next[2 * i + 1]) : NULL;
-      opt->steps[i] = adam ? steps[i] : (next[2 * i] ? 1 : 0);
+      st = own_copy(opt->params[i], found[N_WHAT * i + EXP_AVG_SQ], true, &b);
+    if (st == TG_OK) { /* kept past the scope */
+      l->next[2 * i] = a ? tg_retain(a) : NULL;
+      l->next[2 * i + 1] = b ? tg_retain(b) : NULL;
     }
   }
   tg_scope_end(s);
   tg_no_grad_end();
   tg__host_free(found);
-  tg__host_free(steps);
-  tg__host_free(next);
-  if (st != TG_OK) tg__error_prefix(fn);
+  if (st != TG_OK) {
+    tg__optimizer_load_abort(l);
+    tg__error_prefix(fn);
+    return st;
+  }
+  *out = l;
+  return TG_OK;
+}
+
+tg_status tg_optimizer_load_state_dict(tg_optimizer *opt, const tg_tensor_dict *state) {
+  tg__optimizer_load *l;
+  tg_status st = tg__optimizer_load_stage(opt, state, &l);
+  if (st == TG_OK) tg__optimizer_load_commit(l);
   return st;
 }
