@@ -9,7 +9,7 @@ mark_as_advanced(TG_INSTALL_CMAKEDIR)
 
 # The targets link BLIS and libm by absolute path (right for the build tree, wrong on another
 # machine). The exported interface names them instead: BLIS::BLIS, which tgConfig.cmake
-# defines after finding BLIS again, and plain m.
+# defines after finding BLIS again, and plain m and cjson.
 foreach(lib tg tg_shared)
   get_target_property(_tg_iface ${lib} INTERFACE_LINK_LIBRARIES)
   set(_tg_new "")
@@ -18,6 +18,10 @@ foreach(lib tg tg_shared)
       list(APPEND _tg_new "$<BUILD_INTERFACE:${item}>" "$<INSTALL_INTERFACE:BLIS::BLIS>")
     elseif(TG_LIBM AND item STREQUAL "${TG_LIBM}")
       list(APPEND _tg_new "$<BUILD_INTERFACE:${item}>" "$<INSTALL_INTERFACE:m>")
+    elseif(item STREQUAL "${TG_CJSON_LIBRARY}" AND lib STREQUAL "tg")
+      list(APPEND _tg_new "$<BUILD_INTERFACE:${item}>" "$<INSTALL_INTERFACE:cjson>")
+    elseif(item STREQUAL "${TG_CJSON_LIBRARY}") # libtg.so needs libcjson.so itself, not its users
+      list(APPEND _tg_new "$<BUILD_INTERFACE:${item}>")
     else()
       list(APPEND _tg_new "${item}")
     endif()
@@ -65,7 +69,7 @@ foreach(dir LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 
-# What a static link needs beyond -ltg: BLIS, the OpenMP runtime, threads, libm, CUDA.
+# What a static link needs beyond -ltg: BLIS, libcjson, the OpenMP runtime, threads, libm, CUDA.
 set(TG_PC_LIBS_PRIVATE "")
 function(tg_pc_add_library path)
   get_filename_component(dir "${path}" DIRECTORY)
@@ -88,6 +92,7 @@ endif()
 if(TG_HAVE_XSMM)
   set(TG_PC_LIBS_PRIVATE "${TG_PC_LIBS_PRIVATE} -ldl -lrt")
 endif()
+tg_pc_add_library("${TG_CJSON_LIBRARY}")
 foreach(name IN LISTS OpenMP_C_LIB_NAMES)
   tg_pc_add_library("${OpenMP_${name}_LIBRARY}")
 endforeach()

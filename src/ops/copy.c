@@ -1,4 +1,5 @@
 /* Copies, fills, element access and dtype/device conversion. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,7 +112,6 @@ tg_status tg_fill_(tg_tensor *t, double value) {
   if (tg_is_grad_enabled() && t->requires_grad)
     return tg_set_error(TG_ERR_UNSUPPORTED,
                         "tg_fill_: t requires grad; fill it inside tg_no_grad_begin/end");
-  if (!tg__value_fits("tg_fill_", t->dtype, value)) return tg_last_error();
   const tg_backend *be = tg__backend("tg_fill_", t->storage->device);
   if (!be) return tg_last_error();
   tg_status st = be->fill(t, value);
@@ -185,7 +185,14 @@ tg_tensor *tg_to_dtype(const tg_tensor *t, tg_dtype dtype) {
 
 tg_status tg__fwd_to_device(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *t = in[0];
-  tg_device device = {(tg_device_type)tg_ctx_int(ctx, 0), (int)tg_ctx_int(ctx, 1)};
+  const int64_t type = tg_ctx_int(ctx, 0), index = tg_ctx_int(ctx, 1);
+  /* Checked here too: tg_apply_ex may run the op directly with any ints. */
+  if (type < 0 || type >= TG_NUM_DEVICE_TYPES || index < INT_MIN || index > INT_MAX)
+    return tg_set_error(TG_ERR_DEVICE, "tg_to_device: invalid device type %lld, index %lld",
+                        (long long)type, (long long)index);
+  tg_device device = {(tg_device_type)type, (int)index};
+  const tg_backend *be = tg__backend("tg_to_device", device);
+  if (!be || be->check_device("tg_to_device", device) != TG_OK) return tg_last_error();
   tg_tensor *o = tg__empty_op("tg_to_device", t->ndim, t->sizes, t->dtype, device);
   if (!o || copy_same_sizes("tg_to_device", o, t) != TG_OK) {
     tg_release(o);
@@ -285,8 +292,7 @@ tg_status tg_set(tg_tensor *t, const int64_t *index, double value) {
     return tg_set_error(TG_ERR_UNSUPPORTED,
                         "tg_set: t requires grad; set elements inside tg_no_grad_begin/end");
   int64_t flat;
-  if (!check_index("tg_set", t, index, &flat) || !tg__value_fits("tg_set", t->dtype, value))
-    return tg_last_error();
+  if (!check_index("tg_set", t, index, &flat)) return tg_last_error();
   size_t es = tg_dtype_size(t->dtype);
   char *p = (char *)t->storage->data + flat * (int64_t)es;
   tg_status st = TG_OK;

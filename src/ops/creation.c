@@ -93,19 +93,9 @@ tg_tensor *tg_empty(int ndim, const int64_t *sizes, tg_options opts) {
   return empty_impl(ndim, sizes, opts, "tg_empty");
 }
 
-bool tg__value_fits(const char *op, tg_dtype dtype, double value) {
-  if (dtype != TG_I64 || (value >= -0x1p63 && value < 0x1p63)) return true;
-  tg_set_error(TG_ERR_ARGUMENT, "%s: value %g does not fit an int64 tensor", op, value);
-  return false;
-}
-
 /* Fills a fresh tensor; on failure releases it. */
 static tg_tensor *filled(const char *op, tg_tensor *t, double value) {
   if (!t) return NULL;
-  if (!tg__value_fits(op, t->dtype, value)) {
-    tg_release(t);
-    return NULL;
-  }
   const tg_backend *be = tg__backend(op, t->storage->device);
   if (!be || be->fill(t, value) != TG_OK) {
     tg_release(t);

@@ -20,9 +20,4 @@ tg_tensor *tg__empty_op(const char *op, int ndim, const int64_t *sizes, tg_dtype
  * (src/ops/copy.c). */
 tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t);
 
-/* Whether value can be stored in dtype: an I64 element takes only a finite value inside the
- * int64 range (C leaves any other conversion undefined). Records TG_ERR_ARGUMENT naming op
- * otherwise. */
-bool tg__value_fits(const char *op, tg_dtype dtype, double value);
-
 #endif

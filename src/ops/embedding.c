@@ -3,10 +3,15 @@
  * gradient added into its index's row). The two are each other's gradient (a gather's
  * adjoint is a scatter-add and back), so double backward works to any order.
  *
- * Indices are checked on the host by the public front end, once; the ops' forwards flatten
- * them to [m] and run the backend's index_select_rows / index_add_rows over [m, d]. */
+ * Each op's forward checks its inputs, indices in range included (read on the host), since
+ * tg_apply is public: the front end checks only what tg_apply would name worse (NULLs and
+ * devices). The forwards then flatten the indices to [m] and run the backend's
+ * index_select_rows / index_add_rows over [m, d]. The backwards apply the two ops through
+ * unchecked copies of their descriptors (same names): the indices they pass were checked
+ * when the forward pass ran, so training reads them to the host once per step, not twice. */
 #include <stdio.h>
 
+#include "autograd/node.h"
 #include "ops/backend.h"
 #include "ops/registry.h"
 #include "tensor/check.h"
@@ -24,9 +29,52 @@ static tg_tensor *flat_indices(const tg_tensor *indices) {
   return tg_reshape(indices, 1, &m);
 }
 
+/* Writes "[i, j, ...]", the position of flat element k of sizes, into buf ("" for 0-dim). */
+static void format_position(char *buf, size_t cap, int ndim, const int64_t *sizes, int64_t k) {
+  buf[0] = '\0';
+  if (ndim == 0) return;
+  int64_t pos[TG_MAX_DIMS];
+  for (int dim = ndim - 1; dim >= 0; dim--) {
+    pos[dim] = sizes[dim] > 0 ? k % sizes[dim] : 0;
+    k = sizes[dim] > 0 ? k / sizes[dim] : 0;
+  }
+  size_t used = (size_t)snprintf(buf, cap, "[");
+  for (int dim = 0; dim < ndim && used < cap; dim++)
+    used += (size_t)snprintf(buf + used, cap - used, dim ? ", %lld" : "%lld", (long long)pos[dim]);
+  if (used < cap) snprintf(buf + used, cap - used, "]");
+}
+
+/* Every index in [0, n), read on the host before anything is computed; rows names the range
+ * in the message ("the weight's rows"). */
+static bool check_indices(const char *op, const tg_tensor *indices, int64_t n, const char *rows) {
+  const int64_t m = tg__numel(indices->ndim, indices->sizes);
+  int64_t *host = tg__host_malloc(sizeof *host * (size_t)(m > 0 ? m : 1));
+  if (!host) {
+    tg_set_error(TG_ERR_MEMORY, "%s: out of memory reading %lld indices", op, (long long)m);
+    return false;
+  }
+  bool ok = tg_to_host_array(indices, host, sizeof *host * (size_t)m) == TG_OK;
+  for (int64_t k = 0; ok && k < m; k++) {
+    if (host[k] < 0 || host[k] >= n) {
+      char pos[TG_MAX_DIMS * 24 + 4];
+      format_position(pos, sizeof pos, indices->ndim, indices->sizes, k);
+      tg_set_error(TG_ERR_INDEX, "%s: indices%s = %lld is outside %s [0, %lld)", op, pos,
+                   (long long)host[k], rows, (long long)n);
+      ok = false;
+    }
+  }
+  tg__host_free(host);
+  return ok;
+}
+
+static bool check_index_dtype(const char *op, const tg_tensor *indices) {
+  return tg__check(indices->dtype == TG_I64, TG_ERR_DTYPE, op,
+                   "indices is %s; row indices must be int64", tg_dtype_name(indices->dtype));
+}
+
 /* ---- embedding ---- */
 
-tg_status tg__fwd_embedding(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+static tg_status embedding_kernel(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *weight = in[0], *indices = in[1];
   const tg_backend *be = tg__backend("tg_embedding", weight->storage->device);
   const int64_t d = weight->sizes[1];
@@ -43,78 +91,67 @@ tg_status tg__fwd_embedding(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor *
   return TG_OK;
 }
 
-static tg_tensor *embedding_backward(const tg_tensor *grad, const tg_tensor *indices, int64_t n) {
-  return tg_apply1_ex(TG__OP(embedding_backward), TG__IN(grad, indices), TG__NO_SC, TG__INTS(n));
+tg_status tg__fwd_embedding(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  static const char *op = "tg_embedding";
+  const tg_tensor *weight = in[0], *indices = in[1];
+  if (!tg__check_floating(op, "weight", weight) ||
+      !tg__check(weight->ndim == 2, TG_ERR_SHAPE, op, "weight must be 2-D [n, d], got %s",
+                 tg__sizes_str(weight)) ||
+      !check_index_dtype(op, indices) ||
+      !tg__check(indices->ndim < TG_MAX_DIMS, TG_ERR_SHAPE, op,
+                 "indices has %d dims; the output would have %d (at most %d)", indices->ndim,
+                 indices->ndim + 1, TG_MAX_DIMS) ||
+      !check_indices(op, indices, weight->sizes[0], "the weight's rows"))
+    return tg_last_error();
+  return embedding_kernel(ctx, in, out);
 }
+
+static tg_status unchecked_embedding_backward_kernel(tg_ctx *ctx, const tg_tensor *const *in,
+                                                     tg_tensor **out);
+
+/* The ops as the backwards apply them: same names and backwards, forwards without the checks
+ * (not in the registry, so only this file reaches them). */
+static const tg_op_desc unchecked_embedding = {
+    .name = "embedding",
+    .n_inputs = 2,
+    .n_outputs = 1,
+    .forward = {embedding_kernel, embedding_kernel},
+    .backward = tg__bwd_embedding,
+    .flags = TG__OP_BUILTIN,
+};
+static const tg_op_desc unchecked_embedding_backward = {
+    .name = "embedding_backward",
+    .n_inputs = 2,
+    .n_outputs = 1,
+    .forward = {unchecked_embedding_backward_kernel, unchecked_embedding_backward_kernel},
+    .backward = tg__bwd_embedding_backward,
+    .flags = TG__OP_BUILTIN,
+};
 
 /* d weight = the output gradient's rows added into the rows they were read from. */
 tg_status tg__bwd_embedding(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   if (!tg_ctx_needs_input_grad(ctx, 0)) return TG_OK;
   tg_tensor *indices = tg_ctx_saved(ctx, 0);
-  gi[0] = indices ? embedding_backward(g[0], indices, tg_ctx_input_sizes(ctx, 0)[0]) : NULL;
+  gi[0] = indices ? tg_apply1_ex(&unchecked_embedding_backward, TG__IN(g[0], indices), TG__NO_SC,
+                                 TG__INTS(tg_ctx_input_sizes(ctx, 0)[0]))
+                  : NULL;
   return gi[0] ? TG_OK : tg_last_error();
-}
-
-/* Writes "[i, j, ...]", the position of flat element k of sizes, into buf ("" for 0-dim). */
-static void format_position(char *buf, size_t cap, int ndim, const int64_t *sizes, int64_t k) {
-  buf[0] = '\0';
-  if (ndim == 0) return;
-  int64_t pos[TG_MAX_DIMS];
-  for (int dim = ndim - 1; dim >= 0; dim--) {
-    pos[dim] = sizes[dim] > 0 ? k % sizes[dim] : 0;
-    k = sizes[dim] > 0 ? k / sizes[dim] : 0;
-  }
-  size_t used = (size_t)snprintf(buf, cap, "[");
-  for (int dim = 0; dim < ndim && used < cap; dim++)
-    used += (size_t)snprintf(buf + used, cap - used, dim ? ", %lld" : "%lld", (long long)pos[dim]);
-  if (used < cap) snprintf(buf + used, cap - used, "]");
-}
-
-/* Every index in [0, n), read on the host before anything is computed. */
-static bool check_indices(const tg_tensor *indices, int64_t n) {
-  const int64_t m = tg__numel(indices->ndim, indices->sizes);
-  int64_t *host = tg__host_malloc(sizeof *host * (size_t)(m > 0 ? m : 1));
-  if (!host) {
-    tg_set_error(TG_ERR_MEMORY, "tg_embedding: out of memory reading %lld indices", (long long)m);
-    return false;
-  }
-  bool ok = tg_to_host_array(indices, host, sizeof *host * (size_t)m) == TG_OK;
-  for (int64_t k = 0; ok && k < m; k++) {
-    if (host[k] < 0 || host[k] >= n) {
-      char pos[TG_MAX_DIMS * 24 + 4];
-      format_position(pos, sizeof pos, indices->ndim, indices->sizes, k);
-      tg_set_error(TG_ERR_INDEX,
-                   "tg_embedding: indices%s = %lld is outside the weight's rows [0, %lld)", pos,
-                   (long long)host[k], (long long)n);
-      ok = false;
-    }
-  }
-  tg__host_free(host);
-  return ok;
 }
 
 tg_tensor *tg_embedding(const tg_tensor *weight, const tg_tensor *indices) {
   static const char *op = "tg_embedding";
   if (!tg__check_arg(op, "weight", weight) || !tg__check_arg(op, "indices", indices) ||
-      !tg__check_floating(op, "weight", weight) ||
-      !tg__check(weight->ndim == 2, TG_ERR_SHAPE, op, "weight must be 2-D [n, d], got %s",
-                 tg__sizes_str(weight)) ||
-      !tg__check(indices->dtype == TG_I64, TG_ERR_DTYPE, op,
-                 "indices is %s; row indices must be int64", tg_dtype_name(indices->dtype)) ||
-      !tg__check(indices->ndim < TG_MAX_DIMS, TG_ERR_SHAPE, op,
-                 "indices has %d dims; the output would have %d (at most %d)", indices->ndim,
-                 indices->ndim + 1, TG_MAX_DIMS) ||
-      !tg__check_same_device(op, "indices", indices, "weight", weight) ||
-      !check_indices(indices, weight->sizes[0]))
+      !tg__check_same_device(op, "indices", indices, "weight", weight))
     return NULL;
-  return tg_apply1(TG__OP(embedding), TG__IN(weight, indices), TG__NO_SC);
+  return tg_apply1(TG__OP(embedding), TG__IN(weight, indices), TG__NO_SC); /* checks the rest */
 }
 
 /* ---- embedding_backward ---- */
 
-tg_status tg__fwd_embedding_backward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+static tg_status unchecked_embedding_backward_kernel(tg_ctx *ctx, const tg_tensor *const *in,
+                                                     tg_tensor **out) {
   const tg_tensor *grad = in[0], *indices = in[1];
-  const tg_backend *be = tg__backend("tg_embedding", grad->storage->device);
+  const tg_backend *be = tg__backend("tg_embedding_backward", grad->storage->device);
   const int64_t n = tg_ctx_int(ctx, 0), d = grad->sizes[grad->ndim - 1];
   tg_tensor *o = be ? tg_zeros(2, (const int64_t[]){n, d}, options_of(grad, grad->dtype)) : NULL;
   tg_tensor *flat = o ? flat_indices(indices) : NULL;
@@ -126,11 +163,32 @@ tg_status tg__fwd_embedding_backward(tg_ctx *ctx, const tg_tensor *const *in, tg
   return TG_OK;
 }
 
+/* Run directly (tg_apply), the op gets what embedding's backward would pass: grad of sizes
+ * [*indices.shape, d], I64 indices in [0, n), ints: n >= 0. */
+tg_status tg__fwd_embedding_backward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  static const char *op = "tg_embedding_backward";
+  const tg_tensor *grad = in[0], *indices = in[1];
+  const int64_t n = tg_ctx_int(ctx, 0);
+  if (!tg__check(tg_ctx_num_ints(ctx) == 1, TG_ERR_ARGUMENT, op,
+                 "takes 1 integer parameter (n, the weight's rows), %d given",
+                 tg_ctx_num_ints(ctx)) ||
+      !tg__check(n >= 0, TG_ERR_ARGUMENT, op, "n = %lld (the weight's rows) is negative",
+                 (long long)n) ||
+      !tg__check_floating(op, "grad", grad) || !check_index_dtype(op, indices) ||
+      !tg__check(grad->ndim == indices->ndim + 1 &&
+                     tg__dims_equal(indices->ndim, grad->sizes, indices->ndim, indices->sizes),
+                 TG_ERR_SHAPE, op, "grad is %s but indices is %s: grad must be [*indices, d]",
+                 tg__sizes_str(grad), tg__sizes_str(indices)) ||
+      !check_indices(op, indices, n, "the rows of the weight's gradient"))
+    return tg_last_error();
+  return unchecked_embedding_backward_kernel(ctx, in, out);
+}
+
 /* d grad = the rows of the upstream gradient picked again: embedding itself (indices were
  * checked when the forward pass ran). */
 tg_status tg__bwd_embedding_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   if (!tg_ctx_needs_input_grad(ctx, 0)) return TG_OK;
   tg_tensor *indices = tg_ctx_saved(ctx, 0);
-  gi[0] = indices ? tg_apply1(TG__OP(embedding), TG__IN(g[0], indices), TG__NO_SC) : NULL;
+  gi[0] = indices ? tg_apply1(&unchecked_embedding, TG__IN(g[0], indices), TG__NO_SC) : NULL;
   return gi[0] ? TG_OK : tg_last_error();
 }

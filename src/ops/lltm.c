@@ -150,6 +150,9 @@ static tg_tensor *concat_x(const tg_backend *be, const tg_tensor *old_h, const t
 tg_status tg__fwd_lltm(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *input = in[IN_INPUT], *W = in[IN_WEIGHTS], *bias = in[IN_BIAS];
   const tg_tensor *old_h = in[IN_OLD_H], *old_cell = in[IN_OLD_CELL];
+  /* Again here (an O(1) check beside the GEMM): tg_apply may run the op directly. */
+  tg_status st = tg__lltm_check("tg_lltm", input, W, bias, old_h, old_cell, NULL);
+  if (st != TG_OK) return st;
   const int64_t B = input->sizes[0], S = old_h->sizes[1];
   const tg_backend *be = tg__backend("tg_lltm", input->storage->device);
   if (!be) return tg_last_error();
@@ -162,7 +165,7 @@ tg_status tg__fwd_lltm(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out)
   tg_tensor *new_h = matrix_like(input, B, S), *new_cell = matrix_like(input, B, S);
   tg_tensor *w_t = block(W, 0, 0, 3 * S, W->sizes[1], true);
   if (!X || !gates || !new_h || !new_cell || !w_t) return tg_last_error();
-  tg_status st = be->gemm(gates, X, w_t, 1.0, 0.0);
+  st = be->gemm(gates, X, w_t, 1.0, 0.0);
   if (st == TG_OK) st = be->lltm_forward_pointwise(gates, bias, old_cell, new_h, new_cell);
   if (st != TG_OK) return st;
 

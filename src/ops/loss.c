@@ -6,9 +6,11 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "tensor/host_memory.h"
 #include "ops/backend.h"
+#include "ops/op_params.h"
 #include "ops/registry.h"
+#include "tensor/check.h"
+#include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
 #include "tg/ops.h"
 
@@ -76,12 +78,16 @@ typedef tg_status (*softmax_kernel)(const tg_backend *, tg_tensor *, const tg_te
 
 static tg_status softmax_forward(const char *op, softmax_kernel kernel, tg_ctx *ctx,
                                  const tg_tensor *x, tg_tensor **out) {
+  int dim; /* 0 for a 0-dim x, which the kernel sees as [1] */
+  if (!tg__check_floating(op, "x", x) ||
+      !tg__param_dim(op, ctx, 0, x->ndim > 0 ? x->ndim : 1, &dim))
+    return tg_last_error();
   const tg_backend *be = tg__backend(op, x->storage->device);
   tg_tensor *o = be ? tg_empty(x->ndim, x->sizes, options_of(x, x->dtype)) : NULL;
   if (!o) return tg_last_error();
   if (tg__numel(x->ndim, x->sizes) > 0) {
     tg_tensor *x1 = at_least_1d(x), *o1 = at_least_1d(o);
-    if (!x1 || !o1 || kernel(be, o1, x1, (int)tg_ctx_int(ctx, 0)) != TG_OK) return tg_last_error();
+    if (!x1 || !o1 || kernel(be, o1, x1, dim) != TG_OK) return tg_last_error();
   }
   /* out[0] first: the context then knows o is this op's output and saves an alias that
    * does not keep the node alive through its own output. */
@@ -135,8 +141,13 @@ tg_tensor *tg_softmax(const tg_tensor *x, int dim) {
 /* ---- mse_loss ---- */
 
 tg_status tg__fwd_mse_loss(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  static const char *op = "tg_mse_loss";
   const tg_tensor *input = in[0], *target = in[1];
-  const tg_backend *be = tg__backend("tg_mse_loss", input->storage->device);
+  if (!tg__check_floating(op, "input", input) ||
+      !tg__check_alike(op, "target", target, "input", input) ||
+      !tg__check_same_sizes(op, "input", input, "target", target))
+    return tg_last_error();
+  const tg_backend *be = tg__backend(op, input->storage->device);
   int64_t numel = tg__numel(input->ndim, input->sizes);
   tg_tensor *sq = be ? tg_empty(1, &numel, options_of(input, input->dtype)) : NULL;
   tg_tensor *o = sq ? tg_empty(0, NULL, options_of(input, input->dtype)) : NULL;
@@ -166,16 +177,53 @@ tg_tensor *tg_mse_loss(const tg_tensor *input, const tg_tensor *target) {
   static const char *op = "tg_mse_loss";
   if (!tg__check_arg(op, "input", input) || !tg__check_arg(op, "target", target) ||
       !tg__check_floating(op, "input", input) ||
-      !tg__check_alike(op, "target", target, "input", input) ||
-      !tg__check_same_sizes(op, "input", input, "target", target))
+      !tg__check_alike(op, "target", target, "input", input))
     return NULL;
-  return tg_apply1(TG__OP(mse_loss), TG__IN(input, target), TG__NO_SC);
+  return tg_apply1(TG__OP(mse_loss), TG__IN(input, target), TG__NO_SC); /* checks the sizes */
 }
 
 /* ---- cross_entropy ---- */
 
+/* Every target in [0, classes), checked on the host before anything is computed. */
+static bool check_targets(const tg_tensor *target, int64_t classes) {
+  const int64_t n = target->sizes[0];
+  int64_t *host = tg__host_malloc(sizeof *host * (size_t)(n > 0 ? n : 1));
+  if (!host) {
+    tg_set_error(TG_ERR_MEMORY, "tg_cross_entropy: out of memory reading %lld targets",
+                 (long long)n);
+    return false;
+  }
+  bool ok = tg_to_host_array(target, host, sizeof *host * (size_t)n) == TG_OK;
+  for (int64_t i = 0; ok && i < n; i++) {
+    if (host[i] < 0 || host[i] >= classes) {
+      tg_set_error(TG_ERR_INDEX,
+                   "tg_cross_entropy: target[%lld] = %lld is outside the class range [0, %lld)",
+                   (long long)i, (long long)host[i], (long long)classes);
+      ok = false;
+    }
+  }
+  tg__host_free(host);
+  return ok;
+}
+
+/* The forward checks everything but NULLs and devices (tg_apply is public), the targets'
+ * range included, so that the front end need not read them to the host a second time. */
+static bool check_cross_entropy(const tg_tensor *logits, const tg_tensor *target) {
+  static const char *op = "tg_cross_entropy";
+  return tg__check_floating(op, "logits", logits) &&
+         tg__check(logits->ndim == 2, TG_ERR_SHAPE, op, "logits must be 2-D [n, c], got %s",
+                   tg__sizes_str(logits)) &&
+         tg__check(target->dtype == TG_I64, TG_ERR_DTYPE, op,
+                   "target is %s; class indices must be int64", tg_dtype_name(target->dtype)) &&
+         tg__check(target->ndim == 1 && target->sizes[0] == logits->sizes[0], TG_ERR_SHAPE, op,
+                   "target is %s but logits is %s: target needs one class index per row ([%lld])",
+                   tg__sizes_str(target), tg__sizes_str(logits), (long long)logits->sizes[0]) &&
+         check_targets(target, logits->sizes[1]);
+}
+
 tg_status tg__fwd_cross_entropy(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *logits = in[0], *target = in[1];
+  if (!check_cross_entropy(logits, target)) return tg_last_error();
   const tg_backend *be = tg__backend("tg_cross_entropy", logits->storage->device);
   const int64_t n = logits->sizes[0];
   tg_tensor *lsm = be ? tg_empty(2, logits->sizes, options_of(logits, logits->dtype)) : NULL;
@@ -206,42 +254,10 @@ tg_status tg__bwd_cross_entropy(tg_ctx *ctx, const tg_tensor *const *g, tg_tenso
   return gi[0] ? TG_OK : tg_last_error();
 }
 
-/* Every target in [0, classes), checked on the host before anything is computed. */
-static bool check_targets(const tg_tensor *target, int64_t classes) {
-  const int64_t n = target->sizes[0];
-  int64_t *host = tg__host_malloc(sizeof *host * (size_t)(n > 0 ? n : 1));
-  if (!host) {
-    tg_set_error(TG_ERR_MEMORY, "tg_cross_entropy: out of memory reading %lld targets",
-                 (long long)n);
-    return false;
-  }
-  bool ok = tg_to_host_array(target, host, sizeof *host * (size_t)n) == TG_OK;
-  for (int64_t i = 0; ok && i < n; i++) {
-    if (host[i] < 0 || host[i] >= classes) {
-      tg_set_error(TG_ERR_INDEX,
-                   "tg_cross_entropy: target[%lld] = %lld is outside the class range [0, %lld)",
-                   (long long)i, (long long)host[i], (long long)classes);
-      ok = false;
-    }
-  }
-  tg__host_free(host);
-  return ok;
-}
-
 tg_tensor *tg_cross_entropy(const tg_tensor *logits, const tg_tensor *target) {
   static const char *op = "tg_cross_entropy";
   if (!tg__check_arg(op, "logits", logits) || !tg__check_arg(op, "target", target) ||
-      !tg__check_floating(op, "logits", logits) ||
-      !tg__check(logits->ndim == 2, TG_ERR_SHAPE, op, "logits must be 2-D [n, c], got %s",
-                 tg__sizes_str(logits)) ||
-      !tg__check(target->dtype == TG_I64, TG_ERR_DTYPE, op,
-                 "target is %s; class indices must be int64", tg_dtype_name(target->dtype)) ||
-      !tg__check(target->ndim == 1 && target->sizes[0] == logits->sizes[0], TG_ERR_SHAPE, op,
-                 "target is %s but logits is %s: target needs one class index per row ([%lld])",
-                 tg__sizes_str(target), tg__sizes_str(logits), (long long)logits->sizes[0]))
+      !tg__check_same_device(op, "target", target, "logits", logits))
     return NULL;
-  if (!tg__check_same_device(op, "target", target, "logits", logits) ||
-      !check_targets(target, logits->sizes[1]))
-    return NULL;
-  return tg_apply1(TG__OP(cross_entropy), TG__IN(logits, target), TG__NO_SC);
+  return tg_apply1(TG__OP(cross_entropy), TG__IN(logits, target), TG__NO_SC); /* checks the rest */
 }

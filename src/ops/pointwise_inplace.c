@@ -1,6 +1,7 @@
 /* In-place binary and scalar pointwise ops, and the front-end step every in-place op
- * shares (the unary ones are generated in pointwise_unary.c). The front end validates everything
- * first (a failed call leaves its target untouched); forward writes input 0, bumps its version and
+ * shares (the unary ones are generated in pointwise_unary.c). Everything is validated before
+ * anything is written (a failed call leaves its target untouched), the inputs by the forward
+ * itself, since tg_apply may run it directly; forward writes input 0, bumps its version and
  * returns it, and tg_apply moves the target's history onto the new node.
  *
  * Backward is the base op's (ops.def: TG_OP_INPLACE_OF) and never reads the overwritten
@@ -16,6 +17,7 @@
 #include "ops/broadcast.h"
 #include "ops/pointwise_internal.h"
 #include "ops/registry.h"
+#include "tensor/check.h"
 #include "tg/ops.h"
 
 /* ---- forward ---- */
@@ -60,8 +62,24 @@ static tg_status save_operand(tg_ctx *ctx, const tg_tensor *const *in) {
   return b ? tg_ctx_save_for_backward(ctx, 1, &b) : tg_last_error();
 }
 
+/* The inputs as tg__binary_inplace_call passes them: a, b that broadcasts to a, and maybe a's
+ * old value. Checked here, since tg_apply may run the op directly (the front end checks only
+ * what it needs before the call). */
+static bool check_binary_inplace(const tg_ctx *ctx, const char *op, const tg_tensor *const *in) {
+  const int n = tg_ctx_num_inputs(ctx);
+  if (!tg__check(n == 2 || n == 3, TG_ERR_ARGUMENT, op,
+                 "takes a, b and optionally a's old value: %d inputs given", n))
+    return false;
+  const tg_tensor *a = in[0], *b = in[1];
+  return tg__check_inplace_target(op, "a", a) && tg__check_binary_operands(op, "a", a, "b", b) &&
+         tg__check_broadcasts_to(op, "b", b->ndim, b->sizes, "a", a->ndim, a->sizes) &&
+         (n == 2 || (tg__check_alike(op, "inputs[2]", in[2], "a", a) &&
+                     tg__check_same_sizes(op, "inputs[2]", in[2], "a", a)));
+}
+
 tg_status tg__binary_inplace_forward(tg_ctx *ctx, const char *op, tg_binary_kind kind, double alpha,
                                      int need, const tg_tensor *const *in, tg_tensor **out) {
+  if (!check_binary_inplace(ctx, op, in)) return tg_last_error();
   if (need & TG__SAVE_A && tg_ctx_num_inputs(ctx) < 3)
     return tg_set_error(TG_ERR_STATE, "%s: a gradient needs a's old value but it was not given",
                         op);
@@ -108,9 +126,8 @@ static bool wants_old_value(bool backward_needs_it) {
 tg_status tg__binary_inplace_call(const char *op, const tg_op_desc *desc, tg_tensor *a,
                                   const tg_tensor *b, bool a_for_a, bool a_for_b, int n_scalars,
                                   const double *scalars) {
-  if (!tg__check_inplace_target(op, "a", a) || !tg__check_binary_operands(op, "a", a, "b", b) ||
-      !tg__check_broadcasts_to(op, "b", b->ndim, b->sizes, "a", a->ndim, a->sizes))
-    return tg_last_error();
+  if (!tg__check_inplace_target(op, "a", a) || !tg__check_binary_operands(op, "a", a, "b", b))
+    return tg_last_error(); /* the op checks that b broadcasts to a */
   bool need_old = wants_old_value((a_for_a && a->requires_grad) || (a_for_b && b->requires_grad));
   return run_inplace(desc, a, b, need_old, n_scalars, scalars);
 }

@@ -10,6 +10,7 @@
 #include "autograd/node.h"
 #include "ops/pointwise_internal.h"
 #include "ops/registry.h"
+#include "tensor/check.h"
 #include "tg/ops.h"
 
 /* What an entry's backward reads (the `saves` field). */
@@ -39,6 +40,15 @@ static tg_status unary_forward(tg_ctx *ctx, const char *op, tg_unary_kind kind, 
 /* x = f(x) in place; in[1] is x's old value when the entry saves IN (and x needs grad). */
 static tg_status unary_inplace_forward(tg_ctx *ctx, const char *op, tg_unary_kind kind, int saves,
                                        const tg_tensor *const *in, tg_tensor **out) {
+  /* Inputs as tg__unary_inplace_call passes them (x, maybe its old value): tg_apply may run
+   * the op directly. */
+  const int n = tg_ctx_num_inputs(ctx);
+  if (!tg__check(n == 1 || n == 2, TG_ERR_ARGUMENT, op,
+                 "takes x and optionally x's old value: %d inputs given", n) ||
+      !tg__check_inplace_target(op, "x", in[0]) ||
+      (n == 2 && !(tg__check_alike(op, "inputs[1]", in[1], "x", in[0]) &&
+                   tg__check_same_sizes(op, "inputs[1]", in[1], "x", in[0]))))
+    return tg_last_error();
   tg_tensor *x = (tg_tensor *)in[0];
   bool grad = tg_ctx_needs_input_grad(ctx, 0), save_out = grad && saves & OUT;
   if (grad && saves & IN && tg_ctx_num_inputs(ctx) < 2)

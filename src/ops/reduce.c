@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "ops/broadcast.h"
+#include "ops/op_params.h"
 #include "ops/pointwise_internal.h"
 #include "ops/registry.h"
 #include "tensor/check.h"
@@ -141,10 +142,13 @@ static int64_t input_dim_size(tg_ctx *ctx, int dim) {
 
 tg_status tg__fwd_sum_to_size(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *x = in[0];
-  int ndim = tg_ctx_num_ints(ctx), lead = x->ndim - ndim;
+  int ndim;
   int64_t sizes[TG_MAX_DIMS];
+  if (!tg__param_sizes("tg_sum_to_size", ctx, 0, &ndim, sizes) ||
+      !tg__check_broadcasts_to("tg_sum_to_size", "sizes", ndim, sizes, "x", x->ndim, x->sizes))
+    return tg_last_error();
+  int lead = x->ndim - ndim;
   bool reduce[TG_MAX_DIMS];
-  for (int d = 0; d < ndim; d++) sizes[d] = tg_ctx_int(ctx, d);
   for (int d = 0; d < x->ndim; d++) reduce[d] = d < lead || sizes[d - lead] == 1;
   tg_tensor *k = sum_keepdim("tg_sum_to_size", x, reduce);
   out[0] = k ? reshaped(k, ndim, sizes) : NULL;
@@ -232,9 +236,14 @@ static tg_status fwd_sum_all(const char *api, const tg_tensor *x, double scale, 
   return scale == 1.0 ? TG_OK : scale_inplace(api, out[0], scale);
 }
 
-static tg_status fwd_sum_dim(const char *api, tg_ctx *ctx, const tg_tensor *x, double scale,
-                             tg_tensor **out) {
-  out[0] = sum_one_dim(api, x, (int)tg_ctx_int(ctx, 0), tg_ctx_int(ctx, 1) != 0);
+/* ints[0], the dim of a _dim op: one of x's (0 for a 0-dim x, its single implicit dim). */
+static bool dim_param(const char *api, const tg_ctx *ctx, const tg_tensor *x, int *dim) {
+  return tg__param_dim(api, ctx, 0, x->ndim > 0 ? x->ndim : 1, dim);
+}
+
+static tg_status fwd_sum_dim(const char *api, tg_ctx *ctx, const tg_tensor *x, int dim,
+                             double scale, tg_tensor **out) {
+  out[0] = sum_one_dim(api, x, dim, tg_ctx_int(ctx, 1) != 0);
   if (!out[0]) return tg_last_error();
   return scale == 1.0 ? TG_OK : scale_inplace(api, out[0], scale);
 }
@@ -251,10 +260,13 @@ static tg_tensor *share_mask(const char *api, const tg_tensor *x, const tg_tenso
   return mask;
 }
 
-/* A SELECT kind over all elements (x is not empty: the front end checked); saves the
- * share mask when x needs its gradient. */
+/* A SELECT kind over all elements (x is not empty); saves the share mask when x needs its
+ * gradient. */
 static tg_status fwd_select_all(const char *api, tg_reduce_kind kind, tg_ctx *ctx,
                                 const tg_tensor *x, tg_tensor **out) {
+  if (!tg__check(tg__numel(x->ndim, x->sizes) != 0, TG_ERR_SHAPE, api,
+                 "x is %s: a selection from no elements is undefined", tg__sizes_str(x)))
+    return tg_last_error();
   const tg_backend *be = tg__backend(api, x->storage->device);
   if (!be) return tg_last_error();
   tg_tensor *c = tg_contiguous(x);
@@ -293,7 +305,11 @@ static tg_tensor *one_hot(const char *api, const tg_tensor *x, const tg_tensor *
  * one-hot of the indices when x needs its gradient. */
 static tg_status fwd_select_dim(const char *api, tg_reduce_kind kind, tg_ctx *ctx,
                                 const tg_tensor *x, tg_tensor **out) {
-  int dim = (int)tg_ctx_int(ctx, 0);
+  int dim;
+  if (!dim_param(api, ctx, x, &dim) ||
+      !tg__check(x->ndim == 0 || x->sizes[dim] != 0, TG_ERR_SHAPE, api,
+                 "x is %s: a selection over dim %d of size 0 is undefined", tg__sizes_str(x), dim))
+    return tg_last_error();
   bool keepdim = tg_ctx_int(ctx, 1) != 0;
   const tg_backend *be = tg__backend(api, x->storage->device);
   if (!be) return tg_last_error();
@@ -343,9 +359,11 @@ static tg_status fwd_select_dim(const char *api, tg_reduce_kind kind, tg_ctx *ct
   }                                                                                                \
   TG__REDUCE_BWD(tg__bwd_##name, -1, true, input_numel(ctx), (void)0, grad)                        \
   tg_status tg__fwd_##name##_dim(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {       \
-    const int64_t n = in[0]->ndim == 0 ? 1 : in[0]->sizes[TG__DIM_OF(ctx)];                        \
+    int dim;                                                                                       \
+    if (!dim_param("tg_" #name "_dim", ctx, in[0], &dim)) return tg_last_error();                  \
+    const int64_t n = in[0]->ndim == 0 ? 1 : in[0]->sizes[dim];                                    \
     (void)n;                                                                                       \
-    return fwd_sum_dim("tg_" #name "_dim", ctx, in[0], (scale), out);                              \
+    return fwd_sum_dim("tg_" #name "_dim", ctx, in[0], dim, (scale), out);                         \
   }                                                                                                \
   TG__REDUCE_BWD(tg__bwd_##name##_dim, TG__DIM_OF(ctx), TG__KEEPDIM_OF(ctx),                       \
                  input_dim_size(ctx, TG__DIM_OF(ctx)), (void)0, grad)                              \

@@ -8,6 +8,7 @@
 
 #include "tensor/host_memory.h"
 #include "ops/backend.h"
+#include "ops/op_params.h"
 #include "ops/registry.h"
 #include "tensor/checked.h"
 #include "tensor/tensor_impl.h"
@@ -53,13 +54,38 @@ static bool check_piece(const char *op, int i, const tg_tensor *t, const tg_tens
 
 /* ---- cat ---- */
 
+/* The pieces fit each other along dim (ints[0], a dim of tensors[0]) and the result's sizes
+ * fit int64: checked here, not in tg_cat, since tg_apply_ex may run the op directly. */
+static bool check_cat(const char *op, const tg_ctx *ctx, int n, const tg_tensor *const *tensors,
+                      int64_t *sizes, int *dim) {
+  if (!tg__check(n > 0, TG_ERR_ARGUMENT, op, "expects a non-empty list of tensors, got %d", n))
+    return false;
+  const tg_tensor *first = tensors[0];
+  if (!tg__check(first->ndim > 0, TG_ERR_SHAPE, op,
+                 "tensors[0] is 0-dim; only tensors with at least 1 dim can be concatenated "
+                 "(use tg_stack)") ||
+      !tg__param_dim(op, ctx, 0, first->ndim, dim))
+    return false;
+  const int d = *dim;
+  for (int i = 1; i < n; i++)
+    if (!check_piece(op, i, tensors[i], first, d)) return false;
+  /* Expanded inputs can be huge: the joined size and the result's extent must fit int64. */
+  int64_t extent;
+  memcpy(sizes, first->sizes, sizeof(int64_t) * (size_t)first->ndim);
+  bool overflow = false;
+  for (int i = 1; i < n; i++) overflow |= tg__add_ovf(sizes[d], tensors[i]->sizes[d], &sizes[d]);
+  return tg__check(!overflow && !tg__extent_ovf(first->ndim, sizes, &extent), TG_ERR_SHAPE, op,
+                   "%d tensors of shape %s along dim %d: the result's number of elements "
+                   "overflows int64",
+                   n, tg__sizes_str(first), d);
+}
+
 tg_status tg__fwd_cat(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  const int n = tg_ctx_num_inputs(ctx), dim = (int)tg_ctx_int(ctx, 0);
-  const tg_tensor *first = in[0];
+  const int n = tg_ctx_num_inputs(ctx);
+  int dim;
   int64_t sizes[TG_MAX_DIMS];
-  for (int d = 0; d < first->ndim; d++) sizes[d] = first->sizes[d];
-  sizes[dim] = 0;
-  for (int i = 0; i < n; i++) sizes[dim] += in[i]->sizes[dim];
+  if (!check_cat("tg_cat", ctx, n, in, sizes, &dim)) return tg_last_error();
+  const tg_tensor *first = in[0];
   const tg_backend *be = tg__backend("tg_cat", first->storage->device);
   tg_tensor *o =
       be ? tg_empty(first->ndim, sizes, (tg_options){first->dtype, first->storage->device, false})
@@ -101,19 +127,9 @@ tg_tensor *tg_cat(int n, const tg_tensor *const *tensors, int dim) {
     return NULL;
   int d = tg__wrap_dim(op, "dim", dim, first->ndim);
   if (d < 0) return NULL;
-  for (int i = 1; i < n; i++)
+  for (int i = 1; i < n; i++) /* here too, for tg_cat's names ahead of tg_apply's device check */
     if (!check_piece(op, i, tensors[i], first, d)) return NULL;
-  /* Expanded inputs can be huge: the joined size and the result's extent must fit int64. */
-  int64_t sizes[TG_MAX_DIMS], extent;
-  memcpy(sizes, first->sizes, sizeof(int64_t) * (size_t)first->ndim);
-  bool overflow = false;
-  for (int i = 1; i < n; i++) overflow |= tg__add_ovf(sizes[d], tensors[i]->sizes[d], &sizes[d]);
-  if (!tg__check(!overflow && !tg__extent_ovf(first->ndim, sizes, &extent), TG_ERR_SHAPE, op,
-                 "%d tensors of shape %s along dim %d: the result's number of elements "
-                 "overflows int64",
-                 n, tg__sizes_str(first), d))
-    return NULL;
-  return tg_apply1_ex(TG__OP(cat), n, tensors, TG__NO_SC, TG__INTS(d));
+  return tg_apply1_ex(TG__OP(cat), n, tensors, TG__NO_SC, TG__INTS(d)); /* checks the sizes */
 }
 
 /* ---- stack ---- */

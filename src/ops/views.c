@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ops/backend.h"
+#include "ops/op_params.h"
 #include "ops/registry.h"
 #include "tensor/checked.h"
 #include "tensor/tensor_impl.h"
@@ -99,19 +100,20 @@ static tg_tensor *make_view(const tg_tensor *t, int ndim, const int64_t *sizes,
   return tg__scoped(tg__tensor_new(t->storage, offset, ndim, sizes, strides, t->dtype));
 }
 
-/* Sizes, dims and indices travel as the op's integer parameters, never through a double. */
-static void ints_to_sizes(const tg_ctx *ctx, int first, int64_t *sizes, int *ndim) {
-  *ndim = tg_ctx_num_ints(ctx) - first;
-  for (int d = 0; d < *ndim; d++) sizes[d] = tg_ctx_int(ctx, first + d);
-}
+/* Sizes, dims and indices travel as the op's integer parameters, never through a double.
+ * Forwards check them (op_params.h): a caller of tg_apply_ex may pass anything. */
 
 /* ---- view / reshape ---- */
 
 tg_status tg__fwd_view(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS];
   int ndim;
-  ints_to_sizes(ctx, 0, sizes, &ndim);
   const tg_tensor *t = in[0];
+  if (!tg__param_sizes("tg_view", ctx, 0, &ndim, sizes)) return tg_last_error();
+  if (tg__numel(ndim, sizes) != tg__numel(t->ndim, t->sizes))
+    return tg_set_error(TG_ERR_SHAPE, "tg_view: shape %s is invalid for input %s (%lld elements)",
+                        tg__dims_str(ndim, sizes), tg__sizes_str(t),
+                        (long long)tg__numel(t->ndim, t->sizes));
   if (!view_strides(t->ndim, t->sizes, t->strides, ndim, sizes, strides)) {
     return tg_set_error(TG_ERR_SHAPE,
                         "tg_view: a view of shape %s is not possible for input %s with strides "
@@ -191,8 +193,15 @@ tg_tensor *tg_unsqueeze(const tg_tensor *t, int dim) {
 tg_status tg__fwd_permute(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *t = in[0];
   int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS];
+  bool seen[TG_MAX_DIMS] = {false};
+  if (tg_ctx_num_ints(ctx) != t->ndim)
+    return tg_set_error(TG_ERR_SHAPE, "tg_permute: %d dims given for a tensor of shape %s",
+                        tg_ctx_num_ints(ctx), tg__sizes_str(t));
   for (int d = 0; d < t->ndim; d++) {
-    int src = (int)tg_ctx_int(ctx, d);
+    int src;
+    if (!tg__param_dim("tg_permute", ctx, d, t->ndim, &src)) return tg_last_error();
+    if (seen[src]) return tg_set_error(TG_ERR_INDEX, "tg_permute: dim %d appears twice", src);
+    seen[src] = true;
     sizes[d] = t->sizes[src];
     strides[d] = t->strides[src];
   }
@@ -278,10 +287,29 @@ static tg_status slice_geometry(const tg_tensor *t, int dim, int64_t start, int6
   return TG_OK;
 }
 
+/* ints[0..4) are dim, start, end, step as tg_slice leaves them for a tensor of sizes t_sizes:
+ * a dim of t, 0 <= start <= end <= its size, step > 0. Sets *dim. */
+static bool check_slice_params(const char *op, const tg_ctx *ctx, int ndim, const int64_t *t_sizes,
+                               int *dim) {
+  if (!tg__check(ndim > 0, TG_ERR_INDEX, op, "cannot slice a 0-dim tensor") ||
+      !tg__param_dim(op, ctx, 0, ndim, dim))
+    return false;
+  const int64_t start = tg_ctx_int(ctx, 1), end = tg_ctx_int(ctx, 2), step = tg_ctx_int(ctx, 3);
+  const int64_t n = t_sizes[*dim];
+  return tg__check(step > 0, TG_ERR_ARGUMENT, op, "step %lld must be positive", (long long)step) &&
+         tg__check(0 <= start && start <= end && end <= n, TG_ERR_INDEX, op,
+                   "start %lld, end %lld must satisfy 0 <= start <= end <= %lld (size of dim %d "
+                   "of %s)",
+                   (long long)start, (long long)end, (long long)n, *dim,
+                   tg__dims_str(ndim, t_sizes));
+}
+
 tg_status tg__fwd_slice(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS], offset;
-  tg_status st = slice_geometry(in[0], (int)tg_ctx_int(ctx, 0), tg_ctx_int(ctx, 1),
-                                tg_ctx_int(ctx, 2), tg_ctx_int(ctx, 3), sizes, strides, &offset);
+  int dim;
+  if (!check_slice_params("tg_slice", ctx, in[0]->ndim, in[0]->sizes, &dim)) return tg_last_error();
+  tg_status st = slice_geometry(in[0], dim, tg_ctx_int(ctx, 1), tg_ctx_int(ctx, 2),
+                                tg_ctx_int(ctx, 3), sizes, strides, &offset);
   if (st != TG_OK) return st;
   out[0] = make_view(in[0], in[0]->ndim, sizes, strides, offset);
   return out[0] ? TG_OK : tg_last_error();
@@ -298,14 +326,16 @@ tg_status tg__bwd_slice(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) 
 }
 
 tg_status tg__fwd_slice_backward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  static const char *op = "tg_slice_backward";
   int64_t base[TG_MAX_DIMS];
-  int ndim;
-  ints_to_sizes(ctx, 4, base, &ndim);
+  int ndim, dim;
+  if (!tg__param_sizes(op, ctx, 4, &ndim, base) || !check_slice_params(op, ctx, ndim, base, &dim))
+    return tg_last_error();
   tg_tensor *z = tg_zeros(ndim, base, (tg_options){in[0]->dtype, in[0]->storage->device, false});
   if (!z) return tg_last_error();
   int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS], offset;
-  tg_status st = slice_geometry(z, (int)tg_ctx_int(ctx, 0), tg_ctx_int(ctx, 1), tg_ctx_int(ctx, 2),
-                                tg_ctx_int(ctx, 3), sizes, strides, &offset);
+  tg_status st = slice_geometry(z, dim, tg_ctx_int(ctx, 1), tg_ctx_int(ctx, 2), tg_ctx_int(ctx, 3),
+                                sizes, strides, &offset);
   if (st != TG_OK) return st;
   tg_tensor *window = make_view(z, ndim, sizes, strides, offset);
   if (!window || tg_copy_(window, in[0]) != TG_OK) return tg_last_error();
@@ -364,8 +394,15 @@ tg_tensor *tg_narrow(const tg_tensor *t, int dim, int64_t start, int64_t length)
 
 tg_status tg__fwd_select(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *t = in[0];
-  int dim = (int)tg_ctx_int(ctx, 0);
+  int dim;
+  if (!tg__check(t->ndim > 0, TG_ERR_INDEX, "tg_select", "cannot select from a 0-dim tensor") ||
+      !tg__param_dim("tg_select", ctx, 0, t->ndim, &dim))
+    return tg_last_error();
   int64_t index = tg_ctx_int(ctx, 1);
+  if (index < 0 || index >= t->sizes[dim])
+    return tg_set_error(TG_ERR_INDEX,
+                        "tg_select: index %lld is out of range for dim %d of size %lld (tensor %s)",
+                        (long long)index, dim, (long long)t->sizes[dim], tg__sizes_str(t));
   int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS];
   for (int k = 0, n = 0; k < t->ndim; k++)
     if (k != dim) {
@@ -397,7 +434,7 @@ tg_status tg__bwd_select(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi)
 tg_status tg__fwd_select_backward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   int64_t base[TG_MAX_DIMS];
   int ndim;
-  ints_to_sizes(ctx, 2, base, &ndim);
+  if (!tg__param_sizes("tg_select_backward", ctx, 2, &ndim, base)) return tg_last_error();
   tg_tensor *z = tg_zeros(ndim, base, (tg_options){in[0]->dtype, in[0]->storage->device, false});
   tg_tensor *window = tg_select(z, (int)tg_ctx_int(ctx, 0), tg_ctx_int(ctx, 1));
   if (!window || tg_copy_(window, in[0]) != TG_OK) return tg_last_error();
@@ -489,10 +526,17 @@ tg_status tg__fwd_expand(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **ou
   const tg_tensor *t = in[0];
   int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS];
   int ndim;
-  ints_to_sizes(ctx, 0, sizes, &ndim);
+  if (!tg__param_sizes("tg_expand", ctx, 0, &ndim, sizes)) return tg_last_error();
+  if (ndim < t->ndim)
+    return tg_set_error(TG_ERR_SHAPE, "tg_expand: cannot expand %s to %d dims", tg__sizes_str(t),
+                        ndim);
   int lead = ndim - t->ndim;
   for (int d = 0; d < ndim; d++) {
     int src = d - lead;
+    if (src >= 0 && t->sizes[src] != 1 && t->sizes[src] != sizes[d])
+      return tg_set_error(TG_ERR_SHAPE,
+                          "tg_expand: cannot expand %s to %s: dim %d has size %lld, not 1",
+                          tg__sizes_str(t), tg__dims_str(ndim, sizes), d, (long long)t->sizes[src]);
     strides[d] = src < 0 || (t->sizes[src] == 1 && sizes[d] != 1) ? 0 : t->strides[src];
   }
   out[0] = make_view(t, ndim, sizes, strides, t->offset);

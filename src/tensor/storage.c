@@ -1,5 +1,6 @@
 /* Reference-counted storage over the allocator its creator chose (the device backend's, in
- * src/ops/creation.c), and the live-object counter. */
+ * src/ops/creation.c) or over memory someone else owns (tg__storage_wrap), and the
+ * live-object counter. */
 #include <stdint.h>
 #include <string.h>
 
@@ -62,6 +63,30 @@ tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device,
   s->device = device;
   s->allocator = allocator;
   s->copy_bytes = copy_bytes;
+  s->release = NULL;
+  s->release_ctx = NULL;
+  tg__live_inc();
+  return s;
+}
+
+tg_storage *tg__storage_wrap(const char *op, void *data, size_t nbytes, tg_device device,
+                             tg_copy_bytes_fn copy_bytes, void (*release)(void *ctx), void *ctx) {
+  tg_storage *s = tg__host_malloc(sizeof *s);
+  if (!s) {
+    tg_set_error(TG_ERR_MEMORY, "%s: out of memory for a storage header", op);
+    return NULL;
+  }
+  atomic_init(&s->refcount, 1);
+  atomic_init(&s->version, 0);
+  atomic_init(&s->history, 0);
+  s->data = !data && device.type == TG_CPU ? empty_cpu_block : data;
+  s->nbytes = nbytes;
+  s->capacity = nbytes;
+  s->device = device;
+  s->allocator = NULL;
+  s->copy_bytes = copy_bytes;
+  s->release = release;
+  s->release_ctx = ctx;
   tg__live_inc();
   return s;
 }
@@ -70,7 +95,12 @@ void tg__storage_retain(tg_storage *s) { atomic_fetch_add(&s->refcount, 1); }
 
 void tg__storage_release(tg_storage *s) {
   if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
-  if (s->nbytes > 0 && s->data) s->allocator->free(s->allocator->ctx, s->data, s->capacity);
+  void (*release)(void *) = s->allocator ? NULL : s->release;
+  void *release_ctx = s->release_ctx;
+  if (s->allocator && s->nbytes > 0 && s->data)
+    s->allocator->free(s->allocator->ctx, s->data, s->capacity);
   tg__host_free(s);
   tg__live_dec();
+  /* Last: the owner of wrapped memory sees tg done with it (and tg_live_objects settled). */
+  if (release) release(release_ctx);
 }

@@ -34,10 +34,13 @@ typedef struct tg_storage {
   size_t nbytes;   /* what tensors may address */
   size_t capacity; /* what was allocated: nbytes plus, on the CPU, tg__cpu_tail_pad(nbytes) */
   tg_device device;
-  const tg_allocator *allocator; /* the one that allocated data; frees it */
-  tg_copy_bytes_fn copy_bytes;   /* its device's: how the tensor layer reads it (printing) */
-  atomic_ullong version;         /* bumped by every in-place write through any view */
-  atomic_ullong history;         /* bumped when a recorded in-place op rewrites a grad_fn */
+  const tg_allocator *allocator; /* the one that allocated data; frees it (NULL: wrapped) */
+  /* Memory tg did not allocate (tg__storage_wrap): release(release_ctx) instead of a free. */
+  void (*release)(void *release_ctx);
+  void *release_ctx;
+  tg_copy_bytes_fn copy_bytes; /* its device's: how the tensor layer reads it (printing) */
+  atomic_ullong version;       /* bumped by every in-place write through any view */
+  atomic_ullong history;       /* bumped when a recorded in-place op rewrites a grad_fn */
 } tg_storage;
 
 struct tg_tensor {
@@ -69,6 +72,12 @@ tg_tensor *tg__tensor_new(tg_storage *storage, int64_t offset, int ndim, const i
  * caller made device current: src/ops/creation.c); refcount 1. Errors name op. */
 tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device,
                                const tg_allocator *allocator, tg_copy_bytes_fn copy_bytes);
+/* Storage over nbytes at data on device that tg did not allocate (DLPack import): no tail pad
+ * (capacity == nbytes, so the CPU GEMM copies an operand at its end), and release(ctx) runs
+ * once, when the storage dies (release may be NULL). data may be NULL when nbytes is 0. On
+ * failure (TG_ERR_MEMORY naming op) release is not called: the memory stays the caller's. */
+tg_storage *tg__storage_wrap(const char *op, void *data, size_t nbytes, tg_device device,
+                             tg_copy_bytes_fn copy_bytes, void (*release)(void *ctx), void *ctx);
 void tg__storage_retain(tg_storage *s);
 void tg__storage_release(tg_storage *s);
 /* Bytes every CPU storage gets past its end, owned but never addressed by a tensor: BLIS 0.9's
