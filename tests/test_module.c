@@ -605,3 +605,49 @@ TG_TEST(module, alloc_failure_save_and_load) {
   cr_assert_gt(sweep("module save and load", file_step, path).failed, 0);
   remove_temp("sweep.safetensors");
 }
+
+/* Dotted names have no limit of their own, but a state name is at most TG_TENSOR_NAME_MAX
+ * bytes: 4 levels of 255-byte names and a parameter make 1024 + 3 dots + 1. */
+TG_TEST(module, state_names_too_long) {
+  char name[256];
+  memset(name, 'n', 255);
+  name[255] = '\0';
+  tg_module *root = tg_module_new("root"), *m = root;
+  for (int level = 0; level < 4; level++) {
+    tg_module *child = tg_module_new("level");
+    cr_assert_eq(tg_module_add_child(m, name, child), TG_OK);
+    m = child;
+  }
+  cr_assert_eq(tg_module_register_parameter(m, "p", tg_zeros(TG_SHAPE(1), TG_OPTS_DEFAULT)), TG_OK);
+  const char *dotted;
+  cr_assert_not_null(tg_module_parameter(root, 0, &dotted));
+  cr_assert_eq(strlen(dotted), 4 * 256 + 1);
+  cr_assert_eq(tg_module_find(root, dotted), tg_module_find(m, "p"));
+  cr_assert_null(tg_module_state_dict(root));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_state_dict", "longer than 1024 bytes");
+  /* at the limit exactly: the module's state fits, the optimizer's longer names do not */
+  tg_module *top = tg_module_new("top");
+  cr_assert_eq(tg_module_add_child(top, name, tg_module_new("a")), TG_OK);
+  m = tg_module_child(top, name);
+  cr_assert_eq(tg_module_add_child(m, name, tg_module_new("b")), TG_OK);
+  m = tg_module_child(m, name);
+  cr_assert_eq(tg_module_add_child(m, name, tg_module_new("c")), TG_OK);
+  m = tg_module_child(m, name);
+  char last[256];
+  memset(last, 'p', 256 - 4);
+  last[252] = '\0'; /* 3 * 256 + 252 = 1020 */
+  cr_assert_eq(tg_module_register_parameter(m, last, tg_zeros(TG_SHAPE(1), TG_OPTS_DEFAULT)),
+               TG_OK);
+  tg_tensor_dict *d = tg_module_state_dict(top);
+  cr_assert_not_null(d, "%s", tg_last_error_message());
+  cr_assert_eq(strlen(tg_tensor_dict_name(d, 0)), 1020);
+  tg_tensor_dict_free(d);
+  tg_optimizer *opt = tg_adam_for(top, (tg_adam_options){0});
+  tg_set_grad(tg_module_parameter(top, 0, NULL), tg_ones(TG_SHAPE(1), TG_OPTS_DEFAULT));
+  cr_assert_eq(tg_optimizer_step(opt), TG_OK);
+  cr_assert_null(tg_optimizer_state_dict(opt));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_optimizer_state_dict", "longer than 1024 bytes");
+  tg_optimizer_free(opt);
+  tg_module_free(top);
+  tg_module_free(root);
+}
