@@ -651,3 +651,41 @@ TG_TEST(module, state_names_too_long) {
   tg_module_free(top);
   tg_module_free(root);
 }
+
+TG_TEST(module, null_module_arguments) {
+  cr_assert_eq(tg_module_num_parameters(NULL), 0);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_num_parameters", "m is NULL");
+  cr_assert_eq(tg_module_num_buffers(NULL), 0);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_num_buffers", "m is NULL");
+  cr_assert_eq(tg_module_num_children(NULL), 0);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_num_children", "m is NULL");
+  const char *name = "x";
+  cr_assert_null(tg_module_parameter(NULL, 0, &name));
+  cr_assert_null(name);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_parameter", "m is NULL");
+  cr_assert_null(tg_module_type(NULL));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_type");
+  cr_assert_null(tg_module_find(NULL, "a"));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_find");
+  cr_assert_eq(tg_module_parameters(NULL, NULL, 0), 0);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_parameters");
+  cr_assert_eq(tg_module_parameter_count(NULL), 0);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_parameter_count");
+  tg_module_train(NULL, false);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_train");
+  cr_assert(!tg_module_is_training(NULL));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_is_training");
+  cr_assert_null(tg_module_child(NULL, "a"));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_child");
+  tg_module *m = tg_module_new("m");
+  cr_assert_eq(tg_module_num_parameters(m), 0);
+  cr_assert_null(tg_module_parameter(m, 0, NULL));
+  tg_expect_error(TG_ERR_INDEX, "tg_module_parameter: index 0, but the m module has no parameters");
+  cr_assert_eq(tg_module_parameter_count(m), 0);
+  cr_assert_null(tg_module_child(m, NULL));
+  tg_tensor_dict *d = tg_module_state_dict(m);
+  cr_assert_eq(tg_tensor_dict_size(d), 0);
+  cr_assert_eq(tg_module_load_state_dict(m, d, true, NULL), TG_OK);
+  tg_tensor_dict_free(d);
+  tg_module_free(m);
+}

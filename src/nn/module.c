@@ -334,8 +334,12 @@ static tg_tensor *flat_at(const char *fn, const tg_module *m, const tg__module_f
                           const char *what, int i, const char **name) {
   if (name) *name = NULL;
   if (i < 0 || i >= f->n) {
-    tg_set_error(TG_ERR_INDEX, "%s: index %d outside 0..%d (%s has %d %s)", fn, i, f->n - 1,
-                 tg_module_type(m), f->n, what);
+    if (f->n == 0)
+      tg_set_error(TG_ERR_INDEX, "%s: index %d, but the %s module has no %s", fn, i,
+                   tg_module_type(m), what);
+    else
+      tg_set_error(TG_ERR_INDEX, "%s: index %d outside 0..%d (%s has %d %s)", fn, i, f->n - 1,
+                   tg_module_type(m), f->n, what);
     return NULL;
   }
   if (name) *name = f->names[i];
