@@ -130,7 +130,7 @@ tg_tensor *tg_empty_like(const tg_tensor *t);
 tg_tensor *tg_zeros_like(const tg_tensor *t);
 tg_tensor *tg_ones_like(const tg_tensor *t);
 tg_tensor *tg_full_like(const tg_tensor *t, double value);
-/* A 0-dim tensor holding value (torch.tensor(3.0)). */
+/* A 0-dim tensor holding value (torch.tensor(3.0)); I64 converts as tg_fill_ does. */
 tg_tensor *tg_scalar(double value, tg_options opts);
 
 /* ---- random numbers ----

@@ -126,11 +126,7 @@ tg_tensor *tg_full(int ndim, const int64_t *sizes, double value, tg_options opts
 }
 
 tg_tensor *tg_scalar(double value, tg_options opts) {
-  /* A value an int64 cannot hold has no conversion (C leaves it undefined): refused. */
-  if (opts.dtype == TG_I64 && !(value >= -0x1p63 && value < 0x1p63)) {
-    tg_set_error(TG_ERR_ARGUMENT, "tg_scalar: value %g does not fit an int64 tensor", value);
-    return NULL;
-  }
+  /* An I64 scalar converts value as every fill does (NaN -> 0, saturating). */
   return full_impl(0, NULL, value, opts, "tg_scalar");
 }
 
