@@ -6,7 +6,7 @@
 #      ASan reports, leaks included, go to files that are checked and printed here: Criterion
 #      ignores a worker's exit status once its test has passed, so a leak alone fails nothing;
 #   3. build-tsan/: the threading tests under ThreadSanitizer (scripts/test-tsan.sh);
-#   4. build-fuzz/: each libFuzzer target in fuzz/ for TG_FUZZ_SECONDS (default 30) from its
+#   4. build-fuzz/: each libFuzzer target in fuzz/ for TG_FUZZ_SECONDS (default 20) from its
 #      checked-in corpus (scripts/fuzz-smoke.sh);
 #   5. tests/install/check_install.sh: install, then consume with find_package and pkg-config.
 # Options:
@@ -78,8 +78,8 @@ fi
 if [ "$quick" -eq 0 ]; then
   step "build-tsan/ (ThreadSanitizer): tests/test_threads.c"
   scripts/test-tsan.sh
-  step "build-fuzz/ (libFuzzer, clang): fuzz/ targets for ${TG_FUZZ_SECONDS:-30} s each"
-  scripts/fuzz-smoke.sh "${TG_FUZZ_SECONDS:-30}"
+  step "build-fuzz/ (libFuzzer, clang): fuzz/ targets for ${TG_FUZZ_SECONDS:-20} s each"
+  scripts/fuzz-smoke.sh "${TG_FUZZ_SECONDS:-20}"
 fi
 
 if [ -n "$valgrind" ]; then

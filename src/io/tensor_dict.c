@@ -88,7 +88,10 @@ tg_status tg_tensor_dict_set(tg_tensor_dict *d, const char *name, const tg_tenso
   static const char *fn = "tg_tensor_dict_set";
   if (!d) return tg_set_error(TG_ERR_ARGUMENT, "%s: d is NULL", fn);
   if (!check_name(fn, "name", name)) return tg_last_error();
-  if (!t) return tg_set_error(TG_ERR_ARGUMENT, "%s: tensor \"%s\" is NULL", fn, name);
+  if (!t) /* the failed result of an earlier call keeps its error, as op inputs do */
+    return tg_last_error() != TG_OK
+               ? tg_last_error()
+               : tg_set_error(TG_ERR_ARGUMENT, "%s: tensor \"%s\" is NULL", fn, name);
   int i = find_entry(d, name);
   if (i >= 0) {
     tg_tensor *old = d->entries[i].tensor;

@@ -4,15 +4,22 @@
 
 #include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
+#include "nn/module_impl.h"
 #include "nn/params.h"
 #include "tensor/tensor_impl.h"
 #include "tg/nn.h"
 
 struct tg_linear {
+  tg_module module; /* owns the parameters "weight" and "bias" */
   int64_t in_features, out_features;
   int n_params;
-  tg_tensor *params[2]; /* weight [out, in], bias [out] (optional); owned references */
+  tg_tensor *params[2]; /* weight [out, in], bias [out] (optional); borrowed from module */
 };
+
+static void linear_destroy(tg_module *m) {
+  tg__host_free(TG_MODULE_CONTAINER(m, tg_linear, module));
+}
+static const tg__module_class linear_class = {"linear", linear_destroy};
 
 tg_linear *tg_linear_new(int64_t in_features, int64_t out_features, bool bias, tg_options opts,
                          tg_generator *gen) {
@@ -32,30 +39,43 @@ tg_linear *tg_linear_new(int64_t in_features, int64_t out_features, bool bias, t
     tg_set_error(TG_ERR_MEMORY, "tg_linear_new: out of memory");
     return NULL;
   }
+  tg__module_init(&m->module, &linear_class);
   m->in_features = in_features;
   m->out_features = out_features;
   /* torch.nn.Linear's default: kaiming_uniform(a=sqrt(5)) for the weight, which is
    * uniform(+-1/sqrt(in)), and the same bound for the bias. */
   const double bound = 1.0 / sqrt((double)in_features);
-  m->params[0] = tg__nn_uniform_param(TG_SHAPE(out_features, in_features), bound, opts, gen);
-  m->n_params = 1;
-  if (m->params[0] && bias) {
-    m->params[1] = tg__nn_uniform_param(TG_SHAPE(out_features), bound, opts, gen);
-    m->n_params = 2;
-  }
-  if (!m->params[0] || (bias && !m->params[1])) {
-    tg_linear_free(m);
+  tg_tensor *w = tg__nn_uniform_param(TG_SHAPE(out_features, in_features), bound, opts, gen);
+  tg_tensor *b = w && bias ? tg__nn_uniform_param(TG_SHAPE(out_features), bound, opts, gen) : NULL;
+  tg_status st = w && (b || !bias) ? TG_OK : tg_last_error();
+  if (st == TG_OK) st = tg_module_register_parameter(&m->module, "weight", w);
+  if (st == TG_OK && b) st = tg_module_register_parameter(&m->module, "bias", b);
+  tg_release(w); /* the module holds its own references */
+  tg_release(b);
+  if (st != TG_OK) {
+    tg_module_free(&m->module);
+    tg__error_prefix("tg_linear_new");
     return NULL;
   }
+  m->params[0] = w;
+  m->params[1] = b;
+  m->n_params = b ? 2 : 1;
   return m;
 }
 
 void tg_linear_free(tg_linear *m) {
   if (!m) return;
-  tg_release(m->params[0]);
-  tg_release(m->params[1]);
-  tg__host_free(m);
+  if (m->module.parent) {
+    tg_set_error(TG_ERR_STATE,
+                 "tg_linear_free: this linear belongs to a %s module; free that "
+                 "(the root) instead",
+                 tg_module_type(m->module.parent));
+    return;
+  }
+  tg_module_free(&m->module);
 }
+
+tg_module *tg_linear_module(tg_linear *m) { return m ? &m->module : NULL; }
 
 tg_tensor *tg_linear_forward(const tg_linear *m, const tg_tensor *x) {
   if (!m) {

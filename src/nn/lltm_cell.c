@@ -5,13 +5,20 @@
 #include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
+#include "nn/module_impl.h"
 #include "nn/params.h"
 #include "tg/nn.h"
 
 struct tg_lltm_cell {
+  tg_module module; /* owns the parameters "weights" and "bias" */
   int64_t input_features, state_size;
-  tg_tensor *params[2]; /* weights [3S, S+I], bias [3S]; owned references */
+  tg_tensor *params[2]; /* weights [3S, S+I], bias [3S]; borrowed from module */
 };
+
+static void cell_destroy(tg_module *m) {
+  tg__host_free(TG_MODULE_CONTAINER(m, tg_lltm_cell, module));
+}
+static const tg__module_class cell_class = {"lltm_cell", cell_destroy};
 
 tg_lltm_cell *tg_lltm_cell_new(int64_t input_features, int64_t state_size, tg_options opts,
                                tg_generator *gen) {
@@ -31,27 +38,42 @@ tg_lltm_cell *tg_lltm_cell_new(int64_t input_features, int64_t state_size, tg_op
     tg_set_error(TG_ERR_MEMORY, "tg_lltm_cell_new: out of memory");
     return NULL;
   }
+  tg__module_init(&cell->module, &cell_class);
   cell->input_features = input_features;
   cell->state_size = state_size;
   /* The tutorial's reset_parameters: every parameter uniform(-1/sqrt(S), +1/sqrt(S)). */
   const double stdv = 1.0 / sqrt((double)state_size);
-  cell->params[0] =
+  tg_tensor *w =
       tg__nn_uniform_param(TG_SHAPE(3 * state_size, state_size + input_features), stdv, opts, gen);
-  cell->params[1] =
-      cell->params[0] ? tg__nn_uniform_param(TG_SHAPE(3 * state_size), stdv, opts, gen) : NULL;
-  if (!cell->params[1]) {
-    tg_lltm_cell_free(cell);
+  tg_tensor *b = w ? tg__nn_uniform_param(TG_SHAPE(3 * state_size), stdv, opts, gen) : NULL;
+  tg_status st = b ? TG_OK : tg_last_error();
+  if (st == TG_OK) st = tg_module_register_parameter(&cell->module, "weights", w);
+  if (st == TG_OK) st = tg_module_register_parameter(&cell->module, "bias", b);
+  tg_release(w); /* the module holds its own references */
+  tg_release(b);
+  if (st != TG_OK) {
+    tg_module_free(&cell->module);
+    tg__error_prefix("tg_lltm_cell_new");
     return NULL;
   }
+  cell->params[0] = w;
+  cell->params[1] = b;
   return cell;
 }
 
 void tg_lltm_cell_free(tg_lltm_cell *cell) {
   if (!cell) return;
-  tg_release(cell->params[0]);
-  tg_release(cell->params[1]);
-  tg__host_free(cell);
+  if (cell->module.parent) {
+    tg_set_error(TG_ERR_STATE,
+                 "tg_lltm_cell_free: this cell belongs to a %s module; free that "
+                 "(the root) instead",
+                 tg_module_type(cell->module.parent));
+    return;
+  }
+  tg_module_free(&cell->module);
 }
+
+tg_module *tg_lltm_cell_module(tg_lltm_cell *cell) { return cell ? &cell->module : NULL; }
 
 tg_status tg_lltm_cell_forward(const tg_lltm_cell *cell, tg_lltm_impl impl, const tg_tensor *input,
                                const tg_tensor *old_h, const tg_tensor *old_cell, tg_tensor **new_h,

@@ -4,25 +4,14 @@
  * writing bumps the parameters' version counters (a graph that saved a parameter before the
  * step refuses to backward through it afterwards). */
 #include <math.h>
-#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
 
+#include "nn/module_impl.h"
+#include "nn/optimizer_impl.h"
 #include "ops/backend.h"
 #include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
-#include "tg/nn.h"
-
-typedef enum optimizer_kind { OPT_SGD, OPT_ADAM } optimizer_kind;
-
-struct tg_optimizer {
-  optimizer_kind kind;
-  int n;
-  tg_tensor **params; /* owned references */
-  tg_tensor **state1; /* SGD: momentum buffers (made at the first step); Adam: first moments */
-  tg_tensor **state2; /* Adam: second moments */
-  tg_sgd_options sgd;
-  tg_adam_options adam;
-  int64_t *steps; /* updates made to each parameter (Adam's bias correction) */
-};
 
 void tg_optimizer_free(tg_optimizer *opt) {
   if (!opt) return;
@@ -30,7 +19,9 @@ void tg_optimizer_free(tg_optimizer *opt) {
     if (opt->params) tg_release(opt->params[i]);
     if (opt->state1) tg_release(opt->state1[i]);
     if (opt->state2) tg_release(opt->state2[i]);
+    if (opt->names) tg__host_free(opt->names[i]);
   }
+  tg__host_free(opt->names);
   tg__host_free(opt->params);
   tg__host_free(opt->state1);
   tg__host_free(opt->state2);
@@ -38,8 +29,9 @@ void tg_optimizer_free(tg_optimizer *opt) {
   tg__host_free(opt);
 }
 
+/* names NULL: the parameters' indices. */
 static tg_optimizer *optimizer_new(const char *op, optimizer_kind kind, int n,
-                                   tg_tensor *const *params) {
+                                   tg_tensor *const *params, char *const *names) {
   if (n < 1 || !params) {
     tg_set_error(TG_ERR_ARGUMENT, "%s: needs at least one parameter (got %d)", op, n);
     return NULL;
@@ -59,18 +51,29 @@ static tg_optimizer *optimizer_new(const char *op, optimizer_kind kind, int n,
     opt->state1 = tg__host_calloc((size_t)n, sizeof *opt->state1);
     opt->state2 = tg__host_calloc((size_t)n, sizeof *opt->state2);
     opt->steps = tg__host_calloc((size_t)n, sizeof *opt->steps);
+    opt->names = tg__host_calloc((size_t)n, sizeof *opt->names);
   }
-  if (!opt || !opt->params || !opt->state1 || !opt->state2 || !opt->steps) {
+  bool ok = opt && opt->params && opt->state1 && opt->state2 && opt->steps && opt->names;
+  if (ok) opt->n = n; /* from here tg_optimizer_free releases what is there */
+  for (int i = 0; ok && i < n; i++) {
+    char index[16];
+    const char *name = names ? names[i] : index;
+    if (!names) snprintf(index, sizeof index, "%d", i);
+    size_t len = strlen(name);
+    ok = (opt->names[i] = tg__host_malloc(len + 1)) != NULL;
+    if (ok) memcpy(opt->names[i], name, len + 1);
+  }
+  if (!ok) {
     tg_optimizer_free(opt);
     tg_set_error(TG_ERR_MEMORY, "%s: out of memory", op);
     return NULL;
   }
-  opt->n = n;
   for (int i = 0; i < n; i++) opt->params[i] = tg_retain(params[i]);
   return opt;
 }
 
-tg_optimizer *tg_sgd_new(int n_params, tg_tensor *const *params, tg_sgd_options o) {
+static tg_optimizer *sgd_new(int n_params, tg_tensor *const *params, char *const *names,
+                             tg_sgd_options o) {
   if (!(o.lr > 0) || o.momentum < 0 || o.weight_decay < 0 || o.dampening < 0) {
     tg_set_error(TG_ERR_ARGUMENT,
                  "tg_sgd_new: lr (%g) must be > 0; momentum (%g), dampening (%g) and "
@@ -82,12 +85,17 @@ tg_optimizer *tg_sgd_new(int n_params, tg_tensor *const *params, tg_sgd_options 
     tg_set_error(TG_ERR_ARGUMENT, "tg_sgd_new: nesterov needs momentum > 0 and dampening 0");
     return NULL;
   }
-  tg_optimizer *opt = optimizer_new("tg_sgd_new", OPT_SGD, n_params, params);
+  tg_optimizer *opt = optimizer_new("tg_sgd_new", OPT_SGD, n_params, params, names);
   if (opt) opt->sgd = o;
   return opt;
 }
 
-tg_optimizer *tg_adam_new(int n_params, tg_tensor *const *params, tg_adam_options o) {
+tg_optimizer *tg_sgd_new(int n_params, tg_tensor *const *params, tg_sgd_options o) {
+  return sgd_new(n_params, params, NULL, o);
+}
+
+static tg_optimizer *adam_new(int n_params, tg_tensor *const *params, char *const *names,
+                              tg_adam_options o) {
   if (o.lr == 0) o.lr = 1e-3;
   if (o.beta1 == 0) o.beta1 = 0.9;
   if (o.beta2 == 0) o.beta2 = 0.999;
@@ -100,7 +108,7 @@ tg_optimizer *tg_adam_new(int n_params, tg_tensor *const *params, tg_adam_option
                  o.lr, o.beta1, o.beta2, o.eps, o.weight_decay);
     return NULL;
   }
-  tg_optimizer *opt = optimizer_new("tg_adam_new", OPT_ADAM, n_params, params);
+  tg_optimizer *opt = optimizer_new("tg_adam_new", OPT_ADAM, n_params, params, names);
   if (!opt) return NULL;
   opt->adam = o;
   tg_scope scope = tg_scope_begin();
@@ -116,6 +124,49 @@ tg_optimizer *tg_adam_new(int n_params, tg_tensor *const *params, tg_adam_option
     }
   }
   return opt;
+}
+
+tg_optimizer *tg_adam_new(int n_params, tg_tensor *const *params, tg_adam_options o) {
+  return adam_new(n_params, params, NULL, o);
+}
+
+/* Every parameter of m, by dotted name. */
+static bool check_for(const char *fn, const tg_module *m) {
+  if (!m) return tg_set_error(TG_ERR_ARGUMENT, "%s: m is NULL", fn), false;
+  if (m->flat_params.n == 0)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: the %s module has no parameters", fn,
+                        tg_module_type(m)),
+           false;
+  return true;
+}
+
+tg_optimizer *tg_sgd_for(const tg_module *m, tg_sgd_options opts) {
+  if (!check_for("tg_sgd_for", m)) return NULL;
+  return sgd_new(m->flat_params.n, m->flat_params.tensors, m->flat_params.names, opts);
+}
+
+tg_optimizer *tg_adam_for(const tg_module *m, tg_adam_options opts) {
+  if (!check_for("tg_adam_for", m)) return NULL;
+  return adam_new(m->flat_params.n, m->flat_params.tensors, m->flat_params.names, opts);
+}
+
+double tg_optimizer_lr(const tg_optimizer *opt) {
+  if (!opt) {
+    tg_set_error(TG_ERR_ARGUMENT, "tg_optimizer_lr: opt is NULL");
+    return 0;
+  }
+  return opt->kind == OPT_SGD ? opt->sgd.lr : opt->adam.lr;
+}
+
+tg_status tg_optimizer_set_lr(tg_optimizer *opt, double lr) {
+  if (!opt) return tg_set_error(TG_ERR_ARGUMENT, "tg_optimizer_set_lr: opt is NULL");
+  if (!(lr > 0) || !isfinite(lr))
+    return tg_set_error(TG_ERR_ARGUMENT, "tg_optimizer_set_lr: lr (%g) must be finite and > 0", lr);
+  if (opt->kind == OPT_SGD)
+    opt->sgd.lr = lr;
+  else
+    opt->adam.lr = lr;
+  return TG_OK;
 }
 
 /* One parameter's update, computed out of place: the new parameter values and the new
