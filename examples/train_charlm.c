@@ -1,0 +1,840 @@
+/* A character-level language model: embedding -> LLTM over T steps -> linear -> cross
+ * entropy, trained with Adam on the bytes of a text file (by default the GPL, which ships
+ * with every Debian system). Built on tg's public API only: modules, the LLTM sequence
+ * model, checkpoints, generators.
+ *
+ *   train_charlm [--steps N] [--batch B] [--seq-len T] [--hidden H] [--embed E] [--lr LR]
+ *                [--seed S] [--threads N] [--fused | --composed | --both] [--text PATH]
+ *                [--csv PATH] [--plot PATH.png] [--checkpoint PATH [--checkpoint-every N]]
+ *                [--resume] [--sample N [--prompt TEXT] [--temperature X]] [--clip X]
+ *                [--check] [--expect-below X] [--quiet]
+ *
+ * Batches are B windows of T+1 bytes at random places in the first 90% of the text (picked
+ * with a tg_generator, saved in the checkpoint, so --resume continues bit for bit); the
+ * last 10% is held out for the validation loss. The unigram entropy of the text (what a
+ * model that knows only the byte frequencies scores) is printed first: the model must get
+ * well below it. --both trains a fused and a composed model side by side from the same
+ * seed and compares their tokens/s. Exit status: 0, 1 when a check fails (--check,
+ * --expect-below, objects left alive), 2 on bad usage. */
+#define _GNU_SOURCE /* getopt_long, popen, isatty, clock_gettime */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_parse.h"
+#include "tg/tg.h"
+
+#define PROG "train_charlm"
+/* --check: what the model must gain over byte frequencies alone, in nats per character. */
+#define CHECK_MARGIN 0.5
+
+/* ---- options ---- */
+
+enum impl_choice { RUN_FUSED, RUN_COMPOSED, RUN_BOTH };
+
+typedef struct options {
+  const char *text;
+  long long steps, batch, seq_len, hidden, embed, threads, checkpoint_every, sample, log_every;
+  double lr, temperature, clip, expect_below;
+  long long seed;
+  enum impl_choice impl;
+  const char *csv, *plot, *checkpoint, *prompt;
+  int resume, quiet, check;
+} options;
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: " PROG " [options]\n"
+             "  --text PATH          training text (default /usr/share/common-licenses/GPL-3)\n"
+             "  --steps N            training steps (default 1500)\n"
+             "  --batch B            sequences per step (default 32)\n"
+             "  --seq-len T          characters per sequence (default 64)\n"
+             "  --hidden H           LLTM state size (default 128)\n"
+             "  --embed E            embedding size (default 32)\n"
+             "  --lr LR              Adam's learning rate (default 0.003)\n"
+             "  --clip X             clip the gradients' global norm to X (default: off)\n"
+             "  --seed S             initialisation and batch sampling (default 1)\n"
+             "  --threads N          CPU threads (default: tg's, usually all cores)\n"
+             "  --fused | --composed | --both   the LLTM's implementation (default fused);\n"
+             "                       --both trains one of each side by side (tokens/s)\n"
+             "  --csv PATH           step, loss, tokens/s, elapsed, validation loss per row\n"
+             "  --plot PATH.png      the loss curve, drawn by gnuplot when it is installed\n"
+             "  --checkpoint PATH    save model, optimizer, step and sampler there\n"
+             "  --checkpoint-every N every N steps (default: only at the end)\n"
+             "  --resume             continue from --checkpoint's step, bit for bit\n"
+             "  --sample N           generate N characters at the end (default 0)\n"
+             "  --prompt TEXT        what the sample starts from (default \"The \")\n"
+             "  --temperature X      sampling temperature (default 0.8)\n"
+             "  --log-every N        steps between progress lines when not on a terminal\n"
+             "  --check              fail unless the validation loss ends 0.5 nats below the\n"
+             "                       unigram entropy and below the first step's training loss\n"
+             "  --expect-below X     fail unless the final validation loss is below X\n"
+             "  --quiet              only the summary\n");
+}
+
+/* cli_parse.h's integers, into the long longs of options. */
+static int parse_ll(const char *opt, const char *text, long long min, long long max,
+                    long long *out) {
+  int64_t v;
+  if (!cli_parse_i64(PROG, opt, text, min, max, &v)) return 0;
+  *out = v;
+  return 1;
+}
+
+enum {
+  OPT_TEXT = 256,
+  OPT_STEPS,
+  OPT_BATCH,
+  OPT_SEQ,
+  OPT_HIDDEN,
+  OPT_EMBED,
+  OPT_LR,
+  OPT_CLIP,
+  OPT_SEED,
+  OPT_THREADS,
+  OPT_FUSED,
+  OPT_COMPOSED,
+  OPT_BOTH,
+  OPT_CSV,
+  OPT_PLOT,
+  OPT_CKPT,
+  OPT_CKPT_EVERY,
+  OPT_RESUME,
+  OPT_SAMPLE,
+  OPT_PROMPT,
+  OPT_TEMPERATURE,
+  OPT_LOG_EVERY,
+  OPT_CHECK,
+  OPT_EXPECT_BELOW,
+  OPT_QUIET,
+  OPT_HELP,
+};
+
+/* 1: go on, 0: exit 0 (--help), -1: exit 2. */
+static int parse_options(int argc, char **argv, options *o) {
+  static const struct option longs[] = {
+      {"text", required_argument, 0, OPT_TEXT},
+      {"steps", required_argument, 0, OPT_STEPS},
+      {"batch", required_argument, 0, OPT_BATCH},
+      {"seq-len", required_argument, 0, OPT_SEQ},
+      {"hidden", required_argument, 0, OPT_HIDDEN},
+      {"embed", required_argument, 0, OPT_EMBED},
+      {"lr", required_argument, 0, OPT_LR},
+      {"clip", required_argument, 0, OPT_CLIP},
+      {"seed", required_argument, 0, OPT_SEED},
+      {"threads", required_argument, 0, OPT_THREADS},
+      {"fused", no_argument, 0, OPT_FUSED},
+      {"composed", no_argument, 0, OPT_COMPOSED},
+      {"both", no_argument, 0, OPT_BOTH},
+      {"csv", required_argument, 0, OPT_CSV},
+      {"plot", required_argument, 0, OPT_PLOT},
+      {"checkpoint", required_argument, 0, OPT_CKPT},
+      {"checkpoint-every", required_argument, 0, OPT_CKPT_EVERY},
+      {"resume", no_argument, 0, OPT_RESUME},
+      {"sample", required_argument, 0, OPT_SAMPLE},
+      {"prompt", required_argument, 0, OPT_PROMPT},
+      {"temperature", required_argument, 0, OPT_TEMPERATURE},
+      {"log-every", required_argument, 0, OPT_LOG_EVERY},
+      {"check", no_argument, 0, OPT_CHECK},
+      {"expect-below", required_argument, 0, OPT_EXPECT_BELOW},
+      {"quiet", no_argument, 0, OPT_QUIET},
+      {"help", no_argument, 0, OPT_HELP},
+      {0, 0, 0, 0},
+  };
+  int impl_flags = 0, c, ok = 1;
+  while (ok && (c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+    const char *a = optarg;
+    switch (c) {
+    case OPT_TEXT:
+      o->text = a;
+      break;
+    case OPT_STEPS:
+      ok = parse_ll("--steps", a, 1, 100000000, &o->steps);
+      break;
+    case OPT_BATCH:
+      ok = parse_ll("--batch", a, 1, 65536, &o->batch);
+      break;
+    case OPT_SEQ:
+      ok = parse_ll("--seq-len", a, 1, 65536, &o->seq_len);
+      break;
+    case OPT_HIDDEN:
+      ok = parse_ll("--hidden", a, 1, 65536, &o->hidden);
+      break;
+    case OPT_EMBED:
+      ok = parse_ll("--embed", a, 1, 65536, &o->embed);
+      break;
+    case OPT_LR:
+      ok = cli_parse_double(PROG, "--lr", a, 1e-9, 10, &o->lr);
+      break;
+    case OPT_CLIP:
+      ok = cli_parse_double(PROG, "--clip", a, 0, 1e30, &o->clip);
+      break;
+    case OPT_SEED:
+      ok = parse_ll("--seed", a, 0, INT64_MAX, &o->seed);
+      break;
+    case OPT_THREADS:
+      ok = parse_ll("--threads", a, 1, 4096, &o->threads);
+      break;
+    case OPT_FUSED:
+      o->impl = RUN_FUSED, impl_flags++;
+      break;
+    case OPT_COMPOSED:
+      o->impl = RUN_COMPOSED, impl_flags++;
+      break;
+    case OPT_BOTH:
+      o->impl = RUN_BOTH, impl_flags++;
+      break;
+    case OPT_CSV:
+      o->csv = a;
+      break;
+    case OPT_PLOT:
+      o->plot = a;
+      break;
+    case OPT_CKPT:
+      o->checkpoint = a;
+      break;
+    case OPT_CKPT_EVERY:
+      ok = parse_ll("--checkpoint-every", a, 1, 100000000, &o->checkpoint_every);
+      break;
+    case OPT_RESUME:
+      o->resume = 1;
+      break;
+    case OPT_SAMPLE:
+      ok = parse_ll("--sample", a, 0, 100000000, &o->sample);
+      break;
+    case OPT_PROMPT:
+      o->prompt = a;
+      break;
+    case OPT_TEMPERATURE:
+      ok = cli_parse_double(PROG, "--temperature", a, 1e-3, 100, &o->temperature);
+      break;
+    case OPT_LOG_EVERY:
+      ok = parse_ll("--log-every", a, 1, 100000000, &o->log_every);
+      break;
+    case OPT_CHECK:
+      o->check = 1;
+      break;
+    case OPT_EXPECT_BELOW:
+      ok = cli_parse_double(PROG, "--expect-below", a, 0, 1e30, &o->expect_below);
+      break;
+    case OPT_QUIET:
+      o->quiet = 1;
+      break;
+    case OPT_HELP:
+      usage(stdout);
+      return 0;
+    default: /* getopt_long said what is wrong */
+      ok = 0;
+    }
+  }
+  if (ok && optind < argc) {
+    fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
+    ok = 0;
+  }
+  if (ok && impl_flags > 1) {
+    fprintf(stderr, PROG ": give one of --fused, --composed, --both\n");
+    ok = 0;
+  }
+  if (ok && (o->resume || o->checkpoint_every) && !o->checkpoint) {
+    fprintf(stderr, PROG ": --resume and --checkpoint-every need --checkpoint PATH\n");
+    ok = 0;
+  }
+  if (ok && o->checkpoint && o->impl == RUN_BOTH) {
+    fprintf(stderr, PROG ": --checkpoint saves one model: not with --both\n");
+    ok = 0;
+  }
+  if (!ok) cli_usage_error(PROG);
+  return ok ? 1 : -1;
+}
+
+/* ---- the text ---- */
+
+typedef struct corpus {
+  int vocab;      /* distinct bytes */
+  int id_of[256]; /* byte -> token, -1 if absent */
+  unsigned char byte_of[256];
+  int64_t *tokens, n; /* the whole text as tokens */
+  int64_t n_train;    /* the first 90% trains, the rest validates */
+  double unigram;     /* entropy of the byte frequencies, nats per character */
+} corpus;
+
+static int read_corpus(const char *path, corpus *c) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, PROG ": cannot open '%s': %s\n", path, strerror(errno));
+    return 0;
+  }
+  size_t cap = 1 << 16, n = 0;
+  unsigned char *bytes = malloc(cap);
+  size_t got;
+  while (bytes && (got = fread(bytes + n, 1, cap - n, f)) > 0) {
+    n += got;
+    if (n == cap) {
+      unsigned char *bigger = realloc(bytes, cap *= 2);
+      if (!bigger) free(bytes);
+      bytes = bigger;
+    }
+  }
+  int read_error = ferror(f);
+  fclose(f);
+  if (!bytes || read_error) {
+    fprintf(stderr, PROG ": cannot read '%s'\n", path);
+    free(bytes);
+    return 0;
+  }
+  int64_t count[256] = {0};
+  for (size_t i = 0; i < n; i++) count[bytes[i]]++;
+  c->vocab = 0;
+  c->unigram = 0;
+  for (int b = 0; b < 256; b++) {
+    c->id_of[b] = count[b] ? c->vocab : -1;
+    if (count[b]) {
+      double p = (double)count[b] / (double)n;
+      c->unigram -= p * log(p);
+      c->byte_of[c->vocab++] = (unsigned char)b;
+    }
+  }
+  c->n = (int64_t)n;
+  c->tokens = malloc(sizeof *c->tokens * (n ? n : 1));
+  if (c->tokens)
+    for (size_t i = 0; i < n; i++) c->tokens[i] = c->id_of[bytes[i]];
+  free(bytes);
+  c->n_train = c->n - c->n / 10;
+  return c->tokens != NULL;
+}
+
+/* ---- the model ---- */
+
+typedef struct run {
+  const char *name;
+  tg_lltm_impl impl;
+  tg_module *model; /* owns the three layers */
+  tg_embedding_layer *embed;
+  tg_lltm_seq *rnn;
+  tg_linear *head;
+  tg_optimizer *opt;
+  tg_generator *sampler; /* where the batches come from */
+  double train_seconds;  /* in training steps only */
+  double loss, smooth, first_loss, val_loss;
+  double *losses; /* per step, for the plot */
+  double *val_at; /* validation loss per step (NAN where not measured) */
+} run;
+
+static int fail(const char *what) {
+  fprintf(stderr, PROG ": %s: %s (%s)\n", what, tg_last_error_message(),
+          tg_status_name(tg_last_error()));
+  return 0;
+}
+
+static void run_free(run *r) {
+  tg_optimizer_free(r->opt);
+  tg_module_free(r->model);
+  tg_generator_free(r->sampler);
+  free(r->losses);
+  free(r->val_at);
+}
+
+static int run_init(run *r, const options *o, const corpus *c, tg_lltm_impl impl) {
+  r->impl = impl;
+  r->name = impl == TG_LLTM_FUSED ? "fused" : "composed";
+  r->losses = malloc(sizeof *r->losses * (size_t)o->steps);
+  r->val_at = malloc(sizeof *r->val_at * (size_t)o->steps);
+  if (!r->losses || !r->val_at) return fprintf(stderr, PROG ": out of memory\n"), 0;
+  for (long long i = 0; i < o->steps; i++) r->losses[i] = r->val_at[i] = NAN;
+  tg_generator *init = tg_generator_new((uint64_t)o->seed);
+  r->sampler = tg_generator_new((uint64_t)o->seed + 1);
+  r->model = tg_module_new("charlm");
+  if (!init || !r->sampler || !r->model) return tg_generator_free(init), fail("setup");
+  r->embed = tg_embedding_layer_new(c->vocab, o->embed, TG_OPTS_DEFAULT, init);
+  if (!r->embed || tg_module_add_child(r->model, "embed", tg_embedding_layer_module(r->embed)))
+    return tg_embedding_layer_free(r->embed), tg_generator_free(init), fail("embedding");
+  r->rnn = tg_lltm_seq_new(o->embed, o->hidden, impl, TG_OPTS_DEFAULT, init);
+  if (!r->rnn || tg_module_add_child(r->model, "rnn", tg_lltm_seq_module(r->rnn)))
+    return tg_lltm_seq_free(r->rnn), tg_generator_free(init), fail("LLTM");
+  r->head = tg_linear_new(o->hidden, c->vocab, true, TG_OPTS_DEFAULT, init);
+  if (!r->head || tg_module_add_child(r->model, "head", tg_linear_module(r->head)))
+    return tg_linear_free(r->head), tg_generator_free(init), fail("linear");
+  tg_generator_free(init);
+  r->opt = tg_adam_for(r->model, (tg_adam_options){.lr = o->lr});
+  return r->opt ? 1 : fail("Adam");
+}
+
+/* Mean cross entropy of the model over windows x [T, B] -> y [T*B] (B = n_windows), each
+ * window given by its start in the text. Scope-owned. */
+static tg_tensor *window_loss(const run *r, const corpus *c, const int64_t *starts, int64_t n,
+                              int64_t T) {
+  int64_t *x = malloc(sizeof *x * (size_t)(T * n)), *y = malloc(sizeof *y * (size_t)(T * n));
+  tg_tensor *loss = NULL;
+  if (x && y) {
+    for (int64_t b = 0; b < n; b++)
+      for (int64_t t = 0; t < T; t++) {
+        x[t * n + b] = c->tokens[starts[b] + t];
+        y[t * n + b] = c->tokens[starts[b] + t + 1];
+      }
+    tg_options i64 = {.dtype = TG_I64};
+    tg_tensor *xs = tg_embedding_layer_forward(r->embed, tg_from_data(TG_SHAPE(T, n), x, i64));
+    tg_tensor *hs = NULL;
+    if (tg_lltm_seq_forward(r->rnn, xs, NULL, NULL, &hs, NULL, NULL) == TG_OK) {
+      tg_tensor *logits = tg_linear_forward(
+          r->head,
+          tg_reshape(hs, TG_SHAPE(T * n, tg_lltm_cell_state_size(tg_lltm_seq_cell(r->rnn)))));
+      loss = tg_cross_entropy(logits, tg_from_data(TG_SHAPE(T * n), y, i64));
+    }
+  } else {
+    tg_set_error(TG_ERR_MEMORY, PROG ": out of memory for a batch");
+  }
+  free(x);
+  free(y);
+  return loss;
+}
+
+/* Scales the gradients so that their global norm is at most max_norm. */
+static tg_status clip_gradients(const run *r, double max_norm) {
+  tg_scope sc = tg_scope_begin();
+  double total = 0;
+  tg_status st = TG_OK;
+  int n = tg_module_num_parameters(r->model);
+  for (int i = 0; i < n && st == TG_OK; i++) {
+    tg_tensor *g = tg_grad(tg_module_parameter(r->model, i, NULL));
+    double sq = 0;
+    if (g) st = tg_item(tg_sum(tg_mul(g, g)), &sq);
+    total += sq;
+  }
+  double norm = sqrt(total);
+  if (st == TG_OK && norm > max_norm) {
+    tg_no_grad_begin();
+    for (int i = 0; i < n && st == TG_OK; i++) {
+      tg_tensor *g = tg_grad(tg_module_parameter(r->model, i, NULL));
+      if (g) st = tg_mul_scalar_(g, max_norm / norm);
+    }
+    tg_no_grad_end();
+  }
+  tg_scope_end(sc);
+  return st;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One step: B windows at random places in the training text, forward, backward, Adam. */
+static int train_step(run *r, const options *o, const corpus *c) {
+  double t0 = now_seconds();
+  tg_scope sc = tg_scope_begin();
+  int64_t B = o->batch, T = o->seq_len;
+  int64_t *starts = malloc(sizeof *starts * (size_t)B);
+  float *u = malloc(sizeof *u * (size_t)B);
+  tg_tensor *draw = tg_rand(TG_SHAPE(B), TG_OPTS_DEFAULT, r->sampler);
+  tg_status st = !starts || !u ? tg_set_error(TG_ERR_MEMORY, PROG ": out of memory")
+                 : draw        ? tg_to_host_array(draw, u, sizeof *u * (size_t)B)
+                               : tg_last_error();
+  int64_t room = c->n_train - T - 1; /* the last start that fits in the training text */
+  for (int64_t b = 0; b < B && st == TG_OK; b++) {
+    int64_t s = (int64_t)((double)u[b] * (double)(room + 1));
+    starts[b] = s > room ? room : s;
+  }
+  tg_tensor *loss = st == TG_OK ? window_loss(r, c, starts, B, T) : NULL;
+  if (st == TG_OK && !loss) st = tg_last_error();
+  if (st == TG_OK) st = tg_item(loss, &r->loss);
+  if (st == TG_OK) st = tg_optimizer_zero_grad(r->opt);
+  if (st == TG_OK) st = tg_backward(loss, NULL);
+  if (st == TG_OK && o->clip > 0) st = clip_gradients(r, o->clip);
+  if (st == TG_OK) st = tg_optimizer_step(r->opt);
+  tg_scope_end(sc);
+  free(starts);
+  free(u);
+  r->train_seconds += now_seconds() - t0;
+  return st == TG_OK ? 1 : fail("training step");
+}
+
+/* Mean loss over consecutive windows of the held-out text (at most 256 of them). */
+static int validate(run *r, const options *o, const corpus *c) {
+  int64_t T = o->seq_len, first = c->n_train;
+  int64_t n_windows = (c->n - first - 1) / T;
+  if (n_windows > 256) n_windows = 256;
+  int64_t per_batch = o->batch > 0 ? o->batch : 1;
+  int64_t *starts = malloc(sizeof *starts * (size_t)per_batch);
+  double sum = 0;
+  tg_status st = starts ? TG_OK : tg_set_error(TG_ERR_MEMORY, PROG ": out of memory");
+  tg_no_grad_begin();
+  for (int64_t w = 0; w < n_windows && st == TG_OK; w += per_batch) {
+    int64_t n = n_windows - w < per_batch ? n_windows - w : per_batch;
+    for (int64_t b = 0; b < n; b++) starts[b] = first + (w + b) * T;
+    tg_scope sc = tg_scope_begin();
+    double l = 0;
+    tg_tensor *loss = window_loss(r, c, starts, n, T);
+    st = loss ? tg_item(loss, &l) : tg_last_error();
+    sum += l * (double)n;
+    tg_scope_end(sc);
+  }
+  tg_no_grad_end();
+  free(starts);
+  r->val_loss = n_windows ? sum / (double)n_windows : NAN;
+  return st == TG_OK ? 1 : fail("validation");
+}
+
+/* ---- sampling: one character at a time through the cell ---- */
+
+/* Feeds token through embedding -> cell -> linear; *h and *c are references the caller
+ * owns (replaced here); returns the next-token probabilities into probs. */
+static tg_status feed(const run *r, int64_t token, tg_tensor **h, tg_tensor **cstate,
+                      double temperature, float *probs, int vocab) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *x = tg_embedding_layer_forward(
+      r->embed, tg_from_data(TG_SHAPE(1), &token, (tg_options){.dtype = TG_I64}));
+  tg_tensor *nh = NULL, *nc = NULL;
+  tg_status st = tg_lltm_cell_forward(tg_lltm_seq_cell(r->rnn), r->impl, x, *h, *cstate, &nh, &nc);
+  if (st == TG_OK) {
+    tg_tensor *p = tg_softmax(tg_div_scalar(tg_linear_forward(r->head, nh), temperature), 1);
+    st = p ? tg_to_host_array(p, probs, sizeof *probs * (size_t)vocab) : tg_last_error();
+  }
+  if (st == TG_OK) {
+    tg_release(*h);
+    tg_release(*cstate);
+    *h = tg_retain(nh);
+    *cstate = tg_retain(nc);
+  }
+  tg_scope_end(sc);
+  return st;
+}
+
+static int sample_text(const run *r, const options *o, const corpus *c) {
+  int64_t H = tg_lltm_cell_state_size(tg_lltm_seq_cell(r->rnn));
+  float *probs = malloc(sizeof *probs * (size_t)c->vocab);
+  tg_generator *g = tg_generator_new((uint64_t)o->seed + 2);
+  tg_tensor *h = NULL, *cs = NULL;
+  tg_status st = probs && g ? TG_OK : tg_set_error(TG_ERR_MEMORY, PROG ": out of memory");
+  tg_no_grad_begin();
+  tg_scope sc = tg_scope_begin();
+  if (st == TG_OK) {
+    h = tg_retain(tg_zeros(TG_SHAPE(1, H), TG_OPTS_DEFAULT));
+    cs = tg_retain(tg_zeros(TG_SHAPE(1, H), TG_OPTS_DEFAULT));
+    if (!h || !cs) st = tg_last_error();
+  }
+  tg_scope_end(sc);
+  printf("\n--- sample (%lld characters, temperature %g) ---\n", o->sample, o->temperature);
+  int64_t fed = 0;
+  for (const char *p = o->prompt; *p && st == TG_OK; p++) {
+    int id = c->id_of[(unsigned char)*p];
+    if (id < 0) continue; /* a character the text never has */
+    putchar(*p);
+    st = feed(r, id, &h, &cs, o->temperature, probs, c->vocab);
+    fed++;
+  }
+  if (st == TG_OK && fed == 0) { /* nothing usable: start from the text's first character */
+    putchar(c->byte_of[c->tokens[0]]);
+    st = feed(r, c->tokens[0], &h, &cs, o->temperature, probs, c->vocab);
+  }
+  for (long long i = 0; i < o->sample && st == TG_OK; i++) {
+    tg_scope s2 = tg_scope_begin();
+    float u = 0;
+    tg_tensor *draw = tg_rand(TG_SHAPE(1), TG_OPTS_DEFAULT, g);
+    st = draw ? tg_to_host_array(draw, &u, sizeof u) : tg_last_error();
+    tg_scope_end(s2);
+    int next = c->vocab - 1;
+    double acc = 0;
+    for (int v = 0; v < c->vocab; v++)
+      if ((acc += probs[v]) > u) {
+        next = v;
+        break;
+      }
+    putchar(c->byte_of[next]);
+    if (st == TG_OK) st = feed(r, next, &h, &cs, o->temperature, probs, c->vocab);
+  }
+  printf("\n--- end of sample ---\n");
+  tg_no_grad_end();
+  tg_release(h);
+  tg_release(cs);
+  tg_generator_free(g);
+  free(probs);
+  return st == TG_OK ? 1 : fail("sampling");
+}
+
+/* ---- progress ---- */
+
+static void format_duration(double s, char *buf, size_t len) {
+  if (!(s >= 0) || s > 1e7) {
+    snprintf(buf, len, "?");
+  } else if (s >= 3600) {
+    snprintf(buf, len, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+  } else {
+    snprintf(buf, len, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+  }
+}
+
+static void progress_line(const options *o, run *runs, int n_runs, long long done, long long start,
+                          double elapsed, int tty) {
+  double tokens = (double)(done - start) * (double)(o->batch * o->seq_len);
+  double per_step = done > start ? elapsed / (double)(done - start) : NAN;
+  char eta[32];
+  format_duration(per_step * (double)(o->steps - done), eta, sizeof eta);
+  if (tty) {
+    enum { WIDTH = 24 };
+    int fill = (int)(WIDTH * done / o->steps);
+    char bar[WIDTH + 1];
+    for (int i = 0; i < WIDTH; i++) bar[i] = i < fill ? '#' : '.';
+    bar[WIDTH] = '\0';
+    printf("\r[%s] %lld/%lld", bar, done, o->steps);
+  } else {
+    printf("step %lld/%lld", done, o->steps);
+  }
+  for (int i = 0; i < n_runs; i++)
+    printf("  %s%sloss %.4f %.0f tok/s", n_runs > 1 ? runs[i].name : "", n_runs > 1 ? " " : "",
+           runs[i].smooth, tokens / runs[i].train_seconds);
+  printf("  ETA %s%s", eta, tty ? "\033[K" : "\n");
+  fflush(stdout);
+}
+
+/* ---- the plot ---- */
+
+static int on_path(const char *program) {
+  const char *path = getenv("PATH");
+  char buf[4096];
+  while (path && *path) {
+    const char *colon = strchr(path, ':');
+    size_t len = colon ? (size_t)(colon - path) : strlen(path);
+    snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? path : ".", program);
+    if (access(buf, X_OK) == 0) return 1;
+    path = colon ? colon + 1 : NULL;
+  }
+  return 0;
+}
+
+static void plot(const options *o, const corpus *c, run *runs, int n_runs, long long start) {
+  if (!on_path("gnuplot")) {
+    printf("note: gnuplot is not on PATH, so no plot (--plot %s); install gnuplot-nox "
+           "(Debian) or use --csv\n",
+           o->plot);
+    return;
+  }
+  FILE *g = popen("gnuplot", "w");
+  if (!g) {
+    printf("note: could not start gnuplot (%s): no plot\n", strerror(errno));
+    return;
+  }
+  fprintf(g, "set terminal pngcairo noenhanced size 800,480 font ',10'\nset output '%s'\n",
+          o->plot);
+  fprintf(g, "set title 'train_charlm: %s (batch %lld, seq-len %lld, hidden %lld, embed %lld)'\n",
+          o->text, o->batch, o->seq_len, o->hidden, o->embed);
+  fprintf(g, "set xlabel 'step'\nset ylabel 'loss (nats/char)'\nset grid\nset key top right\n");
+  fprintf(g, "set xrange [%lld:%lld]\n", start, o->steps);
+  fprintf(g, "plot %.6f with lines dt 2 lc 'gray' title 'unigram entropy (%.2f)'", c->unigram,
+          c->unigram);
+  for (int i = 0; i < n_runs; i++)
+    fprintf(g,
+            ", '-' with lines lw 1.5 title '%s training loss (mean of 50)', "
+            "'-' with linespoints pt 7 title '%s validation loss (held-out last 10%%)'",
+            runs[i].name, runs[i].name);
+  fprintf(g, "\n");
+  for (int i = 0; i < n_runs; i++) {
+    double window = 0;
+    int in_window = 0;
+    for (long long s = start; s < o->steps; s++) {
+      window += runs[i].losses[s];
+      if (++in_window > 50) window -= runs[i].losses[s - 50], in_window = 50;
+      if (s - start >= 9 || s == o->steps - 1) fprintf(g, "%lld %.6f\n", s + 1, window / in_window);
+    }
+    fprintf(g, "e\n");
+    for (long long s = start; s < o->steps; s++)
+      if (!isnan(runs[i].val_at[s])) fprintf(g, "%lld %.6f\n", s + 1, runs[i].val_at[s]);
+    fprintf(g, "e\n");
+  }
+  int rc = pclose(g);
+  if (rc != 0)
+    printf("note: gnuplot failed (status %d): %s may be missing\n", rc, o->plot);
+  else if (!o->quiet)
+    printf("plot: %s\n", o->plot);
+}
+
+/* ---- main ---- */
+
+static double mean_last(const run *r, long long start, long long end, long long n) {
+  long long from = end - n > start ? end - n : start;
+  double sum = 0;
+  for (long long s = from; s < end; s++) sum += r->losses[s];
+  return end > from ? sum / (double)(end - from) : NAN;
+}
+
+static int train(const options *o, const corpus *c, run *runs, int n_runs, long long *start_out,
+                 FILE *csv) {
+  long long start = 0;
+  if (o->resume) {
+    int64_t step = 0;
+    if (tg_checkpoint_load(o->checkpoint, runs[0].model, runs[0].opt, &step, 1, &runs[0].sampler) !=
+        TG_OK)
+      return fail("--resume");
+    if (step > o->steps) {
+      fprintf(stderr, PROG ": the checkpoint is at step %lld, past --steps %lld\n", (long long)step,
+              o->steps);
+      return 0;
+    }
+    start = step;
+    if (!o->quiet) printf("resumed from %s at step %lld\n", o->checkpoint, start);
+  }
+  *start_out = start;
+  int tty = isatty(STDOUT_FILENO);
+  long long log_every = o->log_every ? o->log_every : (o->steps - start + 19) / 20;
+  long long val_every = (o->steps + 9) / 10;
+  double t_start = now_seconds(), last_draw = 0;
+  for (long long s = start; s < o->steps; s++) {
+    for (int i = 0; i < n_runs; i++) {
+      run *r = &runs[i];
+      if (!train_step(r, o, c)) return 0;
+      if (s == start) r->first_loss = r->smooth = r->loss;
+      r->smooth = 0.98 * r->smooth + 0.02 * r->loss;
+      r->losses[s] = r->loss;
+    }
+    long long done = s + 1;
+    int validating = done % val_every == 0 || done == o->steps;
+    for (int i = 0; i < n_runs && validating; i++) {
+      if (!validate(&runs[i], o, c)) return 0;
+      runs[i].val_at[s] = runs[i].val_loss;
+    }
+    double elapsed = now_seconds() - t_start;
+    for (int i = 0; csv && i < n_runs; i++) {
+      double tps = (double)(done - start) * (double)(o->batch * o->seq_len) / runs[i].train_seconds;
+      fprintf(csv, "%lld,%s,%.9g,%.1f,%.3f,", done, runs[i].name, runs[i].loss, tps, elapsed);
+      if (validating) fprintf(csv, "%.9g", runs[i].val_loss);
+      fprintf(csv, "\n");
+    }
+    if (o->checkpoint &&
+        ((o->checkpoint_every && done % o->checkpoint_every == 0) || done == o->steps)) {
+      if (tg_checkpoint_save(o->checkpoint, runs[0].model, runs[0].opt, done, 1,
+                             &runs[0].sampler) != TG_OK)
+        return fail("checkpoint");
+    }
+    if (!o->quiet && tty && (elapsed - last_draw > 0.1 || done == o->steps)) {
+      last_draw = elapsed;
+      progress_line(o, runs, n_runs, done, start, elapsed, 1);
+    } else if (!o->quiet && !tty && ((done - start) % log_every == 0 || done == o->steps)) {
+      progress_line(o, runs, n_runs, done, start, elapsed, 0);
+    }
+  }
+  if (!o->quiet && tty) printf("\n");
+  if (start == o->steps)
+    for (int i = 0; i < n_runs; i++)
+      if (!validate(&runs[i], o, c)) return 0;
+  return 1;
+}
+
+static int report(const options *o, const corpus *c, run *runs, int n_runs, long long start,
+                  double wall) {
+  int ok = 1;
+  long long steps = o->steps - start;
+  double tokens = (double)steps * (double)(o->batch * o->seq_len);
+  printf("\n");
+  for (int i = 0; i < n_runs; i++) {
+    run *r = &runs[i];
+    printf("%s: %.0f tokens/s (%lld steps of %lld tokens in %.1f s of training)\n", r->name,
+           steps ? tokens / r->train_seconds : 0.0, steps, o->batch * o->seq_len, r->train_seconds);
+    if (steps) {
+      long long n_mean = steps < 100 ? steps : 100;
+      printf("%s: final train loss %.17g (last step), %.4f (mean of the last %lld steps)\n",
+             r->name, r->loss, mean_last(r, start, o->steps, n_mean), n_mean);
+    }
+    printf("%s: final val loss %.17g nats/char = %.3f x the unigram entropy (%.4f)\n", r->name,
+           r->val_loss, r->val_loss / c->unigram, c->unigram);
+  }
+  if (n_runs == 2 && steps)
+    printf("fused / composed tokens/s: %.2fx\n", runs[1].train_seconds / runs[0].train_seconds);
+  printf("wall time %.1f s\n", wall);
+  for (int i = 0; i < n_runs; i++) {
+    const run *r = &runs[i];
+    if (o->check &&
+        !(r->val_loss < c->unigram - CHECK_MARGIN && (!steps || r->val_loss < r->first_loss))) {
+      printf("CHECK FAILED: %s validation loss %.4f is not %g below the unigram entropy %.4f "
+             "and below the first training loss %.4f\n",
+             r->name, r->val_loss, CHECK_MARGIN, c->unigram, r->first_loss);
+      ok = 0;
+    }
+    if (o->expect_below > 0 && !(r->val_loss < o->expect_below)) {
+      printf("CHECK FAILED: %s validation loss %.4f is not below %g\n", r->name, r->val_loss,
+             o->expect_below);
+      ok = 0;
+    }
+  }
+  if (ok && (o->check || o->expect_below > 0)) printf("check passed\n");
+  return ok;
+}
+
+int main(int argc, char **argv) {
+  options o = {
+      .text = "/usr/share/common-licenses/GPL-3",
+      .steps = 1500,
+      .batch = 32,
+      .seq_len = 64,
+      .hidden = 128,
+      .embed = 32,
+      .lr = 3e-3,
+      .temperature = 0.8,
+      .seed = 1,
+      .prompt = "The ",
+  };
+  int parsed = parse_options(argc, argv, &o);
+  if (parsed <= 0) return parsed == 0 ? 0 : CLI_EXIT_USAGE;
+  if (o.threads) tg_set_num_threads((int)o.threads);
+
+  corpus c = {0};
+  if (!read_corpus(o.text, &c)) return 1;
+  if (c.n - c.n_train < o.seq_len + 1 || c.n_train < o.seq_len + 1) {
+    fprintf(stderr, PROG ": '%s' has %lld bytes: too short for --seq-len %lld (10%% is held out)\n",
+            o.text, (long long)c.n, o.seq_len);
+    free(c.tokens);
+    return 1;
+  }
+  run runs[2] = {{0}};
+  int n_runs = o.impl == RUN_BOTH ? 2 : 1;
+  int ok = run_init(&runs[0], &o, &c, o.impl == RUN_COMPOSED ? TG_LLTM_COMPOSED : TG_LLTM_FUSED);
+  if (ok && n_runs == 2) ok = run_init(&runs[1], &o, &c, TG_LLTM_COMPOSED);
+  if (ok && !o.quiet) {
+    printf("text: %s, %lld bytes, %d distinct (train %lld, validation %lld)\n", o.text,
+           (long long)c.n, c.vocab, (long long)c.n_train, (long long)(c.n - c.n_train));
+    printf("unigram entropy: %.4f nats/char (the loss of a model that knows only the byte "
+           "frequencies)\n",
+           c.unigram);
+    printf("model: embedding %d x %lld -> LLTM (%s) state %lld over %lld steps -> linear %lld x "
+           "%d; %lld parameters\n",
+           c.vocab, o.embed, n_runs == 2 ? "fused and composed" : runs[0].name, o.hidden, o.seq_len,
+           o.hidden, c.vocab, (long long)tg_module_parameter_count(runs[0].model));
+    printf("training: %lld steps of batch %lld, Adam lr %g, seed %lld, %d threads\n", o.steps,
+           o.batch, o.lr, o.seed, tg_get_num_threads());
+  }
+  FILE *csv = NULL;
+  if (ok && o.csv) {
+    csv = fopen(o.csv, o.resume ? "a" : "w"); /* a resumed run adds its rows */
+    if (!csv) {
+      fprintf(stderr, PROG ": cannot write '%s': %s\n", o.csv, strerror(errno));
+      ok = 0;
+    } else if (ftell(csv) == 0) {
+      fprintf(csv, "step,impl,loss,tokens_per_s,elapsed_s,val_loss\n");
+    }
+  }
+  long long start = 0;
+  double t0 = now_seconds();
+  if (ok) ok = train(&o, &c, runs, n_runs, &start, csv);
+  double wall = now_seconds() - t0;
+  if (csv && fclose(csv) != 0) {
+    fprintf(stderr, PROG ": writing '%s' failed\n", o.csv);
+    ok = 0;
+  }
+  int checks = 1;
+  if (ok) checks = report(&o, &c, runs, n_runs, start, wall);
+  if (ok && o.sample > 0) ok = sample_text(&runs[0], &o, &c);
+  if (ok && o.plot) plot(&o, &c, runs, n_runs, start);
+
+  for (int i = 0; i < n_runs; i++) run_free(&runs[i]);
+  free(c.tokens);
+  int64_t live = tg_live_objects();
+  if (live != 0) {
+    fprintf(stderr, PROG ": warning: %lld tg objects still alive at exit (a leak)\n",
+            (long long)live);
+    ok = 0;
+  }
+  return ok && checks ? 0 : 1;
+}
