@@ -63,7 +63,8 @@ static void usage(FILE *f) {
              "                       --both trains one of each side by side (tokens/s)\n"
              "  --csv PATH           step, loss, tokens/s, elapsed, validation loss per row\n"
              "  --plot PATH.png      the loss curve, drawn by gnuplot when it is installed\n"
-             "  --checkpoint PATH    save model, optimizer, step and sampler there\n"
+             "  --checkpoint PATH    save model, optimizer, step and sampler there (and\n"
+             "                       keep the thread count under load: tg_set_deterministic)\n"
              "  --checkpoint-every N every N steps (default: only at the end)\n"
              "  --resume             continue from --checkpoint's step, bit for bit\n"
              "  --sample N           generate N characters at the end (default 0)\n"
@@ -779,6 +780,8 @@ int main(int argc, char **argv) {
   int parsed = parse_options(argc, argv, &o);
   if (parsed <= 0) return parsed == 0 ? 0 : CLI_EXIT_USAGE;
   if (o.threads) tg_set_num_threads((int)o.threads);
+  /* A checkpointed run must resume bit for bit even on a busy machine (tensor.h). */
+  if (o.checkpoint) tg_set_deterministic(true);
 
   corpus c = {0};
   if (!read_corpus(o.text, &c)) return 1;

@@ -88,3 +88,27 @@ TG_TEST(contention, same_results_on_one_thread) {
   tg_assert_close(sum_busy, sum_free, 1e-12, 1e-12);
   done();
 }
+
+TG_TEST(contention, deterministic_mode_keeps_the_thread_count) {
+  fresh();
+  cr_assert_not(tg_is_deterministic());
+  tg_cpu_note_contention();
+  cr_assert(tg_cpu_contended());
+  tg_set_deterministic(true); /* ends the period in progress */
+  cr_assert(tg_is_deterministic());
+  cr_assert_not(tg_cpu_contended());
+  tg_manual_seed(9);
+  tg_tensor *a = tg_uniform(TG_SHAPE(300, 257), -1, 1, TG_OPTS(.dtype = TG_F64), NULL);
+  tg_tensor *b = tg_uniform(TG_SHAPE(257, 290), -1, 1, TG_OPTS(.dtype = TG_F64), NULL);
+  tg_tensor *quiet = tg_mm(a, b);
+  for (int i = 0; i < 64; i++) gemm(true); /* samples of late GEMMs: ignored */
+  tg_cpu_note_contention();
+  cr_assert_not(tg_cpu_contended());
+  cr_assert(tg_cpu_should_parallelize((int64_t)1 << 30, 1), "still forks a team");
+  tg_tensor *busy = tg_mm(a, b);
+  cr_assert(quiet && busy, "%s", tg_last_error_message());
+  tg_assert_close(busy, quiet, 0, 0); /* bit for bit */
+  tg_set_deterministic(false);
+  cr_assert_not(tg_is_deterministic());
+  done();
+}

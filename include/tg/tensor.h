@@ -224,6 +224,13 @@ tg_status tg_print(const tg_tensor *t);
 /* n <= 0 restores the default (the OpenMP default, usually the core count). */
 void tg_set_num_threads(int n);
 int tg_get_num_threads(void);
+/* Deterministic mode (off by default): CPU results then depend only on the inputs and the
+ * thread count, never on the machine's load. By default tg runs one-threaded for a while
+ * when other processes keep the cores busy (faster then, src/ops/cpu/cpu_contention.c), and
+ * one thread rounds sums and GEMMs differently from two: a run repeated or resumed from a
+ * checkpoint on a busy machine may then differ in the last bits. Process-wide. */
+void tg_set_deterministic(bool deterministic);
+bool tg_is_deterministic(void);
 
 /* ---- BLIS, the CPU's GEMM engine ----
  * The kernel set BLIS runs ("zen3", "haswell", "skx", "generic", ...), chosen once, before

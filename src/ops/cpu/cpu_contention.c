@@ -24,8 +24,16 @@
 
 static atomic_llong contended_until; /* monotonic ns; 0: never */
 static atomic_int sample_regions, sample_late;
-static atomic_int backoff; /* periods of one-thread mode the next contended sample sets */
-static atomic_int warmup;  /* parallel GEMMs still to skip after a period */
+static atomic_int backoff;        /* periods of one-thread mode the next contended sample sets */
+static atomic_int warmup;         /* parallel GEMMs still to skip after a period */
+static atomic_bool deterministic; /* tg_set_deterministic: never judge, never drop threads */
+
+void tg_set_deterministic(bool on) {
+  atomic_store(&deterministic, on);
+  if (on) tg__cpu_forget_contention(); /* a period in progress ends now */
+}
+
+bool tg_is_deterministic(void) { return atomic_load(&deterministic); }
 
 int64_t tg_cpu_now_ns(void) {
   struct timespec ts;
@@ -34,6 +42,7 @@ int64_t tg_cpu_now_ns(void) {
 }
 
 bool tg_cpu_contended(void) {
+  if (atomic_load_explicit(&deterministic, memory_order_relaxed)) return false;
   const long long until = atomic_load_explicit(&contended_until, memory_order_relaxed);
   return until != 0 && tg_cpu_now_ns() < until;
 }
