@@ -9,11 +9,16 @@ format=${CLANG_FORMAT:-clang-format}
 mapfile -t files < <(git ls-files '*.c' '*.h' '*.cu' '*.cuh' '*.cpp' |
   grep -v -e '^tests/layers_fixture/' -e '^tests/doc_paths_fixture/')
 bad=0
-for f in "${files[@]}"; do
-  if ! "$format" --dry-run --Werror "$f" >/dev/null 2>&1; then
-    echo "check-format: $f is not clang-format clean (clang-format -i $f)" >&2
-    bad=1
-  fi
-done
+# One clang-format for all files (one process per file took ~10 s); only when it finds
+# something is each file asked again, to name it.
+if ! "$format" --dry-run --Werror "${files[@]}" >/dev/null 2>&1; then
+  for f in "${files[@]}"; do
+    if ! "$format" --dry-run --Werror "$f" >/dev/null 2>&1; then
+      echo "check-format: $f is not clang-format clean (clang-format -i $f)" >&2
+      bad=1
+    fi
+  done
+  [ "$bad" -eq 1 ] || { echo "check-format: $format failed on the whole list" >&2; bad=1; }
+fi
 [ "$bad" -eq 0 ] && echo "check-format: ${#files[@]} files clean"
 exit "$bad"

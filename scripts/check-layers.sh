@@ -62,24 +62,28 @@ symbol_exceptions=()
 check_objects() {
   local bad=0 obj rel from to sym defs
   defs=$(mktemp)
-  for obj in "$@"; do
-    rel=${obj##*/src/}
-    nm --defined-only -g "$obj" | awk -v f="${rel%.o}" 'NF == 3 {print $3, f}'
-  done | sort > "$defs"
-  for obj in "$@"; do
-    rel=${obj##*/src/}
-    rel=${rel%.o}
-    from=$(layer_of "$rel")
-    while read -r sym; do
-      to=$(awk -v s="$sym" '$1 == s {print $2; exit}' "$defs")
-      [ -n "$to" ] || continue
-      to=$(layer_of "$to")
-      if ! may_use "$from" "$to" "$rel -> $sym" ${symbol_exceptions[@]+"${symbol_exceptions[@]}"}; then
-        echo "src/$rel ($from) uses $sym from $to: against the layer direction"
-        bad=1
-      fi
-    done < <(nm -u "$obj" | awk 'NF == 2 {print $2}')
-  done
+  # nm -A names the object on every line: one nm for all objects, not one each.
+  nm -A --defined-only -g "$@" | awk 'function rel(p) { sub(/:[0-9a-f]*$/, "", p); sub(/^.*\/src\//, "", p); sub(/\.o$/, "", p); return p } NF == 3 {print $3, rel($1)}' |
+    sort >"$defs"
+  # Each (user, symbol, definer) in one pass: the first definer in sorted order, as a lookup
+  # per symbol would find (thousands of awk processes took ~10 s).
+  local -A layer verdict # per file and per layer pair: bash subshells are slow by thousands
+  while read -r rel sym to; do
+    [ -n "${layer[$rel]:-}" ] || layer[$rel]=$(layer_of "$rel")
+    [ -n "${layer[$to]:-}" ] || layer[$to]=$(layer_of "$to")
+    from=${layer[$rel]}
+    to=${layer[$to]}
+    if [ -z "${verdict[$from:$to]:-}" ]; then
+      verdict[$from:$to]=bad
+      may_use "$from" "$to" "" && verdict[$from:$to]=ok
+    fi
+    [ "${verdict[$from:$to]}" = ok ] && continue
+    if ! may_use "$from" "$to" "$rel -> $sym" ${symbol_exceptions[@]+"${symbol_exceptions[@]}"}; then
+      echo "src/$rel ($from) uses $sym from $to: against the layer direction"
+      bad=1
+    fi
+  done < <(nm -A -u "$@" | awk 'function rel(p) { sub(/:[0-9a-f]*$/, "", p); sub(/^.*\/src\//, "", p); sub(/\.o$/, "", p); return p } NF == 3 {print rel($1), $3}' |
+    awk 'NR == FNR { if (!($1 in def)) def[$1] = $2; next } ($2 in def) {print $1, $2, def[$2]}' "$defs" -)
   rm -f "$defs"
   [ $bad = 0 ] && echo "layers: every call follows tensor <- autograd <- ops <- io <- nn, and ops <- ext"
   return $bad
