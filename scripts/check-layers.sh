@@ -122,7 +122,7 @@ while IFS= read -r file; do
       bad=1
     fi
   done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$file")
-done < <(find $(for d in tensor autograd ops nn; do [ -d $d ] && echo $d; done) -type f \
+done < <(find $(for d in tensor autograd ops io nn ext; do [ -d $d ] && echo $d; done) -type f \
            \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' -o -name '*.cpp' \
               -o -name '*.def' \) | sort)
 
