@@ -240,19 +240,7 @@ static const char usage[] =
 
 /* --sizes: at most MAX_SIZES BxIxS items, each size in 1..2^24. */
 static bool parse_sizes(const char *text, int64_t (*sizes)[3], int *n) {
-  const char *p = text;
-  *n = 0;
-  do {
-    char item[64];
-    if (*n == MAX_SIZES) {
-      fprintf(stderr, "%s: --sizes: '%s' has more than %d items\n", me, text, MAX_SIZES);
-      return false;
-    }
-    if (!cli_next_item(me, "--sizes", text, &p, item, sizeof item) ||
-        !cli_parse_dims(me, "--sizes", item, 3, 1, 1 << 24, sizes[(*n)++]))
-      return false;
-  } while (*p);
-  return true;
+  return cli_parse_dims_list(me, "--sizes", text, 3, 1, 1 << 24, MAX_SIZES, &sizes[0][0], n);
 }
 
 int main(int argc, char **argv) {

@@ -77,19 +77,8 @@ static bool parse_int_list(const char *opt, const char *text, int *out, int *n) 
 
 /* --sizes: BxFxS items, each size in 1..2^24. */
 static bool parse_sizes(const char *text, options *o) {
-  o->n_sizes = 0;
-  const char *p = text;
-  do {
-    char item[64];
-    if (o->n_sizes == MAX_LIST) {
-      fprintf(stderr, "%s: --sizes: '%s' has more than %d items\n", me, text, MAX_LIST);
-      return false;
-    }
-    if (!cli_next_item(me, "--sizes", text, &p, item, sizeof item) ||
-        !cli_parse_dims(me, "--sizes", item, 3, 1, 1 << 24, o->sizes[o->n_sizes++]))
-      return false;
-  } while (*p);
-  return true;
+  return cli_parse_dims_list(me, "--sizes", text, 3, 1, 1 << 24, MAX_LIST, &o->sizes[0][0],
+                             &o->n_sizes);
 }
 
 /* A comma-separated list strtok can split without dropping an empty item ("a,,b", "a,"). */

@@ -60,7 +60,7 @@ symbol_exceptions=()
 
 # --objects: OBJ paths contain /src/<folder>/<file>.o (CMake's object layout).
 check_objects() {
-  local bad=0 obj rel from to sym defs
+  local bad=0 rel from to sym defs
   defs=$(mktemp)
   # nm -A names the object on every line: one nm for all objects, not one each.
   nm -A --defined-only -g "$@" | awk 'function rel(p) { sub(/:[0-9a-f]*$/, "", p); sub(/^.*\/src\//, "", p); sub(/\.o$/, "", p); return p } NF == 3 {print $3, rel($1)}' |
@@ -122,7 +122,7 @@ while IFS= read -r file; do
       bad=1
     fi
   done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$file")
-done < <(find $(for d in tensor autograd ops nn; do [ -d $d ] && echo $d; done) -type f \
+done < <(find $(for d in tensor autograd ops io nn ext; do [ -d $d ] && echo $d; done) -type f \
            \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' -o -name '*.cpp' \
               -o -name '*.def' \) | sort)
 

@@ -104,8 +104,10 @@ if [ -n "$valgrind" ]; then
   fi
   mapfile -t bins < <(find build-valgrind/tests -maxdepth 2 -type f -name 'test_*' -perm -u+x | sort)
   logs=$root/build-valgrind/valgrind-logs
-  rm -rf "$logs"
-  # One binary per core at a time, each with its own log folder; checked as each ends.
+  rm -rf "$logs" && mkdir -p "$logs"
+  # One binary per core at a time, each with its own log folder; checked as each ends. A
+  # failure leaves NAME.failed: wait -n only throttles, since a job that ends while another
+  # is waited for is no longer "running" and its status would be lost.
   run_valgrind() {
     local bin=$1 name dir status=0
     name=$(basename "$bin")
@@ -127,10 +129,15 @@ if [ -n "$valgrind" ]; then
     [ "$valgrind" = all ] || [[ ",$valgrind," == *",$name,"* ]] || continue
     ran=$((ran + 1))
     echo "valgrind: $name"
-    run_valgrind "$bin" &
-    if [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; then wait -n || status=1; fi
+    { run_valgrind "$bin" || touch "$logs/$name.failed"; } &
+    if [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; then wait -n || true; fi
   done
-  while [ "$(jobs -rp | wc -l)" -gt 0 ]; do wait -n || status=1; done
+  wait
+  for f in "$logs"/*.failed; do
+    [ -e "$f" ] || continue
+    echo "valgrind: $(basename "$f" .failed) failed" >&2
+    status=1
+  done
   [ "$status" -eq 0 ] || exit "$status"
   [ "$ran" -gt 0 ] || { echo "test.sh: no test binary matched --valgrind=$valgrind" >&2; exit 1; }
 fi

@@ -127,6 +127,26 @@ static inline bool cli_parse_dims(const char *prog, const char *opt, const char 
   return true;
 }
 
+/* A comma-separated list of at most max_items such dims ("4x4x4,3x5x7"): item i goes to
+ * out[i * n .. i * n + n - 1], the count to *count; false after printing why not. */
+static inline bool cli_parse_dims_list(const char *prog, const char *opt, const char *text, int n,
+                                       int64_t min, int64_t max, int max_items, int64_t *out,
+                                       int *count) {
+  const char *p = text;
+  *count = 0;
+  do {
+    char item[64];
+    if (*count == max_items) {
+      fprintf(stderr, "%s: %s: '%s' has more than %d items\n", prog, opt, text, max_items);
+      return false;
+    }
+    if (!cli_next_item(prog, opt, text, &p, item, sizeof item) ||
+        !cli_parse_dims(prog, opt, item, n, min, max, out + (size_t)n * (size_t)(*count)++))
+      return false;
+  } while (*p);
+  return true;
+}
+
 /* After getopt_long reported an unknown option or a missing value: the hint, the status. */
 static inline int cli_usage_error(const char *prog) {
   fprintf(stderr, "Try '%s --help' for more information.\n", prog);
