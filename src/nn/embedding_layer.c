@@ -51,14 +51,7 @@ tg_embedding_layer *tg_embedding_layer_new(int64_t num_embeddings, int64_t embed
 
 void tg_embedding_layer_free(tg_embedding_layer *e) {
   if (!e) return;
-  if (e->module.parent) {
-    tg_set_error(TG_ERR_STATE,
-                 "tg_embedding_layer_free: this embedding belongs to a %s module; free that "
-                 "(the root) instead",
-                 tg_module_type(e->module.parent));
-    return;
-  }
-  tg_module_free(&e->module);
+  tg__module_free_typed(&e->module, "tg_embedding_layer_free", "embedding");
 }
 
 tg_tensor *tg_embedding_layer_forward(const tg_embedding_layer *e, const tg_tensor *indices) {

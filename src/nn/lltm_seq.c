@@ -54,14 +54,7 @@ tg_lltm_seq *tg_lltm_seq_new(int64_t input_features, int64_t state_size, tg_lltm
 
 void tg_lltm_seq_free(tg_lltm_seq *seq) {
   if (!seq) return;
-  if (seq->module.parent) {
-    tg_set_error(TG_ERR_STATE,
-                 "tg_lltm_seq_free: this sequence model belongs to a %s module; free that "
-                 "(the root) instead",
-                 tg_module_type(seq->module.parent));
-    return;
-  }
-  tg_module_free(&seq->module);
+  tg__module_free_typed(&seq->module, "tg_lltm_seq_free", "sequence model");
 }
 
 /* The loop itself, in the caller's scope s: fills hs[0..T) and the last state. */
