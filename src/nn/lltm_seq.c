@@ -79,7 +79,7 @@ tg_status tg_lltm_seq_forward(const tg_lltm_seq *seq, const tg_tensor *input, co
   if (h_n) *h_n = NULL;
   if (c_n) *c_n = NULL;
   if (!seq) return tg_set_error(TG_ERR_ARGUMENT, "%s: seq is NULL", fn);
-  const int64_t I = seq->cell ? tg_lltm_cell_input_features(seq->cell) : 0;
+  const int64_t I = tg_lltm_cell_input_features(seq->cell); /* set by tg_lltm_seq_new */
   const int64_t S = tg_lltm_cell_state_size(seq->cell);
   if (!tg__check_arg(fn, "input", input) ||
       !tg__check(input->ndim == 3 && input->sizes[0] >= 1 && input->sizes[0] <= INT_MAX &&
