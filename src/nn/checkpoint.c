@@ -1,9 +1,9 @@
 /* Checkpoints (tg/nn.h): a module's state, an optimizer's, the step and the generators'
  * states in one safetensors file. Saving builds one tensor dict and writes it atomically
  * (tg_safetensors_save: temp file, fsync, rename). Loading checks everything in the file
- * before it changes anything, loads the module, then the optimizer (restoring the module if
- * that fails), and sets the generators last, so a failed load leaves all of them as they
- * were.
+ * before it changes anything, stages the module's load and the optimizer's (module_impl.h,
+ * optimizer_impl.h), commits both only when both staged, and sets the generators last, so a
+ * failed load leaves all of them as they were.
  *
  * Metadata written: "tg.checkpoint" (format version), "tg.step", "tg.generator.<i>" =
  * "<seed>:<offset>" in decimal, and "tg.optim" = the number of optimizer entries when an
@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "nn/module_impl.h"
+#include "nn/optimizer_impl.h"
 #include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
 #include "tg/nn.h"
@@ -214,60 +216,36 @@ static tg_status split_entries(const tg_tensor_dict *file, const char *where, bo
 
 /* ---- loading: all-or-nothing ---- */
 
-/* Copies the values of backup (clones of the module's tensors, same order) back into the
- * module's tensors. */
-static tg_status restore(const tg_tensor_dict *live, tg_tensor *const *backup) {
-  tg_status st = TG_OK;
-  tg_no_grad_begin();
-  for (int i = 0; i < tg_tensor_dict_size(live) && st == TG_OK; i++)
-    st = tg_copy_(tg_tensor_dict_at(live, i), backup[i]);
-  tg_no_grad_end();
-  return st;
-}
-
-/* Loads the module, then the optimizer; when the optimizer refuses its part, the module gets
- * its old values back. Runs inside the caller's scope (the backup clones belong to it). */
+/* Stages the module's load and the optimizer's (every check and allocation, nothing
+ * changed yet), then commits both: the module's commit only copies in place, the
+ * optimizer's only moves references, so neither fails half-way for a bad file. */
 static tg_status load_module_and_optimizer(tg_module *m, tg_optimizer *opt, const char *where,
                                            const tg_tensor_dict *model,
                                            const tg_tensor_dict *optim) {
   char prefix[PREFIX_BUF + 16];
-  tg_tensor_dict *live = opt ? tg_module_state_dict(m) : NULL;
-  if (opt && !live) return tg_last_error();
-  int n_live = live ? tg_tensor_dict_size(live) : 0;
-  tg_tensor **backup = tg__host_calloc(n_live > 0 ? (size_t)n_live : 1, sizeof *backup);
-  tg_status st = TG_OK;
-  if (!backup)
-    st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory for the module's backup (%d tensors)",
-                      where, n_live);
-  tg_no_grad_begin();
-  for (int i = 0; i < n_live && st == TG_OK; i++)
-    if (!(backup[i] = tg_clone(tg_tensor_dict_at(live, i)))) st = tg_last_error();
-  tg_no_grad_end();
-
-  if (st == TG_OK) {
-    st = tg_module_load_state_dict(m, model, true, NULL);
+  tg__module_load *ml = NULL;
+  tg__optimizer_load *ol = NULL;
+  tg_status st = tg__module_load_stage(m, model, true, NULL, &ml);
+  if (st != TG_OK) {
     snprintf(prefix, sizeof prefix, "%s: model", where);
-    if (st != TG_OK) tg__error_prefix(prefix);
+    tg__error_prefix(prefix);
+    return st;
   }
-  if (st == TG_OK && opt) {
-    st = tg_optimizer_load_state_dict(opt, optim);
-    if (st != TG_OK) {
-      char message[1024];
-      snprintf(message, sizeof message, "%s", tg_last_error_message());
-      tg_clear_error();
-      tg_status restored = restore(live, backup);
-      if (restored != TG_OK)
-        st = tg_set_error(restored,
-                          "%s: the module could not be restored (%.300s) after the "
-                          "optimizer failed: %s",
-                          where, tg_last_error_message(), message);
-      else
-        tg_set_error(st, "%s: optimizer: %s", where, message);
-    }
+  if (opt && (st = tg__optimizer_load_stage(opt, optim, &ol)) != TG_OK) {
+    tg__module_load_abort(ml);
+    snprintf(prefix, sizeof prefix, "%s: optimizer", where);
+    tg__error_prefix(prefix);
+    return st;
   }
-  tg__host_free(backup);
-  tg_tensor_dict_free(live);
-  return st;
+  st = tg__module_load_commit(ml);
+  if (st != TG_OK) {
+    tg__optimizer_load_abort(ol);
+    snprintf(prefix, sizeof prefix, "%s: model", where);
+    tg__error_prefix(prefix);
+    return st;
+  }
+  if (ol) tg__optimizer_load_commit(ol);
+  return TG_OK;
 }
 
 tg_status tg_checkpoint_load(const char *path, tg_module *m, tg_optimizer *opt, int64_t *step,
@@ -301,11 +279,7 @@ tg_status tg_checkpoint_load(const char *path, tg_module *m, tg_optimizer *opt, 
     st = tg_set_error(TG_ERR_FORMAT,
                       "%s: holds %" PRId64 " optim.* entries, its metadata tg.optim says %" PRId64,
                       where, n_optim, meta.n_optim);
-  if (st == TG_OK) {
-    tg_scope sc = tg_scope_begin();
-    st = load_module_and_optimizer(m, opt, where, model, optim);
-    tg_scope_end(sc);
-  }
+  if (st == TG_OK) st = load_module_and_optimizer(m, opt, where, model, optim);
   if (st == TG_OK) {
     for (int i = 0; i < n_generators; i++) tg_generator_set_state(generators[i], gen_states[i]);
     if (step) *step = meta.step;

@@ -1,5 +1,6 @@
 /* The Embedding layer: a table of rows picked by index (torch.nn.Embedding). */
 #include "nn/module_impl.h"
+#include "nn/params.h"
 #include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
@@ -15,16 +16,6 @@ static void embedding_destroy(tg_module *m) {
   tg__host_free(TG_MODULE_CONTAINER(m, tg_embedding_layer, module));
 }
 static const tg__module_class embedding_class = {"embedding", embedding_destroy};
-
-/* normal(0, 1) like torch.nn.Embedding's reset_parameters; a leaf that requires grad. */
-static tg_tensor *normal_param(int64_t n, int64_t dim, tg_options opts, tg_generator *gen) {
-  opts.requires_grad = false;
-  tg_scope s = tg_scope_begin();
-  tg_tensor *t = tg_randn(TG_SHAPE(n, dim), opts, gen);
-  tg_tensor *kept = t && tg_set_requires_grad(t, true) == TG_OK ? tg_retain(t) : NULL;
-  tg_scope_end(s);
-  return kept;
-}
 
 tg_embedding_layer *tg_embedding_layer_new(int64_t num_embeddings, int64_t embedding_dim,
                                            tg_options opts, tg_generator *gen) {
@@ -45,7 +36,8 @@ tg_embedding_layer *tg_embedding_layer_new(int64_t num_embeddings, int64_t embed
     return NULL;
   }
   tg__module_init(&e->module, &embedding_class);
-  tg_tensor *w = normal_param(num_embeddings, embedding_dim, opts, gen);
+  /* normal(0, 1) like torch.nn.Embedding's reset_parameters */
+  tg_tensor *w = tg__nn_normal_param(TG_SHAPE(num_embeddings, embedding_dim), opts, gen);
   tg_status st = w ? tg_module_register_parameter(&e->module, "weight", w) : tg_last_error();
   tg_release(w); /* the module holds its own reference */
   if (st != TG_OK) {
@@ -59,14 +51,7 @@ tg_embedding_layer *tg_embedding_layer_new(int64_t num_embeddings, int64_t embed
 
 void tg_embedding_layer_free(tg_embedding_layer *e) {
   if (!e) return;
-  if (e->module.parent) {
-    tg_set_error(TG_ERR_STATE,
-                 "tg_embedding_layer_free: this embedding belongs to a %s module; free that "
-                 "(the root) instead",
-                 tg_module_type(e->module.parent));
-    return;
-  }
-  tg_module_free(&e->module);
+  tg__module_free_typed(&e->module, "tg_embedding_layer_free", "embedding");
 }
 
 tg_tensor *tg_embedding_layer_forward(const tg_embedding_layer *e, const tg_tensor *indices) {

@@ -65,14 +65,7 @@ tg_linear *tg_linear_new(int64_t in_features, int64_t out_features, bool bias, t
 
 void tg_linear_free(tg_linear *m) {
   if (!m) return;
-  if (m->module.parent) {
-    tg_set_error(TG_ERR_STATE,
-                 "tg_linear_free: this linear belongs to a %s module; free that "
-                 "(the root) instead",
-                 tg_module_type(m->module.parent));
-    return;
-  }
-  tg_module_free(&m->module);
+  tg__module_free_typed(&m->module, "tg_linear_free", "linear");
 }
 
 tg_module *tg_linear_module(tg_linear *m) { return m ? &m->module : NULL; }

@@ -63,14 +63,7 @@ tg_lltm_cell *tg_lltm_cell_new(int64_t input_features, int64_t state_size, tg_op
 
 void tg_lltm_cell_free(tg_lltm_cell *cell) {
   if (!cell) return;
-  if (cell->module.parent) {
-    tg_set_error(TG_ERR_STATE,
-                 "tg_lltm_cell_free: this cell belongs to a %s module; free that "
-                 "(the root) instead",
-                 tg_module_type(cell->module.parent));
-    return;
-  }
-  tg_module_free(&cell->module);
+  tg__module_free_typed(&cell->module, "tg_lltm_cell_free", "cell");
 }
 
 tg_module *tg_lltm_cell_module(tg_lltm_cell *cell) { return cell ? &cell->module : NULL; }

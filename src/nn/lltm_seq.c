@@ -54,14 +54,7 @@ tg_lltm_seq *tg_lltm_seq_new(int64_t input_features, int64_t state_size, tg_lltm
 
 void tg_lltm_seq_free(tg_lltm_seq *seq) {
   if (!seq) return;
-  if (seq->module.parent) {
-    tg_set_error(TG_ERR_STATE,
-                 "tg_lltm_seq_free: this sequence model belongs to a %s module; free that "
-                 "(the root) instead",
-                 tg_module_type(seq->module.parent));
-    return;
-  }
-  tg_module_free(&seq->module);
+  tg__module_free_typed(&seq->module, "tg_lltm_seq_free", "sequence model");
 }
 
 /* The loop itself, in the caller's scope s: fills hs[0..T) and the last state. */
@@ -86,7 +79,7 @@ tg_status tg_lltm_seq_forward(const tg_lltm_seq *seq, const tg_tensor *input, co
   if (h_n) *h_n = NULL;
   if (c_n) *c_n = NULL;
   if (!seq) return tg_set_error(TG_ERR_ARGUMENT, "%s: seq is NULL", fn);
-  const int64_t I = seq->cell ? tg_lltm_cell_input_features(seq->cell) : 0;
+  const int64_t I = tg_lltm_cell_input_features(seq->cell); /* set by tg_lltm_seq_new */
   const int64_t S = tg_lltm_cell_state_size(seq->cell);
   if (!tg__check_arg(fn, "input", input) ||
       !tg__check(input->ndim == 3 && input->sizes[0] >= 1 && input->sizes[0] <= INT_MAX &&

@@ -198,6 +198,15 @@ void tg_module_free(tg_module *m) {
   module_destroy(m);
 }
 
+void tg__module_free_typed(tg_module *m, const char *fn, const char *what) {
+  if (m->parent) {
+    tg_set_error(TG_ERR_STATE, "%s: this %s belongs to a %s module; free that (the root) instead",
+                 fn, what, tg_module_type(m->parent));
+    return;
+  }
+  module_destroy(m);
+}
+
 const char *tg_module_type(const tg_module *m) {
   if (!check_module("tg_module_type", m)) return NULL;
   return m->cls ? m->cls->type : m->type;

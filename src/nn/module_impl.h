@@ -47,6 +47,11 @@ struct tg_module {
  * nothing. */
 void tg__module_init(tg_module *m, const tg__module_class *cls);
 
+/* The body of tg_<type>_free for a typed module m: frees it unless it belongs to a parent
+ * (which owns it), then TG_ERR_STATE "<fn>: this <what> belongs to a <type> module; free that
+ * (the root) instead". */
+void tg__module_free_typed(tg_module *m, const char *fn, const char *what);
+
 /* tg_module_load_state_dict in two steps, for a caller that loads several things all or
  * nothing (a checkpoint): stage checks everything and makes every allocation, leaving the
  * module untouched (on failure *out is NULL); then either commit, which copies the values in

@@ -9,6 +9,9 @@
 tg_tensor *tg__nn_uniform_param(int ndim, const int64_t *sizes, double bound, tg_options opts,
                                 tg_generator *gen);
 
+/* The same, normal(0, 1). */
+tg_tensor *tg__nn_normal_param(int ndim, const int64_t *sizes, tg_options opts, tg_generator *gen);
+
 /* Copies up to max of the n parameters into out; returns n. */
 int tg__nn_list_params(int n, tg_tensor *const *params, tg_tensor **out, int max);
 
