@@ -194,3 +194,25 @@ static tg_status multi_step(void *user, double *out, int *n_out) {
 TG_TEST(backward_multi, allocation_failures_are_clean) {
   sweep("tg_backward_multi", multi_step, NULL);
 }
+
+TG_TEST(backward_multi, rejects_no_roots_and_null_roots) {
+  tg_tensor *x = tg_from_data(TG_SHAPE(2), (const double[]){1, 2}, f64_grad);
+  tg_tensor *y = tg_sum(x);
+  cr_assert(y, "%s", tg_last_error_message());
+  cr_assert_eq(tg_backward_multi(0, (const tg_tensor *const[]){y}, NULL, (tg_backward_options){0}),
+               TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_backward_multi: need at least one root (got 0");
+  cr_assert_eq(tg_backward_multi(1, NULL, NULL, (tg_backward_options){0}), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "roots NULL");
+  cr_assert_eq(
+      tg_backward_multi(2, (const tg_tensor *const[]){y, NULL}, NULL, (tg_backward_options){0}),
+      TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_backward_multi: root 1 is NULL");
+  /* A NULL root from a failed call keeps that call's error. */
+  cr_assert_null(tg_reshape(x, 1, (const int64_t[]){3}));
+  cr_assert_eq(
+      tg_backward_multi(1, (const tg_tensor *const[]){NULL}, NULL, (tg_backward_options){0}),
+      TG_ERR_SHAPE);
+  tg_expect_error(TG_ERR_SHAPE, "tg_reshape");
+  cr_assert_null(tg_grad(x));
+}

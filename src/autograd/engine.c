@@ -430,14 +430,21 @@ static tg_status run_backward(const char *name, int n_roots, const tg_tensor *co
   return st;
 }
 
+/* One backward pass from roots (checked non-NULL) in a scope of its own: a leaf root gets its
+ * grad added. */
+static tg_status backward_roots(const char *name, int n_roots, const tg_tensor *const *roots,
+                                const tg_tensor *const *grads, tg_backward_options opts) {
+  tg_scope scope;
+  tg_status st = tg__scope_open(&scope);
+  if (st == TG_OK) st = run_backward(name, n_roots, roots, grads, opts, NULL);
+  tg_scope_end(scope);
+  return st;
+}
+
 static tg_status backward_impl(const char *name, const tg_tensor *root, const tg_tensor *grad,
                                tg_backward_options opts) {
   if (!tg__check_arg(name, "root", root)) return tg_last_error();
-  tg_scope scope;
-  tg_status st = tg__scope_open(&scope);
-  if (st == TG_OK) st = run_backward(name, 1, &root, (const tg_tensor *const[]){grad}, opts, NULL);
-  tg_scope_end(scope);
-  return st;
+  return backward_roots(name, 1, &root, (const tg_tensor *const[]){grad}, opts);
 }
 
 tg_status tg_backward_ex(const tg_tensor *root, const tg_tensor *grad, tg_backward_options opts) {
@@ -459,12 +466,7 @@ tg_status tg_backward_multi(int n_roots, const tg_tensor *const *roots,
       return tg_last_error() != TG_OK
                  ? tg_last_error()
                  : tg_set_error(TG_ERR_ARGUMENT, "%s: root %d is NULL", name, r);
-  /* The same pass as tg_backward's, over every root: a leaf root gets its grad added. */
-  tg_scope scope;
-  tg_status st = tg__scope_open(&scope);
-  if (st == TG_OK) st = run_backward(name, n_roots, roots, grads, opts, NULL);
-  tg_scope_end(scope);
-  return st;
+  return backward_roots(name, n_roots, roots, grads, opts);
 }
 
 tg_status tg_autograd_grad(int n_outputs, const tg_tensor *const *outputs,

@@ -9,13 +9,11 @@
  * index_select_rows / index_add_rows over [m, d]. The backwards apply the two ops through
  * unchecked copies of their descriptors (same names): the indices they pass were checked
  * when the forward pass ran, so training reads them to the host once per step, not twice. */
-#include <stdio.h>
-
 #include "autograd/node.h"
 #include "ops/backend.h"
+#include "ops/op_params.h"
 #include "ops/registry.h"
 #include "tensor/check.h"
-#include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
 #include "tg/ops.h"
 
@@ -27,44 +25,6 @@ static tg_options options_of(const tg_tensor *t, tg_dtype dtype) {
 static tg_tensor *flat_indices(const tg_tensor *indices) {
   int64_t m = tg__numel(indices->ndim, indices->sizes);
   return tg_reshape(indices, 1, &m);
-}
-
-/* Writes "[i, j, ...]", the position of flat element k of sizes, into buf ("" for 0-dim). */
-static void format_position(char *buf, size_t cap, int ndim, const int64_t *sizes, int64_t k) {
-  buf[0] = '\0';
-  if (ndim == 0) return;
-  int64_t pos[TG_MAX_DIMS];
-  for (int dim = ndim - 1; dim >= 0; dim--) {
-    pos[dim] = sizes[dim] > 0 ? k % sizes[dim] : 0;
-    k = sizes[dim] > 0 ? k / sizes[dim] : 0;
-  }
-  size_t used = (size_t)snprintf(buf, cap, "[");
-  for (int dim = 0; dim < ndim && used < cap; dim++)
-    used += (size_t)snprintf(buf + used, cap - used, dim ? ", %lld" : "%lld", (long long)pos[dim]);
-  if (used < cap) snprintf(buf + used, cap - used, "]");
-}
-
-/* Every index in [0, n), read on the host before anything is computed; rows names the range
- * in the message ("the weight's rows"). */
-static bool check_indices(const char *op, const tg_tensor *indices, int64_t n, const char *rows) {
-  const int64_t m = tg__numel(indices->ndim, indices->sizes);
-  int64_t *host = tg__host_malloc(sizeof *host * (size_t)(m > 0 ? m : 1));
-  if (!host) {
-    tg_set_error(TG_ERR_MEMORY, "%s: out of memory reading %lld indices", op, (long long)m);
-    return false;
-  }
-  bool ok = tg_to_host_array(indices, host, sizeof *host * (size_t)m) == TG_OK;
-  for (int64_t k = 0; ok && k < m; k++) {
-    if (host[k] < 0 || host[k] >= n) {
-      char pos[TG_MAX_DIMS * 24 + 4];
-      format_position(pos, sizeof pos, indices->ndim, indices->sizes, k);
-      tg_set_error(TG_ERR_INDEX, "%s: indices%s = %lld is outside %s [0, %lld)", op, pos,
-                   (long long)host[k], rows, (long long)n);
-      ok = false;
-    }
-  }
-  tg__host_free(host);
-  return ok;
 }
 
 static bool check_index_dtype(const char *op, const tg_tensor *indices) {
@@ -101,7 +61,7 @@ tg_status tg__fwd_embedding(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor *
       !tg__check(indices->ndim < TG_MAX_DIMS, TG_ERR_SHAPE, op,
                  "indices has %d dims; the output would have %d (at most %d)", indices->ndim,
                  indices->ndim + 1, TG_MAX_DIMS) ||
-      !check_indices(op, indices, weight->sizes[0], "the weight's rows"))
+      !tg__check_indices(op, "indices", indices, weight->sizes[0], "the weight's rows"))
     return tg_last_error();
   return embedding_kernel(ctx, in, out);
 }
@@ -179,7 +139,7 @@ tg_status tg__fwd_embedding_backward(tg_ctx *ctx, const tg_tensor *const *in, tg
                      tg__dims_equal(indices->ndim, grad->sizes, indices->ndim, indices->sizes),
                  TG_ERR_SHAPE, op, "grad is %s but indices is %s: grad must be [*indices, d]",
                  tg__sizes_str(grad), tg__sizes_str(indices)) ||
-      !check_indices(op, indices, n, "the rows of the weight's gradient"))
+      !tg__check_indices(op, "indices", indices, n, "the rows of the weight's gradient"))
     return tg_last_error();
   return unchecked_embedding_backward_kernel(ctx, in, out);
 }

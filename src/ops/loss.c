@@ -10,7 +10,6 @@
 #include "ops/op_params.h"
 #include "ops/registry.h"
 #include "tensor/check.h"
-#include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
 #include "tg/ops.h"
 
@@ -184,28 +183,6 @@ tg_tensor *tg_mse_loss(const tg_tensor *input, const tg_tensor *target) {
 
 /* ---- cross_entropy ---- */
 
-/* Every target in [0, classes), checked on the host before anything is computed. */
-static bool check_targets(const tg_tensor *target, int64_t classes) {
-  const int64_t n = target->sizes[0];
-  int64_t *host = tg__host_malloc(sizeof *host * (size_t)(n > 0 ? n : 1));
-  if (!host) {
-    tg_set_error(TG_ERR_MEMORY, "tg_cross_entropy: out of memory reading %lld targets",
-                 (long long)n);
-    return false;
-  }
-  bool ok = tg_to_host_array(target, host, sizeof *host * (size_t)n) == TG_OK;
-  for (int64_t i = 0; ok && i < n; i++) {
-    if (host[i] < 0 || host[i] >= classes) {
-      tg_set_error(TG_ERR_INDEX,
-                   "tg_cross_entropy: target[%lld] = %lld is outside the class range [0, %lld)",
-                   (long long)i, (long long)host[i], (long long)classes);
-      ok = false;
-    }
-  }
-  tg__host_free(host);
-  return ok;
-}
-
 /* The forward checks everything but NULLs and devices (tg_apply is public), the targets'
  * range included, so that the front end need not read them to the host a second time. */
 static bool check_cross_entropy(const tg_tensor *logits, const tg_tensor *target) {
@@ -218,7 +195,7 @@ static bool check_cross_entropy(const tg_tensor *logits, const tg_tensor *target
          tg__check(target->ndim == 1 && target->sizes[0] == logits->sizes[0], TG_ERR_SHAPE, op,
                    "target is %s but logits is %s: target needs one class index per row ([%lld])",
                    tg__sizes_str(target), tg__sizes_str(logits), (long long)logits->sizes[0]) &&
-         check_targets(target, logits->sizes[1]);
+         tg__check_indices(op, "target", target, logits->sizes[1], "the class range");
 }
 
 tg_status tg__fwd_cross_entropy(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {

@@ -1,8 +1,13 @@
-/* Checks of an op call's integer parameters (see op_params.h). */
+/* Checks of an op call's integer parameters and index inputs (see op_params.h). */
 #include "ops/op_params.h"
+
+#include <stdio.h>
 
 #include "tensor/check.h"
 #include "tensor/checked.h"
+#include "tensor/host_memory.h"
+#include "tensor/tensor_impl.h"
+#include "tg/tensor.h"
 
 bool tg__param_dim(const char *op, const tg_ctx *ctx, int k, int ndim, int *dim) {
   const int64_t v = tg_ctx_int(ctx, k);
@@ -29,4 +34,38 @@ bool tg__param_sizes(const char *op, const tg_ctx *ctx, int first, int *ndim, in
     return false;
   *ndim = n;
   return true;
+}
+
+/* Writes "[i, j, ...]", the position of flat element k of sizes, into buf ("" for 0-dim). */
+static void format_position(char *buf, size_t cap, int ndim, const int64_t *sizes, int64_t k) {
+  buf[0] = '\0';
+  if (ndim == 0) return;
+  int64_t pos[TG_MAX_DIMS];
+  for (int dim = ndim - 1; dim >= 0; dim--) {
+    pos[dim] = sizes[dim] > 0 ? k % sizes[dim] : 0;
+    k = sizes[dim] > 0 ? k / sizes[dim] : 0;
+  }
+  size_t used = (size_t)snprintf(buf, cap, "[");
+  for (int dim = 0; dim < ndim && used < cap; dim++)
+    used += (size_t)snprintf(buf + used, cap - used, dim ? ", %lld" : "%lld", (long long)pos[dim]);
+  if (used < cap) snprintf(buf + used, cap - used, "]");
+}
+
+bool tg__check_indices(const char *op, const char *arg, const tg_tensor *t, int64_t n,
+                       const char *range) {
+  /* t exists, so its numel * 8 bytes fit a size_t. */
+  const int64_t m = tg__numel(t->ndim, t->sizes);
+  int64_t *host = tg__host_malloc(sizeof *host * (size_t)(m > 0 ? m : 1));
+  if (!host) return tg__fail(TG_ERR_MEMORY, op, "out of memory reading %lld indices", (long long)m);
+  bool ok = tg_to_host_array(t, host, sizeof *host * (size_t)m) == TG_OK;
+  for (int64_t k = 0; ok && k < m; k++) {
+    if (host[k] < 0 || host[k] >= n) {
+      char pos[TG_MAX_DIMS * 24 + 4];
+      format_position(pos, sizeof pos, t->ndim, t->sizes, k);
+      ok = tg__fail(TG_ERR_INDEX, op, "%s%s = %lld is outside %s [0, %lld)", arg, pos,
+                    (long long)host[k], range, (long long)n);
+    }
+  }
+  tg__host_free(host);
+  return ok;
 }

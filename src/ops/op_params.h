@@ -17,4 +17,11 @@ bool tg__param_dim(const char *op, const tg_ctx *ctx, int k, int ndim, int *dim)
  * element count within int64. Sets *ndim and sizes[0..*ndim). */
 bool tg__param_sizes(const char *op, const tg_ctx *ctx, int first, int *ndim, int64_t *sizes);
 
+/* Every element of the int64 tensor t (an op's input) in [0, n), read on the host (one copy
+ * of t): TG_ERR_INDEX "<op>: <arg>[1, 0] = -1 is outside <range> [0, 4)" naming the first one
+ * that is not (no position for a 0-dim t); TG_ERR_MEMORY if the host copy cannot be
+ * allocated. t's dtype is the caller's to check. */
+bool tg__check_indices(const char *op, const char *arg, const tg_tensor *t, int64_t n,
+                       const char *range);
+
 #endif

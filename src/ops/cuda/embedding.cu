@@ -52,36 +52,33 @@ rows_geometry geometry_of(const tg_cu_view *v) {
                        v[1].strides[0], v[1].strides[1], v[2].strides[0]};
 }
 
-} // namespace
-
-tg_status tg_cuda_index_select_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index) {
-  const char *op = "cuda.index_select_rows";
+/* Both ops over table [n, d], rows [m, d] and index [m]: select writes the rows from the
+ * table, add adds the rows into the table. */
+tg_status launch_rows(const char *op, bool add, const tg_tensor *table, const tg_tensor *rows,
+                      const tg_tensor *index) {
   tg_cu_view v[3];
-  tg_status st = views_checked(op, x, out, index, v);
+  tg_status st = views_checked(op, table, rows, index, v);
   if (st != TG_OK) return st;
   const rows_geometry g = geometry_of(v);
   if (g.m * g.d == 0) return TG_OK;
   tg_cu_device *dev;
   if ((st = tg_cu_device_get(op, v[0].device, &dev)) != TG_OK) return st;
   TG_DISPATCH_FLOATING_TYPES(v[0].dtype, op, {
-    TG_CU_LAUNCH(op, g.m * g.d, dev->stream, select_rows_kernel<scalar_t>, g, (scalar_t *)v[1].data,
-                 (const scalar_t *)v[0].data, (const int64_t *)v[2].data);
+    scalar_t *dst = (scalar_t *)v[add ? 0 : 1].data;
+    const scalar_t *src = (const scalar_t *)v[add ? 1 : 0].data;
+    TG_CU_LAUNCH(op, g.m * g.d, dev->stream,
+                 add ? add_rows_kernel<scalar_t> : select_rows_kernel<scalar_t>, g, dst, src,
+                 (const int64_t *)v[2].data);
   });
   return TG_OK;
 }
 
+} // namespace
+
+tg_status tg_cuda_index_select_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index) {
+  return launch_rows("cuda.index_select_rows", false, x, out, index);
+}
+
 tg_status tg_cuda_index_add_rows(tg_tensor *out, const tg_tensor *src, const tg_tensor *index) {
-  const char *op = "cuda.index_add_rows";
-  tg_cu_view v[3];
-  tg_status st = views_checked(op, out, src, index, v);
-  if (st != TG_OK) return st;
-  const rows_geometry g = geometry_of(v);
-  if (g.m * g.d == 0) return TG_OK;
-  tg_cu_device *dev;
-  if ((st = tg_cu_device_get(op, v[0].device, &dev)) != TG_OK) return st;
-  TG_DISPATCH_FLOATING_TYPES(v[0].dtype, op, {
-    TG_CU_LAUNCH(op, g.m * g.d, dev->stream, add_rows_kernel<scalar_t>, g, (scalar_t *)v[0].data,
-                 (const scalar_t *)v[1].data, (const int64_t *)v[2].data);
-  });
-  return TG_OK;
+  return launch_rows("cuda.index_add_rows", true, out, src, index);
 }
