@@ -35,10 +35,9 @@ size_t tg__npy_wrap_header(const char *dict, size_t len, char *buf, size_t cap) 
 }
 
 size_t tg__npy_write_header(tg_dtype dtype, int ndim, const int64_t *sizes, char *buf, size_t cap) {
-  static const char *const descr[TG_NUM_DTYPES] = {"<f4", "<f8", "<i8"};
   char dict[TG_MAX_DIMS * 22 + 128];
-  int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
-                     descr[dtype]);
+  int len = snprintf(dict, sizeof dict, "{'descr': '<%s', 'fortran_order': False, 'shape': (",
+                     tg__npy_kind[dtype]);
   for (int d = 0; d < ndim; d++)
     len += snprintf(dict + len, sizeof dict - (size_t)len, "%s%lld", d ? ", " : "",
                     (long long)sizes[d]);
