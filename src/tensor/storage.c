@@ -92,7 +92,7 @@ void tg__storage_retain(tg_storage *s) { atomic_fetch_add(&s->refcount, 1); }
 
 void tg__storage_release(tg_storage *s) {
   if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
-  void (*release)(void *) = s->allocator ? NULL : s->release;
+  void (*release)(void *) = s->release; /* NULL unless wrapped: allocator is NULL then */
   void *release_ctx = s->release_ctx;
   if (s->allocator && s->nbytes > 0 && s->data)
     s->allocator->free(s->allocator->ctx, s->data, s->capacity);
