@@ -488,6 +488,19 @@ TG_TEST(safetensors, serialize_refuses_what_the_format_cannot_hold) {
   tg_expect_error(TG_ERR_ARGUMENT, "tensor \"huge\": size 9007199254740992 of dim 1 is not below");
   tg_tensor_dict_free(d);
 
+  /* Every size below 2^53 but the bytes (2^52 elements of 4) are not: data_offsets cannot
+   * hold them. */
+  d = tg_tensor_dict_new();
+  cr_assert_eq(tg_tensor_dict_set(d, "small", x), TG_OK);
+  cr_assert_eq(
+      tg_tensor_dict_set(d, "wide", tg_expand(x, TG_SHAPE((int64_t)1 << 26, (int64_t)1 << 26))),
+      TG_OK);
+  cr_assert_null(tg_safetensors_serialize(d, &n));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_safetensors_serialize: the tensors up to \"wide\" reach "
+                                   "2^53 bytes");
+  cr_assert_eq(n, 0);
+  tg_tensor_dict_free(d);
+
   cr_assert_eq(tg_safetensors_save(NULL, d), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_safetensors_save: path is NULL");
   cr_assert_eq(tg_safetensors_save("x.safetensors", NULL), TG_ERR_ARGUMENT);

@@ -35,16 +35,9 @@ static void exported_delete(DLManagedTensor *m) {
   tg__storage_release(s);
 }
 
-static DLDataType dl_dtype_of(tg_dtype dtype) {
-  switch (dtype) {
-  case TG_F64:
-    return (DLDataType){kDLFloat, 64, 1};
-  case TG_I64:
-    return (DLDataType){kDLInt, 64, 1};
-  default:
-    return (DLDataType){kDLFloat, 32, 1};
-  }
-}
+/* Each dtype's DLDataType, for export and import both. */
+static const DLDataType dl_dtypes[TG_NUM_DTYPES] = {
+    [TG_F32] = {kDLFloat, 32, 1}, [TG_F64] = {kDLFloat, 64, 1}, [TG_I64] = {kDLInt, 64, 1}};
 
 DLManagedTensor *tg_to_dlpack(const tg_tensor *t) {
   if (!tg__check_arg(export_op, "t", t)) return NULL;
@@ -63,7 +56,7 @@ DLManagedTensor *tg_to_dlpack(const tg_tensor *t) {
   dl->device =
       s->device.type == TG_CUDA ? (DLDevice){kDLCUDA, s->device.index} : (DLDevice){kDLCPU, 0};
   dl->ndim = t->ndim;
-  dl->dtype = dl_dtype_of(t->dtype);
+  dl->dtype = dl_dtypes[t->dtype];
   if (t->ndim > 0) {
     memcpy(e->shape, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
     memcpy(e->strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
@@ -81,16 +74,13 @@ DLManagedTensor *tg_to_dlpack(const tg_tensor *t) {
 /* ---- import ---- */
 
 static bool dtype_from_dl(DLDataType d, tg_dtype *out) {
-  if (d.lanes != 1) return false;
-  if (d.code == kDLFloat && d.bits == 32)
-    *out = TG_F32;
-  else if (d.code == kDLFloat && d.bits == 64)
-    *out = TG_F64;
-  else if (d.code == kDLInt && d.bits == 64)
-    *out = TG_I64;
-  else
-    return false;
-  return true;
+  for (int i = 0; i < TG_NUM_DTYPES; i++)
+    if (d.code == dl_dtypes[i].code && d.bits == dl_dtypes[i].bits &&
+        d.lanes == dl_dtypes[i].lanes) {
+      *out = (tg_dtype)i;
+      return true;
+    }
+  return false;
 }
 
 /* Pinned host memory (kDLCUDAHost) is ordinary CPU memory to tg, as it is to PyTorch. */

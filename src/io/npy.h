@@ -29,6 +29,11 @@
 #define TG__NPY_MAX_FILE SIZE_MAX
 #endif
 
+/* The descr kind of each dtype, after its byte-order character: what the writer writes
+ * ('<' + kind) and the reader accepts. */
+static const char tg__npy_kind[TG_NUM_DTYPES][3] = {
+    [TG_F32] = "f4", [TG_F64] = "f8", [TG_I64] = "i8"};
+
 /* Who is reading, for messages: "<fn>: " or "<fn>: '<path>': ". */
 typedef struct tg__npy_source {
   const char *fn;

@@ -158,18 +158,15 @@ static tg_status read_descr(const parser *p, span v, tg__npy_header *h) {
     if (d[0] == '<' || d[0] == '>') big = d[0] == '>';
     k = 1;
   }
-  if (len - k == 2 && !memcmp(d + k, "f4", 2)) {
-    h->dtype = TG_F32;
-  } else if (len - k == 2 && !memcmp(d + k, "f8", 2)) {
-    h->dtype = TG_F64;
-  } else if (len - k == 2 && !memcmp(d + k, "i8", 2)) {
-    h->dtype = TG_I64;
-  } else {
+  int dtype = 0;
+  while (dtype < TG_NUM_DTYPES && !(len - k == 2 && !memcmp(d + k, tg__npy_kind[dtype], 2)))
+    dtype++;
+  if (dtype == TG_NUM_DTYPES)
     return tg__npy_fail(p->src, TG_ERR_DTYPE,
                         "unsupported dtype %s; tg reads float32, float64 and int64 ('<f4', "
                         "'<f8', '<i8', or '>' for big-endian)",
                         snip(s, v.len).text);
-  }
+  h->dtype = (tg_dtype)dtype;
   h->big_endian = big;
   return TG_OK;
 }

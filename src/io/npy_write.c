@@ -1,9 +1,10 @@
 /* tg_npy_serialize and tg_npy_save: numpy 1.24's header byte for byte, then the elements in
- * C order, little-endian, whatever t's strides and device (tg_to_host_array gathers them). */
+ * C order, little-endian, whatever t's strides and device (tg__io_host_le_bytes). */
 #include <stdio.h>
 #include <string.h>
 
 #include "io/file_io.h"
+#include "io/host_bytes.h"
 #include "io/npy.h"
 #include "tensor/check.h"
 #include "tensor/error_impl.h"
@@ -34,10 +35,9 @@ size_t tg__npy_wrap_header(const char *dict, size_t len, char *buf, size_t cap) 
 }
 
 size_t tg__npy_write_header(tg_dtype dtype, int ndim, const int64_t *sizes, char *buf, size_t cap) {
-  static const char *const descr[TG_NUM_DTYPES] = {"<f4", "<f8", "<i8"};
   char dict[TG_MAX_DIMS * 22 + 128];
-  int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
-                     descr[dtype]);
+  int len = snprintf(dict, sizeof dict, "{'descr': '<%s', 'fortran_order': False, 'shape': (",
+                     tg__npy_kind[dtype]);
   for (int d = 0; d < ndim; d++)
     len += snprintf(dict + len, sizeof dict - (size_t)len, "%s%lld", d ? ", " : "",
                     (long long)sizes[d]);
@@ -68,21 +68,10 @@ static void *serialize(const char *fn, const tg_tensor *t, size_t *nbytes) {
     return NULL;
   }
   memcpy(buf, head, head_len);
-  if (data_len > 0) {
-    if (tg_to_host_array(t, buf + head_len, data_len) != TG_OK) {
-      tg__error_prefix(fn);
-      tg__host_free(buf);
-      return NULL;
-    }
-    if (!tg__npy_host_little_endian()) { /* '<' in the header */
-      unsigned char *p = buf + head_len;
-      for (size_t k = 0; k < data_len; k += size)
-        for (size_t b = 0; b < size / 2; b++) {
-          unsigned char c = p[k + b];
-          p[k + b] = p[k + size - 1 - b];
-          p[k + size - 1 - b] = c;
-        }
-    }
+  if (data_len > 0 && tg__io_host_le_bytes(t, buf + head_len, data_len) != TG_OK) {
+    tg__error_prefix(fn);
+    tg__host_free(buf);
+    return NULL;
   }
   *nbytes = head_len + data_len;
   return buf;

@@ -1,4 +1,4 @@
-/* cJSON hooked to tg's host allocator, dtype names, UTF-8, byte order (safetensors_common.h). */
+/* cJSON hooked to tg's host allocator, dtype names, UTF-8 (safetensors_common.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "io/safetensors_common.h"
 
@@ -93,18 +93,4 @@ bool tg__st_dtype_from_name(const char *name, tg_dtype *dtype) {
       return true;
     }
   return false;
-}
-
-void tg__st_little_endian(void *data, size_t nbytes, size_t item) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  unsigned char *p = data;
-  for (size_t at = 0; at + item <= nbytes; at += item)
-    for (size_t i = 0; i < item / 2; i++) {
-      unsigned char b = p[at + i];
-      p[at + i] = p[at + item - 1 - i];
-      p[at + item - 1 - i] = b;
-    }
-#else
-  (void)data, (void)nbytes, (void)item;
-#endif
 }

@@ -1,7 +1,7 @@
 /* What the safetensors reader and writer share: libcjson hooked to tg's host allocator (so
  * the allocation-failure tests reach cJSON's allocations too, and an allocation that failed
  * inside a cJSON call is told apart from bad input: cJSON returns NULL for both), the dtype
- * names, UTF-8 and byte order. Not part of the public API. */
+ * names and UTF-8 (byte order: io/host_bytes.h). Not part of the public API. */
 #ifndef TG_SAFETENSORS_COMMON_H
 #define TG_SAFETENSORS_COMMON_H
 
@@ -38,9 +38,5 @@ bool tg__st_check_header_text(const char *h, size_t n, char *why, size_t why_len
 /* "F32", "F64", "I64" and back; false for any other name. */
 const char *tg__st_dtype_name(tg_dtype dtype);
 bool tg__st_dtype_from_name(const char *name, tg_dtype *dtype);
-
-/* The file's data is little-endian: swaps each item of n bytes in place on a big-endian
- * host, does nothing on a little-endian one (the same call converts both ways). */
-void tg__st_little_endian(void *data, size_t nbytes, size_t item);
 
 #endif

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "io/file_io.h"
+#include "io/host_bytes.h"
 #include "io/safetensors_common.h"
 #include "tensor/checked.h"
 #include "tensor/error_impl.h"
@@ -312,7 +313,7 @@ static tg_tensor_dict *build_dict(const source *src, const unsigned char *buffer
     size_t bytes = (size_t)(e[i].end - e[i].begin);
     if (bytes) {
       memcpy(tg_data_ptr(t), buffer + e[i].begin, bytes);
-      tg__st_little_endian(tg_data_ptr(t), bytes, tg_dtype_size(e[i].dtype));
+      tg__io_little_endian(tg_data_ptr(t), bytes, tg_dtype_size(e[i].dtype));
     }
     ok = tg_tensor_dict_set(d, e[i].name, t) == TG_OK;
   }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "io/file_io.h"
+#include "io/host_bytes.h"
 #include "io/safetensors_common.h"
 #include "tensor/checked.h"
 #include "tensor/error_impl.h"
@@ -149,10 +150,7 @@ static bool write_data(const char *fn, const tg_tensor_dict *d, const placed *at
     const tg_tensor *t = tg_tensor_dict_at(d, i);
     size_t bytes = (size_t)(at[i].end - at[i].begin);
     if (bytes == 0) continue;
-    tg_scope sc = tg_scope_begin();
-    ok = tg_to_host_array(t, data + at[i].begin, bytes) == TG_OK;
-    tg_scope_end(sc);
-    if (ok) tg__st_little_endian(data + at[i].begin, bytes, tg_dtype_size(tg_tensor_dtype(t)));
+    ok = tg__io_host_le_bytes(t, data + at[i].begin, bytes) == TG_OK;
   }
   if (!ok) tg__error_prefix(fn);
   return ok;

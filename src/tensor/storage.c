@@ -22,6 +22,25 @@ size_t tg__cpu_tail_pad(size_t nbytes) {
  * NULL + 0 is undefined behaviour in C. Zero bytes of it are ever read or written. */
 static _Alignas(64) char empty_cpu_block[64];
 
+/* The header's fields, refcount 1, counted live: what both constructors finish with. */
+static tg_storage *finish(tg_storage *s, void *data, size_t nbytes, size_t capacity,
+                          tg_device device, const tg_allocator *allocator,
+                          tg_copy_bytes_fn copy_bytes, void (*release)(void *), void *ctx) {
+  atomic_init(&s->refcount, 1);
+  atomic_init(&s->version, 0);
+  atomic_init(&s->history, 0);
+  s->data = data;
+  s->nbytes = nbytes;
+  s->capacity = capacity;
+  s->device = device;
+  s->allocator = allocator;
+  s->copy_bytes = copy_bytes;
+  s->release = release;
+  s->release_ctx = ctx;
+  tg__live_inc();
+  return s;
+}
+
 tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device,
                                const tg_allocator *allocator, tg_copy_bytes_fn copy_bytes) {
   if (!allocator) {
@@ -55,18 +74,7 @@ tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device,
       return NULL;
     }
   }
-  atomic_init(&s->refcount, 1);
-  atomic_init(&s->version, 0);
-  atomic_init(&s->history, 0);
-  s->nbytes = nbytes;
-  s->capacity = capacity;
-  s->device = device;
-  s->allocator = allocator;
-  s->copy_bytes = copy_bytes;
-  s->release = NULL;
-  s->release_ctx = NULL;
-  tg__live_inc();
-  return s;
+  return finish(s, s->data, nbytes, capacity, device, allocator, copy_bytes, NULL, NULL);
 }
 
 tg_storage *tg__storage_wrap(const char *op, void *data, size_t nbytes, tg_device device,
@@ -76,26 +84,15 @@ tg_storage *tg__storage_wrap(const char *op, void *data, size_t nbytes, tg_devic
     tg_set_error(TG_ERR_MEMORY, "%s: out of memory for a storage header", op);
     return NULL;
   }
-  atomic_init(&s->refcount, 1);
-  atomic_init(&s->version, 0);
-  atomic_init(&s->history, 0);
-  s->data = !data && device.type == TG_CPU ? empty_cpu_block : data;
-  s->nbytes = nbytes;
-  s->capacity = nbytes;
-  s->device = device;
-  s->allocator = NULL;
-  s->copy_bytes = copy_bytes;
-  s->release = release;
-  s->release_ctx = ctx;
-  tg__live_inc();
-  return s;
+  if (!data && device.type == TG_CPU) data = empty_cpu_block;
+  return finish(s, data, nbytes, nbytes, device, NULL, copy_bytes, release, ctx);
 }
 
 void tg__storage_retain(tg_storage *s) { atomic_fetch_add(&s->refcount, 1); }
 
 void tg__storage_release(tg_storage *s) {
   if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
-  void (*release)(void *) = s->allocator ? NULL : s->release;
+  void (*release)(void *) = s->release; /* NULL unless wrapped: allocator is NULL then */
   void *release_ctx = s->release_ctx;
   if (s->allocator && s->nbytes > 0 && s->data)
     s->allocator->free(s->allocator->ctx, s->data, s->capacity);
