@@ -31,13 +31,6 @@ typedef struct pending_ops {
   tg_status failure; /* the first register_op error, returned even if init ignores it */
 } pending_ops;
 
-static char *copy_string(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *c = tg__host_malloc(n);
-  if (c) memcpy(c, s, n);
-  return c;
-}
-
 static void free_pending(pending_ops *p) {
   for (int i = 0; i < p->count; i++) tg__host_free((char *)p->descs[i].name);
   tg__host_free(p->descs);
@@ -63,7 +56,7 @@ static tg_status offer_op(const tg_extension_api *api, const tg_op_desc *desc) {
       p->capacity = cap;
     }
   }
-  char *name = st == TG_OK ? copy_string(desc->name) : NULL;
+  char *name = st == TG_OK ? tg__host_strdup(desc->name) : NULL;
   if (st == TG_OK && !name) st = tg_set_error(TG_ERR_MEMORY, "register_op: out of memory");
   if (st != TG_OK) {
     if (p->failure == TG_OK) p->failure = st;
@@ -201,7 +194,7 @@ tg_extension *tg_extension_load(const char *path) {
     return NULL;
   }
   tg_extension *ext = tg__host_calloc(1, sizeof *ext);
-  char *copy = ext ? copy_string(path) : NULL;
+  char *copy = ext ? tg__host_strdup(path) : NULL;
   if (!copy) {
     tg__host_free(ext);
     tg_set_error(TG_ERR_MEMORY, "tg_extension_load: out of memory");

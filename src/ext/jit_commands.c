@@ -44,10 +44,8 @@ static tg_status push_owned(tg__jit_argv *a, char *s) {
 }
 
 tg_status tg__jit_argv_push(tg__jit_argv *a, const char *s) {
-  size_t len = strlen(s);
-  char *copy = tg__host_malloc(len + 1);
+  char *copy = tg__host_strdup(s);
   if (!copy) return out_of_memory();
-  memcpy(copy, s, len + 1);
   return push_owned(a, copy);
 }
 

@@ -43,15 +43,6 @@ void tg_tensor_dict_free(tg_tensor_dict *d) {
   tg__host_free(d);
 }
 
-static char *copy_string(const char *s, size_t len) {
-  char *c = tg__host_malloc(len + 1);
-  if (c) {
-    memcpy(c, s, len);
-    c[len] = '\0';
-  }
-  return c;
-}
-
 /* Grows *array (of elem-byte items, *cap of them) to hold one more; false when out of
  * memory (the array is left as it was). */
 static bool reserve_one(void **array, int *cap, int n, size_t elem) {
@@ -99,7 +90,7 @@ tg_status tg_tensor_dict_set(tg_tensor_dict *d, const char *name, const tg_tenso
     tg_release(old);
     return TG_OK;
   }
-  char *copy = copy_string(name, strlen(name));
+  char *copy = tg__host_strdup(name);
   if (!copy || !reserve_one((void **)&d->entries, &d->cap, d->n, sizeof *d->entries)) {
     tg__host_free(copy);
     return tg_set_error(TG_ERR_MEMORY, "%s: out of memory adding \"%s\"", fn, name);
@@ -135,7 +126,7 @@ tg_status tg_tensor_dict_set_meta(tg_tensor_dict *d, const char *key, const char
   if (!d) return tg_set_error(TG_ERR_ARGUMENT, "%s: d is NULL", fn);
   if (!check_name(fn, "key", key)) return tg_last_error();
   if (!value) return tg_set_error(TG_ERR_ARGUMENT, "%s: value of \"%s\" is NULL", fn, key);
-  char *v = copy_string(value, strlen(value));
+  char *v = tg__host_strdup(value);
   if (!v) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory setting \"%s\"", fn, key);
   for (int i = 0; i < d->n_meta; i++)
     if (strcmp(d->meta[i].key, key) == 0) {
@@ -143,7 +134,7 @@ tg_status tg_tensor_dict_set_meta(tg_tensor_dict *d, const char *key, const char
       d->meta[i].value = v;
       return TG_OK;
     }
-  char *k = copy_string(key, strlen(key));
+  char *k = tg__host_strdup(key);
   if (!k || !reserve_one((void **)&d->meta, &d->cap_meta, d->n_meta, sizeof *d->meta)) {
     tg__host_free(k);
     tg__host_free(v);

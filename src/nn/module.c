@@ -43,13 +43,6 @@ static bool check_name(const char *fn, const char *what, const char *name) {
   return true;
 }
 
-static char *copy_string(const char *s) {
-  size_t len = strlen(s);
-  char *c = tg__host_malloc(len + 1);
-  if (c) memcpy(c, s, len + 1);
-  return c;
-}
-
 static bool check_module(const char *fn, const tg_module *m) {
   if (!m) tg_set_error(TG_ERR_ARGUMENT, "%s: m is NULL", fn);
   return m != NULL;
@@ -98,7 +91,7 @@ static bool flat_build(const tg_module *m, int n_own, const tg__module_entry *ow
   bool ok = f.tensors && f.names;
   for (int i = 0; ok && i < n_own; i++) {
     f.tensors[f.n] = own[i].tensor;
-    ok = (f.names[f.n] = copy_string(own[i].name)) != NULL;
+    ok = (f.names[f.n] = tg__host_strdup(own[i].name)) != NULL;
     if (ok) f.n++;
   }
   for (int c = 0; ok && c < m->n_children; c++) {
@@ -148,7 +141,7 @@ static bool rebuild_up(tg_module *m) {
 tg_module *tg_module_new(const char *type) {
   if (!check_name("tg_module_new", "type", type)) return NULL;
   tg_module *m = tg__host_malloc(sizeof *m);
-  char *copy = m ? copy_string(type) : NULL;
+  char *copy = m ? tg__host_strdup(type) : NULL;
   if (!copy) {
     tg__host_free(m);
     tg_set_error(TG_ERR_MEMORY, "tg_module_new: out of memory");
@@ -248,7 +241,7 @@ static tg_status register_entry(const char *fn, tg_module *m, const char *name, 
                                 bool param) {
   int *n = param ? &m->n_params : &m->n_buffers;
   tg__module_entry **list = param ? &m->params : &m->buffers;
-  char *copy = copy_string(name);
+  char *copy = tg__host_strdup(name);
   if (!copy || !grow((void **)list, *n, sizeof **list)) {
     tg__host_free(copy);
     return tg_set_error(TG_ERR_MEMORY, "%s: out of memory", fn);
@@ -298,7 +291,7 @@ tg_status tg_module_add_child(tg_module *m, const char *name, tg_module *child) 
                           "%s: child \"%s\" (%s) is the module itself or one of its ancestors "
                           "(a cycle)",
                           fn, name, tg_module_type(child));
-  char *copy = copy_string(name);
+  char *copy = tg__host_strdup(name);
   if (!copy || !grow((void **)&m->children, m->n_children, sizeof *m->children)) {
     tg__host_free(copy);
     return tg_set_error(TG_ERR_MEMORY, "%s: out of memory", fn);

@@ -59,9 +59,7 @@ static tg_optimizer *optimizer_new(const char *op, optimizer_kind kind, int n,
     char index[16];
     const char *name = names ? names[i] : index;
     if (!names) snprintf(index, sizeof index, "%d", i);
-    size_t len = strlen(name);
-    ok = (opt->names[i] = tg__host_malloc(len + 1)) != NULL;
-    if (ok) memcpy(opt->names[i], name, len + 1);
+    ok = (opt->names[i] = tg__host_strdup(name)) != NULL;
   }
   if (!ok) {
     tg_optimizer_free(opt);

@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 static atomic_llong attempts; /* allocation attempts so far */
 static atomic_llong fail_at;  /* the attempt number that fails; 0: none armed */
@@ -47,6 +48,13 @@ void *tg__host_aligned_alloc(size_t alignment, size_t n) {
 }
 
 void tg__host_free(void *p) { free(p); }
+
+char *tg__host_strdup(const char *s) {
+  const size_t n = strlen(s) + 1;
+  char *c = tg__host_malloc(n);
+  if (c) memcpy(c, s, n);
+  return c;
+}
 
 bool tg__host_attempt(void) { return !injected_failure(); }
 

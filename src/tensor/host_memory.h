@@ -22,6 +22,8 @@ void *tg__host_calloc(size_t count, size_t size);
 void *tg__host_realloc(void *p, size_t n);
 void *tg__host_aligned_alloc(size_t alignment, size_t n);
 void tg__host_free(void *p);
+/* A copy of the NUL-terminated s (NULL when out of memory), freed with tg__host_free. */
+char *tg__host_strdup(const char *s);
 
 /* The cache of freed blocks the CPU backend's storages use (host_cache.c): 64-byte-aligned
  * blocks of n bytes (rounded up, which the caller never sees), freed with
