@@ -69,6 +69,23 @@ tg_status tg_autograd_grad(int n_outputs, const tg_tensor *const *outputs,
                            const tg_tensor *const *inputs, tg_tensor **grads_out,
                            tg_backward_options opts, bool allow_unused);
 
+/* ---- hooks: a leaf's gradient is final for this pass ----
+ * A hook on a leaf that tg_backward, _ex and _multi call once per pass, right after the last
+ * gradient the pass adds into the leaf's .grad (every node that could still add to it has
+ * run): the .grad is final for that pass. Not called when the pass adds nothing into it, nor
+ * by tg_autograd_grad (which leaves .grad alone). Torch's
+ * register_post_accumulate_grad_hook: what data-parallel training hangs its all-reduce on
+ * (tg/dist.h). Runs on the backward's thread; it may read and change the values of .grad
+ * but not replace it. An error it returns stops the backward, which reports it. Hooks run
+ * in the order they were registered. Do not register or remove while a backward runs. */
+typedef tg_status (*tg_grad_hook_fn)(void *user, tg_tensor *leaf);
+/* *handle (may be NULL) gets a number for tg_remove_post_accumulate_grad_hook. leaf must be
+ * a leaf (no grad_fn). */
+tg_status tg_register_post_accumulate_grad_hook(tg_tensor *leaf, tg_grad_hook_fn fn, void *user,
+                                                int *handle);
+/* TG_ERR_ARGUMENT when leaf has no hook of that number. */
+tg_status tg_remove_post_accumulate_grad_hook(tg_tensor *leaf, int handle);
+
 /* ---- custom functions and the op registry ----
  * An op is a descriptor: a forward kernel per device type, one backward, flags. Built-in
  * ops and user functions share it; tg_apply runs the forward on the inputs' device and,

@@ -43,6 +43,7 @@ typedef enum tg_status {
   TG_ERR_EXTENSION,   /* an extension could not be built or loaded (include/tg/extension.h) */
   TG_ERR_IO,          /* a file could not be opened, read, written or renamed (tg/io.h) */
   TG_ERR_FORMAT,      /* a file's contents are malformed: truncated, bad magic, lying header */
+  TG_ERR_DIST,        /* another rank failed, hung or went another way (tg/dist.h) */
   TG_NUM_STATUS
 } tg_status;
 

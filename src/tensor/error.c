@@ -63,6 +63,7 @@ const char *tg_status_name(tg_status status) {
       [TG_ERR_EXTENSION] = "TG_ERR_EXTENSION",
       [TG_ERR_IO] = "TG_ERR_IO",
       [TG_ERR_FORMAT] = "TG_ERR_FORMAT",
+      [TG_ERR_DIST] = "TG_ERR_DIST",
   };
   if ((unsigned)status >= TG_NUM_STATUS) return "TG_ERR_UNKNOWN";
   return names[status];
