@@ -739,7 +739,11 @@ static int dist_start(options *o) {
                          "-DTG_MPI=ON, Open MPI installed)\n");
     return 1;
   }
-  if (tg_dist_init(NULL, NULL, (tg_dist_options){0}) != TG_OK) return fail("--dist"), 1;
+  if (tg_dist_init(NULL, NULL, (tg_dist_options){0}) != TG_OK) {
+    fail("--dist");
+    tg_dist_finalize(); /* ends the job if MPI came up half way; else a no-op */
+    return 1;
+  }
   dist.on = 1;
   dist.rank = tg_dist_rank();
   dist.world = tg_dist_world_size();
