@@ -132,13 +132,13 @@ add_test(NAME charlm_dist_resume_np2
                  -DDIR=${CMAKE_CURRENT_BINARY_DIR}/charlm_dist_resume -P ${CMAKE_CURRENT_LIST_FILE})
 set_tests_properties(charlm_dist_equals_single charlm_dist_resume_np2 PROPERTIES TIMEOUT 180)
 
-# mpirun -np N train_charlm --dist ARGS...; the test sees "exit S: OUTPUT" (stdout and
+# mpirun -np N train_charlm --dist ARGS... (with the variables ENV); the test sees "exit S: OUTPUT" (stdout and
 # stderr of every rank) and passes when it matches PASS and matches none of FAIL.
 function(charlm_dist_test name np)
-  cmake_parse_arguments(T "" "PASS" "FAIL;ARGS" ${ARGN})
+  cmake_parse_arguments(T "" "PASS" "FAIL;ARGS;ENV" ${ARGN})
   add_test(NAME charlm_dist_${name}
            COMMAND ${CMAKE_COMMAND} -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-                   sh -c "out=$(\"$0\" \"$@\" 2>&1); echo \"exit $?: $out\"" ${MPIEXEC_EXECUTABLE}
+                   ${T_ENV} sh -c "out=$(\"$0\" \"$@\" 2>&1); echo \"exit $?: $out\"" ${MPIEXEC_EXECUTABLE}
                    --oversubscribe ${MPIEXEC_NUMPROC_FLAG} ${np} $<TARGET_FILE:train_charlm> --dist
                    ${T_ARGS})
   set_tests_properties(charlm_dist_${name} PROPERTIES PASS_REGULAR_EXPRESSION "${T_PASS}"
@@ -164,3 +164,7 @@ charlm_dist_test(batch_not_divisible 2
 charlm_dist_test(rank_failure_aborts 2
   PASS "^exit [1-9][0-9]*: .*tg_dist: rank 0: train_charlm: cannot write '/nonexistent/x.csv'"
   ARGS --csv /nonexistent/x.csv --steps 3 ${CHARLM_DIST_SMALL})
+# tg_dist_init's error (a bad TG_DIST_TIMEOUT) is train_charlm's, exit 1 on every rank.
+charlm_dist_test(bad_timeout 2
+  PASS "^exit [1-9][0-9]*: .*train_charlm: --dist: tg_dist_init: TG_DIST_TIMEOUT='soon' is not"
+  ENV TG_DIST_TIMEOUT=soon ARGS --steps 1)
