@@ -63,7 +63,7 @@ if(CMAKE_SCRIPT_MODE_FILE)
                   if (dl > bound || dv > bound) bad = 1
                   exit bad }]]
           ${DIR}/single.csv ${DIR}/np${np}.csv
-        OUTPUT_VARIABLE cmp RESULT_VARIABLE rc)
+        OUTPUT_VARIABLE cmp RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
       message(STATUS "np ${np} against one process: ${cmp}")
       if(NOT rc EQUAL 0)
         message(FATAL_ERROR "np ${np} --dist does not follow the single-process run")
