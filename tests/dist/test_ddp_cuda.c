@@ -21,7 +21,8 @@ static void test_cuda_bucket(bool overlap) {
   tg_scope sc = tg_scope_begin();
   tg_options cuda = {.dtype = TG_F32, .device = TG_DEVICE_CUDA(0)};
   DIST_CHECK_OK(tg_module_register_parameter(m, "g", tg_ones(TG_SHAPE(5), cuda)));
-  DIST_CHECK_OK(tg_module_register_parameter(m, "c", tg_ones(TG_SHAPE(3), TG_OPTS(.dtype = TG_F32))));
+  DIST_CHECK_OK(
+      tg_module_register_parameter(m, "c", tg_ones(TG_SHAPE(3), TG_OPTS(.dtype = TG_F32))));
   tg_tensor *g = tg_module_find(m, "g"), *c = tg_module_find(m, "c");
   tg_ddp *ddp = tg_ddp_new(m, (tg_ddp_options){.no_overlap = !overlap});
   DIST_CHECK(ddp);

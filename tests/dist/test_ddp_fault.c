@@ -23,7 +23,8 @@ int main(int argc, char **argv) {
   DIST_CHECK(tg_dist_world_size() == 2);
   tg_module *m = tg_module_new("small");
   tg_scope sc = tg_scope_begin();
-  DIST_CHECK_OK(tg_module_register_parameter(m, "w", tg_ones(TG_SHAPE(4), TG_OPTS(.dtype = TG_F64))));
+  DIST_CHECK_OK(
+      tg_module_register_parameter(m, "w", tg_ones(TG_SHAPE(4), TG_OPTS(.dtype = TG_F64))));
   tg_ddp *ddp = tg_ddp_new(m, (tg_ddp_options){.bucket_cap_bytes = 8});
   DIST_CHECK(ddp);
   if (rank == 0 && ddp) {
