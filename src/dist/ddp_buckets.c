@@ -87,7 +87,10 @@ tg_status tg__ddp_layout(tg_ddp *ddp, tg_module *m, size_t cap) {
   int n = 0;
   for (int i = n_all - 1; i >= 0; i--) {
     tg_tensor *p = tg_module_parameter(m, i, NULL);
-    if (p && tg_requires_grad(p)) rev[n++] = p; /* frozen parameters get no gradient */
+    if (!p || !tg_requires_grad(p)) continue; /* frozen parameters get no gradient */
+    int seen = 0;
+    while (seen < n && rev[seen] != p) seen++;
+    if (seen == n) rev[n++] = p; /* a tensor registered twice (tied weights) has one slot */
   }
   assign(ddp, rev, n, cap, bucket_of, open);
   for (int b = 1; b < ddp->n_buckets; b++)

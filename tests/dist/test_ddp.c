@@ -224,6 +224,38 @@ static void test_unused_parameters(bool overlap) {
     DIST_CHECK(grad_is(never, 0.0));
     tg_scope_end(sc);
   }
+  /* Used only in a pass with sync off: what it accumulated then is averaged, not zeroed. */
+  tg_scope sc = tg_scope_begin();
+  DIST_CHECK_OK(tg_module_zero_grad(m));
+  tg_ddp_set_sync(ddp, false);
+  DIST_CHECK_OK(tg_ddp_backward(ddp, tg_sum(tg_mul_scalar(never, rank + 1.0))));
+  tg_ddp_set_sync(ddp, true);
+  DIST_CHECK_OK(tg_ddp_backward(ddp, tg_sum(w)));
+  DIST_CHECK(grad_is(never, (size + 1) / 2.0));
+  DIST_CHECK(grad_is(w, 1.0) && grad_is(r0, 0.0));
+  tg_scope_end(sc);
+  tg_ddp_free(ddp);
+  tg_module_free(m);
+}
+
+/* A tensor registered twice (tied weights) gets one slot and one averaged gradient. */
+static void test_tied_parameter(void) {
+  tg_module *m = tg_module_new("tied");
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *t = tg_ones(TG_SHAPE(3), TG_OPTS(.dtype = TG_F64));
+  DIST_CHECK_OK(tg_module_register_parameter(m, "a", t));
+  DIST_CHECK_OK(tg_module_register_parameter(m, "b", t));
+  tg_ddp *ddp = tg_ddp_new(m, (tg_ddp_options){.bucket_cap_bytes = 8});
+  DIST_CHECK(ddp);
+  tg_ddp_stats st = {0};
+  DIST_CHECK_OK(tg_ddp_stats_get(ddp, &st));
+  DIST_CHECK(st.n_buckets == 1);
+  for (int s = 0; ddp && s < 2; s++) {
+    DIST_CHECK_OK(tg_module_zero_grad(m));
+    DIST_CHECK_OK(tg_ddp_backward(ddp, tg_sum(tg_mul_scalar(t, rank + 1.0))));
+    DIST_CHECK(grad_is(t, (size + 1) / 2.0));
+  }
+  tg_scope_end(sc);
   tg_ddp_free(ddp);
   tg_module_free(m);
 }
@@ -421,6 +453,7 @@ int main(int argc, char **argv) {
   test_bucketed_equals_one_bucket();
   test_unused_parameters(true);
   test_unused_parameters(false);
+  test_tied_parameter();
   test_no_sync_accumulates();
   test_replaced_grads();
   test_errors();
