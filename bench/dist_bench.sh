@@ -7,11 +7,15 @@
 # step waited for after backward; hidden = 1 - exposed / allreduce.
 #
 #   bench/dist_bench.sh [BUILD_DIR] [-- more train_charlm options]
-#   STEPS=300 ROUNDS=3 BUCKETS="1024 64 16" bench/dist_bench.sh build
+#   STEPS=300 ROUNDS=3 BUCKETS="1024 64 16" MPIRUN_FLAGS="--bind-to none" bench/dist_bench.sh build
 #
 # BUCKETS: the --bucket-kb values tried at np 2 (1024 is tg_dist's default; the default model
 # has 296 KiB of parameters, so 1024 makes one bucket, reduced only after backward), plus one
-# --no-overlap run. Needs tg_dist built with MPI (Open MPI's mpirun).
+# --no-overlap run. One more row: one process on 2 threads, what one process makes of two
+# cores. Open MPI binds each rank to a core (at most 2 ranks), so the DDP's communication
+# thread shares its rank's core; MPIRUN_FLAGS="--bind-to none" lets it float. Needs tg_dist
+# built with MPI (Open MPI's mpirun). Time it on an otherwise idle machine: the load average
+# is printed before and after.
 set -euo pipefail
 
 build=build
@@ -24,6 +28,8 @@ extra=("$@")
 steps=${STEPS:-300}
 rounds=${ROUNDS:-3}
 buckets=${BUCKETS:-"1024 64 16"}
+read -r -a mpirun_flags <<< "${MPIRUN_FLAGS:-}"
+mpirun=(mpirun --oversubscribe "${mpirun_flags[@]}")
 prog=$build/train_charlm
 [[ -x $prog ]] || { echo "dist_bench: no $prog (build the examples first)" >&2; exit 2; }
 command -v mpirun > /dev/null || { echo "dist_bench: mpirun not on PATH (openmpi-bin)" >&2; exit 2; }
@@ -68,14 +74,17 @@ run() {
 }
 
 echo "train_charlm, $steps steps, one thread per process, medians of $rounds runs ($(nproc) cores)"
-echo "options: ${common[*]}"
+echo "options: ${common[*]}; ${mpirun[*]}; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| run | steps/s | buckets | allreduce ms/step | exposed ms/step | hidden |"
 echo "|---|---|---|---|---|---|"
 run "one process, no --dist" "$prog" "${common[@]}"
-run "np 1 --dist" mpirun --oversubscribe -np 1 "$prog" --dist "${common[@]}"
+run "one process, no --dist, --threads 2" "$prog" "${common[@]}" --threads 2
+run "np 1 --dist" "${mpirun[@]}" -np 1 "$prog" --dist "${common[@]}"
 for kb in $buckets; do
-  run "np 2 --dist --bucket-kb $kb" mpirun --oversubscribe -np 2 "$prog" --dist --bucket-kb "$kb" \
+  run "np 2 --dist --bucket-kb $kb" "${mpirun[@]}" -np 2 "$prog" --dist --bucket-kb "$kb" \
     "${common[@]}"
 done
-run "np 2 --dist --no-overlap" mpirun --oversubscribe -np 2 "$prog" --dist --no-overlap "${common[@]}"
+run "np 2 --dist --no-overlap" "${mpirun[@]}" -np 2 "$prog" --dist --no-overlap "${common[@]}"
+echo
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
