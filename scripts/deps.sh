@@ -4,12 +4,14 @@
 # python3 and clang-format for the doc and format tests (ctest api_doc_current, doc_paths,
 # format), and for scripts/fuzz-smoke.sh clang 14 with its libFuzzer/sanitizer runtimes and
 # libomp; libcjson (safetensors headers) and libdlpack (the DLPack header); NumPy for the .npy
-# and safetensors interop tests; libxsmm (small GEMMs faster than BLIS; optional: tg builds
-# without it).
+# and safetensors interop tests; Open MPI (libopenmpi-dev, openmpi-bin: tg_dist's data-parallel
+# training and its multi-process tests; tg builds without it, TG_MPI=AUTO); libxsmm (small
+# GEMMs faster than BLIS; optional: tg builds without it).
 # Silent when everything is present. Runs apt-get as root, or through sudo.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libblis-dev libcriterion-dev valgrind python3
-  clang-format clang libomp-14-dev libcjson-dev libdlpack-dev python3-numpy)
+  clang-format clang libomp-14-dev libcjson-dev libdlpack-dev python3-numpy libopenmpi-dev
+  openmpi-bin)
 # libFuzzer and the sanitizer runtimes have had their own package since LLVM 14.0.6 (Debian 12,
 # Ubuntu 24.04); Ubuntu 22.04 ships them in libclang-common-14-dev, which clang pulls in. So
 # this one is installed only where apt knows it.

@@ -6,6 +6,7 @@
 
 #include "grad_arith.h"
 #include "grad_lock.h"
+#include "hooks.h"
 #include "node.h"
 #include "tensor/error_impl.h"
 #include "tensor/check.h"
@@ -130,6 +131,51 @@ static tg_status accumulate_leaf(tg_tensor *leaf, const tg_tensor *g, bool creat
   return st;
 }
 
+/* Leaves with post-accumulate grad hooks that a pass may add into (tg_backward's passes only):
+ * how many of the pass's edges into each are still to run, and whether the pass has added
+ * anything yet. A leaf's hooks run when its count reaches zero: no node left could add to
+ * its .grad. Sorted by address. */
+typedef struct hooked_leaf {
+  tg_tensor *leaf;
+  int pending;
+  bool added;
+} hooked_leaf;
+typedef struct hook_table {
+  hooked_leaf *items;
+  size_t count;
+} hook_table;
+
+static int by_address(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t)((const hooked_leaf *)a)->leaf;
+  uintptr_t y = (uintptr_t)((const hooked_leaf *)b)->leaf;
+  return x < y ? -1 : x > y;
+}
+
+static hooked_leaf *hooked(const hook_table *t, const tg_tensor *leaf) {
+  if (!t || !t->count) return NULL;
+  hooked_leaf key = {.leaf = (tg_tensor *)leaf};
+  return bsearch(&key, t->items, t->count, sizeof key, by_address);
+}
+
+/* Whether edge i of node counts towards a hooked leaf (the edges run_node adds through). */
+static bool edge_to_hooked_leaf(const tg_node *node, int i) {
+  const tg_edge *e = &node->edges[i];
+  return node->ctx.needs_input_grad[i] && !e->node && e->leaf &&
+         tg__has_post_accumulate_hooks(e->leaf);
+}
+
+static void mark_added(const hook_table *t, const tg_tensor *leaf) {
+  hooked_leaf *h = hooked(t, leaf);
+  if (h) h->added = true;
+}
+
+/* One edge into leaf has run: its hooks run if it was the last and the pass added to it. */
+static tg_status edge_done(const hook_table *t, const tg_tensor *leaf, bool grad_mode) {
+  hooked_leaf *h = hooked(t, leaf);
+  if (!h || --h->pending > 0 || !h->added) return TG_OK;
+  return tg__run_post_accumulate_hooks(h->leaf, grad_mode);
+}
+
 static tg_status check_grad(const char *name, const tg_node *node, int i, const tg_tensor *g) {
   const tg_meta *m = &node->ctx.inputs[i];
   const char *op = node->ctx.op->name;
@@ -181,12 +227,13 @@ static tg_tensor *guard_once_differentiable(const tg_tensor *g, const char *op_n
  * backward that both took input i's destination and returned a gradient for it would have
  * that gradient counted twice: an error. */
 static tg_status release_destinations(const char *name, tg_node *node, tg_tensor **grad_inputs,
-                                      tg_status st) {
+                                      tg_status st, const hook_table *hooks) {
   tg_ctx *ctx = &node->ctx;
   for (int i = 0; ctx->destinations && i < ctx->n_inputs; i++) {
     if (!((ctx->destinations >> i) & 1)) continue;
     ctx->destinations &= ~((uint64_t)1 << i);
     tg_tensor *leaf = node->edges[i].leaf;
+    mark_added(hooks, leaf);
     tg__bump_version(leaf->grad);
     tg__grad_unlock(leaf);
     if (st == TG_OK && grad_inputs[i])
@@ -200,7 +247,8 @@ static tg_status release_destinations(const char *name, tg_node *node, tg_tensor
 }
 
 static tg_status run_node(const char *name, tg_node *node, const tg_backward_options *opts,
-                          bool accumulate_leaves, tg_tensor **grad_inputs) {
+                          bool accumulate_leaves, tg_tensor **grad_inputs,
+                          const hook_table *hooks) {
   tg_ctx *ctx = &node->ctx;
   const tg_op_desc *op = ctx->op;
   bool once = (op->flags & TG_OP_ONCE_DIFFERENTIABLE) != 0;
@@ -217,7 +265,7 @@ static tg_status run_node(const char *name, tg_node *node, const tg_backward_opt
   bool was = tg_set_grad_enabled(record);
   ctx->accumulating = accumulate_leaves && !opts->create_graph;
   st = op->backward(ctx, (const tg_tensor *const *)node->grads, grad_inputs);
-  st = release_destinations(name, node, grad_inputs, st);
+  st = release_destinations(name, node, grad_inputs, st, hooks);
   tg_set_grad_enabled(was);
   if (st != TG_OK) return st;
   for (int i = 0; i < ctx->n_inputs; i++) {
@@ -233,8 +281,10 @@ static tg_status run_node(const char *name, tg_node *node, const tg_backward_opt
     tg_edge *e = &node->edges[i];
     if (e->node && e->node->grads)
       st = accumulate(&e->node->grads[e->output_nr], g, opts->create_graph);
-    else if (e->leaf && accumulate_leaves)
+    else if (e->leaf && accumulate_leaves) {
       st = accumulate_leaf(e->leaf, g, opts->create_graph);
+      if (st == TG_OK) mark_added(hooks, e->leaf);
+    }
     if (st != TG_OK) return st;
   }
   return TG_OK;
@@ -309,6 +359,7 @@ typedef struct pass {
   tg_node **root_nodes; /* roots' grad_fn (NULL for a leaf root) */
   tg_tensor **grads0;   /* owned: the starting gradient of each root */
   tg_node_list order;   /* the reachable nodes, newest first, claimed */
+  hook_table hooks;     /* leaves with post-accumulate hooks (tg_backward only) */
   bool callers_error;   /* a pending error handed in as a NULL grad: kept as it is */
 } pass;
 
@@ -338,8 +389,11 @@ static tg_status seed_roots(pass *p) {
     else if (p->cap) {
       for (int k = 0; k < p->cap->n && st == TG_OK; k++)
         if (p->cap->inputs[k] == root) st = accumulate(&p->cap->grads[k], p->grads0[r], create);
-    } else
+    } else {
       st = accumulate_leaf((tg_tensor *)root, p->grads0[r], create);
+      if (st == TG_OK) mark_added(&p->hooks, root);
+      if (st == TG_OK) st = edge_done(&p->hooks, root, create);
+    }
   }
   return st;
 }
@@ -368,7 +422,7 @@ static tg_status backward_node(pass *p, tg_node *node) {
   if (!grad_inputs) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory", p->name);
   tg_scope scope;
   tg_status st = tg__scope_open(&scope);
-  if (st == TG_OK) st = run_node(p->name, node, &p->opts, p->cap == NULL, grad_inputs);
+  if (st == TG_OK) st = run_node(p->name, node, &p->opts, p->cap == NULL, grad_inputs, &p->hooks);
   if (st == TG_OK && p->cap)
     st = capture_from_node(node, p->cap, grad_inputs, p->opts.create_graph);
   tg_scope_end(scope);
@@ -392,8 +446,49 @@ static tg_status run_nodes(pass *p) {
     for (int j = 0; j < node->ctx.n_outputs; j++) any |= node->grads[j] != NULL;
     tg_status st = p->cap ? capture_node_outputs(p, node) : TG_OK;
     if (st == TG_OK && any) st = backward_node(p, node);
+    for (int i = 0; p->hooks.count && i < node->ctx.n_inputs && st == TG_OK; i++)
+      if (edge_to_hooked_leaf(node, i))
+        st = edge_done(&p->hooks, node->edges[i].leaf, p->opts.create_graph);
     if (st != TG_OK) return st;
   }
+  return TG_OK;
+}
+
+/* The pass's hook table: one entry per hooked leaf, pending = the edges (and leaf roots) that
+ * reach it. Nothing is allocated when no leaf has hooks. */
+static tg_status build_hook_table(pass *p) {
+  size_t n = 0;
+  for (int pass_over = 0; pass_over < 2; pass_over++) {
+    if (pass_over == 1) {
+      if (n == 0) return TG_OK;
+      p->hooks.items = tg__host_calloc(n, sizeof *p->hooks.items);
+      if (!p->hooks.items) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory", p->name);
+      n = 0;
+    }
+    for (size_t k = 0; k < p->order.count; k++) {
+      tg_node *node = p->order.items[k];
+      for (int i = 0; i < node->ctx.n_inputs; i++)
+        if (edge_to_hooked_leaf(node, i)) {
+          if (pass_over == 1) p->hooks.items[n] = (hooked_leaf){node->edges[i].leaf, 1, false};
+          n++;
+        }
+    }
+    for (int r = 0; r < p->n_roots; r++) {
+      tg_tensor *root = (tg_tensor *)p->roots[r];
+      if (root->grad_fn || !tg__has_post_accumulate_hooks(root)) continue;
+      if (pass_over == 1) p->hooks.items[n] = (hooked_leaf){root, 1, false};
+      n++;
+    }
+  }
+  qsort(p->hooks.items, n, sizeof *p->hooks.items, by_address);
+  size_t unique = 0;
+  for (size_t k = 0; k < n; k++) {
+    if (unique > 0 && p->hooks.items[unique - 1].leaf == p->hooks.items[k].leaf)
+      p->hooks.items[unique - 1].pending++;
+    else
+      p->hooks.items[unique++] = p->hooks.items[k];
+  }
+  p->hooks.count = unique;
   return TG_OK;
 }
 
@@ -408,6 +503,7 @@ static void end_pass(pass *p) {
     atomic_store(&node->backward_owner, 0); /* last: the scratch is free for the next pass */
   }
   tg__host_free(p->order.items);
+  tg__host_free(p->hooks.items);
   if (p->grads0)
     for (int r = 0; r < p->n_roots; r++) tg_release(p->grads0[r]);
   tg__host_free(p->grads0);
@@ -421,6 +517,7 @@ static tg_status run_backward(const char *name, int n_roots, const tg_tensor *co
   pass p = {.name = name, .n_roots = n_roots, .roots = roots, .opts = opts, .cap = cap};
   tg_status st = take_root_grads(&p, root_grads);
   if (st == TG_OK) st = collect(name, n_roots, p.root_nodes, &p.order);
+  if (st == TG_OK && !cap) st = build_hook_table(&p);
   if (st == TG_OK) st = seed_roots(&p);
   if (st == TG_OK) st = run_nodes(&p);
   /* An error raised below (a backward formula's op, a saved tensor's version check, a custom

@@ -246,6 +246,7 @@ void tg_release(tg_tensor *t) {
   tg__storage_release(t->storage);
   tg_release(t->grad);
   tg__node_drop(t->grad_fn);
+  tg__host_free(t->post_accumulate_hooks);
   tg__host_free(t);
   tg__live_dec();
 }

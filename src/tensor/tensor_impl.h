@@ -43,6 +43,18 @@ typedef struct tg_storage {
   atomic_ullong history;       /* bumped when a recorded in-place op rewrites a grad_fn */
 } tg_storage;
 
+/* A leaf's post-accumulate grad hooks (tg/autograd.h), kept with the tensor so that they
+ * die with it; registered and run by the autograd layer (src/autograd/hooks.c). */
+typedef struct tg_grad_hook {
+  tg_status (*fn)(void *user, tg_tensor *leaf);
+  void *user;
+  int id;
+} tg_grad_hook;
+typedef struct tg_grad_hooks {
+  int count, capacity, last_id;
+  tg_grad_hook items[]; /* capacity of them, count used, in registration order */
+} tg_grad_hooks;
+
 struct tg_tensor {
   atomic_long refcount;
   tg_storage *storage;
@@ -58,6 +70,7 @@ struct tg_tensor {
   int output_nr;         /* which output of grad_fn this tensor is */
   bool is_view;          /* made by a view op: its grad_fn assumes its base's history */
   uint64_t view_history; /* storage->history when the view was made */
+  tg_grad_hooks *post_accumulate_hooks; /* owned (tg__host_malloc) or NULL: autograd/hooks.c */
 };
 
 /* Records a live-object birth/death for tg_live_objects. */
