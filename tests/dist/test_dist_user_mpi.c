@@ -20,6 +20,7 @@ int main(int argc, char **argv) {
   int64_t one = 1;
   DIST_CHECK_OK(tg__dist_allreduce_host("t", &one, 1, TG_I64, TG_REDUCE_SUM));
   DIST_CHECK(one == world);
+  const int failed = dist_check_finish("test_dist_user_mpi");
   DIST_CHECK_OK(tg_dist_finalize());
   int finalized = 1;
   MPI_Finalized(&finalized);
@@ -28,7 +29,7 @@ int main(int argc, char **argv) {
   int sum = 0, r = 1;
   MPI_Allreduce(&r, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   DIST_CHECK(sum == world);
-  const int failed = dist_check_finish("test_dist_user_mpi");
+  if (dist_check_failed) fprintf(stderr, "test_dist_user_mpi: checks after finalize failed\n");
   MPI_Finalize();
-  return failed;
+  return failed || dist_check_failed;
 }
