@@ -250,7 +250,7 @@ tg_status tg__dist_transport_finalize(void) {
   if (atomic_load(&failed)) {
     fprintf(stderr, "tg_dist: rank %d: a collective failed: ending the whole job (MPI_Abort)\n",
             my_rank);
-    fflush(stderr);
+    fflush(NULL); /* what the program printed, before MPI_Abort kills it */
     abort_job(1);
   }
   MPI_Comm_free(&comm);

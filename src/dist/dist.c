@@ -89,6 +89,6 @@ tg_status tg_dist_finalize(void) {
 
 void tg_dist_abort(int exit_code, const char *why) {
   fprintf(stderr, "tg_dist: rank %d: %s\n", my_rank, why ? why : "(no reason given)");
-  fflush(stderr);
+  fflush(NULL); /* what the program printed, before MPI_Abort kills it */
   tg__dist_transport_abort(exit_code);
 }

@@ -35,6 +35,7 @@ kill)
   ;;
 abort)
   need "tg_dist: rank 1: step 2 failed: the loss is not finite"
+  [ "$rc" -eq 3 ] || fail "exit status $rc, not tg_dist_abort's 3"
   ;;
 *) fail "unknown mode" ;;
 esac

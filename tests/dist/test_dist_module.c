@@ -20,8 +20,8 @@ static const variant normal = {3, TG_F32, "scale", false};
 
 /* "net": own parameter scale [2], child fc (Linear 4 -> out), buffer steps (I64), with values
  * that depend on the rank (seeded by it). */
-static tg_module *build(variant v) {
-  tg_generator *gen = tg_generator_new(100 + (uint64_t)rank);
+static tg_module *build_for(variant v, int r) {
+  tg_generator *gen = tg_generator_new(100 + (uint64_t)r);
   tg_module *m = tg_module_new("net");
   tg_scope s = tg_scope_begin();
   tg_module_register_parameter(m, v.scale,
@@ -29,26 +29,29 @@ static tg_module *build(variant v) {
   tg_module_add_child(m, "fc",
                       tg_linear_module(tg_linear_new(4, v.out, true, TG_OPTS_DEFAULT, gen)));
   tg_module_register_buffer(m, "steps",
-                            tg_full(TG_SHAPE(1), 7.0 + rank, (tg_options){.dtype = TG_I64}));
+                            tg_full(TG_SHAPE(1), 7.0 + r, (tg_options){.dtype = TG_I64}));
   if (v.extra) tg_module_register_buffer(m, "more", tg_zeros(TG_SHAPE(1), TG_OPTS_DEFAULT));
   tg_scope_end(s);
   tg_generator_free(gen);
   return m;
 }
 
-/* Whether every rank holds the same values as root in every entry of m. */
-static bool same_as(const tg_module *m, int root) {
+static tg_module *build(variant v) { return build_for(v, rank); }
+
+/* Whether every rank holds the same values in every entry of m. */
+static bool all_equal(const tg_module *m) {
   bool ok = true;
   tg_scope s = tg_scope_begin();
+  tg_no_grad_begin(); /* copies of the parameters, off the tape */
   for (int i = 0; i < tg_module_num_parameters(m) + tg_module_num_buffers(m); i++) {
     const int np = tg_module_num_parameters(m);
     tg_tensor *t = i < np ? tg_module_parameter(m, i, NULL) : tg_module_buffer(m, i - np, NULL);
     tg_tensor *lo = tg_to_dtype(tg_clone(t), TG_F64), *hi = tg_clone(lo);
-    tg_dist_all_reduce(lo, TG_REDUCE_MIN);
-    tg_dist_all_reduce(hi, TG_REDUCE_MAX);
+    DIST_CHECK_OK(tg_dist_all_reduce(lo, TG_REDUCE_MIN));
+    DIST_CHECK_OK(tg_dist_all_reduce(hi, TG_REDUCE_MAX));
     ok = ok && tg_max_abs_diff(lo, hi) == 0 && tg_max_abs_diff(lo, t) == 0;
-    (void)root;
   }
+  tg_no_grad_end();
   tg_scope_end(s);
   return ok;
 }
@@ -56,15 +59,19 @@ static bool same_as(const tg_module *m, int root) {
 static void test_equal_modules(void) {
   tg_module *m = build(normal);
   DIST_CHECK_OK(tg_dist_check_module(m));
-  DIST_CHECK(size == 1 || !same_as(m, 0)); /* seeded by the rank: different values */
+  DIST_CHECK(size == 1 || !all_equal(m)); /* seeded by the rank: different values */
   DIST_CHECK_OK(tg_dist_broadcast_module(m, 0));
-  DIST_CHECK(same_as(m, 0));
+  DIST_CHECK(all_equal(m));
   tg_module *n = build(normal);
   DIST_CHECK_OK(tg_dist_broadcast_module(n, size - 1));
-  DIST_CHECK(same_as(n, size - 1));
-  double v = 0;
-  tg_item(tg_module_find(n, "steps"), &v);
-  DIST_CHECK(v == 7.0 + (size - 1));
+  DIST_CHECK(all_equal(n));
+  /* ...and they are the root's. */
+  tg_module *as_root = build_for(normal, size - 1);
+  for (int i = 0; i < tg_module_num_parameters(n); i++)
+    DIST_CHECK(tg_max_abs_diff(tg_module_parameter(n, i, NULL),
+                               tg_module_parameter(as_root, i, NULL)) == 0);
+  DIST_CHECK(tg_max_abs_diff(tg_module_find(n, "steps"), tg_module_find(as_root, "steps")) == 0);
+  tg_module_free(as_root);
   /* Parameters stay leaves that require grad. */
   DIST_CHECK(tg_requires_grad(tg_module_find(n, "fc.weight")));
   DIST_CHECK_ERR(tg_dist_broadcast_module(n, size), TG_ERR_ARGUMENT, "root");

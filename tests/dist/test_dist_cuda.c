@@ -1,6 +1,8 @@
-/* CUDA tensors through tg_dist on the emulated CUDA build (no NCCL there: every CUDA tensor
- * goes through a host copy). Run at np 2: all-reduce (every op, strided), broadcast, the
- * DDP's in-place tg__dist_allreduce_contiguous, and a device mismatch across ranks. */
+/* CUDA tensors through tg_dist: all-reduce (every op, strided), broadcast, the DDP's
+ * in-place tg__dist_allreduce_contiguous, and a device mismatch across ranks. Built twice:
+ * on the emulated CUDA build (TG_CUDA_EMULATION; no NCCL there: every CUDA tensor goes
+ * through a host copy), run at np 2; and where tg has the real CUDA device, run at np 1
+ * (NCCL takes one GPU per rank), exiting 77 (skipped) without a GPU. */
 #include <math.h>
 
 #include "dist/comm.h"
@@ -31,7 +33,16 @@ int main(int argc, char **argv) {
   DIST_CHECK_OK(tg_dist_init(&argc, &argv, (tg_dist_options){0}));
   rank = tg_dist_rank();
   size = tg_dist_world_size();
+#ifdef TG_CUDA_EMULATION
   DIST_CHECK(!tg_dist_has_nccl());
+#else
+  if (!tg_cuda_is_available()) {
+    printf("test_dist_cuda: no CUDA device: skipped\n");
+    tg_dist_finalize();
+    return 77;
+  }
+  printf("test_dist_cuda: NCCL %s\n", tg_dist_has_nccl() ? "on" : "off");
+#endif
   const tg_device cuda = TG_DEVICE_CUDA(0);
   tg_scope s = tg_scope_begin();
   const double sum = size * (size + 1) / 2.0;
@@ -70,7 +81,7 @@ int main(int argc, char **argv) {
   }
   tg_scope_end(s);
   DIST_CHECK(tg_live_objects() == live);
-  const int failed = dist_check_finish("test_dist_cuda_emu");
+  const int failed = dist_check_finish("test_dist_cuda");
   DIST_CHECK_OK(tg_dist_finalize());
   return failed || dist_check_failed;
 }
