@@ -13,8 +13,9 @@
 #                   tg::tg_dist.
 #   tg_dist         libtg_dist.a for tg's own tests: links the static tg, so tg_dist's host
 #                   allocations and tg's share one fault injector (src/tensor/host_memory.h).
-#   tg_dist_emu     libtg_dist_emu.so on the emulated CUDA build (tg_emu_shared), for the tests
-#                   of the host-staging path of CUDA tensors; only with TG_BUILD_TESTS.
+#   tg_dist_emu     libtg_dist_emu.a on the emulated CUDA build (the static tg_emu, like the CUDA
+#                   suite), for the tests of the host-staging path of CUDA tensors; only with
+#                   TG_BUILD_TESTS. Static so that those tests reach comm.h, as the others do.
 # Sets TG_HAVE_MPI and TG_HAVE_NCCL.
 
 set(TG_MPI "AUTO" CACHE STRING "Build tg_dist with MPI: AUTO (when found), ON, OFF")
@@ -103,5 +104,5 @@ set_target_properties(tg_dist_shared PROPERTIES OUTPUT_NAME tg_dist VERSION ${PR
 _tg_dist_library(tg_dist STATIC tg ${TG_HAVE_NCCL})
 if(TG_BUILD_TESTS)
   # The emulation has no NCCL: CUDA tensors take the host copy there.
-  _tg_dist_library(tg_dist_emu SHARED tg_emu_shared OFF)
+  _tg_dist_library(tg_dist_emu STATIC tg_emu OFF)
 endif()
