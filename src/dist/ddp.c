@@ -101,7 +101,9 @@ static void agree_on_failure(tg_ddp *ddp, const char *name) {
     flag[0] = tg_dist_rank() + 1;
     flag[1] = ddp->round_error;
   }
+  double t0 = tg__ddp_now();
   tg_status st = tg__dist_allreduce_host(name, flag, 2, TG_I64, TG_REDUCE_MAX);
+  ddp->stats.allreduce_seconds += tg__ddp_now() - t0; /* communication too, never hidden */
   if (st != TG_OK) {
     note(ddp, st);
   } else if (flag[0] > 0) {
