@@ -55,10 +55,12 @@ static tg_status send_ready(tg_ddp *ddp, bool from_hook, const char *name) {
       tg__ddp_comm_send(ddp, b);
       ddp->stats.buckets_during_backward += from_hook;
       break;
-    case DDP_ROUTE_NCCL:
-      if (st == TG_OK) st = reduce_here(ddp, b, name);
+    case DDP_ROUTE_NCCL: { /* every rank queues the same sequence, error or not */
+      tg_status one = reduce_here(ddp, b, name);
+      if (st == TG_OK) st = one;
       ddp->stats.buckets_during_backward += from_hook;
       break;
+    }
     case DDP_ROUTE_SYNC:
       break;
     }
