@@ -2,9 +2,8 @@
 # Keeps docs/design.md's "Layers" true: every `#include "..."` of a file under src/ must
 # point along the stated direction
 #
-#   tensor  <-  autograd  <-  ops  <-  io  <-  nn     (a layer includes only layers to its left)
-#                              ops  <-  ext
-#                                    nn  <-  dist
+#   tensor  <-  autograd  <-  ops  <-  io  <-  nn  <-  dist   (a layer includes only layers to
+#                              ops  <-  ext                       its left)
 #               ops/cpu, ops/cuda: backends, reached by ops only through the vtable
 #                                  (ops/backend.h); they include tensor/ and ops/ headers
 #

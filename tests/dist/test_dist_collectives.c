@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "dist/comm.h"
+#include "dist/transport.h"
 #include "dist_check.h"
 #include "tensor/host_memory.h"
 
@@ -258,6 +259,8 @@ int main(int argc, char **argv) {
   DIST_CHECK_OK(tg_dist_init(&argc, &argv, (tg_dist_options){0}));
   DIST_CHECK_ERR(tg_dist_init(&argc, &argv, (tg_dist_options){0}), TG_ERR_STATE, "twice");
   DIST_CHECK(tg_dist_is_initialized());
+  const char *env = getenv("TG_DIST_TIMEOUT"); /* tg_dist_test sets it */
+  DIST_CHECK(tg__dist_timeout_seconds() == (env ? strtod(env, NULL) : 300));
   rank = tg_dist_rank();
   size = tg_dist_world_size();
   test_transport();
