@@ -55,10 +55,12 @@ static tg_status send_ready(tg_ddp *ddp, bool from_hook, const char *name) {
       tg__ddp_comm_send(ddp, b);
       ddp->stats.buckets_during_backward += from_hook;
       break;
-    case DDP_ROUTE_NCCL:
-      if (st == TG_OK) st = reduce_here(ddp, b, name);
+    case DDP_ROUTE_NCCL: { /* every rank queues the same sequence, error or not */
+      tg_status one = reduce_here(ddp, b, name);
+      if (st == TG_OK) st = one;
       ddp->stats.buckets_during_backward += from_hook;
       break;
+    }
     case DDP_ROUTE_SYNC:
       break;
     }
@@ -92,6 +94,28 @@ static tg_status on_grad_final(void *user, tg_tensor *leaf) {
   return st;
 }
 
+/* A rank whose step failed still sent its buckets (so nobody waits), which put its partial
+ * gradients into everyone's mean: one more small all-reduce tells every rank, so none steps
+ * on that mean with TG_OK. A rank that failed keeps its own error. */
+static void agree_on_failure(tg_ddp *ddp, const char *name) {
+  int64_t flag[2] = {0, 0};
+  if (ddp->round_error != TG_OK) {
+    flag[0] = tg_dist_rank() + 1;
+    flag[1] = ddp->round_error;
+  }
+  double t0 = tg__ddp_now();
+  tg_status st = tg__dist_allreduce_host(name, flag, 2, TG_I64, TG_REDUCE_MAX);
+  ddp->stats.allreduce_seconds += tg__ddp_now() - t0; /* communication too, never hidden */
+  if (st != TG_OK) {
+    note(ddp, st);
+  } else if (flag[0] > 0) {
+    note(ddp, tg_set_error(TG_ERR_DIST,
+                           "%s: rank %lld failed this step (%s): the averaged gradients hold "
+                           "its partial ones, do not step on them",
+                           name, (long long)flag[0] - 1, tg_status_name((tg_status)flag[1])));
+  }
+}
+
 /* Every rank's DDP does the same all-reduces in the same order, error or not (a rank that
  * skipped one would leave the others waiting until the timeout): errors are noted and
  * reported at the end. */
@@ -118,6 +142,7 @@ static tg_status synchronize(tg_ddp *ddp, const char *name) {
   /* Then the buckets left to this thread, in order, after the thread's (same on every rank). */
   for (int b = 0; b < ddp->n_buckets; b++)
     if (ddp->buckets[b].route == DDP_ROUTE_SYNC) note(ddp, reduce_here(ddp, b, name));
+  agree_on_failure(ddp, name);
   ddp->stats.exposed_seconds += tg__ddp_now() - t0;
   ddp->stats.steps++;
   /* A new round. */

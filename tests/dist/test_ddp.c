@@ -368,6 +368,14 @@ static void test_errors(void) {
   DIST_CHECK_ERR(tg_ddp_backward(ddp, NULL), TG_ERR_ARGUMENT, NULL);
   DIST_CHECK_OK(tg_ddp_stats_get(ddp, &after));
   DIST_CHECK(after.steps == before.steps + 1);
+  /* Only rank 1's backward fails: rank 1 gets its error, the others TG_ERR_DIST naming it. */
+  if (size > 1) {
+    tg_tensor *loss = rank == 1 ? NULL : tg_sum(w);
+    if (rank == 1)
+      DIST_CHECK_ERR(tg_ddp_backward(ddp, loss), TG_ERR_ARGUMENT, NULL);
+    else
+      DIST_CHECK_ERR(tg_ddp_backward(ddp, loss), TG_ERR_DIST, "rank 1 failed this step");
+  }
   DIST_CHECK_OK(tg_module_zero_grad(m));
   DIST_CHECK_OK(tg_ddp_backward(ddp, tg_sum(tg_mul_scalar(w, rank + 1.0))));
   DIST_CHECK(grad_is(w, (size + 1) / 2.0));

@@ -1,5 +1,6 @@
-/* tg_ddp with CUDA parameters (np 1 and 2): a module with a CUDA and a CPU parameter gets two
- * buckets, the CPU one through the communication thread, the CUDA one through NCCL from the
+/* tg_ddp with CUDA parameters (the emulation at np 1 and 2; a real GPU at np 1, NCCL taking
+ * one GPU per rank; exit 77, skipped, without one): a module with a CUDA and a CPU parameter gets
+ * two buckets, the CPU one through the communication thread, the CUDA one through NCCL from the
  * hook where tg_dist has it, else through a host copy at synchronize (the CPU emulation of
  * CUDA, tg_dist_emu, has no NCCL); both averaged; and the same with no_overlap. */
 #include "dist_check.h"
@@ -51,6 +52,11 @@ int main(int argc, char **argv) {
   DIST_CHECK_OK(tg_dist_init(&argc, &argv, (tg_dist_options){0}));
   rank = tg_dist_rank();
   size = tg_dist_world_size();
+  if (!tg_cuda_is_available()) { /* the real CUDA build on a machine without a GPU */
+    printf("test_ddp_cuda: no CUDA device: skipped\n");
+    DIST_CHECK_OK(tg_dist_finalize());
+    return 77;
+  }
   printf("test_ddp_cuda: CUDA buckets through %s\n", tg_dist_has_nccl() ? "NCCL" : "a host copy");
   test_cuda_bucket(true);
   test_cuda_bucket(false);
