@@ -62,22 +62,23 @@ run() {
       nb=$(sed -n 's/^ddp: \([0-9]*\) buckets.*/\1/p' "$log")
     fi
   done
-  local m_sps
+  local m_sps each
   m_sps=$(printf '%s\n' "${sps[@]}" | median)
+  each=$(printf '%.0f ' "${sps[@]}")
   if [[ -n $nb ]]; then
-    printf '| %s | %.1f | %s | %.3f | %.3f | %.0f%% |\n' "$label" "$m_sps" "$nb" \
+    printf '| %s | %.1f | %s| %s | %.3f | %.3f | %.0f%% |\n' "$label" "$m_sps" "$each" "$nb" \
       "$(printf '%s\n' "${ar[@]}" | median)" "$(printf '%s\n' "${ex[@]}" | median)" \
       "$(printf '%s\n' "${hid[@]}" | median)"
   else
-    printf '| %s | %.1f | | | | |\n' "$label" "$m_sps"
+    printf '| %s | %.1f | %s| | | | |\n' "$label" "$m_sps" "$each"
   fi
 }
 
 echo "train_charlm, $steps steps, one thread per process, medians of $rounds runs ($(nproc) cores)"
 echo "options: ${common[*]}; ${mpirun[*]}; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| run | steps/s | buckets | allreduce ms/step | exposed ms/step | hidden |"
-echo "|---|---|---|---|---|---|"
+echo "| run | steps/s | each run | buckets | allreduce ms/step | exposed ms/step | hidden |"
+echo "|---|---|---|---|---|---|---|"
 run "one process, no --dist" "$prog" "${common[@]}"
 run "one process, no --dist, --threads 2" "$prog" "${common[@]}" --threads 2
 run "np 1 --dist" "${mpirun[@]}" -np 1 "$prog" --dist "${common[@]}"
