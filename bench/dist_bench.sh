@@ -34,58 +34,69 @@ prog=$build/train_charlm
 [[ -x $prog ]] || { echo "dist_bench: no $prog (build the examples first)" >&2; exit 2; }
 command -v mpirun > /dev/null || { echo "dist_bench: mpirun not on PATH (openmpi-bin)" >&2; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # Open MPI's switches, for root
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 common=(--steps "$steps" --threads 1 --quiet "${extra[@]}")
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
 
-# The median of the numbers on stdin.
-median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# The configurations, one per row: a label and the command (arguments separated by |).
+labels=() commands=()
+config() {
+  labels+=("$1")
+  commands+=("$2")
+}
+IFS='|'
+config "one process, no --dist" "$prog|${common[*]}"
+config "one process, no --dist, --threads 2" "$prog|${common[*]}|--threads|2"
+config "np 1 --dist" "${mpirun[*]}|-np|1|$prog|--dist|${common[*]}"
+for kb in $buckets; do
+  config "np 2 --dist --bucket-kb $kb" "${mpirun[*]}|-np|2|$prog|--dist|--bucket-kb|$kb|${common[*]}"
+done
+config "np 2 --dist --no-overlap" "${mpirun[*]}|-np|2|$prog|--dist|--no-overlap|${common[*]}"
+unset IFS
 
-# run LABEL COMMAND...: ROUNDS runs, one table row of medians.
-run() {
-  local label=$1
-  shift
-  local sps=() ar=() ex=() hid=() nb=
-  for ((i = 0; i < rounds; i++)); do
-    if ! "$@" > "$log" 2>&1; then
-      echo "dist_bench: $label failed:" >&2
-      cat "$log" >&2
+# Round after round, every configuration once per round: a busy spell on the machine then
+# slows every row a little instead of one row a lot. Each run appends its numbers to
+# $dir/<row>: steps/s, and for --dist allreduce ms, exposed ms, hidden %, buckets.
+for ((r = 0; r < rounds; r++)); do
+  for i in "${!labels[@]}"; do
+    IFS='|' read -r -a cmd <<< "${commands[$i]}"
+    if ! "${cmd[@]}" > "$dir/log" 2>&1; then
+      echo "dist_bench: ${labels[$i]} failed:" >&2
+      cat "$dir/log" >&2
       exit 1
     fi
-    # "fused: T tokens/s (S steps of K tokens in ...)": steps/s = T / K
-    sps+=("$(awk '/ tokens\/s \(/ { print $2 / $7; exit }' "$log")")
-    if grep -q '^ddp: ' "$log"; then
-      ar+=("$(sed -n 's/^ddp: .*allreduce \([0-9.]*\) ms\/step.*/\1/p' "$log")")
-      ex+=("$(sed -n 's/^ddp: .*exposed \([0-9.]*\) ms\/step.*/\1/p' "$log")")
-      hid+=("$(sed -n 's/^ddp: .*hidden \([-0-9.]*\)%.*/\1/p' "$log")")
-      nb=$(sed -n 's/^ddp: \([0-9]*\) buckets.*/\1/p' "$log")
-    fi
+    # "fused: T tokens/s (S steps of K tokens in ...)": steps/s = T / K; the ddp: line
+    awk '/ tokens\/s \(/ && !sps { sps = $2 / $7 }
+         /^ddp: / { nb = $2
+                    for (k = 1; k <= NF; k++) {
+                      if ($k == "allreduce") ar = $(k + 1)
+                      if ($k == "exposed") ex = $(k + 1)
+                      if ($k == "hidden") { hid = $(k + 1); sub(/%,?/, "", hid) } } }
+         END { print sps, ar, ex, hid, nb }' "$dir/log" >> "$dir/$i"
   done
-  local m_sps each
-  m_sps=$(printf '%s\n' "${sps[@]}" | median)
-  each=$(printf '%.0f ' "${sps[@]}")
-  if [[ -n $nb ]]; then
-    printf '| %s | %.1f | %s| %s | %.3f | %.3f | %.0f%% |\n' "$label" "$m_sps" "$each" "$nb" \
-      "$(printf '%s\n' "${ar[@]}" | median)" "$(printf '%s\n' "${ex[@]}" | median)" \
-      "$(printf '%s\n' "${hid[@]}" | median)"
-  else
-    printf '| %s | %.1f | %s| | | | |\n' "$label" "$m_sps" "$each"
-  fi
+done
+
+# The median of column c of file f.
+median() {
+  cut -d' ' -f"$2" "$1" | sort -g |
+    awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 echo "train_charlm, $steps steps, one thread per process, medians of $rounds runs ($(nproc) cores)"
-echo "options: ${common[*]}; ${mpirun[*]}; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "options: ${common[*]}; ${mpirun[*]}; load average before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| run | steps/s | each run | buckets | allreduce ms/step | exposed ms/step | hidden |"
 echo "|---|---|---|---|---|---|---|"
-run "one process, no --dist" "$prog" "${common[@]}"
-run "one process, no --dist, --threads 2" "$prog" "${common[@]}" --threads 2
-run "np 1 --dist" "${mpirun[@]}" -np 1 "$prog" --dist "${common[@]}"
-for kb in $buckets; do
-  run "np 2 --dist --bucket-kb $kb" "${mpirun[@]}" -np 2 "$prog" --dist --bucket-kb "$kb" \
-    "${common[@]}"
+for i in "${!labels[@]}"; do
+  f=$dir/$i
+  each=$(cut -d' ' -f1 "$f" | xargs printf '%.0f ')
+  nb=$(head -n1 "$f" | cut -d' ' -f5)
+  if [[ -n $nb ]]; then
+    printf '| %s | %.1f | %s| %s | %.3f | %.3f | %.0f%% |\n' "${labels[$i]}" "$(median "$f" 1)" \
+      "$each" "$nb" "$(median "$f" 2)" "$(median "$f" 3)" "$(median "$f" 4)"
+  else
+    printf '| %s | %.1f | %s| | | | |\n' "${labels[$i]}" "$(median "$f" 1)" "$each"
+  fi
 done
-run "np 2 --dist --no-overlap" "${mpirun[@]}" -np 2 "$prog" --dist --no-overlap "${common[@]}"
-echo
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
