@@ -27,7 +27,7 @@ fi
 extra=("$@")
 steps=${STEPS:-300}
 rounds=${ROUNDS:-3}
-buckets=${BUCKETS:-"1024 64 16"}
+read -r -a buckets <<< "${BUCKETS:-1024 64 16}"
 read -r -a mpirun_flags <<< "${MPIRUN_FLAGS:-}"
 mpirun=(mpirun --oversubscribe "${mpirun_flags[@]}")
 prog=$build/train_charlm
@@ -50,7 +50,7 @@ IFS='|'
 config "one process, no --dist" "$prog|${common[*]}"
 config "one process, no --dist, --threads 2" "$prog|${common[*]}|--threads|2"
 config "np 1 --dist" "${mpirun[*]}|-np|1|$prog|--dist|${common[*]}"
-for kb in $buckets; do
+for kb in "${buckets[@]}"; do
   config "np 2 --dist --bucket-kb $kb" "${mpirun[*]}|-np|2|$prog|--dist|--bucket-kb|$kb|${common[*]}"
 done
 config "np 2 --dist --no-overlap" "${mpirun[*]}|-np|2|$prog|--dist|--no-overlap|${common[*]}"
