@@ -174,3 +174,7 @@ charlm_dist_test(rank_failure_aborts 2
 charlm_dist_test(bad_timeout 2
   PASS "^exit [1-9][0-9]*: .*train_charlm: --dist: tg_dist_init: TG_DIST_TIMEOUT='soon' is not"
   ENV TG_DIST_TIMEOUT=soon ARGS --steps 1)
+# A text no rank can read: each says why and the job ends through tg_dist_abort.
+charlm_dist_test(missing_text 2
+  PASS "^exit [1-9][0-9]*: .*cannot open '/nonexistent/text'.*tg_dist: rank [01]: train_charlm: no usable text"
+  ARGS --text /nonexistent/text --steps 1)
