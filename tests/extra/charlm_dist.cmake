@@ -178,3 +178,8 @@ charlm_dist_test(bad_timeout 2
 charlm_dist_test(missing_text 2
   PASS "^exit [1-9][0-9]*: .*cannot open '/nonexistent/text'.*tg_dist: rank [01]: train_charlm: no usable text"
   ARGS --text /nonexistent/text --steps 1)
+# A check that fails (rank 0's) fails the job, said once.
+charlm_dist_test(expect_below_fails 2
+  PASS "^exit [1-9][0-9]*: .*CHECK FAILED: fused validation loss [.0-9]+ is not below 0.01"
+  FAIL "CHECK FAILED(.|\n)*CHECK FAILED"
+  ARGS --steps 2 --expect-below 0.01 ${CHARLM_DIST_SMALL})
