@@ -126,9 +126,9 @@ void tg_ddp_set_sync(tg_ddp *ddp, bool sync);
 typedef struct tg_ddp_stats {
   int n_buckets;
   size_t bucket_bytes_max;
-  int64_t steps;               /* synchronizations so far */
-  double allreduce_seconds;    /* total time buckets spent being all-reduced */
-  double exposed_seconds;      /* total time synchronize waited for them after backward */
+  int64_t steps;                   /* synchronizations so far */
+  double allreduce_seconds;        /* total time buckets spent being all-reduced */
+  double exposed_seconds;          /* total time synchronize waited for them after backward */
   int64_t buckets_during_backward; /* buckets sent by hooks (the rest by synchronize) */
 } tg_ddp_stats;
 /* hidden fraction = 1 - exposed_seconds / allreduce_seconds. */
