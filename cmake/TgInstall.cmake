@@ -1,5 +1,5 @@
 # Installs tg: the headers, the static and shared libraries, a relocatable CMake package
-# (find_package(tg) gives tg::tg, static, and tg::tg_shared) and tg.pc for pkg-config.
+# (find_package(tg) gives tg::tg, static, tg::tg_shared and tg::tg_dist) and tg.pc for pkg-config.
 # Included at the end of the top-level CMakeLists.txt, after the targets and TgCuda.
 include(CMakePackageConfigHelpers)
 
@@ -33,6 +33,11 @@ set_target_properties(tg_shared PROPERTIES EXPORT_NAME tg_shared)
 install(DIRECTORY include/tg DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS tg tg_shared EXPORT tgTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# libtg_dist.so, tg::tg_dist (its MPI is private: users link tg_dist, not MPI). The static
+# tg_dist is for tg's tests only.
+install(TARGETS tg_dist_shared EXPORT tgTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(EXPORT tgTargets NAMESPACE tg:: DESTINATION ${TG_INSTALL_CMAKEDIR})

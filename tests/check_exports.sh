@@ -2,6 +2,8 @@
 # Checks that libtg.so exports the public API and nothing else: every defined dynamic symbol
 # must be a function or object declared in include/tg/*.h, and no internal name (tg__*, and
 # the backends' tg_cpu_* and tg_cuda_* that no public header declares) may leave the library.
+# libtg_dist.so (tg_dist, its own library) is checked the same way against tg/dist.h, the
+# one header it carries; libtg.so against the others.
 #   tests/check_exports.sh LIBTG_SO [INCLUDE_DIR]
 # Toolchain symbols that instrumented builds add (sanitizers, fuzzing coverage, the ELF
 # markers) are not tg's and are ignored. Prints the counts; exits 1 listing what is wrong.
@@ -13,14 +15,18 @@ say() { echo "check_exports: $*"; }
 
 # The headers with comments and #define bodies removed, so that neither a comment nor a
 # macro declares anything (TG_EXTENSION defines an extension's entry point, not tg's).
-headers=$(cat "$incdir"/tg/*.h | perl -0777 -pe 's{/\*.*?\*/}{ }gs; s{//[^\n]*}{}g;
+case $(basename "$lib") in
+libtg_dist.*) api_headers=("$incdir"/tg/dist.h) ;;
+*) api_headers=() && for h in "$incdir"/tg/*.h; do [ "${h##*/}" = dist.h ] || api_headers+=("$h"); done ;;
+esac
+headers=$(cat "${api_headers[@]}" | perl -0777 -pe 's{/\*.*?\*/}{ }gs; s{//[^\n]*}{}g;
   s{^[ \t]*#[ \t]*define(?:[^\n]*\\\n)*[^\n]*}{}gm')
 # Declared names: a tg identifier followed by "(" (functions, plus return types of function
 # pointers and calls in macros: a superset) or ending an extern declaration (data).
 declared=$(perl -ne 'print "$1\n" while /\b(tg_[A-Za-z0-9_]+)\s*\(/g;
             print "$1\n" if /^\s*extern\b(?!\s*"C").*?\b(tg_[A-Za-z0-9_]+)\s*(\[[^\]]*\])?\s*;/' \
   <<<"$headers" | sort -u)
-[ -n "$declared" ] || { say "no declarations found under $incdir/tg"; exit 1; }
+[ -n "$declared" ] || { say "no declarations found in ${api_headers[*]}"; exit 1; }
 # Type names (typedef ... tg_x; and } tg_x;), to leave out of the superset above.
 types=$(perl -0777 -ne 'print "$1\n" while /(?:\}\s*|typedef\s[^;{}]*?\b)(tg_[A-Za-z0-9_]+)\s*;/g' \
   <<<"$headers" | sort -u)
@@ -50,7 +56,7 @@ fi
 # would be hidden, and a user's link would fail.
 missing=$(comm -23 <(comm -23 <(echo "$declared") <(echo "$types")) <(echo "$exported"))
 if [ -n "$missing" ]; then
-  say "declared in include/tg/*.h but not exported:"
+  say "declared in ${api_headers[*]##*/} but not exported:"
   sed 's/^/  /' <<<"$missing"
   exit 1
 fi

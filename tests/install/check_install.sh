@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs tg into a temporary prefix, moves the prefix (the install must be relocatable),
 # and builds and runs tests/install/consumer.c against it three ways: CMake find_package
-# (tg::tg and tg::tg_shared), pkg-config (shared) and pkg-config --static; builds an extension
+# (tg::tg and tg::tg_shared), pkg-config (shared) and pkg-config --static; consumer_dist.c
+# against tg::tg_dist (one process, no mpirun); builds an extension
 # with tg_add_extension and with one cc line from pkg-config, and loads each; and checks that
 # the installed libtg.so exports only what the installed headers declare (check_exports.sh).
 #   tests/install/check_install.sh [BUILD_DIR]
@@ -32,7 +33,8 @@ config=$(find "$prefix" -name tgConfig.cmake -print -quit)
 [ -n "$config" ] || { say "no tgConfig.cmake under the prefix"; exit 1; }
 libdir=$(dirname "$(dirname "$(dirname "$config")")")
 say "installed and moved to $prefix (libdir ${libdir#"$prefix"/})"
-for f in include/tg/tg.h "${libdir#"$prefix"/}"/libtg.a "${libdir#"$prefix"/}"/libtg.so \
+for f in include/tg/tg.h include/tg/dist.h "${libdir#"$prefix"/}"/libtg.a \
+  "${libdir#"$prefix"/}"/libtg.so "${libdir#"$prefix"/}"/libtg_dist.so \
   "${libdir#"$prefix"/}"/pkgconfig/tg.pc; do
   [ -e "$prefix/$f" ] || { say "missing $f"; exit 1; }
 done
@@ -51,6 +53,8 @@ for exe in consumer_static consumer_shared; do
   say "find_package(tg): $exe"
   "$tmp/consumer/$exe"
 done
+say "find_package(tg): consumer_dist (tg::tg_dist)"
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$tmp/consumer/consumer_dist"
 say "find_package(tg): tg_add_extension(install_cube), loaded by load_ext"
 "$tmp/consumer/load_ext" "$tmp/consumer/libinstall_cube.so"
 # The JIT of an installed tg compiles against the installed headers and libtg.so.

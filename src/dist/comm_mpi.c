@@ -1,0 +1,275 @@
+/* The MPI transport: tg_dist's own communicator (a duplicate of MPI_COMM_WORLD, so a
+ * program's own MPI messages never match ours) and the host collectives of comm.h.
+ *
+ * No blocking MPI call: each collective is started non-blocking (MPI_I*) and polled with
+ * MPI_Test until a deadline, so a peer that died, hangs or took another path turns into
+ * TG_ERR_DIST instead of a hang. Between tests the thread sleeps a little: on a machine with
+ * as many processes as cores, a spinning wait would take the core a compute thread needs. */
+#include <limits.h>
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "comm.h"
+#include "transport.h"
+
+/* Elements (or bytes) per MPI call: MPI counts are int. */
+#define TG_DIST_CHUNK ((int64_t)1 << 30)
+
+static MPI_Comm comm = MPI_COMM_NULL;
+static bool started_mpi; /* tg_dist_init called MPI_Init_thread: finalize ends MPI */
+static bool threads_ok;  /* MPI_THREAD_SERIALIZED or better */
+static double timeout_s = 300;
+static int my_rank, n_ranks = 1;
+static atomic_bool failed; /* a collective failed: the job is broken */
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static tg_status mpi_failed(const char *name, const char *call, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
+    snprintf(text, sizeof text, "code %d", code);
+  atomic_store(&failed, true);
+  return tg_set_error(TG_ERR_DIST,
+                      "%s: %s failed on rank %d of %d: %s (a rank may have died; the job is "
+                      "broken: tg_dist_finalize ends it)",
+                      name, call, my_rank, n_ranks, text);
+}
+
+/* Polls req until it completes or the timeout passes. */
+static tg_status wait_request(const char *name, MPI_Request *req) {
+  const double start = now_seconds();
+  long sleep_ns = 1000;
+  for (int polls = 0;; polls++) {
+    int done = 0;
+    const int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return mpi_failed(name, "MPI_Test", rc);
+    if (done) return TG_OK;
+    const double waited = now_seconds() - start;
+    if (waited >= timeout_s) {
+      /* The request stays pending: its buffers must outlive the process (comm.h). */
+      atomic_store(&failed, true);
+      return tg_set_error(TG_ERR_DIST,
+                          "%s: rank %d of %d waited %.1f s for the other ranks (timeout %g s, "
+                          "tg_dist_options.timeout_seconds or TG_DIST_TIMEOUT): a rank died, "
+                          "hangs, or called a different collective; the job is broken",
+                          name, my_rank, n_ranks, waited, timeout_s);
+    }
+    /* A few quick polls for short messages, then sleeps growing to 0.2 ms. */
+    if (polls >= 64) {
+      nanosleep(&(struct timespec){0, sleep_ns}, NULL);
+      if (sleep_ns < 200000) sleep_ns *= 2;
+    }
+  }
+}
+
+bool tg__dist_ready(const char *name) {
+  if (!tg_dist_is_initialized()) {
+    tg_set_error(TG_ERR_STATE, "%s: tg_dist_init has not been called", name);
+    return false;
+  }
+  if (atomic_load(&failed)) {
+    tg_set_error(TG_ERR_DIST,
+                 "%s: an earlier collective failed on rank %d (a rank died, hangs, or called a "
+                 "different collective): the job is broken, call tg_dist_finalize",
+                 name, my_rank);
+    return false;
+  }
+  return true;
+}
+
+bool tg__dist_threads_ok(void) { return threads_ok; }
+
+bool tg__dist_failed(void) { return atomic_load(&failed); }
+
+double tg__dist_timeout_seconds(void) { return timeout_s; }
+
+void tg__dist_mark_failed(void) { atomic_store(&failed, true); }
+
+static bool mpi_type(tg_dtype dtype, MPI_Datatype *type) {
+  switch (dtype) {
+  case TG_F32:
+    *type = MPI_FLOAT;
+    return true;
+  case TG_F64:
+    *type = MPI_DOUBLE;
+    return true;
+  case TG_I64:
+    *type = MPI_INT64_T;
+    return true;
+  default:
+    return false;
+  }
+}
+
+tg_status tg__dist_allreduce_host(const char *name, void *buf, int64_t count, tg_dtype dtype,
+                                  tg_reduce_op op) {
+  if (!tg__dist_ready(name)) return tg_last_error();
+  MPI_Datatype type;
+  if (!mpi_type(dtype, &type))
+    return tg_set_error(TG_ERR_DTYPE, "%s: dtype %d is not F32, F64 or I64", name, (int)dtype);
+  MPI_Op mpi_op;
+  switch (op) {
+  case TG_REDUCE_SUM:
+    mpi_op = MPI_SUM;
+    break;
+  case TG_REDUCE_MEAN:
+    mpi_op = MPI_SUM;
+    break;
+  case TG_REDUCE_MAX:
+    mpi_op = MPI_MAX;
+    break;
+  case TG_REDUCE_MIN:
+    mpi_op = MPI_MIN;
+    break;
+  default:
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: unknown reduce op %d", name, (int)op);
+  }
+  if (op == TG_REDUCE_MEAN && !tg_dtype_is_floating(dtype))
+    return tg_set_error(TG_ERR_DTYPE, "%s: TG_REDUCE_MEAN needs a floating dtype, got %s", name,
+                        tg_dtype_name(dtype));
+  if (count < 0 || (count > 0 && !buf))
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: bad host buffer (%p, %lld elements)", name, buf,
+                        (long long)count);
+  const size_t esize = tg_dtype_size(dtype);
+  for (int64_t done = 0; done < count;) {
+    const int n = (int)(count - done < TG_DIST_CHUNK ? count - done : TG_DIST_CHUNK);
+    MPI_Request req;
+    const int rc = MPI_Iallreduce(MPI_IN_PLACE, (char *)buf + (size_t)done * esize, n, type, mpi_op,
+                                  comm, &req);
+    if (rc != MPI_SUCCESS) return mpi_failed(name, "MPI_Iallreduce", rc);
+    const tg_status st = wait_request(name, &req);
+    if (st != TG_OK) return st;
+    done += n;
+  }
+  if (op == TG_REDUCE_MEAN && n_ranks > 1) {
+    if (dtype == TG_F32) {
+      float *p = buf;
+      for (int64_t i = 0; i < count; i++) p[i] /= (float)n_ranks;
+    } else {
+      double *p = buf;
+      for (int64_t i = 0; i < count; i++) p[i] /= (double)n_ranks;
+    }
+  }
+  return TG_OK;
+}
+
+tg_status tg__dist_broadcast_host(const char *name, void *buf, int64_t bytes, int root) {
+  if (!tg__dist_ready(name)) return tg_last_error();
+  if (root < 0 || root >= n_ranks)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: root %d is not a rank (world size %d)", name, root,
+                        n_ranks);
+  if (bytes < 0 || (bytes > 0 && !buf))
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: bad host buffer (%p, %lld bytes)", name, buf,
+                        (long long)bytes);
+  for (int64_t done = 0; done < bytes;) {
+    const int n = (int)(bytes - done < TG_DIST_CHUNK ? bytes - done : TG_DIST_CHUNK);
+    MPI_Request req;
+    const int rc = MPI_Ibcast((char *)buf + done, n, MPI_BYTE, root, comm, &req);
+    if (rc != MPI_SUCCESS) return mpi_failed(name, "MPI_Ibcast", rc);
+    const tg_status st = wait_request(name, &req);
+    if (st != TG_OK) return st;
+    done += n;
+  }
+  return TG_OK;
+}
+
+tg_status tg__dist_allgather_host(const char *name, const void *send, void *recv,
+                                  int64_t bytes_each) {
+  if (!tg__dist_ready(name)) return tg_last_error();
+  if (bytes_each < 0 || bytes_each > INT_MAX || (bytes_each > 0 && (!send || !recv)))
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: bad allgather buffers (%lld bytes each)", name,
+                        (long long)bytes_each);
+  MPI_Request req;
+  const int rc =
+      MPI_Iallgather(send, (int)bytes_each, MPI_BYTE, recv, (int)bytes_each, MPI_BYTE, comm, &req);
+  if (rc != MPI_SUCCESS) return mpi_failed(name, "MPI_Iallgather", rc);
+  return wait_request(name, &req);
+}
+
+tg_status tg__dist_barrier_host(const char *name) {
+  if (!tg__dist_ready(name)) return tg_last_error();
+  MPI_Request req;
+  const int rc = MPI_Ibarrier(comm, &req);
+  if (rc != MPI_SUCCESS) return mpi_failed(name, "MPI_Ibarrier", rc);
+  return wait_request(name, &req);
+}
+
+tg_status tg__dist_transport_init(int *argc, char ***argv, double timeout_seconds, int *rank,
+                                  int *size) {
+  int finalized = 0, running = 0, provided = MPI_THREAD_SINGLE;
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return tg_set_error(TG_ERR_STATE,
+                        "tg_dist_init: MPI was finalized already (it cannot start twice)");
+  MPI_Initialized(&running);
+  if (!running) {
+    if (!argc || !argv) argc = NULL, argv = NULL; /* MPI takes both or neither */
+    const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    if (rc != MPI_SUCCESS)
+      return tg_set_error(TG_ERR_DIST, "tg_dist_init: MPI_Init_thread failed (code %d)", rc);
+    started_mpi = true;
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  threads_ok = provided >= MPI_THREAD_SERIALIZED;
+  timeout_s = timeout_seconds;
+  MPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
+  /* Errors on our communicator come back as codes (TG_ERR_DIST), not as MPI's abort. */
+  MPI_Request req;
+  int rc = MPI_Comm_idup(MPI_COMM_WORLD, &comm, &req);
+  if (rc != MPI_SUCCESS) return mpi_failed("tg_dist_init", "MPI_Comm_idup", rc);
+  const tg_status st = wait_request("tg_dist_init", &req);
+  if (st != TG_OK) return st;
+  rc = MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  if (rc != MPI_SUCCESS) return mpi_failed("tg_dist_init", "MPI_Comm_set_errhandler", rc);
+  *rank = my_rank;
+  *size = n_ranks;
+  return TG_OK;
+}
+
+static _Noreturn void abort_job(int exit_code) {
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  exit(exit_code); /* MPI_Abort does not return; this is for the compiler */
+}
+
+tg_status tg__dist_transport_finalize(void) {
+  if (!atomic_load(&failed)) {
+    /* Bounded: MPI_Finalize would wait for a peer that never comes. */
+    if (tg__dist_barrier_host("tg_dist_finalize") != TG_OK)
+      fprintf(stderr, "tg_dist: rank %d: %s\n", my_rank, tg_last_error_message());
+  }
+  if (atomic_load(&failed)) {
+    fprintf(stderr, "tg_dist: rank %d: a collective failed: ending the whole job (MPI_Abort)\n",
+            my_rank);
+    fflush(NULL); /* what the program printed, before MPI_Abort kills it */
+    abort_job(1);
+  }
+  MPI_Comm_free(&comm);
+  comm = MPI_COMM_NULL;
+  if (started_mpi) {
+    started_mpi = false;
+    const int rc = MPI_Finalize();
+    if (rc != MPI_SUCCESS)
+      return tg_set_error(TG_ERR_DIST, "tg_dist_finalize: MPI_Finalize failed (code %d)", rc);
+  }
+  my_rank = 0;
+  n_ranks = 1;
+  return TG_OK;
+}
+
+void tg__dist_transport_abort(int exit_code) {
+  int running = 0, finalized = 0;
+  MPI_Initialized(&running);
+  MPI_Finalized(&finalized);
+  if (running && !finalized) abort_job(exit_code);
+  exit(exit_code);
+}
