@@ -2,7 +2,9 @@
  * kernels before and after it like any op. The communicator is made on first use: rank 0's
  * unique id goes to the others over MPI (bounded by the timeout), then a non-blocking
  * ncclCommInitRankConfig is polled against the same deadline, so a missing peer is an
- * error, not a hang. */
+ * error, not a hang. The reduction itself runs later, on the stream: a peer that never
+ * joins it stalls the stream, which the timeout cannot see (tg's next wait on the stream
+ * does); an error NCCL reports asynchronously fails the next call here. */
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <time.h>
@@ -116,6 +118,12 @@ tg_status tg__dist_nccl_allreduce(const char *name, tg_tensor *t, tg_reduce_op o
     return tg_set_error(TG_ERR_DTYPE, "%s: TG_REDUCE_MEAN needs a floating dtype, got %s", name,
                         tg_dtype_name(tg_tensor_dtype(t)));
   const int device = tg_tensor_device(t).index;
+  if (have_comm) { /* an error from an earlier reduction, reported asynchronously */
+    ncclResult_t state = ncclSuccess;
+    if (ncclCommGetAsyncError(nccl_comm, &state) != ncclSuccess ||
+        (state != ncclSuccess && state != ncclInProgress))
+      return nccl_failed(name, "an earlier ncclAllReduce", state);
+  }
   if (!have_comm) {
     tg_status st = make_comm(name, device);
     if (st != TG_OK) return st;

@@ -39,6 +39,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   const int rank = tg_dist_rank();
+  printf("rank %d: pid %ld\n", rank, (long)getpid()); /* faults.sh: none may outlive the job */
+  fflush(stdout);
   tg_linear *fc = tg_linear_new(3, 2, false, TG_OPTS_DEFAULT, NULL);
   for (int i = 0; i < 6; i++) {
     if (rank == 1 && i == 2 && strcmp(mode, "stop") == 0) raise(SIGSTOP);

@@ -19,6 +19,15 @@ elapsed=$(echo "$(date +%s.%N) - $start" | bc)
 cat "$out"
 echo "faults.sh: $mode: exit status $rc after ${elapsed} s (bound ${bound} s)"
 fail() { echo "faults.sh: $mode: FAILED: $*"; exit 1; }
+# No rank may outlive the job (a stopped one least of all): kill any survivor, then fail.
+sleep 1
+for pid in $(sed -n 's/^rank [0-9]*: pid \([0-9]*\)$/\1/p' "$out"); do
+  if kill -0 "$pid" 2>/dev/null && grep -q dist_fault "/proc/$pid/cmdline" 2>/dev/null; then
+    kill -KILL "$pid"
+    fail "rank process $pid outlived the job"
+  fi
+done
+[ "$(grep -c '^rank [0-9]*: pid ' "$out")" -eq 2 ] || fail "not both ranks started"
 [ "$rc" -ne 0 ] || fail "the job exited 0"
 [ "$(echo "$elapsed < $bound" | bc)" = 1 ] || fail "took ${elapsed} s, more than ${bound} s"
 need() { grep -qF -- "$1" "$out" || fail "the output lacks \"$1\""; }

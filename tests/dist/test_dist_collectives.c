@@ -4,6 +4,7 @@
  * every rank, and leave the collectives usable. */
 #define _POSIX_C_SOURCE 200809L /* setenv, strdup */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "dist/comm.h"
@@ -82,6 +83,32 @@ static void test_transport(void) {
   DIST_CHECK_ERR(tg__dist_allreduce_contiguous("t", tg_t(t), TG_REDUCE_SUM), TG_ERR_ARGUMENT,
                  "contiguous");
   DIST_CHECK_ERR(tg__dist_allreduce_contiguous("t", NULL, TG_REDUCE_SUM), TG_ERR_ARGUMENT, NULL);
+}
+
+/* The DDP's pattern: a second thread makes the calls while this one makes none. Errors are
+ * that thread's own. */
+typedef struct thread_job {
+  double values[4];
+  tg_status sum, bad;
+  char message[256];
+} thread_job;
+
+static void *thread_main(void *arg) {
+  thread_job *job = arg;
+  job->sum = tg__dist_allreduce_host("thread", job->values, 4, TG_F64, TG_REDUCE_SUM);
+  job->bad = tg__dist_allreduce_host("thread", job->values, 4, TG_I64, TG_REDUCE_MEAN);
+  snprintf(job->message, sizeof job->message, "%s", tg_last_error_message());
+  return NULL;
+}
+
+static void test_other_thread(void) {
+  thread_job job = {.values = {1, 2, 3, rank}};
+  pthread_t thread;
+  DIST_CHECK(pthread_create(&thread, NULL, thread_main, &job) == 0);
+  pthread_join(thread, NULL);
+  DIST_CHECK(job.sum == TG_OK && job.values[0] == size && job.values[3] == size * (size - 1) / 2.0);
+  DIST_CHECK(job.bad == TG_ERR_DTYPE && strstr(job.message, "thread: TG_REDUCE_MEAN"));
+  DIST_CHECK(tg_last_error() == TG_OK); /* not this thread's error */
 }
 
 /* Every op over every dtype, contiguous and strided. */
@@ -264,6 +291,7 @@ int main(int argc, char **argv) {
   rank = tg_dist_rank();
   size = tg_dist_world_size();
   test_transport();
+  test_other_thread();
   test_all_reduce();
   test_broadcast();
   test_mismatch();
