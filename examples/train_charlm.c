@@ -17,9 +17,9 @@
  * seed and compares their tokens/s. Exit status: 0, 1 when a check fails (--check,
  * --expect-below, objects left alive), 2 on bad usage.
  *
- * --dist, under `mpirun -np N`: data-parallel training with tg_dist (tg/dist.h, docs/
- * distributed.md). --batch stays the global batch: every rank draws all B windows with the
- * same sampler and trains on its own slice of them (its shard), the DDP averages the
+ * --dist, under `mpirun -np N`: data-parallel training with tg_dist (tg/dist.h,
+ * docs/distributed.md). --batch stays the global batch: every rank draws all B windows with
+ * the same sampler and trains on its own slice of them (its shard), the DDP averages the
  * gradients, so the run follows the single-process one up to rounding. Rank 0 alone prints,
  * writes the CSV and the checkpoints; a rank that fails ends the job (tg_dist_abort). */
 #define _GNU_SOURCE /* getopt_long, popen, isatty, clock_gettime */
