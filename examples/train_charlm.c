@@ -7,7 +7,7 @@
  *                [--seed S] [--threads N] [--fused | --composed | --both] [--text PATH]
  *                [--csv PATH] [--plot PATH.png] [--checkpoint PATH [--checkpoint-every N]]
  *                [--resume] [--sample N [--prompt TEXT] [--temperature X]] [--clip X]
- *                [--check] [--expect-below X] [--quiet]
+ *                [--check] [--expect-below X] [--quiet] [--dist [--bucket-kb N] [--no-overlap]]
  *
  * Batches are B windows of T+1 bytes at random places in the first 90% of the text (picked
  * with a tg_generator, saved in the checkpoint, so --resume continues bit for bit); the
@@ -15,11 +15,18 @@
  * model that knows only the byte frequencies scores) is printed first: the model must get
  * well below it. --both trains a fused and a composed model side by side from the same
  * seed and compares their tokens/s. Exit status: 0, 1 when a check fails (--check,
- * --expect-below, objects left alive), 2 on bad usage. */
+ * --expect-below, objects left alive), 2 on bad usage.
+ *
+ * --dist, under `mpirun -np N`: data-parallel training with tg_dist (tg/dist.h,
+ * docs/distributed.md). --batch stays the global batch: every rank draws all B windows with
+ * the same sampler and trains on its own slice of them (its shard), the DDP averages the
+ * gradients, so the run follows the single-process one up to rounding. Rank 0 alone prints,
+ * writes the CSV and the checkpoints; a rank that fails ends the job (tg_dist_abort). */
 #define _GNU_SOURCE /* getopt_long, popen, isatty, clock_gettime */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +34,7 @@
 #include <unistd.h>
 
 #include "cli_parse.h"
+#include "tg/dist.h"
 #include "tg/tg.h"
 
 #define PROG "train_charlm"
@@ -40,12 +48,17 @@ enum impl_choice { RUN_FUSED, RUN_COMPOSED, RUN_BOTH };
 typedef struct options {
   const char *text;
   long long steps, batch, seq_len, hidden, embed, threads, checkpoint_every, sample, log_every;
+  long long bucket_kb; /* --dist: the DDP's bucket size (0: tg_dist's default) */
   double lr, temperature, clip, expect_below;
   long long seed;
   enum impl_choice impl;
   const char *csv, *plot, *checkpoint, *prompt;
-  int resume, quiet, check;
+  int resume, quiet, check, dist, no_overlap;
 } options;
+
+/* Where this process stands in a --dist job (rank 0 of 1 without it): the whole program's
+ * state, read by the printing and the sharding below. */
+static struct { int on, rank, world; } dist = {0, 0, 1};
 
 static void usage(FILE *f) {
   fprintf(f, "usage: " PROG " [options]\n"
@@ -74,7 +87,11 @@ static void usage(FILE *f) {
              "  --check              fail unless the validation loss ends 0.5 nats below the\n"
              "                       unigram entropy and below the first step's training loss\n"
              "  --expect-below X     fail unless the final validation loss is below X\n"
-             "  --quiet              only the summary\n");
+             "  --quiet              only the summary\n"
+             "  --dist               data-parallel over the ranks of `mpirun -np N` (tg_dist);\n"
+             "                       --batch is the global batch, divided among the ranks\n"
+             "  --bucket-kb N        --dist: gradient bucket size in KiB (default 1024)\n"
+             "  --no-overlap         --dist: all-reduce after backward, not during it\n");
 }
 
 /* cli_parse.h's integers, into the long longs of options. */
@@ -112,6 +129,9 @@ enum {
   OPT_CHECK,
   OPT_EXPECT_BELOW,
   OPT_QUIET,
+  OPT_DIST,
+  OPT_BUCKET_KB,
+  OPT_NO_OVERLAP,
   OPT_HELP,
 };
 
@@ -143,6 +163,9 @@ static int parse_options(int argc, char **argv, options *o) {
       {"check", no_argument, 0, OPT_CHECK},
       {"expect-below", required_argument, 0, OPT_EXPECT_BELOW},
       {"quiet", no_argument, 0, OPT_QUIET},
+      {"dist", no_argument, 0, OPT_DIST},
+      {"bucket-kb", required_argument, 0, OPT_BUCKET_KB},
+      {"no-overlap", no_argument, 0, OPT_NO_OVERLAP},
       {"help", no_argument, 0, OPT_HELP},
       {0, 0, 0, 0},
   };
@@ -225,6 +248,15 @@ static int parse_options(int argc, char **argv, options *o) {
     case OPT_QUIET:
       o->quiet = 1;
       break;
+    case OPT_DIST:
+      o->dist = 1;
+      break;
+    case OPT_BUCKET_KB:
+      ok = parse_ll("--bucket-kb", a, 1, 1LL << 30, &o->bucket_kb);
+      break;
+    case OPT_NO_OVERLAP:
+      o->no_overlap = 1;
+      break;
     case OPT_HELP:
       usage(stdout);
       return 0;
@@ -246,6 +278,14 @@ static int parse_options(int argc, char **argv, options *o) {
   }
   if (ok && o->checkpoint && o->impl == RUN_BOTH) {
     fprintf(stderr, PROG ": --checkpoint saves one model: not with --both\n");
+    ok = 0;
+  }
+  if (ok && o->dist && o->impl == RUN_BOTH) {
+    fprintf(stderr, PROG ": --dist trains one model: not with --both\n");
+    ok = 0;
+  }
+  if (ok && !o->dist && (o->bucket_kb || o->no_overlap)) {
+    fprintf(stderr, PROG ": --bucket-kb and --no-overlap need --dist\n");
     ok = 0;
   }
   if (!ok) cli_usage_error(PROG);
@@ -319,19 +359,35 @@ typedef struct run {
   tg_linear *head;
   tg_optimizer *opt;
   tg_generator *sampler; /* where the batches come from */
+  tg_ddp *ddp;           /* --dist: averages the gradients across the ranks */
+  tg_ddp_stats stats;    /* --dist: its statistics, times averaged over the ranks */
+  double stats_during;   /* buckets sent during backward, averaged over the ranks */
   double train_seconds;  /* in training steps only */
   double loss, smooth, first_loss, val_loss;
   double *losses; /* per step, for the plot */
   double *val_at; /* validation loss per step (NAN where not measured) */
 } run;
 
-static int fail(const char *what) {
-  fprintf(stderr, PROG ": %s: %s (%s)\n", what, tg_last_error_message(),
-          tg_status_name(tg_last_error()));
+/* The last failure, for the message tg_dist_abort prints (--dist). */
+static char failure[512] = PROG ": see the messages above";
+
+/* "train_charlm: ..." on stderr, kept in failure. Returns 0. */
+static int complain(const char *fmt, ...) {
+  size_t len = (size_t)snprintf(failure, sizeof failure, PROG ": ");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(failure + len, sizeof failure - len, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "%s\n", failure);
   return 0;
 }
 
+static int fail(const char *what) {
+  return complain("%s: %s (%s)", what, tg_last_error_message(), tg_status_name(tg_last_error()));
+}
+
 static void run_free(run *r) {
+  tg_ddp_free(r->ddp); /* before the module it holds */
   tg_optimizer_free(r->opt);
   tg_module_free(r->model);
   tg_generator_free(r->sampler);
@@ -424,7 +480,21 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* One step: B windows at random places in the training text, forward, backward, Adam. */
+/* --dist: the mean (or sum) of every rank's x, in place; x alone without --dist. */
+static tg_status reduce_double(double *x, tg_reduce_op op) {
+  if (!dist.on) return TG_OK;
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *t = tg_scalar(*x, (tg_options){.dtype = TG_F64});
+  tg_status st = t ? tg_dist_all_reduce(t, op) : tg_last_error();
+  if (st == TG_OK) st = tg_item(t, x);
+  tg_scope_end(sc);
+  return st;
+}
+
+/* One step: B windows at random places in the training text, forward, backward, Adam. With
+ * --dist every rank draws all B starts (same sampler, same state) and trains on its slice
+ * [rank B/N, (rank+1) B/N); the DDP averages the gradients, and the loss reported is the
+ * mean of the ranks' (each the mean over its equal share of the batch). */
 static int train_step(run *r, const options *o, const corpus *c) {
   double t0 = now_seconds();
   tg_scope sc = tg_scope_begin();
@@ -440,11 +510,14 @@ static int train_step(run *r, const options *o, const corpus *c) {
     int64_t s = (int64_t)((double)u[b] * (double)(room + 1));
     starts[b] = s > room ? room : s;
   }
-  tg_tensor *loss = st == TG_OK ? window_loss(r, c, starts, B, T) : NULL;
+  int64_t shard = B / dist.world;
+  tg_tensor *loss = st == TG_OK ? window_loss(r, c, starts + dist.rank * shard, shard, T) : NULL;
   if (st == TG_OK && !loss) st = tg_last_error();
   if (st == TG_OK) st = tg_item(loss, &r->loss);
   if (st == TG_OK) st = tg_optimizer_zero_grad(r->opt);
-  if (st == TG_OK) st = tg_backward(loss, NULL);
+  if (st == TG_OK) st = r->ddp ? tg_ddp_backward(r->ddp, loss) : tg_backward(loss, NULL);
+  /* after the DDP's synchronize: no collective may overlap its communication thread */
+  if (st == TG_OK) st = reduce_double(&r->loss, TG_REDUCE_MEAN);
   if (st == TG_OK && o->clip > 0) st = clip_gradients(r, o->clip);
   if (st == TG_OK) st = tg_optimizer_step(r->opt);
   tg_scope_end(sc);
@@ -454,18 +527,20 @@ static int train_step(run *r, const options *o, const corpus *c) {
   return st == TG_OK ? 1 : fail("training step");
 }
 
-/* Mean loss over consecutive windows of the held-out text (at most 256 of them). */
+/* Mean loss over consecutive windows of the held-out text (at most 256 of them). With --dist
+ * each rank scores its share of the windows and the sums are added up. */
 static int validate(run *r, const options *o, const corpus *c) {
   int64_t T = o->seq_len, first = c->n_train;
   int64_t n_windows = (c->n - first - 1) / T;
   if (n_windows > 256) n_windows = 256;
+  int64_t lo = n_windows * dist.rank / dist.world, hi = n_windows * (dist.rank + 1) / dist.world;
   int64_t per_batch = o->batch > 0 ? o->batch : 1;
   int64_t *starts = malloc(sizeof *starts * (size_t)per_batch);
   double sum = 0;
   tg_status st = starts ? TG_OK : tg_set_error(TG_ERR_MEMORY, PROG ": out of memory");
   tg_no_grad_begin();
-  for (int64_t w = 0; w < n_windows && st == TG_OK; w += per_batch) {
-    int64_t n = n_windows - w < per_batch ? n_windows - w : per_batch;
+  for (int64_t w = lo; w < hi && st == TG_OK; w += per_batch) {
+    int64_t n = hi - w < per_batch ? hi - w : per_batch;
     for (int64_t b = 0; b < n; b++) starts[b] = first + (w + b) * T;
     tg_scope sc = tg_scope_begin();
     double l = 0;
@@ -476,6 +551,7 @@ static int validate(run *r, const options *o, const corpus *c) {
   }
   tg_no_grad_end();
   free(starts);
+  if (st == TG_OK) st = reduce_double(&sum, TG_REDUCE_SUM);
   r->val_loss = n_windows ? sum / (double)n_windows : NAN;
   return st == TG_OK ? 1 : fail("validation");
 }
@@ -653,6 +729,73 @@ static void plot(const options *o, const corpus *c, run *runs, int n_runs, long 
     printf("plot: %s\n", o->plot);
 }
 
+/* ---- --dist ---- */
+
+/* Joins the job. Returns -1 to go on, else the exit status (after the message). Ranks other
+ * than 0 keep quiet and write no files: options as they see them. */
+static int dist_start(options *o) {
+  if (!tg_dist_is_built()) {
+    fprintf(stderr, PROG ": --dist: this tg_dist was built without MPI (configure tg with "
+                         "-DTG_MPI=ON, Open MPI installed)\n");
+    return 1;
+  }
+  if (tg_dist_init(NULL, NULL, (tg_dist_options){0}) != TG_OK) {
+    fail("--dist");
+    tg_dist_finalize(); /* ends the job if MPI came up half way; else a no-op */
+    return 1;
+  }
+  dist.on = 1;
+  dist.rank = tg_dist_rank();
+  dist.world = tg_dist_world_size();
+  if (o->batch % dist.world != 0) { /* every rank finds it: all end cleanly */
+    if (dist.rank == 0)
+      fprintf(stderr,
+              PROG ": --batch %lld is the global batch and must divide among the %d ranks "
+                   "(give a multiple of %d)\n",
+              o->batch, dist.world, dist.world);
+    tg_dist_finalize();
+    return CLI_EXIT_USAGE;
+  }
+  if (dist.rank != 0) {
+    o->quiet = 1;
+    o->csv = o->plot = NULL;
+    o->sample = 0;
+  }
+  return -1;
+}
+
+/* The DDP's statistics, times averaged over the ranks (a collective: every rank calls). */
+static int dist_stats(run *r) {
+  if (tg_ddp_stats_get(r->ddp, &r->stats) != TG_OK) return fail("tg_ddp_stats_get");
+  double t[3] = {r->stats.allreduce_seconds, r->stats.exposed_seconds,
+                 (double)r->stats.buckets_during_backward};
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *mean = tg_from_data(TG_SHAPE(3), t, (tg_options){.dtype = TG_F64});
+  tg_status st = mean ? tg_dist_all_reduce(mean, TG_REDUCE_MEAN) : tg_last_error();
+  if (st == TG_OK) st = tg_to_host_array(mean, t, sizeof t);
+  tg_scope_end(sc);
+  r->stats.allreduce_seconds = t[0];
+  r->stats.exposed_seconds = t[1];
+  r->stats_during = t[2];
+  return st == TG_OK ? 1 : fail("--dist statistics");
+}
+
+/* "ddp: ..." and the steps/s, the lines bench/dist_bench.sh reads. */
+static void dist_report(const run *r, const options *o, long long steps) {
+  const tg_ddp_stats *s = &r->stats;
+  double per = s->steps ? 1e3 / (double)s->steps : 0;
+  printf("dist: %d ranks, %.2f steps/s, batch %lld per rank\n", dist.world,
+         r->train_seconds > 0 ? (double)steps / r->train_seconds : 0.0, o->batch / dist.world);
+  printf("ddp: %d buckets (largest %.1f KiB), allreduce %.3f ms/step, exposed %.3f ms/step, "
+         "hidden %.1f%%, %.2f buckets/step sent during backward (mean of %d ranks, %lld "
+         "steps)\n",
+         s->n_buckets, (double)s->bucket_bytes_max / 1024, s->allreduce_seconds * per,
+         s->exposed_seconds * per,
+         s->allreduce_seconds > 0 ? 100 * (1 - s->exposed_seconds / s->allreduce_seconds) : 0.0,
+         r->stats_during * (s->steps ? 1.0 / (double)s->steps : 0), dist.world,
+         (long long)s->steps);
+}
+
 /* ---- main ---- */
 
 static double mean_last(const run *r, long long start, long long end, long long n) {
@@ -671,14 +814,19 @@ static int train(const options *o, const corpus *c, run *runs, int n_runs, long 
         TG_OK)
       return fail("--resume");
     if (step > o->steps) {
-      fprintf(stderr, PROG ": the checkpoint is at step %lld, past --steps %lld\n", (long long)step,
-              o->steps);
-      return 0;
+      return complain("the checkpoint is at step %lld, past --steps %lld", (long long)step,
+                      o->steps);
     }
     start = step;
     if (!o->quiet) printf("resumed from %s at step %lld\n", o->checkpoint, start);
   }
   *start_out = start;
+  if (dist.on) { /* after --resume: every rank loaded the same file, rank 0's values win */
+    size_t cap = o->bucket_kb ? (size_t)o->bucket_kb * 1024 : 0;
+    runs[0].ddp = tg_ddp_new(
+        runs[0].model, (tg_ddp_options){.bucket_cap_bytes = cap, .no_overlap = o->no_overlap != 0});
+    if (!runs[0].ddp) return fail("tg_ddp_new");
+  }
   int tty = isatty(STDOUT_FILENO);
   long long log_every = o->log_every ? o->log_every : (o->steps - start + 19) / 20;
   long long val_every = (o->steps + 9) / 10;
@@ -704,7 +852,7 @@ static int train(const options *o, const corpus *c, run *runs, int n_runs, long 
       if (validating) fprintf(csv, "%.9g", runs[i].val_loss);
       fprintf(csv, "\n");
     }
-    if (o->checkpoint &&
+    if (o->checkpoint && dist.rank == 0 &&
         ((o->checkpoint_every && done % o->checkpoint_every == 0) || done == o->steps)) {
       if (tg_checkpoint_save(o->checkpoint, runs[0].model, runs[0].opt, done, 1,
                              &runs[0].sampler) != TG_OK)
@@ -744,6 +892,7 @@ static int report(const options *o, const corpus *c, run *runs, int n_runs, long
   }
   if (n_runs == 2 && steps)
     printf("fused / composed tokens/s: %.2fx\n", runs[1].train_seconds / runs[0].train_seconds);
+  if (dist.on) dist_report(&runs[0], o, steps);
   printf("wall time %.1f s\n", wall);
   for (int i = 0; i < n_runs; i++) {
     const run *r = &runs[i];
@@ -779,21 +928,27 @@ int main(int argc, char **argv) {
   };
   int parsed = parse_options(argc, argv, &o);
   if (parsed <= 0) return parsed == 0 ? 0 : CLI_EXIT_USAGE;
+  int joined = o.dist ? dist_start(&o) : -1;
+  if (joined >= 0) return joined;
   if (o.threads) tg_set_num_threads((int)o.threads);
   /* A checkpointed run must resume bit for bit even on a busy machine (tensor.h). */
   if (o.checkpoint) tg_set_deterministic(true);
 
   corpus c = {0};
-  if (!read_corpus(o.text, &c)) return 1;
-  if (c.n - c.n_train < o.seq_len + 1 || c.n_train < o.seq_len + 1) {
+  int ok = read_corpus(o.text, &c);
+  if (ok && (c.n - c.n_train < o.seq_len + 1 || c.n_train < o.seq_len + 1)) {
     fprintf(stderr, PROG ": '%s' has %lld bytes: too short for --seq-len %lld (10%% is held out)\n",
             o.text, (long long)c.n, o.seq_len);
+    ok = 0;
+  }
+  if (!ok) {
     free(c.tokens);
+    if (dist.on) tg_dist_abort(1, PROG ": no usable text (the message above)");
     return 1;
   }
   run runs[2] = {{0}};
   int n_runs = o.impl == RUN_BOTH ? 2 : 1;
-  int ok = run_init(&runs[0], &o, &c, o.impl == RUN_COMPOSED ? TG_LLTM_COMPOSED : TG_LLTM_FUSED);
+  ok = run_init(&runs[0], &o, &c, o.impl == RUN_COMPOSED ? TG_LLTM_COMPOSED : TG_LLTM_FUSED);
   if (ok && n_runs == 2) ok = run_init(&runs[1], &o, &c, TG_LLTM_COMPOSED);
   if (ok && !o.quiet) {
     printf("text: %s, %lld bytes, %d distinct (train %lld, validation %lld)\n", o.text,
@@ -805,15 +960,17 @@ int main(int argc, char **argv) {
            "%d; %lld parameters\n",
            c.vocab, o.embed, n_runs == 2 ? "fused and composed" : runs[0].name, o.hidden, o.seq_len,
            o.hidden, c.vocab, (long long)tg_module_parameter_count(runs[0].model));
-    printf("training: %lld steps of batch %lld, Adam lr %g, seed %lld, %d threads\n", o.steps,
+    printf("training: %lld steps of batch %lld, Adam lr %g, seed %lld, %d threads", o.steps,
            o.batch, o.lr, o.seed, tg_get_num_threads());
+    if (dist.on)
+      printf(" per rank, %d ranks of batch %lld (--dist)", dist.world, o.batch / dist.world);
+    printf("\n");
   }
   FILE *csv = NULL;
   if (ok && o.csv) {
     csv = fopen(o.csv, o.resume ? "a" : "w"); /* a resumed run adds its rows */
     if (!csv) {
-      fprintf(stderr, PROG ": cannot write '%s': %s\n", o.csv, strerror(errno));
-      ok = 0;
+      ok = complain("cannot write '%s': %s", o.csv, strerror(errno));
     } else if (ftell(csv) == 0) {
       fprintf(csv, "step,impl,loss,tokens_per_s,elapsed_s,val_loss\n");
     }
@@ -822,12 +979,16 @@ int main(int argc, char **argv) {
   double t0 = now_seconds();
   if (ok) ok = train(&o, &c, runs, n_runs, &start, csv);
   double wall = now_seconds() - t0;
+  if (ok && dist.on) ok = dist_stats(&runs[0]);
+  /* A rank that failed ends the job now, before any cleanup: its peers wait for it in a
+   * collective (until the timeout), or still hold a bucket in flight. */
+  if (dist.on && !ok) tg_dist_abort(1, failure);
   if (csv && fclose(csv) != 0) {
     fprintf(stderr, PROG ": writing '%s' failed\n", o.csv);
     ok = 0;
   }
   int checks = 1;
-  if (ok) checks = report(&o, &c, runs, n_runs, start, wall);
+  if (ok && dist.rank == 0) checks = report(&o, &c, runs, n_runs, start, wall);
   if (ok && o.sample > 0) ok = sample_text(&runs[0], &o, &c);
   if (ok && o.plot) plot(&o, &c, runs, n_runs, start);
 
@@ -839,5 +1000,8 @@ int main(int argc, char **argv) {
             (long long)live);
     ok = 0;
   }
+  /* After training every rank is past its last collective: a failure here (a leak) or a
+   * failed check (rank 0's report) is this rank's exit status alone. */
+  if (dist.on && tg_dist_finalize() != TG_OK) return fail("tg_dist_finalize"), 1;
   return ok && checks ? 0 : 1;
 }
