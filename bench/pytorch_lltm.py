@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Times the PyTorch tutorial's pure-Python LLTM on the CPU, as a reference for tg's bench.
+"""Times the PyTorch tutorial's pure-Python LLTM (CPU or CUDA), as a reference for tg's bench.
 
 The cell and the loop are those of the "Custom C++ and CUDA Extensions" tutorial: forward
 rnn(X, (h, C)), then backward of (new_h.sum() + new_C.sum()), each timed on its own, leaf
-gradients accumulating across iterations as in the tutorial. F32 on the CPU. One worker
+gradients accumulating across iterations as in the tutorial. F32 on the CPU, or with
+--device cuda on GPU 0, timed with CUDA events as lltm_bench --device cuda times tg. One worker
 process per thread count, with OMP/OPENBLAS/MKL_NUM_THREADS set before torch is imported.
 
 Modes: "params" (only weights and bias require grad, the tutorial's benchmark) and "all"
@@ -157,7 +158,23 @@ def worker(args, threads):
             new_h = torch.tanh(new_cell) * output_gate
             return new_h, new_cell
 
+    cuda = args.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        skip_all(args.impl, f"torch {torch.__version__} sees no CUDA device")
+    device = torch.device(args.device)
+    if cuda:
+        common["gpu"] = torch.cuda.get_device_name(0)
+
     def step(rnn, X, h, C):
+        if cuda:  # events on the current stream, as lltm_bench times tg on tg's stream
+            e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+            e0.record()
+            new_h, new_C = rnn(X, (h, C))
+            e1.record()
+            (new_h.sum() + new_C.sum()).backward()
+            e2.record()
+            e2.synchronize()
+            return e0.elapsed_time(e1) * 1e3, e1.elapsed_time(e2) * 1e3
         t0 = time.perf_counter_ns()
         new_h, new_C = rnn(X, (h, C))
         t1 = time.perf_counter_ns()
@@ -170,12 +187,12 @@ def worker(args, threads):
         for mode in args.modes:
             for impl in impls:
                 point = {"batch": batch, "features": features, "state": state,
-                         "threads": threads, "mode": mode}
+                         "threads": threads, "mode": mode, "device": args.device}
                 inputs_grad = mode == "all"
-                X = torch.randn(batch, features, requires_grad=inputs_grad)
-                h = torch.randn(batch, state, requires_grad=inputs_grad)
-                C = torch.randn(batch, state, requires_grad=inputs_grad)
-                rnn = LLTM(features, state)
+                X = torch.randn(batch, features, device=device, requires_grad=inputs_grad)
+                h = torch.randn(batch, state, device=device, requires_grad=inputs_grad)
+                C = torch.randn(batch, state, device=device, requires_grad=inputs_grad)
+                rnn = LLTM(features, state).to(device)
                 extra, warmup = {}, args.warmup
                 if impl == "compiled":
                     # A fresh cache per point: no recompilation limit reached, no dynamic
@@ -218,6 +235,8 @@ def main():
                    help="comma-separated: params (tutorial), all (default params,all)")
     p.add_argument("--impl", type=parse_impls, default=["eager"],
                    help="comma-separated: eager, compiled (torch.compile) (default eager)")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="where the LLTM runs (default cpu); cuda times with CUDA events")
     p.add_argument("--worker", type=int, metavar="THREADS", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.iters < 1:
@@ -239,7 +258,8 @@ def main():
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", str(threads),
                "--iters", str(args.iters), "--warmup", str(args.warmup),
                "--sizes", ",".join("x".join(map(str, s)) for s in args.sizes),
-               "--modes", ",".join(args.modes), "--impl", ",".join(args.impl)]
+               "--modes", ",".join(args.modes), "--impl", ",".join(args.impl),
+               "--device", args.device]
         out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
         sys.stdout.write(out.stdout)
         sys.stdout.flush()

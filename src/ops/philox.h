@@ -139,12 +139,23 @@ static inline TG_HOST_DEVICE double tg_philox_normal_d(uint64_t seed, uint64_t p
 
 /* low + (high-low)*u for u in [0,1). Rounding can land on high; that value is mapped to
  * low (as PyTorch does) so the result stays in [low, high). */
+/* The product and the sum are rounded one at a time on the GPU too: nvcc would fuse them
+ * into one FMA (rounded once) where the CPU build (ISO C11: -ffp-contract=off) rounds
+ * twice, and CPU and CUDA uniforms would differ in the last bit (seen on an H100). */
 static inline TG_HOST_DEVICE float tg_philox_scale_uniform_f(float u, float low, float high) {
+#ifdef __CUDA_ARCH__
+  float v = __fadd_rn(low, __fmul_rn(high - low, u));
+#else
   float v = low + (high - low) * u;
+#endif
   return v < high ? v : low;
 }
 static inline TG_HOST_DEVICE double tg_philox_scale_uniform_d(double u, double low, double high) {
+#ifdef __CUDA_ARCH__
+  double v = __dadd_rn(low, __dmul_rn(high - low, u));
+#else
   double v = low + (high - low) * u;
+#endif
   return v < high ? v : low;
 }
 
