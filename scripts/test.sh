@@ -48,6 +48,9 @@ cmake --build build-test -j"$jobs"
 static_checks='^(format|check_layers.*|api_doc_current|doc_paths.*)$'
 no_kernels='^(test_blis_(guard|kernels)|test_(npy|safetensors|file_io|tensor_dict|jit.*|extension.*))$'
 no_kernels+='|^(npy_interop|safetensors_interop|dlpack_torch|extension_second_copy)$'
+# tg_dist's transport, module checks and faults move bytes between processes; its DDP tests
+# (dist_ddp_np*, dist_ddp_cuda_emu_*) train a model and stay in.
+no_kernels+='|^(dist_(collectives|module|user_mpi|fault|cuda_emu)_.*|dist_ddp_fault)$'
 
 if [ "$quick" -eq 0 ]; then
   step "build-asan/ (ASan + UBSan)"
@@ -63,8 +66,8 @@ if [ "$quick" -eq 0 ]; then
     ctest --output-on-failure --no-tests=error -j"$jobs" -E "$static_checks") || status=$?
   # The suite again on the other BLIS kernel sets this CPU runs (test_blis_guard and
   # test_blis_kernels already choose sets themselves), less what runs no CPU kernel: file
-  # formats, the Python interop, extension loading and the JIT. BLIS_ARCH_TYPE takes numbers
-  # only.
+  # formats, the Python interop, extension loading, the JIT and tg_dist's transport.
+  # BLIS_ARCH_TYPE takes numbers only.
   flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
   sets=()
   [[ " $flags " == *" avx2 "* && " $flags " == *" fma "* ]] && sets+=("3 haswell")
