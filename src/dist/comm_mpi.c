@@ -3,8 +3,9 @@
  *
  * No blocking MPI call: each collective is started non-blocking (MPI_I*) and polled with
  * MPI_Test until a deadline, so a peer that died, hangs or took another path turns into
- * TG_ERR_DIST instead of a hang. Between tests the thread sleeps a little: on a machine with
- * as many processes as cores, a spinning wait would take the core a compute thread needs. */
+ * TG_ERR_DIST instead of a hang. Between tests the thread yields its core (the first 10 ms),
+ * then sleeps a little: on a machine with as many processes as cores, a spinning wait would
+ * take the core a compute thread needs. */
 #include <limits.h>
 #include <mpi.h>
 #include <sched.h>
