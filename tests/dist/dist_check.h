@@ -58,6 +58,16 @@ static inline void dist_check_err_(const char *file, int line, const char *what,
 #define DIST_CHECK_ERR(expr, want, needle)                                                         \
   dist_check_err_(__FILE__, __LINE__, #expr, (expr), (want), (needle))
 
+/* Whether every element of p's .grad equals want (false without a .grad). */
+static inline bool grad_is(const tg_tensor *p, double want) {
+  tg_tensor *g = tg_grad(p);
+  if (!g) return false;
+  tg_scope sc = tg_scope_begin();
+  double d = tg_max_abs_diff(g, tg_full_like(g, want));
+  tg_scope_end(sc);
+  return d == 0;
+}
+
 /* Prints the summary; the exit status for main. */
 static inline int dist_check_finish(const char *name) {
   printf("%s: rank %d of %d: %d checks, %d failed\n", name, tg_dist_rank(), tg_dist_world_size(),

@@ -196,16 +196,6 @@ static tg_module *small_module(tg_tensor **w, tg_tensor **rank0, tg_tensor **nev
   return m;
 }
 
-/* Every element of t's .grad equals want. */
-static bool grad_is(const tg_tensor *p, double want) {
-  tg_tensor *g = tg_grad(p);
-  if (!g) return false;
-  tg_scope sc = tg_scope_begin();
-  double d = tg_max_abs_diff(g, tg_full_like(g, want));
-  tg_scope_end(sc);
-  return d == 0;
-}
-
 /* (4) A parameter no rank uses gets a zero gradient (a view, not NULL) and one only rank 0
  * uses gets rank 0's gradient over the world size; nobody hangs. Both routes. */
 static void test_unused_parameters(bool overlap) {

@@ -7,16 +7,6 @@
 
 static int rank, size;
 
-/* Every element of p's .grad equals want. */
-static bool grad_is(const tg_tensor *p, double want) {
-  tg_tensor *g = tg_grad(p);
-  if (!g) return false;
-  tg_scope sc = tg_scope_begin();
-  double d = tg_max_abs_diff(g, tg_full_like(g, want));
-  tg_scope_end(sc);
-  return d == 0;
-}
-
 static void test_cuda_bucket(bool overlap) {
   tg_module *m = tg_module_new("mixed");
   tg_scope sc = tg_scope_begin();
