@@ -6,7 +6,6 @@
  * TG_ERR_DIST instead of a hang. Between tests the thread yields its core (the first 10 ms),
  * then sleeps a little: on a machine with as many processes as cores, a spinning wait would
  * take the core a compute thread needs. */
-#include <limits.h>
 #include <mpi.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -204,19 +203,6 @@ tg_status tg__dist_broadcast_host(const char *name, void *buf, int64_t bytes, in
     done += n;
   }
   return TG_OK;
-}
-
-tg_status tg__dist_allgather_host(const char *name, const void *send, void *recv,
-                                  int64_t bytes_each) {
-  if (!tg__dist_ready(name)) return tg_last_error();
-  if (bytes_each < 0 || bytes_each > INT_MAX || (bytes_each > 0 && (!send || !recv)))
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: bad allgather buffers (%lld bytes each)", name,
-                        (long long)bytes_each);
-  MPI_Request req;
-  const int rc =
-      MPI_Iallgather(send, (int)bytes_each, MPI_BYTE, recv, (int)bytes_each, MPI_BYTE, comm, &req);
-  if (rc != MPI_SUCCESS) return mpi_failed(name, "MPI_Iallgather", rc);
-  return wait_request(name, &req);
 }
 
 tg_status tg__dist_barrier_host(const char *name) {
