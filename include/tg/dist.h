@@ -56,7 +56,8 @@ int tg_dist_rank(void);
 int tg_dist_world_size(void);
 /* Ends MPI if tg_dist_init started it. After a failed collective it ends the whole job
  * instead (MPI_Abort with exit code 1): the peers cannot finish cleanly. A no-op before
- * init. */
+ * init. A program that started MPI itself calls it before its own MPI_Finalize (after that,
+ * every tg_dist call, this one too, is TG_ERR_STATE). */
 tg_status tg_dist_finalize(void);
 /* Ends every rank of the job now (MPI_Abort), after printing "tg_dist: rank R: why" to
  * stderr: what a rank that hit an error calls so that the others do not wait for it. */

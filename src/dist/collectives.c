@@ -6,6 +6,9 @@
  * cannot make it says so in the check instead of leaving the others waiting. */
 #include "check.h"
 #include "tg/autograd.h"
+#if TG_WITH_NCCL
+#include "nccl_comm.h"
+#endif
 
 /* The buffer an all-reduce reduces: a contiguous copy of t where the transport reaches it
  * (the host; the device only with NCCL). */
@@ -43,6 +46,12 @@ tg_status tg_dist_all_reduce(tg_tensor *t, tg_reduce_op op) {
   if (st == TG_OK && op == TG_REDUCE_MEAN && !tg_dtype_is_floating(tg_tensor_dtype(t)))
     st = tg_set_error(TG_ERR_DTYPE, "%s: TG_REDUCE_MEAN needs a floating dtype, t is %s", name,
                       tg_dtype_name(tg_tensor_dtype(t)));
+#if TG_WITH_NCCL
+  /* NCCL's device, checked here: past the cross-rank check a rank's failure leaves the
+   * others' streams waiting. */
+  if (st == TG_OK && tg_tensor_device(t).type == TG_CUDA)
+    st = tg__dist_nccl_check_device(name, tg_tensor_device(t).index);
+#endif
   if (st == TG_OK && !(w = work_copy(t))) st = tg_last_error();
   const tg__dist_desc mine = tg__dist_describe(st == TG_OK ? t : NULL, op);
   st = tg__dist_check_peers(name, st, &mine, "op");

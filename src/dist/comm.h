@@ -26,10 +26,6 @@ tg_status tg__dist_allreduce_host(const char *name, void *buf, int64_t count, tg
                                   tg_reduce_op op);
 tg_status tg__dist_broadcast_host(const char *name, void *buf, int64_t bytes, int root);
 tg_status tg__dist_barrier_host(const char *name);
-/* Every rank's bytes_each bytes of send, in rank order, into recv (world size * bytes_each
- * bytes): the slow path of the cross-rank checks, which names what differs. */
-tg_status tg__dist_allgather_host(const char *name, const void *send, void *recv,
-                                  int64_t bytes_each);
 
 /* In place on a contiguous tensor on any device, no cross-rank check: a CPU tensor through
  * MPI on its memory; a CUDA tensor through NCCL on tg's stream (queued, ordered with tg's

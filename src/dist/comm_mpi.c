@@ -6,7 +6,6 @@
  * TG_ERR_DIST instead of a hang. Between tests the thread yields its core (the first 10 ms),
  * then sleeps a little: on a machine with as many processes as cores, a spinning wait would
  * take the core a compute thread needs. */
-#include <limits.h>
 #include <mpi.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -69,8 +68,8 @@ static tg_status wait_request(const char *name, MPI_Request *req) {
     }
     /* Open MPI moves a non-blocking collective on only inside MPI calls, so a wait that
      * sleeps between tests stretches every step of the exchange. For the first SPIN_SECONDS
-     * it only yields the core (to a compute thread of this rank that wants it), then sleeps
-     * growing to 0.2 ms: a peer that is merely late costs little CPU. */
+     * (and 64 polls at least) it only yields the core (to a compute thread of this rank that wants
+     * it), then sleeps growing to 0.2 ms: a peer that is merely late costs little CPU. */
     if (waited < SPIN_SECONDS || polls < 64) {
       sched_yield();
     } else {
@@ -80,9 +79,24 @@ static tg_status wait_request(const char *name, MPI_Request *req) {
   }
 }
 
+/* Whether the program ended MPI itself (MPI_Finalize before tg_dist_finalize): any MPI call
+ * of ours would then be erroneous (Open MPI aborts the job). */
+static bool mpi_finalized(void) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  return finalized != 0;
+}
+
 bool tg__dist_ready(const char *name) {
   if (!tg_dist_is_initialized()) {
     tg_set_error(TG_ERR_STATE, "%s: tg_dist_init has not been called", name);
+    return false;
+  }
+  if (mpi_finalized()) {
+    tg_set_error(TG_ERR_STATE,
+                 "%s: MPI was finalized (MPI_Finalize) while tg_dist was initialised: call "
+                 "tg_dist_finalize before MPI_Finalize",
+                 name);
     return false;
   }
   if (atomic_load(&failed)) {
@@ -191,19 +205,6 @@ tg_status tg__dist_broadcast_host(const char *name, void *buf, int64_t bytes, in
   return TG_OK;
 }
 
-tg_status tg__dist_allgather_host(const char *name, const void *send, void *recv,
-                                  int64_t bytes_each) {
-  if (!tg__dist_ready(name)) return tg_last_error();
-  if (bytes_each < 0 || bytes_each > INT_MAX || (bytes_each > 0 && (!send || !recv)))
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: bad allgather buffers (%lld bytes each)", name,
-                        (long long)bytes_each);
-  MPI_Request req;
-  const int rc =
-      MPI_Iallgather(send, (int)bytes_each, MPI_BYTE, recv, (int)bytes_each, MPI_BYTE, comm, &req);
-  if (rc != MPI_SUCCESS) return mpi_failed(name, "MPI_Iallgather", rc);
-  return wait_request(name, &req);
-}
-
 tg_status tg__dist_barrier_host(const char *name) {
   if (!tg__dist_ready(name)) return tg_last_error();
   MPI_Request req;
@@ -252,6 +253,14 @@ static _Noreturn void abort_job(int exit_code) {
 }
 
 tg_status tg__dist_transport_finalize(void) {
+  if (mpi_finalized()) { /* the program's MPI_Finalize came first: nothing of ours to end */
+    comm = MPI_COMM_NULL;
+    started_mpi = false;
+    my_rank = 0;
+    n_ranks = 1;
+    return tg_set_error(TG_ERR_STATE, "tg_dist_finalize: MPI was finalized already (MPI_Finalize "
+                                      "must come after tg_dist_finalize)");
+  }
   if (!atomic_load(&failed)) {
     /* Bounded: MPI_Finalize would wait for a peer that never comes. */
     if (tg__dist_barrier_host("tg_dist_finalize") != TG_OK)

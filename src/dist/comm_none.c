@@ -36,12 +36,6 @@ tg_status tg__dist_broadcast_host(const char *name, void *buf, int64_t bytes, in
   return unsupported(name);
 }
 
-tg_status tg__dist_allgather_host(const char *name, const void *send, void *recv,
-                                  int64_t bytes_each) {
-  (void)send, (void)recv, (void)bytes_each;
-  return unsupported(name);
-}
-
 tg_status tg__dist_barrier_host(const char *name) { return unsupported(name); }
 
 tg_status tg__dist_transport_init(int *argc, char ***argv, double timeout_seconds, int *rank,

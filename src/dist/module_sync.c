@@ -12,7 +12,8 @@
 #include "tg/autograd.h"
 #include "tensor/host_memory.h"
 
-#define LINE_MAX_BYTES 512
+/* An entry as the error message shows it (entry_at). */
+#define LINE_MAX_BYTES 640
 
 typedef struct text {
   char *data;
@@ -33,12 +34,14 @@ static bool append(text *t, const char *s) {
   return true;
 }
 
+/* Piece by piece: a nested name can be longer than any fixed line (each segment up to 255
+ * bytes), and a line cut short would hide a difference past the cut from the hash. */
 static bool append_entry(text *t, const char *kind, const char *name, const tg_tensor *v) {
-  char sizes[256], line[LINE_MAX_BYTES];
+  char sizes[256];
   tg_format_sizes(sizes, sizeof sizes, tg_ndim(v), tg_sizes(v));
-  snprintf(line, sizeof line, "%s\t%s\t%s\t%s\n", kind, name, tg_dtype_name(tg_tensor_dtype(v)),
-           sizes);
-  return append(t, line);
+  return append(t, kind) && append(t, "\t") && append(t, name) && append(t, "\t") &&
+         append(t, tg_dtype_name(tg_tensor_dtype(v))) && append(t, "\t") && append(t, sizes) &&
+         append(t, "\n");
 }
 
 /* The module's description; NULL data with TG_ERR_MEMORY when it cannot be built. */
@@ -69,60 +72,66 @@ static uint64_t fnv1a(const char *s, size_t n) {
   return h;
 }
 
-/* Line i of s (without its newline) into out; false when s has fewer lines. */
-static bool line_at(const char *s, int64_t i, char *out, size_t n) {
+/* Entry i of the description s as "parameter 'fc.weight' float32 [4, 3]" into out (a name
+ * over NAME_SHOWN bytes shown by its head and tail), or "no entry there"; false when s has
+ * fewer lines. For the message only: the error's code comes from the full text. */
+#define NAME_SHOWN 120
+static bool entry_at(const char *s, int64_t i, char *out, size_t n) {
   for (; i > 0 && s; i--) {
     s = strchr(s, '\n');
     if (s) s++;
   }
-  if (!s || !*s) return false;
-  const char *end = strchr(s, '\n');
-  const size_t len = end ? (size_t)(end - s) : strlen(s);
-  snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), s);
+  if (!s || !*s) {
+    snprintf(out, n, "no entry there");
+    return false;
+  }
+  /* kind \t name \t dtype \t sizes \n */
+  const char *f[4] = {s, "", "", ""};
+  int len[4] = {0, 0, 0, 0};
+  for (int k = 0; k < 4; k++) {
+    if (k > 0) {
+      if (*s != '\t') break;
+      f[k] = ++s;
+    }
+    while (*s && *s != '\t' && *s != '\n') s++;
+    len[k] = (int)(s - f[k]);
+  }
+  if (len[1] <= NAME_SHOWN)
+    snprintf(out, n, "%.*s '%.*s' %.*s %.*s", len[0], f[0], len[1], f[1], len[2], f[2], len[3],
+             f[3]);
+  else
+    snprintf(out, n, "%.*s '%.*s...%.*s' %.*s %.*s", len[0], f[0], NAME_SHOWN / 3, f[1],
+             NAME_SHOWN / 2, f[1] + len[1] - NAME_SHOWN / 2, len[2], f[2], len[3], f[3]);
   return true;
 }
 
-/* The index of the first line where a and b differ; -1 when they are equal. */
-static int64_t first_difference(const char *a, const char *b) {
+/* The index of the first line where a and b differ, -1 when they are equal; *field: the
+ * field of that line where they do (0 kind, 1 name, 2 dtype, 3 sizes). */
+static int64_t first_difference(const char *a, const char *b, int64_t *field) {
   int64_t line = 0;
+  *field = 0;
   for (;; a++, b++) {
     if (*a != *b) return line;
     if (!*a) return -1;
-    if (*a == '\n') line++;
+    if (*a == '\t') ++*field;
+    if (*a == '\n') line++, *field = 0;
   }
 }
 
-/* "parameter fc.weight F32 [4, 3]" from a description line, or "no such entry". */
-static void show(const char *line, bool present, char *out, size_t n) {
-  if (!present) {
-    snprintf(out, n, "no entry there");
-    return;
-  }
-  char kind[32] = "", name[LINE_MAX_BYTES] = "", dtype[16] = "", sizes[256] = "";
-  sscanf(line, "%31[^\t]\t%511[^\t]\t%15[^\t]\t%255[^\n]", kind, name, dtype, sizes);
-  snprintf(out, n, "%s '%s' %s %s", kind, name, dtype, sizes);
-}
-
-/* The error for two description lines, the same on every rank. */
-static tg_status report(const char *fn, int64_t index, const char *a, bool has_a, int64_t rank_b,
-                        const char *b, bool has_b) {
-  char ka[32] = "", na[LINE_MAX_BYTES] = "", da[16] = "", kb[32] = "", nb[LINE_MAX_BYTES] = "",
-       db[16] = "";
-  if (has_a) sscanf(a, "%31[^\t]\t%511[^\t]\t%15[^\t]", ka, na, da);
-  if (has_b) sscanf(b, "%31[^\t]\t%511[^\t]\t%15[^\t]", kb, nb, db);
+/* The error for two entries (entry_at) that differ in field (first_difference), the same on
+ * every rank. */
+static tg_status report(const char *fn, int64_t index, int64_t field, const char *a, bool has_a,
+                        int64_t rank_b, const char *b, bool has_b) {
   tg_status code = TG_ERR_SHAPE;
-  if (!has_a || !has_b || strcmp(ka, kb) != 0 || strcmp(na, nb) != 0)
+  if (!has_a || !has_b || field <= 1)
     code = TG_ERR_ARGUMENT;
-  else if (strcmp(da, db) != 0)
+  else if (field == 2)
     code = TG_ERR_DTYPE;
-  char sa[LINE_MAX_BYTES + 64], sb[LINE_MAX_BYTES + 64];
-  show(a, has_a, sa, sizeof sa);
-  show(b, has_b, sb, sizeof sb);
   return tg_set_error(code,
                       "%s: the ranks' modules differ at entry %" PRId64
                       ": rank 0 has %s, rank %" PRId64
                       " has %s (every rank must build the same module)",
-                      fn, index, sa, rank_b, sb);
+                      fn, index, a, rank_b, b);
 }
 
 /* After the hashes differed: rank 0's text to all, the first rank that differs, its line. */
@@ -130,6 +139,7 @@ static tg_status name_difference(const char *fn, const text *mine) {
   static int64_t len0, differ;
   static struct {
     int64_t index;
+    int64_t field;
     int64_t present;
     char line[LINE_MAX_BYTES];
   } theirs;
@@ -149,7 +159,8 @@ static tg_status name_difference(const char *fn, const text *mine) {
     return st;
   }
   text0[len0] = '\0';
-  const int64_t index = first_difference(text0, mine->data);
+  int64_t field = 0;
+  const int64_t index = first_difference(text0, mine->data, &field);
   differ = index >= 0 ? tg_dist_rank() : INT64_MAX;
   st = tg__dist_allreduce_host(fn, &differ, 1, TG_I64, TG_REDUCE_MIN);
   if (st == TG_OK && differ == INT64_MAX)
@@ -157,14 +168,16 @@ static tg_status name_difference(const char *fn, const text *mine) {
   if (st == TG_OK) {
     if (tg_dist_rank() == differ) {
       theirs.index = index;
-      theirs.present = line_at(mine->data, index, theirs.line, sizeof theirs.line);
+      theirs.field = field;
+      theirs.present = entry_at(mine->data, index, theirs.line, sizeof theirs.line);
     }
     st = tg__dist_broadcast_host(fn, &theirs, (int64_t)sizeof theirs, (int)differ);
   }
   if (st == TG_OK) {
     char line0[LINE_MAX_BYTES];
-    const bool has0 = line_at(text0, theirs.index, line0, sizeof line0);
-    st = report(fn, theirs.index, line0, has0, differ, theirs.line, theirs.present != 0);
+    const bool has0 = entry_at(text0, theirs.index, line0, sizeof line0);
+    st = report(fn, theirs.index, theirs.field, line0, has0, differ, theirs.line,
+                theirs.present != 0);
   }
   if (!root && !tg__dist_failed()) tg__host_free(text0);
   return st;

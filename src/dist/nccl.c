@@ -7,8 +7,10 @@
  * does); an error NCCL reports asynchronously fails the next call here. */
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <string.h>
 #include <time.h>
 
+#include "check.h"
 #include "nccl_comm.h"
 #include "tg/cuda.h"
 #include "transport.h"
@@ -51,15 +53,23 @@ static tg_status wait_comm(const char *name, const char *call) {
 }
 
 static tg_status make_comm(const char *name, int device) {
+  /* What can fail on one rank alone is agreed first: a rank that returned here early would
+   * leave the others waiting in the broadcast or in ncclCommInitRankConfig. */
   ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  tg_status local = TG_OK;
   if (tg_dist_rank() == 0) {
-    ncclResult_t rc = ncclGetUniqueId(&id);
-    if (rc != ncclSuccess) return nccl_failed(name, "ncclGetUniqueId", rc);
+    const ncclResult_t rc = ncclGetUniqueId(&id);
+    if (rc != ncclSuccess)
+      local = tg_set_error(TG_ERR_DIST, "%s: ncclGetUniqueId failed on rank 0: %s", name,
+                           ncclGetErrorString(rc));
   }
-  tg_status st = tg__dist_broadcast_host(name, &id, (int64_t)sizeof id, 0);
+  if (local == TG_OK && cudaSetDevice(device) != cudaSuccess)
+    local = tg_set_error(TG_ERR_DEVICE, "%s: cudaSetDevice(%d) failed on rank %d", name, device,
+                         tg_dist_rank());
+  tg_status st = tg__dist_agree(name, local);
+  if (st == TG_OK) st = tg__dist_broadcast_host(name, &id, (int64_t)sizeof id, 0);
   if (st != TG_OK) return st;
-  if (cudaSetDevice(device) != cudaSuccess)
-    return tg_set_error(TG_ERR_DEVICE, "%s: cudaSetDevice(%d) failed", name, device);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclResult_t rc =
@@ -74,6 +84,14 @@ static tg_status make_comm(const char *name, int device) {
     have_comm = false;
   }
   return st;
+}
+
+tg_status tg__dist_nccl_check_device(const char *name, int device) {
+  if (!have_comm || device == comm_device) return TG_OK;
+  return tg_set_error(TG_ERR_UNSUPPORTED,
+                      "%s: NCCL reduces on one device per rank: rank %d's communicator is on "
+                      "cuda:%d, the tensor on cuda:%d",
+                      name, tg_dist_rank(), comm_device, device);
 }
 
 static bool nccl_type(tg_dtype dtype, ncclDataType_t *type) {
@@ -120,22 +138,25 @@ tg_status tg__dist_nccl_allreduce(const char *name, tg_tensor *t, tg_reduce_op o
   const int device = tg_tensor_device(t).index;
   if (have_comm) { /* an error from an earlier reduction, reported asynchronously */
     ncclResult_t state = ncclSuccess;
-    if (ncclCommGetAsyncError(nccl_comm, &state) != ncclSuccess ||
-        (state != ncclSuccess && state != ncclInProgress))
+    const ncclResult_t rc = ncclCommGetAsyncError(nccl_comm, &state);
+    if (rc != ncclSuccess) return nccl_failed(name, "ncclCommGetAsyncError", rc);
+    if (state != ncclSuccess && state != ncclInProgress)
       return nccl_failed(name, "an earlier ncclAllReduce", state);
   }
   if (!have_comm) {
     tg_status st = make_comm(name, device);
     if (st != TG_OK) return st;
-  } else if (device != comm_device) {
-    return tg_set_error(TG_ERR_UNSUPPORTED,
-                        "%s: NCCL reduces on one device per rank: this rank's communicator is "
-                        "on cuda:%d, the tensor on cuda:%d",
-                        name, comm_device, device);
   }
+  /* Past the cross-rank checks the peers are queueing their part already: a failure here
+   * leaves their streams waiting, so it breaks the job (tg_dist_finalize then aborts it).
+   * tg_dist_all_reduce checks the device before (tg__dist_nccl_check_device). */
   void *stream = NULL;
-  tg_status st = tg_cuda_stream(device, &stream);
-  if (st != TG_OK) return st;
+  tg_status st = tg__dist_nccl_check_device(name, device);
+  if (st == TG_OK) st = tg_cuda_stream(device, &stream);
+  if (st != TG_OK) {
+    tg__dist_mark_failed();
+    return st;
+  }
   void *data = tg_data_ptr(t);
   ncclResult_t rc =
       ncclAllReduce(data, data, (size_t)tg_numel(t), type, nop, nccl_comm, (cudaStream_t)stream);

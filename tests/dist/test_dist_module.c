@@ -108,6 +108,41 @@ static void test_mismatched_modules(void) {
   tg_module_free(m);
 }
 
+/* Names longer than any fixed line: three nested entries of 250 characters each, the last
+ * one's final character different on the last rank (past byte 512 of the entry). */
+static tg_module *long_named(char last) {
+  char seg[251];
+  memset(seg, 'a', 250);
+  seg[250] = '\0';
+  tg_module *outer = tg_module_new("outer"), *inner = tg_module_new("inner");
+  tg_scope s = tg_scope_begin();
+  seg[249] = last;
+  tg_module_register_parameter(inner, seg, tg_zeros(TG_SHAPE(2), TG_OPTS_DEFAULT));
+  seg[249] = 'a';
+  tg_module_add_child(outer, seg, inner);
+  tg_module *m = tg_module_new("net");
+  tg_module_add_child(m, seg, outer);
+  tg_scope_end(s);
+  return m;
+}
+
+static void test_long_names(void) {
+  tg_module *same = long_named('x');
+  DIST_CHECK(tg_module_num_parameters(same) == 1);
+  DIST_CHECK_OK(tg_dist_check_module(same));
+  tg_module_free(same);
+  if (size < 2) return;
+  tg_module *m = long_named(rank == size - 1 ? 'y' : 'x');
+  /* The name's head and tail in the message, the rest of the entry after it. */
+  DIST_CHECK_ERR(tg_dist_check_module(m), TG_ERR_ARGUMENT,
+                 "differ at entry 0: rank 0 has parameter 'aaaa");
+  DIST_CHECK_ERR(tg_dist_check_module(m), TG_ERR_ARGUMENT,
+                 "aaax' float32 [2], rank 1 has parameter 'aaa");
+  DIST_CHECK_ERR(tg_dist_broadcast_module(m, 0), TG_ERR_ARGUMENT, "aaay' float32 [2] (every");
+  DIST_CHECK_ERR(tg_dist_check_module(m), TG_ERR_ARGUMENT, "aaaa...aaaa");
+  tg_module_free(m);
+}
+
 /* Every allocation of a check failing in turn on the last rank, with equal modules and with
  * a mismatch (whose report allocates rank 0's text): every rank reports an error or none,
  * and the next call works. */
@@ -154,6 +189,7 @@ int main(int argc, char **argv) {
   size = tg_dist_world_size();
   test_equal_modules();
   test_mismatched_modules();
+  test_long_names();
   test_allocation_failures();
   DIST_CHECK(tg_live_objects() == live);
   const int failed = dist_check_finish("test_dist_module");
