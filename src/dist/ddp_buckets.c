@@ -26,8 +26,10 @@ static void assign(tg_ddp *ddp, tg_tensor **rev, int n, size_t cap, int *bucket_
     int k = 0;
     while (k < n_open && !same_kind(&ddp->buckets[open[k]], p)) k++;
     size_t used = k < n_open ? ddp->buckets[open[k]].bytes : 0;
-    if (k < n_open && used > 0 && (used >= cap || bytes > cap - used))
-      open[k] = open[--n_open]; /* full: closed */
+    if (k < n_open && used > 0 && (used >= cap || bytes > cap - used)) {
+      open[k] = open[--n_open]; /* full: closed (the last open bucket takes its slot) */
+      k = n_open;               /* and p opens a new one */
+    }
     if (k == n_open) {
       ddp_bucket *b = &ddp->buckets[ddp->n_buckets];
       b->dtype = tg_tensor_dtype(p);

@@ -250,6 +250,40 @@ static void test_tied_parameter(void) {
   tg_module_free(m);
 }
 
+/* Parameters of two dtypes, alternating, with buckets that fill up: every bucket holds one
+ * dtype, each parameter's .grad keeps its dtype and gets the mean. */
+static void test_mixed_dtypes(void) {
+  tg_module *m = tg_module_new("mixed");
+  tg_scope sc = tg_scope_begin();
+  const char *names[] = {"a", "b", "c", "d", "e"};
+  for (int i = 0; i < 5; i++)
+    DIST_CHECK_OK(tg_module_register_parameter(
+        m, names[i], tg_ones(TG_SHAPE(2), TG_OPTS(.dtype = i % 2 ? TG_F64 : TG_F32))));
+  tg_ddp *ddp = tg_ddp_new(m, (tg_ddp_options){.bucket_cap_bytes = 8});
+  DIST_CHECK(ddp);
+  tg_ddp_stats st = {0};
+  DIST_CHECK_OK(tg_ddp_stats_get(ddp, &st));
+  DIST_CHECK(st.n_buckets == 5); /* 8 bytes: each F32 pair fills one, each F64 pair is over */
+  for (int s = 0; ddp && s < 2; s++) {
+    DIST_CHECK_OK(tg_module_zero_grad(m));
+    tg_tensor *loss = NULL;
+    for (int i = 0; i < 5; i++) {
+      tg_tensor *p = tg_module_find(m, names[i]);
+      tg_tensor *term = tg_to_dtype(tg_sum(tg_mul_scalar(p, (rank + 1.0) * (i + 1))), TG_F64);
+      loss = loss ? tg_add(loss, term) : term;
+    }
+    DIST_CHECK_OK(tg_ddp_backward(ddp, loss));
+    for (int i = 0; i < 5; i++) {
+      tg_tensor *p = tg_module_find(m, names[i]);
+      DIST_CHECK(tg_grad(p) && tg_tensor_dtype(tg_grad(p)) == tg_tensor_dtype(p));
+      DIST_CHECK(grad_is(p, (size + 1) / 2.0 * (i + 1)));
+    }
+  }
+  tg_scope_end(sc);
+  tg_ddp_free(ddp);
+  tg_module_free(m);
+}
+
 /* (5) Sync off: backward only accumulates; the next synced backward reduces the sum, which
  * equals the local sum of both passes averaged by tg_dist_all_reduce, bit for bit. */
 static void test_no_sync_accumulates(void) {
@@ -452,6 +486,7 @@ int main(int argc, char **argv) {
   test_unused_parameters(true);
   test_unused_parameters(false);
   test_tied_parameter();
+  test_mixed_dtypes();
   test_no_sync_accumulates();
   test_replaced_grads();
   test_errors();
