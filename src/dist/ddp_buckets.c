@@ -124,18 +124,17 @@ static uint64_t layout_hash(const tg_ddp *ddp) {
   uint64_t h = 1469598103934665603u;
   for (int b = 0; b < ddp->n_buckets; b++) {
     const ddp_bucket *bk = &ddp->buckets[b];
-    int64_t v[3] = {bk->dtype, bk->device.type, bk->count};
-    for (int i = bk->first; i < bk->first + bk->count; i++) {
-      v[2] = v[2] * 31 + tg_numel(ddp->params[i].param);
-    }
-    for (int k = 0; k < 3; k++) h = (h ^ (uint64_t)v[k]) * 1099511628211u;
+    /* unsigned: the sizes' mix wraps (a signed one would overflow, undefined) */
+    uint64_t v[3] = {(uint64_t)bk->dtype, (uint64_t)bk->device.type, (uint64_t)bk->count};
+    for (int i = bk->first; i < bk->first + bk->count; i++)
+      v[2] = v[2] * 31 + (uint64_t)tg_numel(ddp->params[i].param);
+    for (int k = 0; k < 3; k++) h = (h ^ v[k]) * 1099511628211u;
   }
   return h >> 2; /* fits an int64 whose negation does too */
 }
 
 enum {
-  AGREE_FAILED_RANK,
-  AGREE_STATUS,
+  AGREE_FAILED, /* tg__ddp_failure_key */
   AGREE_PARAMS,
   AGREE_BUCKETS,
   AGREE_NUMEL,
