@@ -144,10 +144,8 @@ enum {
 
 tg_status tg__ddp_agree(const tg_ddp *ddp, tg_status local) {
   int64_t mine[AGREE_N] = {0};
-  if (local != TG_OK) {
-    mine[AGREE_FAILED_RANK] = tg_dist_rank() + 1;
-    mine[AGREE_STATUS] = local;
-  } else {
+  mine[AGREE_FAILED] = tg__ddp_failure_key(local);
+  if (local == TG_OK) {
     int64_t numel = 0;
     for (int b = 0; b < ddp->n_buckets; b++) numel += ddp->buckets[b].numel;
     mine[AGREE_PARAMS] = ddp->n_params;
@@ -164,10 +162,11 @@ tg_status tg__ddp_agree(const tg_ddp *ddp, tg_status local) {
   tg_status st = tg__dist_allreduce_host("tg_ddp_new", both, 2 * AGREE_N, TG_I64, TG_REDUCE_MAX);
   if (st != TG_OK) return st;
   if (local != TG_OK) return local; /* its message is still the one pending */
-  if (both[AGREE_FAILED_RANK] > 0)
-    return tg_set_error((tg_status)both[AGREE_STATUS],
-                        "tg_ddp_new: rank %" PRId64 " failed (%s; its own error says why)",
-                        both[AGREE_FAILED_RANK] - 1, tg_status_name((tg_status)both[AGREE_STATUS]));
+  if (both[AGREE_FAILED] > 0) {
+    tg_status theirs = tg__ddp_failed_status(both[AGREE_FAILED]);
+    return tg_set_error(theirs, "tg_ddp_new: rank %d failed (%s; its own error says why)",
+                        tg__ddp_failed_rank(both[AGREE_FAILED]), tg_status_name(theirs));
+  }
   for (int k = AGREE_PARAMS; k < AGREE_N; k++)
     if (both[k] != -both[AGREE_N + k])
       return tg_set_error(
