@@ -92,9 +92,11 @@ tg_status tg_dist_broadcast_module(tg_module *m, int root);
  * the pass; when a bucket's last one is, the bucket goes to a communication thread that
  * all-reduces it while backward goes on (buckets leave in bucket order on every rank, as
  * MPI requires). tg_ddp_synchronize (or tg_ddp_backward, which calls it) sends what is left
- * — buckets of parameters that got no gradient, as zeros — waits for all, and divides by
- * the world size: every rank then holds the same mean gradient. Do not replace a
- * parameter's .grad (tg_set_grad) while a DDP is attached; tg_zero_grad keeps the view. */
+ * — a parameter that got no gradient this pass goes as its .grad holds: zeros after
+ * tg_zero_grad, what earlier passes with sync off accumulated otherwise — waits for all, and
+ * divides by the world size: every rank then holds the same mean gradient. tg_zero_grad
+ * keeps the view; a .grad replaced (tg_set_grad, or NULL) costs a copy: its values go into
+ * the bucket, and synchronize puts the view back. */
 typedef struct tg_ddp tg_ddp;
 
 typedef struct tg_ddp_options {
