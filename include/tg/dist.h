@@ -113,12 +113,16 @@ typedef struct tg_ddp_options {
  * buffers, lays out the buckets and attaches. Keeps references to the parameters; the
  * module must outlive the DDP. NULL with the error (on every rank) on a mismatch. */
 tg_ddp *tg_ddp_new(tg_module *m, tg_ddp_options opts);
-/* Detaches the hooks; the .grad tensors stay (as plain tensors). NULL is a no-op. */
+/* Waits for the buckets already handed to the communication thread, then detaches the
+ * hooks; the .grad tensors stay (as plain tensors). NULL is a no-op. */
 void tg_ddp_free(tg_ddp *ddp);
 /* tg_backward(loss, NULL) then tg_ddp_synchronize. */
 tg_status tg_ddp_backward(tg_ddp *ddp, const tg_tensor *loss);
 /* Sends the buckets not yet sent, waits for every bucket and averages: call after a backward
- * of your own (tg_backward_multi, ...), before the optimizer step. */
+ * of your own (tg_backward_multi, ...), before the optimizer step, and also when that
+ * backward failed (the peers wait for this rank's buckets; the error is then reported on
+ * every rank). Between the backward and synchronize make no other tg_dist call: the
+ * communication thread may be in an all-reduce. */
 tg_status tg_ddp_synchronize(tg_ddp *ddp);
 /* false: backward only accumulates (hooks do nothing, synchronize returns at once), for
  * gradient accumulation over several micro-batches; the next backward with sync on reduces
