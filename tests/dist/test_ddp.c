@@ -1,7 +1,8 @@
 /* tg_ddp at any world size (run at np 1 and 2): DDP training equals one process on the
  * global batch, bucketed equals one bucket bit for bit, buckets leave during backward,
  * unused parameters, gradient accumulation with sync off, the error paths, and (np 1) an
- * allocation-failure sweep of new -> backward -> synchronize -> free. */
+ * allocation-failure sweep of new -> backward -> synchronize -> free; (np 2) tg_ddp_new failing
+ * on one rank alone fails on every rank. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -408,6 +409,53 @@ static void test_errors(void) {
   tg_module_free(m);
 }
 
+/* ---- np >= 2: tg_ddp_new fails on rank 1 alone, at each of its host allocations ----
+ * Every rank must then return NULL (none keeps a DDP its peers do not have, which would hang
+ * at its first synchronize): rank 1 with its own TG_ERR_MEMORY, the others with the same
+ * status naming rank 1. Nothing leaks on any rank. */
+static void test_new_fails_on_one_rank(void) {
+  tg_tensor *w, *r0, *never;
+  tg_module *m = small_module(&w, &r0, &never);
+  tg_ddp_options opts = {.bucket_cap_bytes = 8, .no_broadcast = true};
+  int64_t before = tg__host_allocation_count();
+  tg_ddp *ddp = tg_ddp_new(m, opts);
+  int64_t n = tg__host_allocation_count() - before;
+  DIST_CHECK(ddp);
+  tg_ddp_free(ddp);
+  int64_t live = tg_live_objects(); /* with the .grad views the DDP left */
+  int64_t n_max = n;                /* rank 1's count: the sweep runs as long on every rank */
+  DIST_CHECK_OK(tg__dist_allreduce_host("test", &n_max, 1, TG_I64, TG_REDUCE_MAX));
+  int failed = 0;
+  for (int64_t k = 1; k <= n_max + 1; k++) {
+    if (rank == 1) tg__host_fail_allocation(k);
+    ddp = tg_ddp_new(m, opts);
+    tg__host_fail_allocation(0);
+    tg_status st = ddp ? TG_OK : tg_last_error();
+    char message[512];
+    snprintf(message, sizeof message, "%s", tg_last_error_message());
+    tg_clear_error();
+    int64_t got[2] = {ddp != NULL, -(int64_t)(ddp != NULL)}; /* max and -min over the ranks */
+    DIST_CHECK_OK(tg__dist_allreduce_host("test", got, 2, TG_I64, TG_REDUCE_MAX));
+    if (got[0] != -got[1])
+      fprintf(stderr, "rank %d: k=%lld: tg_ddp_new %s here, not on every rank (%s)\n", rank,
+              (long long)k, ddp ? "succeeded" : "failed", message);
+    DIST_CHECK(got[0] == -got[1]);
+    if (!ddp) {
+      failed++;
+      DIST_CHECK(st == TG_ERR_MEMORY);
+      if (rank != 1) DIST_CHECK(strstr(message, "rank 1 failed (TG_ERR_MEMORY"));
+    }
+    tg_ddp_free(ddp);
+    DIST_CHECK(tg_live_objects() == live);
+  }
+  if (rank == 0)
+    printf("tg_ddp_new failing on rank 1 alone: %lld allocations, %d runs failed on every "
+           "rank\n",
+           (long long)n_max, failed);
+  DIST_CHECK(failed > 0);
+  tg_module_free(m);
+}
+
 /* ---- np 1: every host allocation of new -> backward -> synchronize -> free fails once ---- */
 enum { SWEEP_MAX = 4096 };
 
@@ -490,6 +538,7 @@ int main(int argc, char **argv) {
   test_no_sync_accumulates();
   test_replaced_grads();
   test_errors();
+  if (size > 1) test_new_fails_on_one_rank();
   if (size == 1) {
     test_alloc_sweep(false);
     test_alloc_sweep(true);
