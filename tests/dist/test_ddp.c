@@ -315,6 +315,45 @@ static void test_no_sync_accumulates(void) {
   tg_module_free(r.m);
 }
 
+static tg_status fail_on_rank1(void *user, tg_tensor *leaf) {
+  (void)user, (void)leaf;
+  return rank == 1 ? tg_set_error(TG_ERR_STATE, "test: a hook fails on rank 1") : TG_OK;
+}
+
+/* Rank 1's backward fails half way (a hook of the test's own, with buckets already gone to
+ * the communication thread on every rank): rank 1 reports its error, the others TG_ERR_DIST
+ * naming it, nobody hangs, and the next step starts a clean round: its gradients equal a
+ * reference's all-reduced one by one, bit for bit. */
+static void test_backward_fails_half_way_on_one_rank(void) {
+  model a = make_model(TG_F64, 13), r = make_model(TG_F64, 13);
+  tg_ddp *ddp = tg_ddp_new(a.m, (tg_ddp_options){.bucket_cap_bytes = 64});
+  DIST_CHECK(ddp);
+  tg_tensor *mid = tg_module_parameter(a.m, 1, NULL); /* the LLTM's: done half way back */
+  int handle = -1;
+  DIST_CHECK_OK(tg_register_post_accumulate_grad_hook(mid, fail_on_rank1, NULL, &handle));
+  tg_scope sc = tg_scope_begin();
+  DIST_CHECK_OK(tg_module_zero_grad(a.m));
+  tg_status st = tg_ddp_backward(ddp, model_loss(&a, 0, shard_begin(), shard_end()));
+  if (rank == 1)
+    DIST_CHECK_ERR(st, TG_ERR_STATE, "a hook fails on rank 1");
+  else
+    DIST_CHECK_ERR(st, TG_ERR_DIST, "rank 1 failed this step (TG_ERR_STATE)");
+  tg_ddp_stats stats = {0};
+  DIST_CHECK_OK(tg_ddp_stats_get(ddp, &stats));
+  DIST_CHECK(stats.steps == 1 && stats.buckets_during_backward > 0);
+  DIST_CHECK_OK(tg_remove_post_accumulate_grad_hook(mid, handle));
+  DIST_CHECK_OK(tg_module_zero_grad(a.m));
+  DIST_CHECK_OK(tg_ddp_backward(ddp, model_loss(&a, 1, shard_begin(), shard_end())));
+  DIST_CHECK_OK(tg_backward(model_loss(&r, 1, shard_begin(), shard_end()), NULL));
+  for (int i = 0; i < tg_module_num_parameters(r.m); i++)
+    DIST_CHECK_OK(tg_dist_all_reduce(tg_grad(tg_module_parameter(r.m, i, NULL)), TG_REDUCE_MEAN));
+  DIST_CHECK(max_grad_diff(a.m, r.m) == 0);
+  tg_scope_end(sc);
+  tg_ddp_free(ddp);
+  tg_module_free(a.m);
+  tg_module_free(r.m);
+}
+
 /* (6) A .grad the user replaced (a tensor of their own, or none) is taken as the gradient so
  * far and the view comes back: the result equals a reference that does the same without
  * DDP, and every .grad is in the one bucket again. */
@@ -538,6 +577,7 @@ int main(int argc, char **argv) {
   test_no_sync_accumulates();
   test_replaced_grads();
   test_errors();
+  if (size > 1) test_backward_fails_half_way_on_one_rank();
   if (size > 1) test_new_fails_on_one_rank();
   if (size == 1) {
     test_alloc_sweep(false);
