@@ -111,7 +111,8 @@ typedef struct tg_ddp_options {
 
 /* Checks the module across ranks (tg_dist_check_module), broadcasts rank 0's parameters and
  * buffers, lays out the buckets and attaches. Keeps references to the parameters; the
- * module must outlive the DDP. NULL with the error (on every rank) on a mismatch. */
+ * module must outlive the DDP. NULL with the error on every rank on a mismatch, or when any
+ * rank fails (out of memory, ...): that rank has its own error, the others one naming it. */
 tg_ddp *tg_ddp_new(tg_module *m, tg_ddp_options opts);
 /* Waits for the buckets already handed to the communication thread, then detaches the
  * hooks; the .grad tensors stay (as plain tensors). NULL is a no-op. */
