@@ -98,7 +98,10 @@ static tg_status on_grad_final(void *user, tg_tensor *leaf) {
  * gradients into everyone's mean: one more small all-reduce tells every rank, so none steps
  * on that mean with TG_OK. A rank that failed keeps its own error. */
 static void agree_on_failure(tg_ddp *ddp, const char *name) {
-  int64_t failed = tg__ddp_failure_key(ddp->round_error);
+  /* Static, not on the stack: a collective that times out may still write its buffer after
+   * we return (comm.h). One thread calls tg_dist (tg/dist.h). */
+  static int64_t failed;
+  failed = tg__ddp_failure_key(ddp->round_error);
   double t0 = tg__ddp_now();
   tg_status st = tg__dist_allreduce_host(name, &failed, 1, TG_I64, TG_REDUCE_MAX);
   ddp->stats.allreduce_seconds += tg__ddp_now() - t0; /* communication too, never hidden */

@@ -153,8 +153,10 @@ tg_status tg__ddp_agree(const tg_ddp *ddp, tg_status local) {
     mine[AGREE_NUMEL] = numel;
     mine[AGREE_HASH] = (int64_t)layout_hash(ddp);
   }
-  /* max(v) and -max(-v) in one all-reduce: the largest and smallest value over the ranks. */
-  int64_t both[2 * AGREE_N];
+  /* max(v) and -max(-v) in one all-reduce: the largest and smallest value over the ranks.
+   * Static, not on the stack: a collective that times out may still write its buffer after
+   * we return (comm.h). One thread calls tg_dist (tg/dist.h). */
+  static int64_t both[2 * AGREE_N];
   for (int k = 0; k < AGREE_N; k++) {
     both[k] = mine[k];
     both[AGREE_N + k] = -mine[k];
