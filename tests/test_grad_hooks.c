@@ -208,6 +208,36 @@ TG_TEST(grad_hooks, order_and_removal) {
   cr_assert_eq(s3.calls, 2);
 }
 
+/* A one-shot hook: removes itself the first time it runs. */
+typedef struct one_shot {
+  int calls, handle;
+} one_shot;
+static tg_status remove_self(void *user, tg_tensor *leaf) {
+  one_shot *o = user;
+  o->calls++;
+  return tg_remove_post_accumulate_grad_hook(leaf, o->handle);
+}
+
+/* A hook that removes itself: the hooks after it still run in that pass (none is skipped),
+ * and it runs no more. */
+TG_TEST(grad_hooks, a_hook_may_remove_itself) {
+  tg_tensor *a = tg_from_data(TG_SHAPE(1), ((double[]){1}), f64_grad);
+  seen s1 = {0}, s3 = {0};
+  one_shot o = {0};
+  hooks_run = 0;
+  cr_assert_eq(tg_register_post_accumulate_grad_hook(a, record, &s1, NULL), TG_OK);
+  cr_assert_eq(tg_register_post_accumulate_grad_hook(a, remove_self, &o, &o.handle), TG_OK);
+  cr_assert_eq(tg_register_post_accumulate_grad_hook(a, record, &s3, NULL), TG_OK);
+  cr_assert_eq(tg_backward(tg_sum(tg_mul(a, a)), NULL), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(o.calls, 1);
+  cr_assert_eq(s1.calls, 1);
+  cr_assert_eq(s3.calls, 1, "the hook after the one that removed itself was skipped");
+  cr_assert_eq(tg_backward(tg_sum(tg_mul(a, a)), NULL), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(o.calls, 1);
+  cr_assert_eq(s1.calls, 2);
+  cr_assert_eq(s3.calls, 2);
+}
+
 /* A leaf root, a leaf used by two roots of one multi-root pass: once each. */
 TG_TEST(grad_hooks, leaf_roots_and_multi_root_passes) {
   tg_tensor *a = tg_from_data(TG_SHAPE(2), ((double[]){1, 2}), f64_grad);

@@ -77,7 +77,9 @@ tg_status tg_autograd_grad(int n_outputs, const tg_tensor *const *outputs,
  * register_post_accumulate_grad_hook: what data-parallel training hangs its all-reduce on
  * (tg/dist.h). Runs on the backward's thread; it may read and change the values of .grad
  * but not replace it. An error it returns stops the backward, which reports it. Hooks run
- * in the order they were registered. Do not register or remove while a backward runs. */
+ * in the order they were registered. A hook may remove itself (or another hook of its leaf)
+ * with the hooks after it still running; do not otherwise register or remove while a
+ * backward runs. */
 typedef tg_status (*tg_grad_hook_fn)(void *user, tg_tensor *leaf);
 /* *handle (may be NULL) gets a number for tg_remove_post_accumulate_grad_hook. leaf must be
  * a leaf (no grad_fn). */

@@ -93,9 +93,11 @@ tg_status tg_dist_broadcast_module(tg_module *m, int root);
  * the pass; when a bucket's last one is, the bucket goes to a communication thread that
  * all-reduces it while backward goes on (buckets leave in bucket order on every rank, as
  * MPI requires). tg_ddp_synchronize (or tg_ddp_backward, which calls it) sends what is left
- * — buckets of parameters that got no gradient, as zeros — waits for all, and divides by
- * the world size: every rank then holds the same mean gradient. Do not replace a
- * parameter's .grad (tg_set_grad) while a DDP is attached; tg_zero_grad keeps the view. */
+ * — a parameter that got no gradient this pass goes as its .grad holds: zeros after
+ * tg_zero_grad, what earlier passes with sync off accumulated otherwise — waits for all, and
+ * divides by the world size: every rank then holds the same mean gradient. tg_zero_grad
+ * keeps the view; a .grad replaced (tg_set_grad, or NULL) costs a copy: its values go into
+ * the bucket, and synchronize puts the view back. */
 typedef struct tg_ddp tg_ddp;
 
 typedef struct tg_ddp_options {
@@ -110,14 +112,19 @@ typedef struct tg_ddp_options {
 
 /* Checks the module across ranks (tg_dist_check_module), broadcasts rank 0's parameters and
  * buffers, lays out the buckets and attaches. Keeps references to the parameters; the
- * module must outlive the DDP. NULL with the error (on every rank) on a mismatch. */
+ * module must outlive the DDP. NULL with the error on every rank on a mismatch, or when any
+ * rank fails (out of memory, ...): that rank has its own error, the others one naming it. */
 tg_ddp *tg_ddp_new(tg_module *m, tg_ddp_options opts);
-/* Detaches the hooks; the .grad tensors stay (as plain tensors). NULL is a no-op. */
+/* Waits for the buckets already handed to the communication thread, then detaches the
+ * hooks; the .grad tensors stay (as plain tensors). NULL is a no-op. */
 void tg_ddp_free(tg_ddp *ddp);
 /* tg_backward(loss, NULL) then tg_ddp_synchronize. */
 tg_status tg_ddp_backward(tg_ddp *ddp, const tg_tensor *loss);
 /* Sends the buckets not yet sent, waits for every bucket and averages: call after a backward
- * of your own (tg_backward_multi, ...), before the optimizer step. */
+ * of your own (tg_backward_multi, ...), before the optimizer step, and also when that
+ * backward failed (the peers wait for this rank's buckets; the error is then reported on
+ * every rank). Between the backward and synchronize make no other tg_dist call: the
+ * communication thread may be in an all-reduce. */
 tg_status tg_ddp_synchronize(tg_ddp *ddp);
 /* false: backward only accumulates (hooks do nothing, synchronize returns at once), for
  * gradient accumulation over several micro-batches; the next backward with sync on reduces

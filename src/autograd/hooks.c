@@ -53,20 +53,25 @@ bool tg__has_post_accumulate_hooks(const tg_tensor *leaf) {
 }
 
 tg_status tg__run_post_accumulate_hooks(tg_tensor *leaf, bool grad_mode) {
-  const tg_grad_hooks *h = leaf->post_accumulate_hooks;
   bool was = tg_set_grad_enabled(grad_mode);
   tg_status st = TG_OK;
-  /* By index, re-reading count: the list must not change while a backward runs, but a
-   * hook that removes itself must not make us read past the end. */
-  for (int i = 0; h && i < h->count && st == TG_OK; i++) {
+  /* By index, re-reading the list after each call: a hook that removes itself (or another)
+   * shifts the ones after it down, and must neither make us skip the next one nor read past
+   * the end. */
+  for (int i = 0; st == TG_OK;) {
+    const tg_grad_hooks *h = leaf->post_accumulate_hooks;
+    if (!h || i >= h->count) break;
+    const tg_grad_hook hook = h->items[i];
     tg_scope scope;
     st = tg__scope_open(&scope);
     if (st != TG_OK) break;
-    st = h->items[i].fn(h->items[i].user, leaf);
+    st = hook.fn(hook.user, leaf);
     if (st != TG_OK && tg_last_error() == TG_OK)
       st = tg_set_error(st, "a post-accumulate grad hook failed (status %s) without a message",
                         tg_status_name(st));
     tg_scope_end(scope);
+    h = leaf->post_accumulate_hooks;
+    if (h && i < h->count && h->items[i].id == hook.id) i++; /* else slot i holds the next */
   }
   tg_set_grad_enabled(was);
   return st;

@@ -98,21 +98,21 @@ static tg_status on_grad_final(void *user, tg_tensor *leaf) {
  * gradients into everyone's mean: one more small all-reduce tells every rank, so none steps
  * on that mean with TG_OK. A rank that failed keeps its own error. */
 static void agree_on_failure(tg_ddp *ddp, const char *name) {
-  int64_t flag[2] = {0, 0};
-  if (ddp->round_error != TG_OK) {
-    flag[0] = tg_dist_rank() + 1;
-    flag[1] = ddp->round_error;
-  }
+  /* Static, not on the stack: a collective that times out may still write its buffer after
+   * we return (comm.h). One thread calls tg_dist (tg/dist.h). */
+  static int64_t failed;
+  failed = tg__ddp_failure_key(ddp->round_error);
   double t0 = tg__ddp_now();
-  tg_status st = tg__dist_allreduce_host(name, flag, 2, TG_I64, TG_REDUCE_MAX);
+  tg_status st = tg__dist_allreduce_host(name, &failed, 1, TG_I64, TG_REDUCE_MAX);
   ddp->stats.allreduce_seconds += tg__ddp_now() - t0; /* communication too, never hidden */
   if (st != TG_OK) {
     note(ddp, st);
-  } else if (flag[0] > 0) {
+  } else if (failed > 0) {
     note(ddp, tg_set_error(TG_ERR_DIST,
-                           "%s: rank %lld failed this step (%s): the averaged gradients hold "
+                           "%s: rank %d failed this step (%s): the averaged gradients hold "
                            "its partial ones, do not step on them",
-                           name, (long long)flag[0] - 1, tg_status_name((tg_status)flag[1])));
+                           name, tg__ddp_failed_rank(failed),
+                           tg_status_name(tg__ddp_failed_status(failed))));
   }
 }
 

@@ -26,8 +26,10 @@ static void assign(tg_ddp *ddp, tg_tensor **rev, int n, size_t cap, int *bucket_
     int k = 0;
     while (k < n_open && !same_kind(&ddp->buckets[open[k]], p)) k++;
     size_t used = k < n_open ? ddp->buckets[open[k]].bytes : 0;
-    if (k < n_open && used > 0 && (used >= cap || bytes > cap - used))
-      open[k] = open[--n_open]; /* full: closed */
+    if (k < n_open && used > 0 && (used >= cap || bytes > cap - used)) {
+      open[k] = open[--n_open]; /* full: closed (the last open bucket takes its slot) */
+      k = n_open;               /* and p opens a new one */
+    }
     if (k == n_open) {
       ddp_bucket *b = &ddp->buckets[ddp->n_buckets];
       b->dtype = tg_tensor_dtype(p);
@@ -122,18 +124,17 @@ static uint64_t layout_hash(const tg_ddp *ddp) {
   uint64_t h = 1469598103934665603u;
   for (int b = 0; b < ddp->n_buckets; b++) {
     const ddp_bucket *bk = &ddp->buckets[b];
-    int64_t v[3] = {bk->dtype, bk->device.type, bk->count};
-    for (int i = bk->first; i < bk->first + bk->count; i++) {
-      v[2] = v[2] * 31 + tg_numel(ddp->params[i].param);
-    }
-    for (int k = 0; k < 3; k++) h = (h ^ (uint64_t)v[k]) * 1099511628211u;
+    /* unsigned: the sizes' mix wraps (a signed one would overflow, undefined) */
+    uint64_t v[3] = {(uint64_t)bk->dtype, (uint64_t)bk->device.type, (uint64_t)bk->count};
+    for (int i = bk->first; i < bk->first + bk->count; i++)
+      v[2] = v[2] * 31 + (uint64_t)tg_numel(ddp->params[i].param);
+    for (int k = 0; k < 3; k++) h = (h ^ v[k]) * 1099511628211u;
   }
   return h >> 2; /* fits an int64 whose negation does too */
 }
 
 enum {
-  AGREE_FAILED_RANK,
-  AGREE_STATUS,
+  AGREE_FAILED, /* tg__ddp_failure_key */
   AGREE_PARAMS,
   AGREE_BUCKETS,
   AGREE_NUMEL,
@@ -143,10 +144,8 @@ enum {
 
 tg_status tg__ddp_agree(const tg_ddp *ddp, tg_status local) {
   int64_t mine[AGREE_N] = {0};
-  if (local != TG_OK) {
-    mine[AGREE_FAILED_RANK] = tg_dist_rank() + 1;
-    mine[AGREE_STATUS] = local;
-  } else {
+  mine[AGREE_FAILED] = tg__ddp_failure_key(local);
+  if (local == TG_OK) {
     int64_t numel = 0;
     for (int b = 0; b < ddp->n_buckets; b++) numel += ddp->buckets[b].numel;
     mine[AGREE_PARAMS] = ddp->n_params;
@@ -154,8 +153,10 @@ tg_status tg__ddp_agree(const tg_ddp *ddp, tg_status local) {
     mine[AGREE_NUMEL] = numel;
     mine[AGREE_HASH] = (int64_t)layout_hash(ddp);
   }
-  /* max(v) and -max(-v) in one all-reduce: the largest and smallest value over the ranks. */
-  int64_t both[2 * AGREE_N];
+  /* max(v) and -max(-v) in one all-reduce: the largest and smallest value over the ranks.
+   * Static, not on the stack: a collective that times out may still write its buffer after
+   * we return (comm.h). One thread calls tg_dist (tg/dist.h). */
+  static int64_t both[2 * AGREE_N];
   for (int k = 0; k < AGREE_N; k++) {
     both[k] = mine[k];
     both[AGREE_N + k] = -mine[k];
@@ -163,10 +164,11 @@ tg_status tg__ddp_agree(const tg_ddp *ddp, tg_status local) {
   tg_status st = tg__dist_allreduce_host("tg_ddp_new", both, 2 * AGREE_N, TG_I64, TG_REDUCE_MAX);
   if (st != TG_OK) return st;
   if (local != TG_OK) return local; /* its message is still the one pending */
-  if (both[AGREE_FAILED_RANK] > 0)
-    return tg_set_error((tg_status)both[AGREE_STATUS],
-                        "tg_ddp_new: rank %" PRId64 " failed (%s; its own error says why)",
-                        both[AGREE_FAILED_RANK] - 1, tg_status_name((tg_status)both[AGREE_STATUS]));
+  if (both[AGREE_FAILED] > 0) {
+    tg_status theirs = tg__ddp_failed_status(both[AGREE_FAILED]);
+    return tg_set_error(theirs, "tg_ddp_new: rank %d failed (%s; its own error says why)",
+                        tg__ddp_failed_rank(both[AGREE_FAILED]), tg_status_name(theirs));
+  }
   for (int k = AGREE_PARAMS; k < AGREE_N; k++)
     if (both[k] != -both[AGREE_N + k])
       return tg_set_error(

@@ -78,8 +78,8 @@ struct tg_ddp {
  * holds what was made so far, for tg__ddp_release_layout. */
 tg_status tg__ddp_layout(tg_ddp *ddp, tg_module *m, size_t cap);
 /* Every rank agrees on ok and the layout (one all-reduce): TG_ERR_ARGUMENT naming both
- * sides on every rank when the layouts differ, the local error (or TG_ERR_DIST naming a
- * rank that failed) when any rank is not ok. */
+ * sides on every rank when the layouts differ; when a rank is not ok, its own error there
+ * and on the others a failed rank's status with a message naming it. */
 tg_status tg__ddp_agree(const tg_ddp *ddp, tg_status local);
 /* Releases params, views and flat buffers (the flat buffers are kept alive, leaked, after a
  * failed collective: MPI may still write them). */
@@ -96,6 +96,15 @@ void tg__ddp_comm_send(tg_ddp *ddp, int b);
 tg_status tg__ddp_comm_wait(tg_ddp *ddp, const char *name, double *seconds);
 /* Finishes what is queued, stops and joins the thread. */
 void tg__ddp_comm_stop(tg_ddp *ddp);
+
+/* This rank and a failure's status in one int64 (0 when st is TG_OK), so that a MAX
+ * all-reduce keeps a rank and its own status together (the highest failed rank's); two
+ * values maxed apart could name one rank with another's status. */
+static inline int64_t tg__ddp_failure_key(tg_status st) {
+  return st == TG_OK ? 0 : ((int64_t)tg_dist_rank() + 1) * 65536 + (int64_t)st;
+}
+static inline int tg__ddp_failed_rank(int64_t key) { return (int)(key / 65536) - 1; }
+static inline tg_status tg__ddp_failed_status(int64_t key) { return (tg_status)(key % 65536); }
 
 /* Monotonic seconds. */
 double tg__ddp_now(void);

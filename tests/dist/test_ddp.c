@@ -1,7 +1,8 @@
 /* tg_ddp at any world size (run at np 1 and 2): DDP training equals one process on the
  * global batch, bucketed equals one bucket bit for bit, buckets leave during backward,
  * unused parameters, gradient accumulation with sync off, the error paths, and (np 1) an
- * allocation-failure sweep of new -> backward -> synchronize -> free. */
+ * allocation-failure sweep of new -> backward -> synchronize -> free; (np 2) tg_ddp_new failing
+ * on one rank alone fails on every rank. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -250,6 +251,40 @@ static void test_tied_parameter(void) {
   tg_module_free(m);
 }
 
+/* Parameters of two dtypes, alternating, with buckets that fill up: every bucket holds one
+ * dtype, each parameter's .grad keeps its dtype and gets the mean. */
+static void test_mixed_dtypes(void) {
+  tg_module *m = tg_module_new("mixed");
+  tg_scope sc = tg_scope_begin();
+  const char *names[] = {"a", "b", "c", "d", "e"};
+  for (int i = 0; i < 5; i++)
+    DIST_CHECK_OK(tg_module_register_parameter(
+        m, names[i], tg_ones(TG_SHAPE(2), TG_OPTS(.dtype = i % 2 ? TG_F64 : TG_F32))));
+  tg_ddp *ddp = tg_ddp_new(m, (tg_ddp_options){.bucket_cap_bytes = 8});
+  DIST_CHECK(ddp);
+  tg_ddp_stats st = {0};
+  DIST_CHECK_OK(tg_ddp_stats_get(ddp, &st));
+  DIST_CHECK(st.n_buckets == 5); /* 8 bytes: each F32 pair fills one, each F64 pair is over */
+  for (int s = 0; ddp && s < 2; s++) {
+    DIST_CHECK_OK(tg_module_zero_grad(m));
+    tg_tensor *loss = NULL;
+    for (int i = 0; i < 5; i++) {
+      tg_tensor *p = tg_module_find(m, names[i]);
+      tg_tensor *term = tg_to_dtype(tg_sum(tg_mul_scalar(p, (rank + 1.0) * (i + 1))), TG_F64);
+      loss = loss ? tg_add(loss, term) : term;
+    }
+    DIST_CHECK_OK(tg_ddp_backward(ddp, loss));
+    for (int i = 0; i < 5; i++) {
+      tg_tensor *p = tg_module_find(m, names[i]);
+      DIST_CHECK(tg_grad(p) && tg_tensor_dtype(tg_grad(p)) == tg_tensor_dtype(p));
+      DIST_CHECK(grad_is(p, (size + 1) / 2.0 * (i + 1)));
+    }
+  }
+  tg_scope_end(sc);
+  tg_ddp_free(ddp);
+  tg_module_free(m);
+}
+
 /* (5) Sync off: backward only accumulates; the next synced backward reduces the sum, which
  * equals the local sum of both passes averaged by tg_dist_all_reduce, bit for bit. */
 static void test_no_sync_accumulates(void) {
@@ -274,6 +309,45 @@ static void test_no_sync_accumulates(void) {
   DIST_CHECK(d == 0);
   DIST_CHECK_OK(tg_ddp_stats_get(ddp, &st));
   DIST_CHECK(st.steps == 1);
+  tg_scope_end(sc);
+  tg_ddp_free(ddp);
+  tg_module_free(a.m);
+  tg_module_free(r.m);
+}
+
+static tg_status fail_on_rank1(void *user, tg_tensor *leaf) {
+  (void)user, (void)leaf;
+  return rank == 1 ? tg_set_error(TG_ERR_STATE, "test: a hook fails on rank 1") : TG_OK;
+}
+
+/* Rank 1's backward fails half way (a hook of the test's own, with buckets already gone to
+ * the communication thread on every rank): rank 1 reports its error, the others TG_ERR_DIST
+ * naming it, nobody hangs, and the next step starts a clean round: its gradients equal a
+ * reference's all-reduced one by one, bit for bit. */
+static void test_backward_fails_half_way_on_one_rank(void) {
+  model a = make_model(TG_F64, 13), r = make_model(TG_F64, 13);
+  tg_ddp *ddp = tg_ddp_new(a.m, (tg_ddp_options){.bucket_cap_bytes = 64});
+  DIST_CHECK(ddp);
+  tg_tensor *mid = tg_module_parameter(a.m, 1, NULL); /* the LLTM's: done half way back */
+  int handle = -1;
+  DIST_CHECK_OK(tg_register_post_accumulate_grad_hook(mid, fail_on_rank1, NULL, &handle));
+  tg_scope sc = tg_scope_begin();
+  DIST_CHECK_OK(tg_module_zero_grad(a.m));
+  tg_status st = tg_ddp_backward(ddp, model_loss(&a, 0, shard_begin(), shard_end()));
+  if (rank == 1)
+    DIST_CHECK_ERR(st, TG_ERR_STATE, "a hook fails on rank 1");
+  else
+    DIST_CHECK_ERR(st, TG_ERR_DIST, "rank 1 failed this step (TG_ERR_STATE)");
+  tg_ddp_stats stats = {0};
+  DIST_CHECK_OK(tg_ddp_stats_get(ddp, &stats));
+  DIST_CHECK(stats.steps == 1 && stats.buckets_during_backward > 0);
+  DIST_CHECK_OK(tg_remove_post_accumulate_grad_hook(mid, handle));
+  DIST_CHECK_OK(tg_module_zero_grad(a.m));
+  DIST_CHECK_OK(tg_ddp_backward(ddp, model_loss(&a, 1, shard_begin(), shard_end())));
+  DIST_CHECK_OK(tg_backward(model_loss(&r, 1, shard_begin(), shard_end()), NULL));
+  for (int i = 0; i < tg_module_num_parameters(r.m); i++)
+    DIST_CHECK_OK(tg_dist_all_reduce(tg_grad(tg_module_parameter(r.m, i, NULL)), TG_REDUCE_MEAN));
+  DIST_CHECK(max_grad_diff(a.m, r.m) == 0);
   tg_scope_end(sc);
   tg_ddp_free(ddp);
   tg_module_free(a.m);
@@ -374,6 +448,53 @@ static void test_errors(void) {
   tg_module_free(m);
 }
 
+/* ---- np >= 2: tg_ddp_new fails on rank 1 alone, at each of its host allocations ----
+ * Every rank must then return NULL (none keeps a DDP its peers do not have, which would hang
+ * at its first synchronize): rank 1 with its own TG_ERR_MEMORY, the others with the same
+ * status naming rank 1. Nothing leaks on any rank. */
+static void test_new_fails_on_one_rank(void) {
+  tg_tensor *w, *r0, *never;
+  tg_module *m = small_module(&w, &r0, &never);
+  tg_ddp_options opts = {.bucket_cap_bytes = 8, .no_broadcast = true};
+  int64_t before = tg__host_allocation_count();
+  tg_ddp *ddp = tg_ddp_new(m, opts);
+  int64_t n = tg__host_allocation_count() - before;
+  DIST_CHECK(ddp);
+  tg_ddp_free(ddp);
+  int64_t live = tg_live_objects(); /* with the .grad views the DDP left */
+  int64_t n_max = n;                /* rank 1's count: the sweep runs as long on every rank */
+  DIST_CHECK_OK(tg__dist_allreduce_host("test", &n_max, 1, TG_I64, TG_REDUCE_MAX));
+  int failed = 0;
+  for (int64_t k = 1; k <= n_max + 1; k++) {
+    if (rank == 1) tg__host_fail_allocation(k);
+    ddp = tg_ddp_new(m, opts);
+    tg__host_fail_allocation(0);
+    tg_status st = ddp ? TG_OK : tg_last_error();
+    char message[512];
+    snprintf(message, sizeof message, "%s", tg_last_error_message());
+    tg_clear_error();
+    int64_t got[2] = {ddp != NULL, -(int64_t)(ddp != NULL)}; /* max and -min over the ranks */
+    DIST_CHECK_OK(tg__dist_allreduce_host("test", got, 2, TG_I64, TG_REDUCE_MAX));
+    if (got[0] != -got[1])
+      fprintf(stderr, "rank %d: k=%lld: tg_ddp_new %s here, not on every rank (%s)\n", rank,
+              (long long)k, ddp ? "succeeded" : "failed", message);
+    DIST_CHECK(got[0] == -got[1]);
+    if (!ddp) {
+      failed++;
+      DIST_CHECK(st == TG_ERR_MEMORY);
+      if (rank != 1) DIST_CHECK(strstr(message, "rank 1 failed (TG_ERR_MEMORY"));
+    }
+    tg_ddp_free(ddp);
+    DIST_CHECK(tg_live_objects() == live);
+  }
+  if (rank == 0)
+    printf("tg_ddp_new failing on rank 1 alone: %lld allocations, %d runs failed on every "
+           "rank\n",
+           (long long)n_max, failed);
+  DIST_CHECK(failed > 0);
+  tg_module_free(m);
+}
+
 /* ---- np 1: every host allocation of new -> backward -> synchronize -> free fails once ---- */
 enum { SWEEP_MAX = 4096 };
 
@@ -452,9 +573,12 @@ int main(int argc, char **argv) {
   test_unused_parameters(true);
   test_unused_parameters(false);
   test_tied_parameter();
+  test_mixed_dtypes();
   test_no_sync_accumulates();
   test_replaced_grads();
   test_errors();
+  if (size > 1) test_backward_fails_half_way_on_one_rank();
+  if (size > 1) test_new_fails_on_one_rank();
   if (size == 1) {
     test_alloc_sweep(false);
     test_alloc_sweep(true);
