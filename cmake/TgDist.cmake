@@ -16,6 +16,9 @@
 #   tg_dist_emu     libtg_dist_emu.a on the emulated CUDA build (the static tg_emu, like the CUDA
 #                   suite), for the tests of the host-staging path of CUDA tensors; only with
 #                   TG_BUILD_TESTS. Static so that those tests reach comm.h, as the others do.
+#   tg_dist_nompi   libtg_dist_nompi.a: the same sources with the stub transport, where tg_dist
+#                   has MPI and TG_BUILD_TESTS is on, so that the suite checks the build
+#                   without MPI too (test_dist_unsupported).
 # Sets TG_HAVE_MPI and TG_HAVE_NCCL.
 
 set(TG_MPI "AUTO" CACHE STRING "Build tg_dist with MPI: AUTO (when found), ON, OFF")
@@ -58,19 +61,22 @@ if(TG_NCCL STREQUAL "ON" AND NOT TG_HAVE_NCCL)
                       "(nccl.h, libnccl) with the CUDA toolkit")
 endif()
 
-# The sources: every src/dist/*.c but the transport not chosen, and nccl.c only with NCCL.
+# The sources: every src/dist/*.c but the two transports and nccl.c, which each library adds
+# as it is built.
 file(GLOB TG_DIST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/dist/*.c)
 set(_tg_dist_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/dist)
-if(TG_HAVE_MPI)
-  list(REMOVE_ITEM TG_DIST_SOURCES ${_tg_dist_dir}/comm_none.c)
-else()
-  list(REMOVE_ITEM TG_DIST_SOURCES ${_tg_dist_dir}/comm_mpi.c)
-endif()
-list(REMOVE_ITEM TG_DIST_SOURCES ${_tg_dist_dir}/nccl.c)
+list(REMOVE_ITEM TG_DIST_SOURCES ${_tg_dist_dir}/comm_none.c ${_tg_dist_dir}/comm_mpi.c
+                                 ${_tg_dist_dir}/nccl.c)
 
-# One tg_dist library on top of the tg library `base`; NCCL where `nccl` is true.
-function(_tg_dist_library name type base nccl)
+# One tg_dist library on top of the tg library `base`; with MPI where `mpi` is true, NCCL
+# where `nccl` is.
+function(_tg_dist_library name type base mpi nccl)
   set(sources ${TG_DIST_SOURCES})
+  if(mpi)
+    list(APPEND sources ${_tg_dist_dir}/comm_mpi.c)
+  else()
+    list(APPEND sources ${_tg_dist_dir}/comm_none.c)
+  endif()
   if(nccl)
     list(APPEND sources ${_tg_dist_dir}/nccl.c)
   endif()
@@ -83,10 +89,10 @@ function(_tg_dist_library name type base nccl)
   target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
   target_compile_options(${name} PRIVATE ${TG_WARNINGS})
   target_link_libraries(${name} PUBLIC ${base} PRIVATE Threads::Threads)
-  target_compile_definitions(${name} PRIVATE TG_WITH_MPI=$<BOOL:${TG_HAVE_MPI}>
+  target_compile_definitions(${name} PRIVATE TG_WITH_MPI=$<BOOL:${mpi}>
                                              TG_WITH_NCCL=$<BOOL:${nccl}>)
   set_target_properties(${name} PROPERTIES ${TG_HIDDEN_VISIBILITY})
-  if(TG_HAVE_MPI)
+  if(mpi)
     target_link_libraries(${name} PRIVATE MPI::MPI_C)
   endif()
   if(nccl)
@@ -98,11 +104,14 @@ function(_tg_dist_library name type base nccl)
   endif()
 endfunction()
 
-_tg_dist_library(tg_dist_shared SHARED tg_shared ${TG_HAVE_NCCL})
+_tg_dist_library(tg_dist_shared SHARED tg_shared ${TG_HAVE_MPI} ${TG_HAVE_NCCL})
 set_target_properties(tg_dist_shared PROPERTIES OUTPUT_NAME tg_dist VERSION ${PROJECT_VERSION}
                                                 SOVERSION 0 EXPORT_NAME tg_dist)
-_tg_dist_library(tg_dist STATIC tg ${TG_HAVE_NCCL})
+_tg_dist_library(tg_dist STATIC tg ${TG_HAVE_MPI} ${TG_HAVE_NCCL})
 if(TG_BUILD_TESTS)
   # The emulation has no NCCL: CUDA tensors take the host copy there.
-  _tg_dist_library(tg_dist_emu STATIC tg_emu OFF)
+  _tg_dist_library(tg_dist_emu STATIC tg_emu ${TG_HAVE_MPI} OFF)
+  if(TG_HAVE_MPI)
+    _tg_dist_library(tg_dist_nompi STATIC tg OFF OFF)
+  endif()
 endif()

@@ -50,7 +50,7 @@ no_kernels='^(test_blis_(guard|kernels)|test_(npy|safetensors|file_io|tensor_dic
 no_kernels+='|^(npy_interop|safetensors_interop|dlpack_torch|extension_second_copy)$'
 # tg_dist's transport, module checks and faults move bytes between processes; its DDP tests
 # (dist_ddp_np*, dist_ddp_cuda_emu_*) train a model and stay in.
-no_kernels+='|^(dist_(collectives|module|user_mpi|fault|cuda_emu)_.*|dist_ddp_fault)$'
+no_kernels+='|^(dist_(collectives|module|user_mpi|fault|cuda_emu)_.*|dist_(ddp_fault|unsupported))$'
 
 if [ "$quick" -eq 0 ]; then
   step "build-asan/ (ASan + UBSan)"

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "dist/comm.h"
+#include "tensor/host_memory.h"
 #include "dist_check.h"
 #include "tg/cuda.h"
 
@@ -73,6 +74,38 @@ int main(int argc, char **argv) {
   tg_tensor *flat = ranked(1, 7, TG_F32, cuda);
   DIST_CHECK_OK(tg__dist_allreduce_contiguous("flat", flat, TG_REDUCE_SUM));
   DIST_CHECK(values_are(flat, sum));
+#ifdef TG_CUDA_EMULATION
+  /* The host copy failing on the last rank alone (each of its allocations in turn): that
+   * rank reports TG_ERR_MEMORY; a failure before the data moves (the copy out) is agreed,
+   * the others get TG_ERR_DIST at once (no wait for the timeout); one after it (the copy
+   * back) stays on that rank. The next call works. */
+  if (!tg_dist_has_nccl()) {
+    int64_t before = tg__host_allocation_count();
+    DIST_CHECK_OK(tg__dist_allreduce_contiguous("staged", flat, TG_REDUCE_SUM));
+    const int64_t n = tg__host_allocation_count() - before;
+    int failed_here = 0, agreed = 0;
+    for (int64_t k = 1; k <= n; k++) {
+      if (rank == size - 1) tg__host_fail_allocation(k);
+      tg_status st = tg__dist_allreduce_contiguous("staged", flat, TG_REDUCE_SUM);
+      tg__host_fail_allocation(0);
+      int64_t last = rank == size - 1 ? st : 0;
+      DIST_CHECK_OK(tg__dist_allreduce_host("sweep", &last, 1, TG_I64, TG_REDUCE_MAX));
+      if (rank == size - 1)
+        DIST_CHECK(st == TG_OK || st == TG_ERR_MEMORY);
+      else if (size > 1)
+        DIST_CHECK(st == TG_OK ? last == TG_OK || last == TG_ERR_MEMORY
+                               : st == TG_ERR_DIST && last == TG_ERR_MEMORY);
+      agreed += rank == 0 && st == TG_ERR_DIST;
+      failed_here += last == TG_ERR_MEMORY;
+      tg_clear_error();
+    }
+    DIST_CHECK(failed_here > 0); /* the sweep reached the staging's allocation */
+    DIST_CHECK(size == 1 || rank != 0 || agreed > 0); /* and the copy out's was agreed */
+    tg_tensor *again = ranked(1, 7, TG_F32, cuda);
+    DIST_CHECK_OK(tg__dist_allreduce_contiguous("after", again, TG_REDUCE_SUM));
+    DIST_CHECK(values_are(again, sum));
+  }
+#endif
   /* A CUDA tensor on one rank, a CPU one on the other: TG_ERR_DEVICE on both. */
   if (size > 1) {
     tg_tensor *x = ranked(2, 2, TG_F32, rank == 1 ? cuda : TG_DEVICE_CPU);
