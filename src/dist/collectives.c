@@ -56,10 +56,7 @@ tg_status tg_dist_all_reduce(tg_tensor *t, tg_reduce_op op) {
   const tg__dist_desc mine = tg__dist_describe(st == TG_OK ? t : NULL, op);
   st = tg__dist_check_peers(name, st, &mine, "op");
   if (st == TG_OK && tg_numel(w) > 0) {
-    if (tg_tensor_device(w).type == TG_CPU)
-      st = tg__dist_allreduce_host(name, tg_data_ptr(w), tg_numel(w), tg_tensor_dtype(w), op);
-    else
-      st = tg__dist_allreduce_contiguous(name, w, op);
+    st = tg__dist_allreduce_contiguous(name, w, op); /* routes CPU and CUDA */
     keep_if_failed(w);
     if (st == TG_OK) st = tg_copy_(t, w);
   }

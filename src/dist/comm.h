@@ -27,6 +27,9 @@ tg_status tg__dist_allreduce_host(const char *name, void *buf, int64_t count, tg
 tg_status tg__dist_broadcast_host(const char *name, void *buf, int64_t bytes, int root);
 tg_status tg__dist_barrier_host(const char *name);
 
+/* A monotonic clock in seconds: the transport's deadlines, the DDP's statistics. */
+double tg__dist_now(void);
+
 /* In place on a contiguous tensor on any device, no cross-rank check: a CPU tensor through
  * MPI on its memory; a CUDA tensor through NCCL on tg's stream (queued, ordered with tg's
  * later ops) when tg_dist_has_nccl(), else through a host copy. */

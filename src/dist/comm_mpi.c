@@ -29,12 +29,6 @@ static double timeout_s = 300;
 static int my_rank, n_ranks = 1;
 static atomic_bool failed; /* a collective failed: the job is broken */
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static tg_status mpi_failed(const char *name, const char *call, int code) {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
@@ -49,14 +43,14 @@ static tg_status mpi_failed(const char *name, const char *call, int code) {
 
 /* Polls req until it completes or the timeout passes. */
 static tg_status wait_request(const char *name, MPI_Request *req) {
-  const double start = now_seconds();
+  const double start = tg__dist_now();
   long sleep_ns = 1000;
   for (int polls = 0;; polls++) {
     int done = 0;
     const int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return mpi_failed(name, "MPI_Test", rc);
     if (done) return TG_OK;
-    const double waited = now_seconds() - start;
+    const double waited = tg__dist_now() - start;
     if (waited >= timeout_s) {
       /* The request stays pending: its buffers must outlive the process (comm.h). */
       atomic_store(&failed, true);

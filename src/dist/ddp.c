@@ -33,12 +33,9 @@ static tg_status take_grad(ddp_param *dp) {
 /* One bucket all-reduced on the calling thread (routes NCCL and SYNC). */
 static tg_status reduce_here(tg_ddp *ddp, int b, const char *name) {
   ddp_bucket *bk = &ddp->buckets[b];
-  double t0 = tg__ddp_now();
-  tg_status st = bk->device.type == TG_CPU
-                     ? tg__dist_allreduce_host(name, tg_data_ptr(bk->flat), bk->numel, bk->dtype,
-                                               TG_REDUCE_MEAN)
-                     : tg__dist_allreduce_contiguous(name, bk->flat, TG_REDUCE_MEAN);
-  ddp->stats.allreduce_seconds += tg__ddp_now() - t0;
+  double t0 = tg__dist_now();
+  tg_status st = tg__dist_allreduce_contiguous(name, bk->flat, TG_REDUCE_MEAN);
+  ddp->stats.allreduce_seconds += tg__dist_now() - t0;
   return st;
 }
 
@@ -102,9 +99,9 @@ static void agree_on_failure(tg_ddp *ddp, const char *name) {
    * we return (comm.h). One thread calls tg_dist (tg/dist.h). */
   static int64_t failed;
   failed = tg__ddp_failure_key(ddp->round_error);
-  double t0 = tg__ddp_now();
+  double t0 = tg__dist_now();
   tg_status st = tg__dist_allreduce_host(name, &failed, 1, TG_I64, TG_REDUCE_MAX);
-  ddp->stats.allreduce_seconds += tg__ddp_now() - t0; /* communication too, never hidden */
+  ddp->stats.allreduce_seconds += tg__dist_now() - t0; /* communication too, never hidden */
   if (st != TG_OK) {
     note(ddp, st);
   } else if (failed > 0) {
@@ -136,14 +133,14 @@ static tg_status synchronize(tg_ddp *ddp, const char *name) {
     dp->moved = false;
   }
   note(ddp, send_ready(ddp, false, name));
-  double t0 = tg__ddp_now(), thread_seconds;
+  double t0 = tg__dist_now(), thread_seconds;
   note(ddp, tg__ddp_comm_wait(ddp, name, &thread_seconds));
   ddp->stats.allreduce_seconds += thread_seconds;
   /* Then the buckets left to this thread, in order, after the thread's (same on every rank). */
   for (int b = 0; b < ddp->n_buckets; b++)
     if (ddp->buckets[b].route == DDP_ROUTE_SYNC) note(ddp, reduce_here(ddp, b, name));
   agree_on_failure(ddp, name);
-  ddp->stats.exposed_seconds += tg__ddp_now() - t0;
+  ddp->stats.exposed_seconds += tg__dist_now() - t0;
   ddp->stats.steps++;
   /* A new round. */
   for (int i = 0; i < ddp->n_params; i++) ddp->params[i].ready = false;

@@ -6,6 +6,7 @@
 
 #include "dist/comm.h"
 #include "dist/ddp_internal.h"
+#include "dist/fnv1a.h"
 #include "tensor/host_memory.h"
 
 /* Whether parameter p may join bucket b (same dtype and device). */
@@ -119,16 +120,17 @@ done:
   return st;
 }
 
-/* FNV-1a over the layout: each bucket's dtype, device and its parameters' sizes. */
+/* FNV-1a over the layout: each bucket's dtype, device, count and its parameters' sizes. */
 static uint64_t layout_hash(const tg_ddp *ddp) {
-  uint64_t h = 1469598103934665603u;
+  uint64_t h = TG_DIST_FNV1A_START;
   for (int b = 0; b < ddp->n_buckets; b++) {
     const ddp_bucket *bk = &ddp->buckets[b];
-    /* unsigned: the sizes' mix wraps (a signed one would overflow, undefined) */
-    uint64_t v[3] = {(uint64_t)bk->dtype, (uint64_t)bk->device.type, (uint64_t)bk->count};
-    for (int i = bk->first; i < bk->first + bk->count; i++)
-      v[2] = v[2] * 31 + (uint64_t)tg_numel(ddp->params[i].param);
-    for (int k = 0; k < 3; k++) h = (h ^ v[k]) * 1099511628211u;
+    const int64_t head[3] = {bk->dtype, bk->device.type, bk->count};
+    h = tg__dist_fnv1a(h, head, sizeof head);
+    for (int i = bk->first; i < bk->first + bk->count; i++) {
+      const int64_t numel = tg_numel(ddp->params[i].param);
+      h = tg__dist_fnv1a(h, &numel, sizeof numel);
+    }
   }
   return h >> 2; /* fits an int64 whose negation does too */
 }

@@ -4,25 +4,18 @@
  * handed over until synchronize has waited for the last (comm.h). */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "dist/comm.h"
 #include "dist/ddp_internal.h"
-
-double tg__ddp_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Reduces one bucket (on the thread); records the first error with its message. */
 static void reduce(tg_ddp *ddp, int b) {
   ddp_comm *c = &ddp->comm;
   ddp_bucket *bk = &ddp->buckets[b];
-  double t0 = tg__ddp_now();
+  double t0 = tg__dist_now();
   tg_status st = tg__dist_allreduce_host("tg_ddp (communication thread)", tg_data_ptr(bk->flat),
                                          bk->numel, bk->dtype, TG_REDUCE_MEAN);
-  double dt = tg__ddp_now() - t0;
+  double dt = tg__dist_now() - t0;
   pthread_mutex_lock(&c->mu);
   c->seconds += dt;
   if (st != TG_OK && c->error == TG_OK) {

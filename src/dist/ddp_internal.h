@@ -106,7 +106,4 @@ static inline int64_t tg__ddp_failure_key(tg_status st) {
 static inline int tg__ddp_failed_rank(int64_t key) { return (int)(key / 65536) - 1; }
 static inline tg_status tg__ddp_failed_status(int64_t key) { return (tg_status)(key % 65536); }
 
-/* Monotonic seconds. */
-double tg__ddp_now(void);
-
 #endif

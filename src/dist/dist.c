@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "comm.h"
 #include "transport.h"
@@ -91,4 +92,10 @@ void tg_dist_abort(int exit_code, const char *why) {
   fprintf(stderr, "tg_dist: rank %d: %s\n", my_rank, why ? why : "(no reason given)");
   fflush(NULL); /* what the program printed, before MPI_Abort kills it */
   tg__dist_transport_abort(exit_code);
+}
+
+double tg__dist_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

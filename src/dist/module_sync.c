@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "fnv1a.h"
 #include "tg/autograd.h"
 #include "tensor/host_memory.h"
 
@@ -64,12 +65,6 @@ static tg_status describe(const char *fn, const tg_module *m, text *out) {
   }
   *out = t;
   return TG_OK;
-}
-
-static uint64_t fnv1a(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603u;
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211u;
-  return h;
 }
 
 /* Entry i of the description s as "parameter 'fc.weight' float32 [4, 3]" into out (a name
@@ -192,7 +187,7 @@ static tg_status check_module(const char *fn, const tg_module *m, tg_status loca
   if (st == TG_OK) {
     /* (h, -h) under MIN: min and max of the ranks' hashes (62 bits: -h cannot overflow) */
     static int64_t h[2];
-    h[0] = (int64_t)(fnv1a(mine.data, mine.len) >> 2);
+    h[0] = (int64_t)(tg__dist_fnv1a(TG_DIST_FNV1A_START, mine.data, mine.len) >> 2);
     h[1] = -h[0];
     st = tg__dist_allreduce_host(fn, h, 2, TG_I64, TG_REDUCE_MIN);
     if (st == TG_OK && h[0] != -h[1]) st = name_difference(fn, &mine);

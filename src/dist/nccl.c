@@ -19,12 +19,6 @@ static ncclComm_t nccl_comm;
 static bool have_comm;
 static int comm_device = -1;
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static tg_status nccl_failed(const char *name, const char *call, ncclResult_t rc) {
   tg__dist_mark_failed();
   return tg_set_error(TG_ERR_DIST, "%s: %s failed on rank %d: %s", name, call, tg_dist_rank(),
@@ -33,7 +27,7 @@ static tg_status nccl_failed(const char *name, const char *call, ncclResult_t rc
 
 /* Polls a non-blocking communicator until it is no longer ncclInProgress. */
 static tg_status wait_comm(const char *name, const char *call) {
-  const double start = now_seconds();
+  const double start = tg__dist_now();
   for (;;) {
     ncclResult_t state = ncclSuccess;
     ncclResult_t rc = ncclCommGetAsyncError(nccl_comm, &state);
@@ -41,7 +35,7 @@ static tg_status wait_comm(const char *name, const char *call) {
     if (state == ncclSuccess) return TG_OK;
     if (state != ncclInProgress) return nccl_failed(name, call, state);
     /* The same bound as the MPI collectives. */
-    const double waited = now_seconds() - start;
+    const double waited = tg__dist_now() - start;
     if (waited > tg__dist_timeout_seconds()) {
       tg__dist_mark_failed();
       return tg_set_error(TG_ERR_DIST,
