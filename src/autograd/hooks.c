@@ -6,6 +6,7 @@
 
 #include "node.h"
 #include "tensor/check.h"
+#include "tensor/checked.h"
 
 tg_status tg_register_post_accumulate_grad_hook(tg_tensor *leaf, tg_grad_hook_fn fn, void *user,
                                                 int *handle) {
@@ -22,10 +23,14 @@ tg_status tg_register_post_accumulate_grad_hook(tg_tensor *leaf, tg_grad_hook_fn
   if (h && h->last_id == INT_MAX)
     return tg_set_error(TG_ERR_ARGUMENT, "%s: this tensor has run out of hook numbers", name);
   if (!h || h->count == h->capacity) {
-    int cap = h ? h->capacity * 2 : 2;
-    tg_grad_hooks *grown =
-        tg__host_realloc(h, sizeof *grown + sizeof grown->items[0] * (size_t)cap);
-    if (!grown) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory", name);
+    /* The count stays below INT_MAX (the ids do), so the capacity may stop there. */
+    int cap = !h ? 2 : h->capacity > INT_MAX / 2 ? INT_MAX : h->capacity * 2;
+    int64_t bytes;
+    tg_grad_hooks *grown = NULL;
+    if (!tg__mul_ovf((int64_t)sizeof grown->items[0], cap, &bytes) &&
+        !tg__add_ovf(bytes, (int64_t)sizeof *grown, &bytes))
+      grown = tg__host_realloc(h, (size_t)bytes);
+    if (!grown) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory for %d hooks", name, cap);
     if (!h) grown->count = grown->last_id = 0;
     grown->capacity = cap;
     leaf->post_accumulate_hooks = h = grown;
