@@ -89,12 +89,25 @@ static double max_grad_diff(const tg_module *a, const tg_module *b) {
   return worst;
 }
 
-/* A copy of loss averaged over the ranks: the global batch's loss. */
+/* docs/distributed.md quotes this function ("Logging the loss"; ctest doc_distributed_code). */
+/* The loss over the global batch, for logging: the mean of the ranks' losses (a collective:
+ * every rank calls it). The loss requires grad, which a collective refuses, and the
+ * collective writes its tensor in place: reduce a detached copy, not the graph's own value. */
+static tg_status global_loss(const tg_tensor *loss, double *out) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *copy = tg_clone(tg_detach(loss));
+  tg_status st = copy ? tg_dist_all_reduce(copy, TG_REDUCE_MEAN) : tg_last_error();
+  if (st == TG_OK) st = tg_item(copy, out);
+  tg_scope_end(sc);
+  return st;
+}
+
 static double mean_loss(const tg_tensor *loss) {
-  tg_tensor *l = tg_clone(tg_detach(loss));
   double v = NAN;
-  DIST_CHECK_OK(tg_dist_all_reduce(l, TG_REDUCE_MEAN));
-  DIST_CHECK_OK(tg_item(l, &v));
+  DIST_CHECK_OK(global_loss(loss, &v));
+  /* What the recipe avoids: the loss itself, which requires grad. */
+  DIST_CHECK_ERR(tg_dist_all_reduce((tg_tensor *)loss, TG_REDUCE_MEAN), TG_ERR_STATE,
+                 "requires grad");
   return v;
 }
 
