@@ -46,11 +46,11 @@ static tg_status binary_inplace(const char *op, tg_binary_kind kind, double alph
   return st != TG_OK ? st : finish(a, out);
 }
 
-/* x = a*x + b (the scalar ops: their backward reads nothing saved). */
-static tg_status affine_inplace(const char *op, double a, double b, const tg_tensor *const *in,
-                                tg_tensor **out) {
+/* x = kind(x; a, b) (the scalar ops: their backward reads nothing saved). */
+static tg_status scalar_inplace(const char *op, tg_unary_kind kind, double a, double b,
+                                const tg_tensor *const *in, tg_tensor **out) {
   tg_tensor *x = (tg_tensor *)in[0];
-  tg_status st = tg__unary_into(op, TG_UNARY_AFFINE, a, b, x, x);
+  tg_status st = tg__unary_into(op, kind, a, b, x, x);
   return st != TG_OK ? st : finish(x, out);
 }
 
@@ -92,11 +92,11 @@ tg_status tg__binary_inplace_forward(tg_ctx *ctx, const char *op, tg_binary_kind
 }
 
 tg_status tg__fwd_add_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return affine_inplace("tg_add_scalar_", 1.0, tg_ctx_scalar(ctx, 0), in, out);
+  return scalar_inplace("tg_add_scalar_", TG_UNARY_AFFINE, 1.0, tg_ctx_scalar(ctx, 0), in, out);
 }
 
 tg_status tg__fwd_mul_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return affine_inplace("tg_mul_scalar_", tg_ctx_scalar(ctx, 0), 0.0, in, out);
+  return scalar_inplace("tg_mul_scalar_", TG_UNARY_MUL_SCALAR, tg_ctx_scalar(ctx, 0), 0.0, in, out);
 }
 
 /* ---- front ends ---- */
