@@ -188,7 +188,10 @@ tg_tensor *tg_as_strided(const tg_tensor *t, int ndim, const int64_t *sizes, con
 /* ---- copies and element access ---- */
 tg_tensor *tg_contiguous(const tg_tensor *t); /* t itself (a new reference) if already contiguous */
 tg_tensor *tg_clone(const tg_tensor *t);
-/* Copies src into dst, broadcasting src and converting its dtype; devices may differ. */
+/* Copies src into dst, broadcasting src and converting its dtype; devices may differ. src
+ * may overlap dst in memory (its transpose, a shifted window): dst gets src's values from
+ * before the copy (tg reads src through a temporary then; PyTorch refuses a partial
+ * overlap: docs/conventions.md). */
 tg_status tg_copy_(tg_tensor *dst, const tg_tensor *src);
 tg_status tg_fill_(tg_tensor *t, double value);
 tg_status tg_zero_(tg_tensor *t);

@@ -204,6 +204,28 @@ static tg_tensor *on_device(tg_dtype dtype, int ndim, const int64_t *sizes, cons
   return t;
 }
 
+/* A source overlapping the destination is read whole first, as on the CPU: copy_ of the
+ * transpose and of shifted windows, and an in-place add of the transpose. */
+TG_CUDA_TEST(cuda_ops, overlapping_source_is_read_before_the_write) {
+  for (int dt = TG_F32; dt <= TG_F64; dt++) {
+    tg_options o = {.dtype = (tg_dtype)dt, .device = TG_CUDA0};
+    tg_tensor *m = tg_view(tg_arange(1, 10, 1, o), TG_SHAPE(3, 3));
+    cr_assert_eq(tg_copy_(m, tg_t(m)), TG_OK, "%s", tg_last_error_message());
+    tg_test_expect_values(m, 9, (const double[]){1, 4, 7, 2, 5, 8, 3, 6, 9}, 0);
+    cr_assert_eq(tg_add_(m, tg_t(m)), TG_OK, "%s", tg_last_error_message());
+    tg_test_expect_values(m, 9, (const double[]){2, 6, 10, 6, 10, 14, 10, 14, 18}, 0);
+    tg_tensor *x = tg_arange(0, 6, 1, o);
+    cr_assert_eq(tg_copy_(tg_narrow(x, 0, 1, 5), tg_narrow(x, 0, 0, 5)), TG_OK);
+    tg_test_expect_values(x, 6, (const double[]){0, 0, 1, 2, 3, 4}, 0);
+    x = tg_arange(0, 6, 1, o);
+    cr_assert_eq(tg_copy_(tg_narrow(x, 0, 0, 5), tg_narrow(x, 0, 1, 5)), TG_OK);
+    tg_test_expect_values(x, 6, (const double[]){1, 2, 3, 4, 5, 5}, 0);
+    x = tg_arange(0, 6, 1, o);
+    cr_assert_eq(tg_add_(tg_narrow(x, 0, 1, 5), tg_narrow(x, 0, 0, 5)), TG_OK);
+    tg_test_expect_values(x, 6, (const double[]){0, 1, 3, 5, 7, 9}, 0);
+  }
+}
+
 /* The scalar kinds and the gradients fixed at the edges agree with the CPU's values: -0
  * kept by mul_scalar, x / s for a tiny s, elu'(+inf) = 1, d(a/b)/db = -0 for a = 0 and a
  * subnormal b. */
