@@ -94,6 +94,33 @@ TG_TEST(views, chunk_and_split_cover_the_dim) {
   tg_scope_end(sc);
 }
 
+/* As torch.chunk: a dim of size 0 gives `chunks` empty pieces; torch.split gives one, and
+ * only there takes split_size 0. */
+TG_TEST(views, chunk_and_split_of_an_empty_dim) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *t = tg_zeros(TG_SHAPE(2, 0), TG_OPTS(.dtype = TG_F64));
+  tg_tensor *parts[4];
+  int n = 0;
+  cr_assert_eq(tg_chunk(t, 3, 1, parts, &n), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(n, 3);
+  for (int k = 0; k < 3; k++) tg_assert_sizes(parts[k], 2, 0);
+  cr_assert_eq(tg_chunk(t, 1, -1, parts, &n), TG_OK);
+  cr_assert_eq(n, 1);
+  cr_assert_eq(tg_chunk(t, 4, 0, parts, &n), TG_OK); /* the non-empty dim: 2 pieces */
+  cr_assert_eq(n, 2);
+  tg_assert_sizes(parts[1], 1, 0);
+  cr_assert_eq(tg_split(t, 3, 1, parts, 4, &n), TG_OK);
+  cr_assert_eq(n, 1);
+  tg_assert_sizes(parts[0], 2, 0);
+  cr_assert_eq(tg_split(t, 0, 1, parts, 4, &n), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(n, 1);
+  cr_assert_eq(tg_split(t, 0, 0, parts, 4, &n), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_split", "split_size 0", "[2, 0]", "size 2");
+  cr_assert_eq(tg_split(t, -1, 1, parts, 4, &n), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_split", "split_size -1");
+  tg_scope_end(sc);
+}
+
 /* A source that overlaps the destination is read whole before anything is written: the
  * transpose of a matrix into itself, and a window shifted either way (x[1:] = x[:-1],
  * x[:-1] = x[1:]). */
