@@ -265,6 +265,7 @@ static tg_status run_node(const char *name, tg_node *node, const tg_backward_opt
   bool was = tg_set_grad_enabled(record);
   ctx->accumulating = accumulate_leaves && !opts->create_graph;
   st = op->backward(ctx, (const tg_tensor *const *)node->grads, grad_inputs);
+  if (st != TG_OK) st = tg__kernel_failed(op->name, "backward", st);
   st = release_destinations(name, node, grad_inputs, st, hooks);
   tg_set_grad_enabled(was);
   if (st != TG_OK) return st;
