@@ -234,7 +234,15 @@ TG_TEST(views, bad_views_are_errors_naming_op_argument_and_sizes) {
   cr_assert_null(tg_slice(t, 0, 0, 2, 0));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_slice", "step 0");
   cr_assert_null(tg_expand(t, TG_SHAPE(3, 8)));
-  tg_expect_error(TG_ERR_SHAPE, "tg_expand", "[3, 4]", "[3, 8]", "dim 1 has size 4");
+  tg_expect_error(TG_ERR_SHAPE, "tg_expand", "[3, 4]", "[3, 8]", "dim 1 has size 4, not 1 or 8");
+  /* a negative size other than -1 is named as such (was "dim 0 has size 1, not 1") */
+  tg_tensor *one = tg_zeros(TG_SHAPE(1), TG_OPTS_DEFAULT);
+  cr_assert_null(tg_expand(one, TG_SHAPE(-2)));
+  tg_expect_error(TG_ERR_SHAPE,
+                  "tg_expand: cannot expand [1] to [-2]: size -2 for dim 0 is negative (only -1, "
+                  "keep the size, is allowed)");
+  cr_assert_null(tg_expand(one, TG_SHAPE(-3, 1)));
+  tg_expect_error(TG_ERR_SHAPE, "size -3 for dim 0 is negative");
   cr_assert_null(tg_expand(t, TG_SHAPE(4)));
   tg_expect_error(TG_ERR_SHAPE, "tg_expand", "1 dims");
   cr_assert_null(tg_permute(t, 2, (int[]){0, 0}));

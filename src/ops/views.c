@@ -553,8 +553,9 @@ tg_status tg__fwd_expand(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **ou
     int src = d - lead;
     if (src >= 0 && t->sizes[src] != 1 && t->sizes[src] != sizes[d])
       return tg_set_error(TG_ERR_SHAPE,
-                          "tg_expand: cannot expand %s to %s: dim %d has size %lld, not 1",
-                          tg__sizes_str(t), tg__dims_str(ndim, sizes), d, (long long)t->sizes[src]);
+                          "tg_expand: cannot expand %s to %s: dim %d has size %lld, not 1 or %lld",
+                          tg__sizes_str(t), tg__dims_str(ndim, sizes), d, (long long)t->sizes[src],
+                          (long long)sizes[d]);
     strides[d] = src < 0 || (t->sizes[src] == 1 && sizes[d] != 1) ? 0 : t->strides[src];
   }
   out[0] = make_view(t, ndim, sizes, strides, t->offset);
@@ -585,10 +586,18 @@ tg_tensor *tg_expand(const tg_tensor *t, int ndim, const int64_t *sizes) {
       }
       want = t->sizes[src];
     }
-    if (want < 0 || (src >= 0 && t->sizes[src] != 1 && t->sizes[src] != want)) {
-      tg_set_error(TG_ERR_SHAPE, "tg_expand: cannot expand %s to %s: dim %d has size %lld, not 1",
-                   tg__sizes_str(t), tg__dims_str(ndim, sizes), d,
-                   (long long)(src >= 0 ? t->sizes[src] : want));
+    if (want < 0) {
+      tg_set_error(TG_ERR_SHAPE,
+                   "tg_expand: cannot expand %s to %s: size %lld for dim %d is negative (only -1, "
+                   "keep the size, is allowed)",
+                   tg__sizes_str(t), tg__dims_str(ndim, sizes), (long long)want, d);
+      return NULL;
+    }
+    if (src >= 0 && t->sizes[src] != 1 && t->sizes[src] != want) {
+      tg_set_error(TG_ERR_SHAPE,
+                   "tg_expand: cannot expand %s to %s: dim %d has size %lld, not 1 or %lld",
+                   tg__sizes_str(t), tg__dims_str(ndim, sizes), d, (long long)t->sizes[src],
+                   (long long)want);
       return NULL;
     }
     resolved[d] = want;
