@@ -5,8 +5,9 @@
  * PyTorch raised must fail in tg too. Disagreements listed in
  * tests/parity/known_differences.txt are reported but pass; an entry that no longer matches
  * any disagreement fails the test, so the list stays honest. tests/parity/README.md says
- * more. TG_PARITY_VERBOSE=1 prints the known differences as well; TG_PARITY_ONLY=<glob>
- * runs the matching cases alone (and skips the stale-entry check). */
+ * more. TG_PARITY_VERBOSE=1 prints the known differences as well, TG_PARITY_ALL_ELEMENTS=1
+ * every disagreeing element; TG_PARITY_ONLY=<glob> runs the matching cases alone (and skips
+ * the stale-entry check). */
 #include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
@@ -133,6 +134,7 @@ static int64_t ordered(double v, bool f32) {
  * where(..., 0)), so they are counted, not failed, unless TG_PARITY_STRICT_ZERO_GRAD is set. */
 static int zero_sign_grads;
 static bool strict_zero_grads;
+static bool all_elements; /* TG_PARITY_ALL_ELEMENTS: print every disagreeing element */
 
 static bool values_agree(double want, double got, int tol, double atol, bool f32, bool grad) {
   if (isnan(want) || isnan(got)) return isnan(want) && isnan(got);
@@ -176,7 +178,7 @@ static bool tensors_agree(const pt_tensor *want, const tg_tensor *got, const pt_
   void *buf = calloc(n, es);
   bool ok = buf && tg_to_host_array(got, buf, n * es) == TG_OK;
   if (!ok) snprintf(why, len, "cannot read the values: %s", tg_last_error_message());
-  for (int64_t k = 0; ok && k < want->numel; k++) {
+  for (int64_t k = 0; (ok || all_elements) && k < want->numel; k++) {
     if (want->dtype == TG_I64) {
       int64_t g = ((int64_t *)buf)[k];
       if (g != want->i[k])
@@ -186,9 +188,15 @@ static bool tensors_agree(const pt_tensor *want, const tg_tensor *got, const pt_
     }
     bool f32 = want->dtype == TG_F32;
     double g = f32 ? (double)((float *)buf)[k] : ((double *)buf)[k];
-    if (!values_agree(want->f[k], g, tol, atol, f32, grad))
-      ok = false, snprintf(why, len, "element %lld: %.17g (%a), PyTorch %.17g (%a)", (long long)k,
-                           g, g, want->f[k], want->f[k]);
+    if (!values_agree(want->f[k], g, tol, atol, f32, grad)) {
+      if (all_elements)
+        printf("  %s %s element %lld: %.17g (%a), PyTorch %.17g (%a)\n", c->id,
+               grad ? "grad" : "output", (long long)k, g, g, want->f[k], want->f[k]);
+      if (ok)
+        snprintf(why, len, "element %lld: %.17g (%a), PyTorch %.17g (%a)", (long long)k, g, g,
+                 want->f[k], want->f[k]);
+      ok = false;
+    }
   }
   free(buf);
   return ok;
@@ -278,6 +286,7 @@ TG_TEST(parity, against_pytorch, .timeout = 600) {
   const char *only = getenv("TG_PARITY_ONLY");
   bool verbose = getenv("TG_PARITY_VERBOSE") != NULL;
   strict_zero_grads = getenv("TG_PARITY_STRICT_ZERO_GRAD") != NULL;
+  all_elements = getenv("TG_PARITY_ALL_ELEMENTS") != NULL;
   static op_stats stats[MAX_OPS];
   int n_ops = 0, passed = 0, n_known_hit = 0, failed = 0, run = 0;
   printf("parity: references %s\n", refs.header);

@@ -320,6 +320,52 @@ static tg_status pt_full_like(PT_ARGS) {
   return one(out, nout, tg_full_like(in[0], p[0]));
 }
 
+/* ---- element access and comparing: a value comes back as a 0-dim F64 tensor ---- */
+static tg_status value(tg_tensor **out, int *nout, double v) {
+  if (tg_last_error() != TG_OK) return *nout = 0, tg_last_error();
+  return one(out, nout, tg_scalar(v, TG_OPTS(.dtype = TG_F64)));
+}
+static tg_status pt_expand_as(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_expand_as(in[0], in[1]));
+}
+static tg_status pt_to_device(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_to_device(in[0], TG_DEVICE_CPU));
+}
+static tg_status pt_item(PT_ARGS) {
+  PT_UNUSED;
+  double v = 0;
+  tg_status s = tg_item(in[0], &v);
+  return s != TG_OK ? (*nout = 0, s) : value(out, nout, v);
+}
+static tg_status pt_get(PT_ARGS) {
+  PT_UNUSED;
+  double v = 0;
+  tg_status s = tg_get(in[0], ip, &v);
+  return s != TG_OK ? (*nout = 0, s) : value(out, nout, v);
+}
+static tg_status pt_set(PT_ARGS) {
+  PT_UNUSED;
+  return inplace(out, nout, in[0], tg_set(in[0], ip, p[0]));
+}
+static tg_status pt_all_finite(PT_ARGS) {
+  PT_UNUSED;
+  return value(out, nout, tg_all_finite(in[0]));
+}
+static tg_status pt_allclose(PT_ARGS) {
+  PT_UNUSED;
+  return value(out, nout, tg_allclose(in[0], in[1], p[0], p[1]));
+}
+static tg_status pt_allclose_nan(PT_ARGS) {
+  PT_UNUSED;
+  return value(out, nout, tg_allclose_ex(in[0], in[1], p[0], p[1], true));
+}
+static tg_status pt_max_abs_diff(PT_ARGS) {
+  PT_UNUSED;
+  return value(out, nout, tg_max_abs_diff(in[0], in[1]));
+}
+
 #define ROW(name)                                                                                  \
   { #name, pt_##name }
 static const struct {
@@ -427,6 +473,15 @@ static const struct {
     ROW(arange),
     ROW(zeros_like),
     ROW(ones_like),
+    ROW(expand_as),
+    ROW(to_device),
+    ROW(item),
+    ROW(get),
+    ROW(set),
+    ROW(all_finite),
+    ROW(allclose),
+    ROW(allclose_nan),
+    ROW(max_abs_diff),
     ROW(full_like),
 };
 

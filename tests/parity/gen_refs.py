@@ -158,6 +158,7 @@ def binary_cases(inplace=False, p=(), grad=True, all_edges=True):
         for tag, v in EDGES[dt]:
             if all_edges or tag in SOME_EDGES:
                 out.append(case("b=" + tag, [ev, full(ev.shape, v, dt)], p))
+        out.append(case("edges/gz", [ev, ev.flip(0)], p, gp="cycz"))  # upstream with 0 and NaN
         rg = None if not inplace else False
         out.append(case("lay=t,s", [In(vals([3, 4], 1, dt), "t", rg), In(vals([3, 4], 2, dt), "s")], p))
         out.append(case("lay=s,e0", [In(vals([3, 4], 1, dt), "s", rg), In(vals([3, 4], 2, dt)[:1].expand(3, 4), "e0")], p))
@@ -244,6 +245,15 @@ def mm_cases(kind):
             out.append(case("a00=" + tag, [a2, b]))
         out.append(case("ovf", [full([2, 2], big, dt), full([2, 2], big, dt)]))
         out.append(case("ovf-", [full([2, 2], big, dt), torch.tensor([[big, -big], [big, -big]], dtype=DT[dt])]))
+        a9, b9 = vals([6, 9], 4, dt), vals([9, 7], 5, dt)
+        out.append(case("6x9x7", [a9, b9]))
+        for tag, v in (("inf", INF), ("nan", NAN), ("big", big)) if kind == "mm" else ():
+            a2 = a9.clone()
+            a2[2, 3] = v
+            out.append(case("6x9x7/a23=" + tag, [a2, In(b9, "t")]))
+        out.append(case("6x9x7/ovf", [full([6, 9], big, dt), full([9, 7], big, dt)]))
+        if kind == "mm":
+            out.append(case("6x9x7/big*tiny", [full([6, 9], big, dt), full([9, 7], 1 / big, dt)]))
         out.append(case("k=0", [vals([3, 0], 1, dt), vals([0, 2], 1, dt)]))
         out.append(case("m=0", [vals([0, 4], 1, dt), b]))
         out.append(case("negzero", [full([2, 2], -0.0, dt), full([2, 2], 1.0, dt)]))
@@ -404,6 +414,69 @@ def view_cases(dt):
                         case("edges", [edge_vec(dt).reshape(3, 7)], ip=[1, 7]),
                         case("bad", [vals([3, 4], 1, dt)], ip=[2, 4]), case("empty", [vals([0, 4], 1, dt)], ip=[1, 4])],
     }
+
+
+def access_cases(kind):
+    def gen(dt):
+        x = In(vals([3, 4], 1, dt), "t", False)
+        if kind == "item":
+            return [case("1el", [In(vals([1, 1], 2, dt), "c", False)]), case("0d", [In(vals([], 2, dt), "c", False)]),
+                    case("many", [x]), case("empty", [In(vals([0], 1, dt), "c", False)]),
+                    case("nan", [In(torch.tensor([NAN], dtype=DT[dt]), "c", False)])]
+        if kind == "get":
+            return [case("1,2", [x], ip=[1, 2]), case("oob", [x], ip=[3, 0]), case("neg", [x], ip=[-1, 0]),
+                    case("i64", [In(torch.tensor([[2**53 + 1, -5]]), "c", False)], ip=[0, 0])]
+        if kind == "set":
+            return ([case("v=" + t, [In(vals([2, 2], 1, dt), "s", False)], p=[v], ip=[1, 0]) for t, v in EDGES[dt][:6]] +
+                    [case("oob", [x], p=[1.0], ip=[0, 4]),
+                     case("into=e0", [In(vals([3, 4], 1, dt)[:1].expand(3, 4), "e0", False)], p=[1.0], ip=[1, 1])] +
+                    ([case("v=1e300", [In(vals([2, 2], 1, dt), "c", False)], p=[1e300], ip=[0, 0])] if dt == "f32" else
+                     [case("i64/v=2.7", [In(torch.zeros([1, 2], dtype=torch.int64), "c", False)], p=[2.7], ip=[0, 1])]))
+        if kind == "expand_as":
+            return [case("row", [In(vals([1, 4], 1, dt)), In(vals([3, 4], 2, dt), "c", False)]),
+                    case("newdim", [In(vals([4], 1, dt)), In(vals([2, 4], 2, dt), "c", False)]),
+                    case("bad", [In(vals([3, 2], 1, dt)), In(vals([3, 4], 2, dt), "c", False)])]
+        if kind == "to_device":
+            return [case("cpu", [In(vals([3, 4], 1, dt), "t")])]
+        if kind == "all_finite":
+            return [case("v=" + t, [In(torch.tensor([1.0, v], dtype=DT[dt]), "c", False)]) for t, v in EDGES[dt][:6]] + [
+                case("empty", [In(vals([0], 1, dt), "c", False)])] + (
+                [case("i64", [In(torch.tensor([1, 2]), "c", False)])] if dt == "f64" else [])
+        if kind in ("allclose", "allclose_nan", "max_abs_diff"):
+            out = []
+            ev = edge_vec(dt)
+            for tag, v in EDGES[dt]:
+                if kind == "allclose" or tag in SOME_EDGES:
+                    out.append(case("b=" + tag, [In(ev, "c", False), In(full(ev.shape, v, dt), "c", False)], p=[1e-5, 1e-8]))
+            out.append(case("same", [In(ev, "c", False), In(ev.clone(), "s", False)], p=[0, 0]))
+            out.append(case("bcast", [In(vals([3, 4], 1, dt), "t", False), In(vals([4], 1, dt), "c", False)], p=[0.1, 0.5]))
+            out.append(case("empty", [In(vals([0, 4], 1, dt), "c", False), In(vals([0, 4], 1, dt), "c", False)], p=[0, 0]))
+            out.append(case("badshape", [In(vals([3, 4], 1, dt), "c", False), In(vals([3], 1, dt), "c", False)], p=[0, 0]))
+            out.append(case("tol=inf", [In(vals([3], 1, dt), "c", False), In(full([3], INF, dt), "c", False)], p=[INF, 0]))
+            if dt == "f64":
+                out.append(case("promote", [In(vals([3], 1, "f32"), "c", False), In(vals([3], 1, "f64"), "c", False)], p=[0, 0]))
+            return out
+        raise ValueError(kind)
+
+    return gen
+
+
+def scalar_result(v):
+    return (torch.tensor(float(v), dtype=torch.float64),)
+
+
+def get_f(xs, p, ip):
+    return scalar_result(xs[0][tuple(ip)].item())
+
+
+def set_f(xs, p, ip):
+    xs[0][tuple(ip)] = p[0]
+    return (xs[0],)
+
+
+def max_abs_diff_f(xs, p, ip):
+    a, b = torch.broadcast_tensors(xs[0].double(), xs[1].double())
+    return scalar_result((a - b).abs().max().item() if a.numel() else 0.0)
 
 
 def copy_cases(dt):
@@ -664,6 +737,17 @@ for name, fn in VIEW_FNS.items():
 op("copy_", lambda xs, p, ip: (inplace_target(xs[0]).copy_(xs[1]),), copy_cases, 0)
 op("to_dtype", lambda xs, p, ip: to_dt(xs[0], ip), to_dtype_cases, 0)
 op("fill_", lambda xs, p, ip: (xs[0].fill_(p[0]),), fill_cases, 0)
+op("expand_as", lambda xs, p, ip: (xs[0].expand_as(xs[1]),), access_cases("expand_as"), 0)
+op("to_device", lambda xs, p, ip: (xs[0].to("cpu"),), access_cases("to_device"), 0)
+op("item", lambda xs, p, ip: scalar_result(xs[0].item()), access_cases("item"), 0)
+op("get", get_f, access_cases("get"), 0)
+op("set", set_f, access_cases("set"), 0)
+op("all_finite", lambda xs, p, ip: scalar_result(bool(torch.isfinite(xs[0]).all())), access_cases("all_finite"), 0)
+op("allclose", lambda xs, p, ip: scalar_result(torch.allclose(*torch.broadcast_tensors(xs[0], xs[1]), rtol=p[0], atol=p[1])),
+   access_cases("allclose"), 0)
+op("allclose_nan", lambda xs, p, ip: scalar_result(torch.allclose(*torch.broadcast_tensors(xs[0], xs[1]), rtol=p[0], atol=p[1], equal_nan=True)),
+   access_cases("allclose_nan"), 0)
+op("max_abs_diff", max_abs_diff_f, access_cases("max_abs_diff"), 0)
 op("zero_", lambda xs, p, ip: (xs[0].zero_(),), lambda dt: fill_cases(dt)[:1] + fill_cases(dt)[-3:-1], 0)
 op("zeros", creation(lambda p, s, d: torch.zeros(s, dtype=d)), creation_cases("zeros"), 0)
 op("ones", creation(lambda p, s, d: torch.ones(s, dtype=d)), creation_cases("ones"), 0)
@@ -758,6 +842,9 @@ def run_case(name, dt, c):
 
 
 def main():
+    """gen_refs.py [--out PATH] [--check]: --check compares with the committed refs.txt."""
+    args = sys.argv[1:]
+    out_path = args[args.index("--out") + 1] if "--out" in args else OUT
     torch.set_num_threads(1)
     src = open(os.path.abspath(__file__), "rb").read()
     digest = hashlib.sha256(src).hexdigest()
@@ -771,9 +858,23 @@ def main():
                 ncases += 1
     head = ["# tg parity references: generated by tests/parity/gen_refs.py; do not edit",
             "H torch=%s gen_sha256=%s ops=%d cases=%d" % (torch.__version__, digest, nops, ncases)]
-    with open(OUT, "w") as f:
-        f.write("\n".join(head + body) + "\n")
-    print("%s: %d cases over %d ops, %d bytes" % (OUT, ncases, nops, os.path.getsize(OUT)))
+    text = "\n".join(head + body) + "\n"
+    if "--check" in args:
+        old = open(OUT).read().splitlines()
+        for k, (a, b) in enumerate(zip(old, text.splitlines())):
+            if a != b:
+                print("refs.txt:%d differs from what torch %s gives now:\n  refs: %s\n  now:  %s"
+                      % (k + 1, torch.__version__, a[:200], b[:200]))
+                return 1
+        if len(old) != len(text.splitlines()):
+            print("refs.txt has %d lines, the generator %d" % (len(old), len(text.splitlines())))
+            return 1
+        print("refs.txt is what torch %s gives: %d cases over %d ops" % (torch.__version__, ncases, nops))
+        return 0
+    with open(out_path, "w") as f:
+        f.write(text)
+    print("%s: %d cases over %d ops, %d bytes" % (out_path, ncases, nops, os.path.getsize(out_path)))
+    return 0
 
 
 if __name__ == "__main__":
