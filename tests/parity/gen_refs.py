@@ -168,6 +168,7 @@ def binary_cases(inplace=False, p=(), grad=True, all_edges=True):
         out.append(case("bcast=row", [vals([3, 4], 1, dt), vals([4], 2, dt)], p))
         out.append(case("bcast=0d", [vals([3, 4], 1, dt), vals([], 2, dt)], p))
         out.append(case("ties", [vals([3, 4], 1, dt), vals([3, 4], 1, dt)], p))
+        out.append(case("bcast=3d", [In(vals([2, 3, 4], 1, dt), "t", rg), vals([3, 1], 2, dt)], p))
         out.append(case("empty", [vals([0, 4], 1, dt), vals([4], 2, dt)], p))
         out.append(case("badshape", [vals([3, 4], 1, dt), vals([3], 2, dt)], p))
         if not inplace:
@@ -208,6 +209,8 @@ def reduce_cases(has_dim=True, ties=False):
         out.append(case("0d", [vals([], 3, dt)]))
         out.append(case("ties", [torch.tensor([[1.0, 3.0, 3.0], [2.0, 2.0, 1.0]], dtype=DT[dt])]))
         out.append(case("ties0", [torch.tensor([[0.0, -0.0], [-0.0, 0.0]], dtype=DT[dt])]))
+        out.append(case("3d", [In(vals([2, 3, 4], 2, dt), "t")]))
+        out.append(case("3d/nan", [torch.tensor([[[1.0, NAN], [2.0, 3.0]], [[NAN, NAN], [-1.0, INF]]], dtype=DT[dt])]))
         if dt == "f64":
             out.append(case("int", [vals([2, 3], 1).mul(4).long()]))
         return out
@@ -216,14 +219,15 @@ def reduce_cases(has_dim=True, ties=False):
         out = []
         for c in gen(dt):
             x = c["ins"][0].t
-            dims = range(-1, max(x.dim(), 1))
+            pairs = [(d, k) for d in range(-1, max(x.dim(), 1)) for k in (0, 1)]
             if c["tag"].startswith("v="):  # the edge values: one reduced dim is enough
-                dims = (1,)
-            for dim in dims:
+                pairs = [(1, 0)]
+            elif c["tag"] not in ("3d", "lay=t", "empty", "0d", "ties"):
+                pairs = [(-1, 0), (0, 1)]
+            for dim, kd in pairs:
                 if x.dim() == 0 and dim not in (0, -1):
                     continue
-                for kd in (0, 1) if len(dims) > 1 else (0,):
-                    out.append(case(c["tag"] + "/d=%d,k=%d" % (dim, kd), c["ins"], ip=[dim, kd]))
+                out.append(case(c["tag"] + "/d=%d,k=%d" % (dim, kd), c["ins"], ip=[dim, kd]))
         out.append(case("baddim", [vals([2, 3], 0, dt)], ip=[2, 0]))
         return out
 
@@ -301,6 +305,7 @@ def softmax_cases(dt):
         out.append(case("d=%d" % dim, [vals([3, 4], 1, dt)], ip=[dim]))
     for lay in ("t", "s", "e0"):
         out.append(case("lay=" + lay, [In(vals([3, 4], 1, dt), lay)], ip=[1]))
+    out.append(case("3d/d=1", [In(vals([2, 3, 4], 1, dt), "t")], ip=[1]))
     out.append(case("empty", [vals([0, 4], 1, dt)], ip=[1]))
     out.append(case("empty/d=0", [vals([0, 4], 1, dt)], ip=[0]))
     out.append(case("0d", [vals([], 1, dt)], ip=[0]))
@@ -312,7 +317,8 @@ def mse_cases(dt):
     out = [case("lay=c", [vals([3, 4], 1, dt), vals([3, 4], 2, dt)]),
            case("lay=t,s", [In(vals([3, 4], 1, dt), "t"), In(vals([3, 4], 2, dt), "s")]),
            case("empty", [vals([0, 4], 1, dt), vals([0, 4], 2, dt)]),
-           case("badshape", [vals([3, 4], 1, dt), vals([3, 5], 2, dt)])]
+           case("badshape", [vals([3, 4], 1, dt), vals([3, 5], 2, dt)]),
+           case("bcast", [vals([3, 4], 1, dt), vals([4], 2, dt)])]
     for tag, v in EDGES[dt]:
         out.append(case("a=" + tag, [torch.tensor([v, 1.0], dtype=DT[dt]), torch.tensor([0.5, 1.0], dtype=DT[dt])]))
     return out
@@ -349,6 +355,7 @@ def catstack_cases(kind):
         for dim in (0, 1, -1) if kind == "cat" else (0, 1, 2, -1):
             out.append(case("d=%d" % dim, [a, In(b, "t"), In(c, "s")], ip=[dim]))
         out.append(case("one", [a], ip=[0]))
+        out.append(case("3d", [In(vals([2, 3, 4], 1, dt), "t"), vals([2, 3, 4], 2, dt)], ip=[1]))
         out.append(case("expanded", [In(a[:1].expand(2, 3), "e0"), b], ip=[0]))
         out.append(case("empty", [vals([0, 3], 1, dt), a], ip=[0]))
         out.append(case("badshape", [a, vals([3, 2], 1, dt)], ip=[0]))
@@ -358,6 +365,7 @@ def catstack_cases(kind):
             out.append(case("d=1/sizes", [a, vals([2, 1], 3, dt)], ip=[1]))
         if dt == "f64":
             out.append(case("promote", [a.float(), b], ip=[0]))
+            out.append(case("promote=i64", [In(a.long()), b], ip=[0]))
         return out
 
     return gen
@@ -762,6 +770,10 @@ op("full_like", lambda xs, p, ip: (torch.full_like(xs[0], p[0]),), creation_case
 # ---- running and writing ------------------------------------------------------------------
 
 
+def edge_tokens(dt):
+    return [fmt(v, dt) for v in edge_vec(dt).tolist()]
+
+
 def run_length(tokens):
     """Three or more equal values in a row as `value*count`."""
     out, k = [], 0
@@ -779,7 +791,8 @@ def tensor_line(tag, t, extra=""):
     t = t.detach().contiguous().reshape(-1)
     if t.dtype == torch.bool:
         t = t.long()
-    vs = " ".join(run_length([fmt(v, dt) for v in t.tolist()]))
+    tokens = [fmt(v, dt) for v in t.tolist()]
+    vs = "@e" if dt in EDGES and tokens == edge_tokens(dt) else " ".join(run_length(tokens))
     return "%s %s%s : %s" % (tag, dt, extra, vs)
 
 
@@ -858,6 +871,7 @@ def main():
                 ncases += 1
     head = ["# tg parity references: generated by tests/parity/gen_refs.py; do not edit",
             "H torch=%s gen_sha256=%s ops=%d cases=%d" % (torch.__version__, digest, nops, ncases)]
+    head += ["V %s %d %s" % (dt, len(EDGES[dt]), " ".join(edge_tokens(dt))) for dt in ("f32", "f64")]
     text = "\n".join(head + body) + "\n"
     if "--check" in args:
         old = open(OUT).read().splitlines()

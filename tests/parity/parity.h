@@ -40,6 +40,7 @@ typedef struct pt_case {
 typedef struct pt_refs {
   char *text; /* the file; the strings of the cases point into it */
   char *header;
+  pt_tensor edges[TG_NUM_DTYPES]; /* the edge vectors (V lines) that @e stands for */
   pt_case *cases;
   int n;
 } pt_refs;

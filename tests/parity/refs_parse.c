@@ -20,7 +20,7 @@ static bool parse_dtype(const char *s, tg_dtype *out) {
 }
 
 /* "<ndim> <sizes...> : <values...>" after the dtype (and layout) tokens. */
-static bool parse_shape_values(char **save, pt_tensor *t) {
+static bool parse_shape_values(char **save, pt_tensor *t, const pt_refs *refs) {
   char *tok = strtok_r(NULL, " ", save);
   if (!tok) return false;
   t->ndim = atoi(tok);
@@ -43,6 +43,12 @@ static bool parse_shape_values(char **save, pt_tensor *t) {
   for (int64_t k = 0; k < t->numel;) {
     tok = strtok_r(NULL, " ", save);
     if (!tok) return false;
+    if (!strcmp(tok, "@e")) { /* the edge vector of the dtype (a V line) */
+      const pt_tensor *e = &refs->edges[t->dtype];
+      if (t->dtype == TG_I64 || k != 0 || e->numel != t->numel) return false;
+      memcpy(t->f, e->f, sizeof(double) * (size_t)e->numel);
+      break;
+    }
     char *star = strchr(tok, '*'); /* value*count: a run of equal values */
     int64_t count = star ? strtoll(star + 1, NULL, 10) : 1;
     if (count < 1 || count > t->numel - k) return false;
@@ -62,6 +68,26 @@ static bool parse_line(char *line, pt_refs *refs) {
   if (!kind || kind[0] == '#') return true;
   if (!strcmp(kind, "H")) {
     refs->header = save;
+    return true;
+  }
+  if (!strcmp(kind, "V")) { /* "V <dtype> <n> <values>": the edge vector that @e names */
+    pt_tensor *e = NULL;
+    tg_dtype dtype;
+    if (!parse_dtype(strtok_r(NULL, " ", &save), &dtype) || dtype == TG_I64) return false;
+    e = &refs->edges[dtype];
+    e->dtype = dtype;
+    e->ndim = 1;
+    char *n = strtok_r(NULL, " ", &save);
+    if (!n || e->f) return false;
+    e->sizes[0] = strtoll(n, NULL, 10);
+    e->numel = e->sizes[0];
+    e->f = calloc(e->numel > 0 ? (size_t)e->numel : 1, sizeof(double));
+    if (!e->f) return false;
+    for (int64_t k = 0; k < e->numel; k++) {
+      char *tok = strtok_r(NULL, " ", &save);
+      if (!tok) return false;
+      e->f[k] = strtod(tok, NULL);
+    }
     return true;
   }
   if (!strcmp(kind, "C")) {
@@ -114,7 +140,7 @@ static bool parse_line(char *line, pt_refs *refs) {
     strcpy(t->layout, layout);
     t->rg = rg[0] == '1';
   }
-  return parse_shape_values(&save, t);
+  return parse_shape_values(&save, t, refs);
 }
 
 bool pt_refs_load(const char *path, pt_refs *refs) {
@@ -161,6 +187,7 @@ void pt_refs_free(pt_refs *refs) {
         free(all[g][j].i);
       }
   }
+  for (int d = 0; d < TG_NUM_DTYPES; d++) free(refs->edges[d].f);
   free(refs->cases);
   free(refs->text);
   memset(refs, 0, sizeof *refs);
