@@ -122,7 +122,9 @@ tg_tensor *tg_empty(int ndim, const int64_t *sizes, tg_options opts);
 tg_tensor *tg_zeros(int ndim, const int64_t *sizes, tg_options opts);
 tg_tensor *tg_ones(int ndim, const int64_t *sizes, tg_options opts);
 tg_tensor *tg_full(int ndim, const int64_t *sizes, double value, tg_options opts);
-/* Values start, start+step, ... below end (above end for a negative step). */
+/* Values start, start+step, ... below end (above end for a negative step). Like
+ * torch.arange, refuses (TG_ERR_ARGUMENT) a zero or non-finite step, non-finite bounds, and
+ * bounds on the wrong side for the step's sign (arange(0, 5, -1)); start == end is empty. */
 tg_tensor *tg_arange(double start, double end, double step, tg_options opts);
 /* Copies numel elements from a host array whose element type is opts.dtype. */
 tg_tensor *tg_from_data(int ndim, const int64_t *sizes, const void *data, tg_options opts);
@@ -130,7 +132,7 @@ tg_tensor *tg_empty_like(const tg_tensor *t);
 tg_tensor *tg_zeros_like(const tg_tensor *t);
 tg_tensor *tg_ones_like(const tg_tensor *t);
 tg_tensor *tg_full_like(const tg_tensor *t, double value);
-/* A 0-dim tensor holding value (torch.tensor(3.0)); I64 converts as tg_fill_ does. */
+/* A 0-dim tensor holding value (torch.scalar_tensor(3.0)); refuses what tg_fill_ refuses. */
 tg_tensor *tg_scalar(double value, tg_options opts);
 
 /* ---- random numbers ----
@@ -195,8 +197,14 @@ tg_tensor *tg_clone(const tg_tensor *t);
  * before the copy (tg reads src through a temporary then; PyTorch refuses a partial
  * overlap: docs/conventions.md). */
 tg_status tg_copy_(tg_tensor *dst, const tg_tensor *src);
+/* Refuses (TG_ERR_ARGUMENT) a value that overflows t's dtype, as PyTorch does: for F32 a
+ * finite value beyond FLT_MAX (inf and NaN are written), for I64 NaN, inf and values outside
+ * [-2^63, 2^63) (others truncate toward zero). tg_full, tg_full_like, tg_scalar and tg_set
+ * check the same way. */
 tg_status tg_fill_(tg_tensor *t, double value);
 tg_status tg_zero_(tg_tensor *t);
+/* One element by index (one per dim; a negative index counts from the end, as in
+ * tg_select). tg_set refuses a value that overflows t's dtype, as tg_fill_ does. */
 tg_status tg_get(const tg_tensor *t, const int64_t *index, double *out);
 tg_status tg_set(tg_tensor *t, const int64_t *index, double value);
 /* The value of a one-element tensor. */

@@ -126,6 +126,7 @@ tg_status tg_fill_(tg_tensor *t, double value) {
   if (tg_is_grad_enabled() && t->requires_grad)
     return tg_set_error(TG_ERR_UNSUPPORTED,
                         "tg_fill_: t requires grad; fill it inside tg_no_grad_begin/end");
+  if (!tg__check_value_fits("tg_fill_", "value", t->dtype, value)) return tg_last_error();
   const tg_backend *be = tg__backend("tg_fill_", t->storage->device);
   if (!be) return tg_last_error();
   tg_status st = be->fill(t, value);
@@ -246,13 +247,17 @@ static bool check_index(const char *op, const tg_tensor *t, const int64_t *index
            false;
   int64_t off = t->offset;
   for (int d = 0; d < t->ndim; d++) {
-    if (index[d] < 0 || index[d] >= t->sizes[d]) {
+    /* A negative index counts from the end, as tg_select's and PyTorch's do. */
+    int64_t i = index[d] < 0 ? index[d] + t->sizes[d] : index[d];
+    if (i < 0 || i >= t->sizes[d]) {
       return tg_set_error(TG_ERR_INDEX,
-                          "%s: index %lld is out of range for dim %d of size %lld (tensor %s)", op,
-                          (long long)index[d], d, (long long)t->sizes[d], tg__sizes_str(t)),
+                          "%s: index %lld is out of range for dim %d of size %lld (tensor %s; "
+                          "valid: -%lld..%lld)",
+                          op, (long long)index[d], d, (long long)t->sizes[d], tg__sizes_str(t),
+                          (long long)t->sizes[d], (long long)t->sizes[d] - 1),
              false;
     }
-    off += index[d] * t->strides[d];
+    off += i * t->strides[d];
   }
   *flat = off;
   return true;
@@ -307,6 +312,7 @@ tg_status tg_set(tg_tensor *t, const int64_t *index, double value) {
                         "tg_set: t requires grad; set elements inside tg_no_grad_begin/end");
   int64_t flat;
   if (!check_index("tg_set", t, index, &flat)) return tg_last_error();
+  if (!tg__check_value_fits("tg_set", "value", t->dtype, value)) return tg_last_error();
   size_t es = tg_dtype_size(t->dtype);
   char *p = (char *)t->storage->data + flat * (int64_t)es;
   tg_status st = TG_OK;
