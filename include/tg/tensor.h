@@ -195,7 +195,9 @@ tg_tensor *tg_clone(const tg_tensor *t);
 /* Copies src into dst, broadcasting src and converting its dtype; devices may differ. src
  * may overlap dst in memory (its transpose, a shifted window): dst gets src's values from
  * before the copy (tg reads src through a temporary then; PyTorch refuses a partial
- * overlap: docs/conventions.md). */
+ * overlap: docs/conventions.md). Recorded on the tape as PyTorch's copy_ when src requires grad
+ * or dst has history: dst's old value gets gradient 0, src gets it summed over the broadcast
+ * dims, in its dtype (a view dst is refused then, as by every in-place op: ops.h). */
 tg_status tg_copy_(tg_tensor *dst, const tg_tensor *src);
 /* Refuses (TG_ERR_ARGUMENT) a value that overflows t's dtype, as PyTorch does: for F32 a
  * finite value beyond FLT_MAX (inf and NaN are written), for I64 NaN, inf and values outside
