@@ -154,6 +154,8 @@ tg_generator_state tg_generator_get_state(const tg_generator *gen);
 void tg_generator_set_state(tg_generator *gen, tg_generator_state state);
 tg_tensor *tg_rand(int ndim, const int64_t *sizes, tg_options opts, tg_generator *gen);
 tg_tensor *tg_randn(int ndim, const int64_t *sizes, tg_options opts, tg_generator *gen);
+/* Uniform in [low, high): low <= high, both within the dtype's finite range and high - low
+ * too, as PyTorch's uniform_ checks (TG_ERR_ARGUMENT otherwise). */
 tg_tensor *tg_uniform(int ndim, const int64_t *sizes, double low, double high, tg_options opts,
                       tg_generator *gen);
 tg_status tg_uniform_(tg_tensor *t, double low, double high, tg_generator *gen);
