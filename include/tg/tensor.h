@@ -124,7 +124,8 @@ tg_tensor *tg_ones(int ndim, const int64_t *sizes, tg_options opts);
 tg_tensor *tg_full(int ndim, const int64_t *sizes, double value, tg_options opts);
 /* Values start, start+step, ... below end (above end for a negative step). Like
  * torch.arange, refuses (TG_ERR_ARGUMENT) a zero or non-finite step, non-finite bounds, and
- * bounds on the wrong side for the step's sign (arange(0, 5, -1)); start == end is empty. */
+ * bounds on the wrong side for the step's sign (arange(0, 5, -1)); start == end is empty.
+ * I64 values beyond int64 are refused too (PyTorch wraps them: docs/conventions.md). */
 tg_tensor *tg_arange(double start, double end, double step, tg_options opts);
 /* Copies numel elements from a host array whose element type is opts.dtype. */
 tg_tensor *tg_from_data(int ndim, const int64_t *sizes, const void *data, tg_options opts);
