@@ -9,6 +9,7 @@
  * leave its target as it was. */
 #include "autograd/node.h"
 #include "ops/pointwise_internal.h"
+#include "ops/promotion.h"
 #include "ops/registry.h"
 #include "tensor/check.h"
 #include "tg/ops.h"
@@ -98,10 +99,52 @@ static tg_tensor *tg__elu_grad(const tg_tensor *g, const tg_tensor *x, const tg_
 
 /* ---- front ends ---- */
 
-static tg_tensor *unary(const char *op, const tg_op_desc *desc, const tg_tensor *x, int n_scalars,
-                        const double *scalars) {
-  if (!tg__check_arg(op, "x", x) || !tg__check_floating(op, "x", x)) return NULL;
+/* What a kind does with an int64 x, as PyTorch (docs/dtypes.md): keeps int64, promotes x
+ * to F32 (PyTorch's default float), or refuses it. */
+typedef enum { INT_REFUSED, INT_KEPT, INT_PROMOTED } int_rule;
+
+static int_rule int_rule_of(tg_unary_kind kind) {
+  switch (kind) {
+  case TG_UNARY_NEG:
+  case TG_UNARY_ABS:
+  case TG_UNARY_RELU:
+    return INT_KEPT;
+  case TG_UNARY_EXP:
+  case TG_UNARY_LOG:
+  case TG_UNARY_SQRT:
+  case TG_UNARY_SIGMOID:
+  case TG_UNARY_TANH:
+  case TG_UNARY_RECIPROCAL:
+    return INT_PROMOTED;
+  default: /* elu, softplus (PyTorch refuses them too), pow_scalar (tg: docs/dtypes.md) */
+    return INT_REFUSED;
+  }
+}
+
+static bool check_int_refused(const char *op, const tg_tensor *x) {
+  return tg__check(x->dtype != TG_I64, TG_ERR_DTYPE, op,
+                   "x is int64, which this op does not take; cast first with "
+                   "tg_to_dtype(x, TG_F32)");
+}
+
+static tg_tensor *unary(const char *op, tg_unary_kind kind, const tg_op_desc *desc,
+                        const tg_tensor *x, int n_scalars, const double *scalars) {
+  if (!tg__check_arg(op, "x", x)) return NULL;
+  if (x->dtype == TG_I64) {
+    int_rule rule = int_rule_of(kind);
+    if (rule == INT_REFUSED && !check_int_refused(op, x)) return NULL;
+    if (rule == INT_PROMOTED && !(x = tg_to_dtype(x, TG_F32))) return NULL;
+  }
   return tg_apply1(desc, 1, (const tg_tensor *const[]){x}, n_scalars, scalars);
+}
+
+/* In place, an int64 x keeps its dtype only where the op keeps int64 (PyTorch's rule: a
+ * float result cannot be cast to an int64 target). */
+static bool inplace_dtype_ok(const char *op, tg_unary_kind kind, const tg_tensor *x) {
+  if (!tg__check_arg(op, "x", x) || x->dtype != TG_I64) return true; /* NULL: checked later */
+  int_rule rule = int_rule_of(kind);
+  return rule == INT_KEPT || (rule == INT_PROMOTED ? tg__check_inplace_cast(op, "x", x, TG_F32)
+                                                   : check_int_refused(op, x));
 }
 
 /* ---- the ops of the list ---- */
@@ -136,23 +179,25 @@ static tg_tensor *unary(const char *op, const tg_op_desc *desc, const tg_tensor 
     return unary_forward(ctx, "tg_" #name, TG_UNARY_##KIND, 0, in, out);                           \
   }                                                                                                \
   tg_tensor *tg__##name(const tg_tensor *x) {                                                      \
-    return unary("tg_" #name, TG__OP(name), x, TG__NO_SC);                                         \
+    return unary("tg_" #name, TG_UNARY_##KIND, TG__OP(name), x, TG__NO_SC);                        \
   }
 #define TG_UNARY_OP(KIND, name, cost, saves, grad)                                                 \
   TG__UNARY_DEFINE(KIND, name, saves, grad)                                                        \
   tg_tensor *tg_##name(const tg_tensor *x) {                                                       \
-    return unary("tg_" #name, TG__OP(name), x, TG__NO_SC);                                         \
+    return unary("tg_" #name, TG_UNARY_##KIND, TG__OP(name), x, TG__NO_SC);                        \
   }                                                                                                \
   tg_status tg_##name##_(tg_tensor *x) {                                                           \
+    if (!inplace_dtype_ok("tg_" #name "_", TG_UNARY_##KIND, x)) return tg_last_error();            \
     return tg__unary_inplace_call("tg_" #name "_", TG__OP(name##_), x,                             \
                                   (saves_##name(0.0) & IN) != 0, TG__NO_SC);                       \
   }
 #define TG_UNARY_OP1(KIND, name, cost, param, saves, grad)                                         \
   TG__UNARY_DEFINE(KIND, name, saves, grad)                                                        \
   tg_tensor *tg_##name(const tg_tensor *x, double param) {                                         \
-    return unary("tg_" #name, TG__OP(name), x, TG__SC(param));                                     \
+    return unary("tg_" #name, TG_UNARY_##KIND, TG__OP(name), x, TG__SC(param));                    \
   }                                                                                                \
   tg_status tg_##name##_(tg_tensor *x, double param) {                                             \
+    if (!inplace_dtype_ok("tg_" #name "_", TG_UNARY_##KIND, x)) return tg_last_error();            \
     return tg__unary_inplace_call("tg_" #name "_", TG__OP(name##_), x,                             \
                                   (saves_##name(param) & IN) != 0, TG__SC(param));                 \
   }
