@@ -186,6 +186,8 @@ TG_TEST(promotion, int64_never_requires_grad) {
   tg_tensor *l = i64(2, (int64_t[]){1, 2});
   cr_assert_neq(tg_set_requires_grad(l, true), TG_OK);
   tg_expect_error(TG_ERR_DTYPE, "int64");
+  cr_assert_null(tg_zeros(TG_SHAPE(2), TG_OPTS(.dtype = TG_I64, .requires_grad = true)));
+  tg_expect_error(TG_ERR_DTYPE, "int64");
   /* an int64 result of a float leaf's comparison does not require grad either */
   tg_tensor *f = f32(2, (double[]){1, 2});
   tg_set_requires_grad(f, true);
@@ -324,8 +326,21 @@ TG_TEST(promotion, unary_ops_on_int64) {
   tg_expect_error(TG_ERR_DTYPE, "tg_elu", "int64", "tg_to_dtype(x, TG_F32)");
   cr_assert_null(tg_softplus(x));
   tg_expect_error(TG_ERR_DTYPE, "tg_softplus", "int64");
-  cr_assert_null(tg_pow_scalar(x, 2.0));
-  tg_expect_error(TG_ERR_DTYPE, "tg_pow_scalar", "int64");
+  /* pow: a whole exponent keeps int64 (wrapping), a fractional one gives F32, a negative
+   * whole one is refused, as in PyTorch */
+  expect_i64(tg_pow_scalar(x, 2.0), 3, (int64_t[]){4, 0, 16});
+  expect_i64(tg_pow_scalar(x, 0.0), 3, (int64_t[]){1, 1, 1});
+  expect_i64(tg_pow_scalar(i64(3, (int64_t[]){-3, 3, -2}), 41), 3,
+             (int64_t[]){INT64_C(420491770248316829), -INT64_C(420491770248316829),
+                         -INT64_C(2199023255552)});
+  expect_values(tg_pow_scalar(p, 0.5), TG_F32, 2, (double[]){1, 2});
+  cr_assert_null(tg_pow_scalar(x, -1.0));
+  tg_expect_error(TG_ERR_DTYPE, "tg_pow_scalar", "negative", "tg_to_dtype(x, TG_F32)");
+  tg_tensor *q = i64(2, (int64_t[]){-2, 3});
+  cr_assert_eq(tg_pow_scalar_(q, 3), TG_OK);
+  expect_i64(q, 2, (int64_t[]){-8, 27});
+  cr_assert_eq(tg_pow_scalar_(q, 0.5), TG_ERR_DTYPE);
+  tg_expect_error(TG_ERR_DTYPE, "tg_pow_scalar_", "float32", "int64");
 }
 
 /* ---- reductions ---- */
@@ -399,6 +414,14 @@ TG_TEST(promotion, registered_ops_refuse_what_the_front_end_would_promote) {
                          (double[]){0.5}, 1, &out),
                 TG_OK);
   tg_expect_error(TG_ERR_DTYPE, "int64");
+  cr_assert_neq(
+      tg_apply(tg_op_lookup("sub"), 2, (const tg_tensor *[]){l, l}, 1, (double[]){0.5}, 1, &out),
+      TG_OK);
+  tg_expect_error(TG_ERR_DTYPE, "tg_sub", "alpha");
+  cr_assert_neq(tg_apply(tg_op_lookup("pow_scalar"), 1, (const tg_tensor *[]){l}, 1,
+                         (double[]){0.5}, 1, &out),
+                TG_OK);
+  tg_expect_error(TG_ERR_DTYPE, "tg_pow_scalar", "int64");
   cr_assert_neq(tg_apply(tg_op_lookup("mean"), 1, (const tg_tensor *[]){l}, 0, NULL, 1, &out),
                 TG_OK);
   tg_expect_error(TG_ERR_DTYPE, "int64");

@@ -45,8 +45,10 @@ tg_tensor *tg_div_scalar(const tg_tensor *a, double s);
 
 /* ---- pointwise, unary ----
  * float32 and float64. int64: neg, abs, relu keep int64 (neg and abs wrap at INT64_MIN);
- * exp, log, sqrt, sigmoid, tanh, reciprocal promote to F32, as PyTorch; pow_scalar, elu
- * and softplus refuse int64 (TG_ERR_DTYPE naming the cast to write). */
+ * exp, log, sqrt, sigmoid, tanh, reciprocal promote to F32, as PyTorch; pow_scalar keeps
+ * int64 for a whole exponent >= 0 (wrapping), gives F32 for a fractional one and refuses a
+ * negative whole one (as PyTorch); elu and softplus refuse int64 (TG_ERR_DTYPE naming the
+ * cast to write). */
 tg_tensor *tg_neg(const tg_tensor *x);
 tg_tensor *tg_exp(const tg_tensor *x);
 tg_tensor *tg_log(const tg_tensor *x);

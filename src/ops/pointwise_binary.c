@@ -24,7 +24,8 @@ static tg_status binary_forward(const char *op, tg_binary_kind kind, double alph
   const tg_tensor *a = in[0], *b = in[1];
   int ndim;
   int64_t sizes[TG_MAX_DIMS];
-  if (!tg__broadcast_shapes(op, "a", a->ndim, a->sizes, "b", b->ndim, b->sizes, &ndim, sizes))
+  if (!tg__broadcast_shapes(op, "a", a->ndim, a->sizes, "b", b->ndim, b->sizes, &ndim, sizes) ||
+      !tg__check_int_scalar(op, "a", a, "alpha", alpha)) /* tg_apply may run the op directly */
     return tg_last_error();
   out[0] = tg_empty(ndim, sizes, (tg_options){a->dtype, a->storage->device, false});
   if (!out[0]) return tg_last_error();

@@ -18,8 +18,8 @@
 static inline TG_HOST_DEVICE uint64_t tg_i64_bits(int64_t x) { return (uint64_t)x; }
 static inline TG_HOST_DEVICE int64_t tg_i64_of_bits(uint64_t x) { return (int64_t)x; }
 
-/* ---- unary: neg, abs and relu stay int64; affine (b + a*x) and mul_scalar (x*a) are the
- * scalar ops' ---- */
+/* ---- unary: neg, abs, relu and pow_scalar (a whole exponent a >= 0) stay int64; affine
+ * (b + a*x) and mul_scalar (x*a) are the scalar ops' ---- */
 static inline TG_HOST_DEVICE int64_t tg_unary_neg_i(int64_t x, int64_t a, int64_t b) {
   (void)a, (void)b;
   return tg_i64_of_bits(0u - tg_i64_bits(x)); /* -INT64_MIN wraps to INT64_MIN */
@@ -37,6 +37,17 @@ static inline TG_HOST_DEVICE int64_t tg_unary_affine_i(int64_t x, int64_t a, int
 static inline TG_HOST_DEVICE int64_t tg_unary_mul_scalar_i(int64_t x, int64_t a, int64_t b) {
   (void)b;
   return tg_i64_of_bits(tg_i64_bits(x) * tg_i64_bits(a));
+}
+
+/* x^a by squaring, wrapping like repeated multiplication (x^0 is 1, as PyTorch). */
+static inline TG_HOST_DEVICE int64_t tg_unary_pow_scalar_i(int64_t x, int64_t a, int64_t b) {
+  (void)b;
+  uint64_t base = tg_i64_bits(x), result = 1;
+  for (uint64_t e = tg_i64_bits(a); e; e >>= 1) {
+    if (e & 1) result *= base;
+    base *= base;
+  }
+  return tg_i64_of_bits(result);
 }
 
 /* ---- binary: add, sub, mul (div is true division: the front end computes it in F32) and
@@ -66,7 +77,8 @@ TG__INT_CMP(le, <=)
 
 /* The kinds above, for the tables of both backends: X(KIND, name) per kind. */
 #define TG_UNARY_INT_KINDS(X)                                                                      \
-  X(NEG, neg) X(ABS, abs) X(RELU, relu) X(AFFINE, affine) X(MUL_SCALAR, mul_scalar)
+  X(NEG, neg)                                                                                      \
+  X(ABS, abs) X(RELU, relu) X(POW, pow_scalar) X(AFFINE, affine) X(MUL_SCALAR, mul_scalar)
 #define TG_BINARY_INT_KINDS(X)                                                                     \
   X(ADD, add) X(SUB, sub) X(MUL, mul) X(EQ, eq) X(NE, ne) X(GT, gt) X(GE, ge) X(LT, lt) X(LE, le)
 

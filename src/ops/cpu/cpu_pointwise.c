@@ -90,7 +90,7 @@ tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out, c
   if ((slot < 0 && !int_row) || x->dtype != out->dtype)
     return tg_set_error(TG_ERR_DTYPE,
                         "unary: dtype %s is not supported by kind %d (F32, F64, and I64 for "
-                        "neg, abs, relu, affine and mul_scalar, with out's dtype)",
+                        "neg, abs, relu, pow, affine and mul_scalar, with out's dtype)",
                         tg_dtype_name(x->dtype != out->dtype ? x->dtype : out->dtype), (int)kind);
   if (x->ndim != out->ndim)
     return tg_set_error(TG_ERR_SHAPE, "unary: input has %d dims but out %d", x->ndim, out->ndim);
