@@ -256,6 +256,8 @@ TG_TEST(promotion, non_integral_scalar_on_int64_is_refused) {
   /* the edges of int64: -2^63 is one, 2^63 is not */
   expect_i64(tg_mul_scalar(i64(1, (int64_t[]){1}), -9223372036854775808.0), 1,
              (int64_t[]){INT64_MIN});
+  expect_i64(tg_sub_scalar(i64(2, (int64_t[]){0, 5}), -9223372036854775808.0), 2,
+             (int64_t[]){INT64_MIN, INT64_MIN + 5}); /* x - INT64_MIN wraps */
   cr_assert_null(tg_add_scalar(x, 9223372036854775808.0));
   tg_expect_error(TG_ERR_DTYPE, "tg_add_scalar");
 }

@@ -143,7 +143,9 @@ tg_tensor *tg_add_scalar(const tg_tensor *a, double s) {
 }
 
 tg_tensor *tg_sub_scalar(const tg_tensor *a, double s) {
-  return with_scalar("tg_sub_scalar", TG__OP(add_scalar), a, s, -s);
+  /* x - s as x + -s; for int64, -(-2^63) is not an int64 but wraps to -2^63 itself */
+  const bool int_min = a && a->dtype == TG_I64 && s == -0x1p63;
+  return with_scalar("tg_sub_scalar", TG__OP(add_scalar), a, s, int_min ? s : -s);
 }
 
 tg_tensor *tg_rsub_scalar(const tg_tensor *a, double s) {
