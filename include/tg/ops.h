@@ -1,6 +1,11 @@
 /* tg — generic differentiable ops. PyTorch names; `_` suffix = in place (returns status,
  * leaves the target untouched on error); `_scalar` = a double operand. Binary ops
- * broadcast like NumPy. Every result is scope-owned (see tensor.h). */
+ * broadcast like NumPy. Every result is scope-owned (see tensor.h).
+ *
+ * Dtypes (docs/dtypes.md): where two dtypes meet, tg promotes as PyTorch does (int64 <
+ * float32 < float64, with PyTorch's rule for 0-dim operands: tg_result_type); the cast is
+ * recorded on the tape, so each input's gradient comes back in its own dtype. Each group
+ * below says which dtypes it takes; int64 tensors never require grad. */
 #ifndef TG_OPS_H
 #define TG_OPS_H
 
@@ -12,7 +17,20 @@ TG_API_BEGIN
 extern "C" {
 #endif
 
-/* ---- pointwise, binary (broadcasting) ---- */
+/* The dtype a binary op between a and b computes in (before div's int64 rule): the
+ * promotion of both (tg_promote_types), except that a 0-dim operand counts only when its
+ * category (int < float) is higher than the other's: F32[3] + F64 0-dim -> F32,
+ * I64[3] + F32 0-dim -> F32. TG_NUM_DTYPES with TG_ERR_ARGUMENT for a NULL operand. */
+tg_dtype tg_result_type(const tg_tensor *a, const tg_tensor *b);
+
+/* ---- pointwise, binary (broadcasting) ----
+ * Any dtypes, promoted (tg_result_type). add, sub, mul of int64 give int64 and wrap around
+ * modulo 2^64 (as PyTorch); div is true division: int64 / int64 gives F32. add_scaled
+ * with int64 operands takes a whole alpha (else TG_ERR_DTYPE, as PyTorch).
+ * Scalar ops: float32, float64 and int64. tg's scalar is a double: on an int64 tensor a
+ * whole number s (within int64) keeps int64, like a Python int; any other s is
+ * TG_ERR_DTYPE (PyTorch would promote to float: cast first with tg_to_dtype(a, TG_F32)).
+ * div_scalar of int64 is true division, in F32. */
 tg_tensor *tg_add(const tg_tensor *a, const tg_tensor *b);
 tg_tensor *tg_sub(const tg_tensor *a, const tg_tensor *b);
 tg_tensor *tg_mul(const tg_tensor *a, const tg_tensor *b);
@@ -25,7 +43,12 @@ tg_tensor *tg_rsub_scalar(const tg_tensor *a, double s); /* s - a */
 tg_tensor *tg_mul_scalar(const tg_tensor *a, double s);
 tg_tensor *tg_div_scalar(const tg_tensor *a, double s);
 
-/* ---- pointwise, unary ---- */
+/* ---- pointwise, unary ----
+ * float32 and float64. int64: neg, abs, relu keep int64 (neg and abs wrap at INT64_MIN);
+ * exp, log, sqrt, sigmoid, tanh, reciprocal promote to F32, as PyTorch; pow_scalar keeps
+ * int64 for a whole exponent >= 0 (wrapping), gives F32 for a fractional one and refuses a
+ * negative whole one (as PyTorch); elu and softplus refuse int64 (TG_ERR_DTYPE naming the
+ * cast to write). */
 tg_tensor *tg_neg(const tg_tensor *x);
 tg_tensor *tg_exp(const tg_tensor *x);
 tg_tensor *tg_log(const tg_tensor *x);
@@ -40,7 +63,11 @@ tg_tensor *tg_elu(const tg_tensor *x, double alpha);
  * b may overlap a in memory (a itself, its transpose, a row of it, a shifted window): the
  * result is a (op) b with b's values from before the write, as if b were copied first (tg
  * copies it when it overlaps a other than element for element; PyTorch refuses a partial
- * overlap instead: docs/conventions.md). */
+ * overlap instead: docs/conventions.md).
+ * Dtypes, PyTorch's rule: the result type must be castable to a's dtype: a float result into
+ * an int64 a is TG_ERR_DTYPE (int64 a with a float b, div_ of int64, exp_ of int64, ...); a
+ * float32 a with a float64 or int64 b is fine (b is cast to float32 first: PyTorch computes
+ * float32 + float64 in float64 and rounds once, so the last bit can differ). */
 tg_status tg_add_(tg_tensor *a, const tg_tensor *b);
 tg_status tg_sub_(tg_tensor *a, const tg_tensor *b);
 tg_status tg_mul_(tg_tensor *a, const tg_tensor *b);
@@ -60,9 +87,10 @@ tg_status tg_elu_(tg_tensor *x, double alpha);
 
 /* ---- pointwise, more unary ops (with their in-place forms) and comparisons ----
  * abs: d/dx = sign(x), 0 at 0. reciprocal: 1/x.
- * Comparisons broadcast like the binary ops and give 1 where the relation holds and 0
- * elsewhere, in the inputs' (floating) dtype; they are not differentiable (the result
- * does not require grad). NaN compares unequal to everything, itself included. */
+ * Comparisons broadcast and promote like the binary ops and give 1 where the relation
+ * holds and 0 elsewhere, in the promoted dtype (tg has no bool dtype: eq of two int64
+ * tensors is an int64 of 1/0, which tg_sum counts); they are not differentiable (the
+ * result does not require grad). NaN compares unequal to everything, itself included. */
 tg_tensor *tg_abs(const tg_tensor *x);
 tg_tensor *tg_reciprocal(const tg_tensor *x);
 tg_status tg_abs_(tg_tensor *x);
@@ -76,7 +104,9 @@ tg_tensor *tg_ge(const tg_tensor *a, const tg_tensor *b); /* a >= b */
 tg_tensor *tg_lt(const tg_tensor *a, const tg_tensor *b); /* a < b */
 tg_tensor *tg_le(const tg_tensor *a, const tg_tensor *b); /* a <= b */
 
-/* ---- reductions ---- */
+/* ---- reductions ----
+ * float32 and float64; int64 for sum, sum_dim, sum_to_size (an int64 sum, wrapping) and
+ * max, min, max_dim, min_dim (int64 values); mean, mean_dim refuse int64 (as PyTorch). */
 tg_tensor *tg_sum(const tg_tensor *x); /* all elements -> 0-dim */
 tg_tensor *tg_sum_dim(const tg_tensor *x, int dim, bool keepdim);
 tg_tensor *tg_mean(const tg_tensor *x);
@@ -92,14 +122,16 @@ tg_status tg_min_dim(const tg_tensor *x, int dim, bool keepdim, tg_tensor **valu
 /* Sums x down to the given (broadcast-compatible) sizes: the backward of broadcasting. */
 tg_tensor *tg_sum_to_size(const tg_tensor *x, int ndim, const int64_t *sizes);
 
-/* ---- linear algebra (2-D); strided operands go to BLAS as strides, not copies ---- */
+/* ---- linear algebra (2-D); strided operands go to BLAS as strides, not copies ----
+ * float32 or float64, one dtype for all operands: no promotion, as PyTorch. */
 tg_tensor *tg_mm(const tg_tensor *a, const tg_tensor *b);
 /* beta * input + alpha * (mat1 @ mat2); input broadcasts to [m, n]. */
 tg_tensor *tg_addmm(const tg_tensor *input, const tg_tensor *mat1, const tg_tensor *mat2,
                     double beta, double alpha);
 tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b); /* 1-D or 2-D operands */
 
-/* ---- shape ---- */
+/* ---- shape ----
+ * Any dtypes: pieces of different dtypes are cast to their promotion (as torch.cat). */
 tg_tensor *tg_cat(int n, const tg_tensor *const *tensors, int dim);
 tg_tensor *tg_stack(int n, const tg_tensor *const *tensors, int dim);
 
