@@ -30,10 +30,16 @@ tg_tensor *tg_neg(const tg_tensor *x);
 tg_tensor *tg_exp(const tg_tensor *x);
 tg_tensor *tg_log(const tg_tensor *x);
 tg_tensor *tg_sqrt(const tg_tensor *x);
+/* x^exponent as PyTorch computes it: exponent 0.5 is sqrt(x) (-0 -> -0, -inf -> NaN) and
+ * -0.5 is 1/sqrt(x) (-0 -> -inf, -inf -> NaN), where C's pow gives +0, +inf, +inf, 0. The
+ * gradient is exponent * x^(exponent - 1) with the same rules, and 0 for exponent 0. */
 tg_tensor *tg_pow_scalar(const tg_tensor *x, double exponent);
 tg_tensor *tg_sigmoid(const tg_tensor *x);
 tg_tensor *tg_tanh(const tg_tensor *x);
+/* The gradient passes where x > 0 or x is NaN, 0 elsewhere (PyTorch's threshold_backward). */
 tg_tensor *tg_relu(const tg_tensor *x);
+/* The gradient at x = NaN is NaN (PyTorch's CPU gives g or NaN depending on the length:
+ * docs/conventions.md). */
 tg_tensor *tg_elu(const tg_tensor *x, double alpha);
 
 /* ---- in place: modify a, bump its version; b broadcasts to a's sizes ----
@@ -67,7 +73,9 @@ tg_tensor *tg_abs(const tg_tensor *x);
 tg_tensor *tg_reciprocal(const tg_tensor *x);
 tg_status tg_abs_(tg_tensor *x);
 tg_status tg_reciprocal_(tg_tensor *x);
-tg_tensor *tg_softplus(const tg_tensor *x); /* log(1 + exp(x)); x itself above 20 */
+/* log(1 + exp(x)); x itself above 20, where the gradient is exactly 1 (else sigmoid(x)),
+ * as PyTorch's softplus with beta 1, threshold 20. */
+tg_tensor *tg_softplus(const tg_tensor *x);
 tg_status tg_softplus_(tg_tensor *x);
 tg_tensor *tg_eq(const tg_tensor *a, const tg_tensor *b); /* a == b */
 tg_tensor *tg_ne(const tg_tensor *a, const tg_tensor *b); /* a != b */
