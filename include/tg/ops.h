@@ -89,8 +89,11 @@ tg_tensor *tg_sum(const tg_tensor *x); /* all elements -> 0-dim */
 tg_tensor *tg_sum_dim(const tg_tensor *x, int dim, bool keepdim);
 tg_tensor *tg_mean(const tg_tensor *x);
 tg_tensor *tg_mean_dim(const tg_tensor *x, int dim, bool keepdim);
-tg_tensor *tg_max(const tg_tensor *x); /* all elements -> 0-dim */
-/* values and (I64, non-differentiable) indices; either out pointer may be NULL. */
+/* All elements -> 0-dim. The gradient is shared evenly among the elements equal to the
+ * result, or among the NaNs when the result is NaN (as PyTorch's). */
+tg_tensor *tg_max(const tg_tensor *x);
+/* values and (I64, non-differentiable) indices; either out pointer may be NULL. A row
+ * holding NaN gives NaN at the index of its first NaN; the gradient goes to that index. */
 tg_status tg_max_dim(const tg_tensor *x, int dim, bool keepdim, tg_tensor **values,
                      tg_tensor **indices);
 /* The minimum, as tg_max / tg_max_dim (first index wins ties, NaN propagates). */
