@@ -105,7 +105,12 @@ tg_tensor *tg_sum_to_size(const tg_tensor *x, int ndim, const int64_t *sizes);
 
 /* ---- linear algebra (2-D); strided operands go to BLAS as strides, not copies ---- */
 tg_tensor *tg_mm(const tg_tensor *a, const tg_tensor *b);
-/* beta * input + alpha * (mat1 @ mat2); input broadcasts to [m, n]. */
+/* beta * input + alpha * (mat1 @ mat2); input broadcasts to [m, n]. As BLAS (and PyTorch):
+ * with alpha 0 the product is not computed (inf and NaN in mat1, mat2 do not reach the
+ * result), with beta 0 input is not read. The gradients are beta * g for input (g summed to
+ * input's sizes), (g @ mat2^T) * alpha and (mat1^T @ g) * alpha, so alpha 0 gives 0 times
+ * the product there, NaN where it is not finite, as PyTorch's. mat1 [m, 0] @ mat2 [0, n]
+ * (also in tg_mm and tg_matmul) is zeros. */
 tg_tensor *tg_addmm(const tg_tensor *input, const tg_tensor *mat1, const tg_tensor *mat2,
                     double beta, double alpha);
 tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b); /* 1-D or 2-D operands */
