@@ -58,10 +58,11 @@ static tg_status save_operands(tg_ctx *ctx, int mat1_index, const tg_tensor *mat
   return TG_OK;
 }
 
-/* The product scaled by alpha; alpha 0 as PyTorch's backward does it, 0 times the product
- * (NaN where it is not finite), where a gemm with alpha 0 would skip the product. */
+/* The product scaled by alpha; alpha +-0 as PyTorch's backward does it, the product times
+ * alpha (NaN where it is not finite, signed zeros elsewhere), where a gemm with alpha 0
+ * would skip the product. */
 static tg_tensor *grad_product(const tg_tensor *a, const tg_tensor *b, double alpha) {
-  return alpha == 0 ? tg_mul_scalar(mm_op(a, b, 1.0), 0.0) : mm_op(a, b, alpha);
+  return alpha == 0 ? tg_mul_scalar(mm_op(a, b, 1.0), alpha) : mm_op(a, b, alpha);
 }
 
 /* d mat1 = alpha * g @ mat2^T, d mat2 = alpha * mat1^T @ g, on transposed views; for a

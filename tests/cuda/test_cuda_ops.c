@@ -224,6 +224,20 @@ TG_CUDA_TEST(cuda_ops, conventions_at_the_edges_match_the_cpu) {
     tg_test_expect_ieee(tg_addmm(input, m1, m1, 2, 0), 4, (const double[]){2, 2, 2, 2}, 0);
     tg_tensor *big =
         tg_to_device(tg_full(TG_SHAPE(2, 2), d ? 1e300 : 1e30, TG_OPTS(.dtype = dt)), TG_CUDA0);
+    /* max_dim/min_dim: the first NaN's index, also across chunks of a long row */
+    tg_tensor *row = tg_zeros(TG_SHAPE(2, 1000), TG_OPTS(.dtype = dt));
+    cr_assert_eq(tg_set(row, (const int64_t[]){0, 700}, NAN), TG_OK);
+    cr_assert_eq(tg_set(row, (const int64_t[]){0, 900}, NAN), TG_OK);
+    cr_assert_eq(tg_set(row, (const int64_t[]){1, 3}, NAN), TG_OK);
+    cr_assert_eq(tg_set(row, (const int64_t[]){1, 4}, NAN), TG_OK);
+    tg_tensor *row_cuda = tg_to_device(row, TG_CUDA0), *values = NULL, *indices = NULL;
+    for (int which = 0; which < 2; which++) {
+      tg_status st = which ? tg_min_dim(row_cuda, 1, false, &values, &indices)
+                           : tg_max_dim(row_cuda, 1, false, &values, &indices);
+      cr_assert_eq(st, TG_OK, "%s", tg_last_error_message());
+      tg_test_expect_ieee(values, 2, (const double[]){NAN, NAN}, 0);
+      tg_test_expect_values(indices, 2, (const double[]){700, 3}, 0);
+    }
     tg_test_expect_ieee(tg_mm(big, big), 4,
                         (const double[]){INFINITY, INFINITY, INFINITY, INFINITY}, 0);
   }
