@@ -40,18 +40,6 @@ static inline TG_HOST_DEVICE float tg_d_tanh_f(float t) { return 1.0f - t * t; }
 static inline TG_HOST_DEVICE float tg_d_elu_f(float z, float alpha) {
   return z > 0.0f ? 1.0f : alpha * expf(z);
 }
-/* x^p as PyTorch computes it (its CPU and CUDA kernels alike): p = 0.5 is sqrt, -0.5 is
- * 1/sqrt, so that sqrt(-0) = -0, 1/sqrt(-0) = -inf and both are NaN at -inf, where pow
- * gives +0, +inf and +inf, 0; p = 2, 3, -1, -2 are products and quotients. */
-static inline TG_HOST_DEVICE float tg_pow_scalar_f(float x, float p) {
-  if (p == 0.5f) return sqrtf(x);
-  if (p == -0.5f) return 1.0f / sqrtf(x);
-  if (p == 2.0f) return x * x;
-  if (p == 3.0f) return x * x * x;
-  if (p == -1.0f) return 1.0f / x;
-  if (p == -2.0f) return 1.0f / (x * x);
-  return powf(x, p);
-}
 
 /* ---- double ---- */
 
@@ -70,15 +58,6 @@ static inline TG_HOST_DEVICE double tg_d_sigmoid_d(double s) { return s * (1.0 -
 static inline TG_HOST_DEVICE double tg_d_tanh_d(double t) { return 1.0 - t * t; }
 static inline TG_HOST_DEVICE double tg_d_elu_d(double z, double alpha) {
   return z > 0.0 ? 1.0 : alpha * exp(z);
-}
-static inline TG_HOST_DEVICE double tg_pow_scalar_d(double x, double p) {
-  if (p == 0.5) return sqrt(x);
-  if (p == -0.5) return 1.0 / sqrt(x);
-  if (p == 2.0) return x * x;
-  if (p == 3.0) return x * x * x;
-  if (p == -1.0) return 1.0 / x;
-  if (p == -2.0) return 1.0 / (x * x);
-  return pow(x, p);
 }
 
 /* ---- type-generic spellings: tg_math_<name>(x) ----
@@ -104,7 +83,6 @@ TG__PM_OVERLOAD1(step)
 TG__PM_OVERLOAD1(d_sigmoid)
 TG__PM_OVERLOAD1(d_tanh)
 TG__PM_OVERLOAD2(d_elu)
-TG__PM_OVERLOAD2(pow_scalar)
 #undef TG__PM_OVERLOAD1
 #undef TG__PM_OVERLOAD2
 #else
@@ -118,7 +96,6 @@ TG__PM_OVERLOAD2(pow_scalar)
 #define tg_math_d_sigmoid(s) TG__PM_GENERIC(d_sigmoid, s)(s)
 #define tg_math_d_tanh(t) TG__PM_GENERIC(d_tanh, t)(t)
 #define tg_math_d_elu(z, alpha) TG__PM_GENERIC(d_elu, z)((z), (alpha))
-#define tg_math_pow_scalar(x, p) TG__PM_GENERIC(pow_scalar, x)((x), (p))
 #endif
 
 /* ---- the element math of every unary and binary kind (ops/def/unary.def, binary.def) ----
@@ -162,6 +139,39 @@ TG__M1(log1p, log1pf, log1p)
 #define TG__BINARY_OVERLOADS(name)
 #endif
 
+/* x^p as PyTorch computes it (its CPU and CUDA kernels alike): p = 0.5 is sqrt, -0.5 is
+ * 1/sqrt, so that sqrt(-0) = -0, 1/sqrt(-0) = -inf and both are NaN at -inf, where pow
+ * gives +0, +inf and +inf, 0; p = 2, 3, -1, -2 are products and quotients. */
+static inline TG_HOST_DEVICE float tg_pow_scalar_f(float x, float p) {
+  if (p == 0.5f) return sqrtf(x);
+  if (p == -0.5f) return 1.0f / sqrtf(x);
+  if (p == 2.0f) return x * x;
+  if (p == 3.0f) return x * x * x;
+  if (p == -1.0f) return 1.0f / x;
+  if (p == -2.0f) return 1.0f / (x * x);
+  return powf(x, p);
+}
+static inline TG_HOST_DEVICE double tg_pow_scalar_d(double x, double p) {
+  if (p == 0.5) return sqrt(x);
+  if (p == -0.5) return 1.0 / sqrt(x);
+  if (p == 2.0) return x * x;
+  if (p == 3.0) return x * x * x;
+  if (p == -1.0) return 1.0 / x;
+  if (p == -2.0) return 1.0 / (x * x);
+  return pow(x, p);
+}
+#ifdef __cplusplus
+static inline TG_HOST_DEVICE float tg_m_pow_scalar(float x, float p) {
+  return tg_pow_scalar_f(x, p);
+}
+static inline TG_HOST_DEVICE double tg_m_pow_scalar(double x, double p) {
+  return tg_pow_scalar_d(x, p);
+}
+#else
+#define tg_m_pow_scalar(x, p)                                                                      \
+  _Generic((x), float : tg_pow_scalar_f, double : tg_pow_scalar_d)((x), (p))
+#endif
+
 /* Defines tg_unary_<name>_f and _d from one expression over x, a, b. */
 #define TG_UNARY_MATH(name, expr)                                                                  \
   static inline TG_HOST_DEVICE float tg_unary_##name##_f(float x, float a, float b) {              \
@@ -195,7 +205,7 @@ TG_UNARY_MATH(sigmoid, tg_math_sigmoid(x))
 TG_UNARY_MATH(tanh, tg_math_tanh(x))
 TG_UNARY_MATH(relu, tg_math_relu(x))
 TG_UNARY_MATH(elu, tg_math_elu(x, a))
-TG_UNARY_MATH(pow_scalar, tg_math_pow_scalar(x, a))
+TG_UNARY_MATH(pow_scalar, tg_m_pow_scalar(x, a))
 TG_UNARY_MATH(affine, b + a * x)
 TG_UNARY_MATH(reciprocal, 1 / x)
 TG_UNARY_MATH(step, tg_math_step(x))
