@@ -249,19 +249,20 @@ static tg_status fwd_sum_dim(const char *api, tg_ctx *ctx, const tg_tensor *x, i
 }
 
 /* Where x equals its selected value, as 1/count (the gradient is shared among ties, as in
- * PyTorch); a constant of x's sizes. y is the 0-dim result. A NaN result is shared among
- * x's NaNs (PyTorch's evenly_distribute_backward), which never compare equal to it. */
+ * PyTorch); a constant of x's sizes. y is the 0-dim result. */
 static tg_tensor *share_mask(const char *api, const tg_tensor *x, const tg_tensor *y) {
-  double value;
-  if (tg_item(y, &value) != TG_OK) return NULL;
   tg_tensor *mask = tg_empty(x->ndim, x->sizes, options_of(x, x->dtype));
-  const bool nan = value != value;
-  if (!mask ||
-      tg__binary_into(api, nan ? TG_BINARY_NE : TG_BINARY_EQ, 1.0, mask, x, nan ? x : y) != TG_OK)
-    return NULL;
+  if (!mask || tg__binary_into(api, TG_BINARY_EQ, 1.0, mask, x, y) != TG_OK) return NULL;
   double count;
   tg_tensor *total = sum_all(api, mask);
   if (!total || tg_item(total, &count) != TG_OK) return NULL;
+  /* Only a NaN result equals no element: it is shared among x's NaNs (x != x), as PyTorch's
+   * evenly_distribute_backward does. */
+  if (count == 0) {
+    if (tg__binary_into(api, TG_BINARY_NE, 1.0, mask, x, x) != TG_OK) return NULL;
+    total = sum_all(api, mask);
+    if (!total || tg_item(total, &count) != TG_OK) return NULL;
+  }
   if (count > 0 && scale_inplace(api, mask, 1.0 / count) != TG_OK) return NULL;
   return mask;
 }
