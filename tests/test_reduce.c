@@ -207,6 +207,43 @@ TG_TEST(reduce, zero_dim_and_empty_inputs) {
   tg_scope_end(sc);
 }
 
+/* max/min over all elements with a NaN result share the gradient evenly among the NaNs
+ * (PyTorch's evenly_distribute_backward); max_dim/min_dim give the first NaN's index and
+ * its gradient is one-hot there. Failed before: max's gradient was 0 everywhere. */
+TG_TEST(reduce, max_and_min_gradient_when_the_result_is_nan) {
+  const double xs[] = {1, NAN, 3, NAN, 2};
+  for (int d = 0; d < 2; d++)
+    for (int which = 0; which < 2; which++) {
+      tg_scope sc = tg_scope_begin();
+      tg_tensor *x = tg_test_tensor_of(d ? TG_F64 : TG_F32, TG_SHAPE(5), xs);
+      cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+      tg_tensor *y = which ? tg_min(x) : tg_max(x);
+      tg_test_expect_ieee(y, 1, (const double[]){NAN}, 0);
+      cr_assert_eq(tg_backward(y, NULL), TG_OK, "%s", tg_last_error_message());
+      tg_test_expect_ieee(tg_grad(x), 5, (const double[]){0, 0.5, 0, 0.5, 0}, 0);
+      tg_scope_end(sc);
+    }
+  /* torch.max(x, 1) / torch.min(x, 1) of [[1, nan, 3, nan], [2, 5, 5, 1]] */
+  const double rows[] = {1, NAN, 3, NAN, 2, 5, 5, 1};
+  for (int which = 0; which < 2; which++) {
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *x = tg_test_tensor_of(TG_F64, TG_SHAPE(2, 4), rows);
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_tensor *values = NULL, *indices = NULL;
+    tg_status st = which ? tg_min_dim(x, 1, false, &values, &indices)
+                         : tg_max_dim(x, 1, false, &values, &indices);
+    cr_assert_eq(st, TG_OK, "%s", tg_last_error_message());
+    tg_test_expect_ieee(values, 2, (const double[]){NAN, which ? 1 : 5}, 0);
+    tg_test_expect_values(indices, 2, (const double[]){1, which ? 3 : 1}, 0);
+    cr_assert_eq(tg_backward(tg_sum(values), NULL), TG_OK, "%s", tg_last_error_message());
+    tg_test_expect_ieee(tg_grad(x), 8,
+                        which ? (const double[]){0, 1, 0, 0, 0, 0, 0, 1}
+                              : (const double[]){0, 1, 0, 0, 0, 1, 0, 0},
+                        0);
+    tg_scope_end(sc);
+  }
+}
+
 TG_TEST(reduce, max_and_max_dim_by_hand) {
   tg_scope sc = tg_scope_begin();
   for (int dt = TG_F32; dt <= TG_F64; dt++) {

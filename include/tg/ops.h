@@ -53,10 +53,16 @@ tg_tensor *tg_neg(const tg_tensor *x);
 tg_tensor *tg_exp(const tg_tensor *x);
 tg_tensor *tg_log(const tg_tensor *x);
 tg_tensor *tg_sqrt(const tg_tensor *x);
+/* x^exponent as PyTorch computes it: exponent 0.5 is sqrt(x) (-0 -> -0, -inf -> NaN) and
+ * -0.5 is 1/sqrt(x) (-0 -> -inf, -inf -> NaN), where C's pow gives +0, +inf, +inf, 0. The
+ * gradient is exponent * x^(exponent - 1) with the same rules, and 0 for exponent 0. */
 tg_tensor *tg_pow_scalar(const tg_tensor *x, double exponent);
 tg_tensor *tg_sigmoid(const tg_tensor *x);
 tg_tensor *tg_tanh(const tg_tensor *x);
+/* The gradient passes where x > 0 or x is NaN, 0 elsewhere (PyTorch's threshold_backward). */
 tg_tensor *tg_relu(const tg_tensor *x);
+/* The gradient at x = NaN is NaN (PyTorch's CPU gives g or NaN depending on the length:
+ * docs/conventions.md). */
 tg_tensor *tg_elu(const tg_tensor *x, double alpha);
 
 /* ---- in place: modify a, bump its version; b broadcasts to a's sizes ----
@@ -95,7 +101,9 @@ tg_tensor *tg_abs(const tg_tensor *x);
 tg_tensor *tg_reciprocal(const tg_tensor *x);
 tg_status tg_abs_(tg_tensor *x);
 tg_status tg_reciprocal_(tg_tensor *x);
-tg_tensor *tg_softplus(const tg_tensor *x); /* log(1 + exp(x)); x itself above 20 */
+/* log(1 + exp(x)); x itself above 20, where the gradient is exactly 1 (else sigmoid(x)),
+ * as PyTorch's softplus with beta 1, threshold 20. */
+tg_tensor *tg_softplus(const tg_tensor *x);
 tg_status tg_softplus_(tg_tensor *x);
 tg_tensor *tg_eq(const tg_tensor *a, const tg_tensor *b); /* a == b */
 tg_tensor *tg_ne(const tg_tensor *a, const tg_tensor *b); /* a != b */
@@ -111,8 +119,11 @@ tg_tensor *tg_sum(const tg_tensor *x); /* all elements -> 0-dim */
 tg_tensor *tg_sum_dim(const tg_tensor *x, int dim, bool keepdim);
 tg_tensor *tg_mean(const tg_tensor *x);
 tg_tensor *tg_mean_dim(const tg_tensor *x, int dim, bool keepdim);
-tg_tensor *tg_max(const tg_tensor *x); /* all elements -> 0-dim */
-/* values and (I64, non-differentiable) indices; either out pointer may be NULL. */
+/* All elements -> 0-dim. The gradient is shared evenly among the elements equal to the
+ * result, or among the NaNs when the result is NaN (as PyTorch's). */
+tg_tensor *tg_max(const tg_tensor *x);
+/* values and (I64, non-differentiable) indices; either out pointer may be NULL. A row
+ * holding NaN gives NaN at the index of its first NaN; the gradient goes to that index. */
 tg_status tg_max_dim(const tg_tensor *x, int dim, bool keepdim, tg_tensor **values,
                      tg_tensor **indices);
 /* The minimum, as tg_max / tg_max_dim (first index wins ties, NaN propagates). */
@@ -125,7 +136,12 @@ tg_tensor *tg_sum_to_size(const tg_tensor *x, int ndim, const int64_t *sizes);
 /* ---- linear algebra (2-D); strided operands go to BLAS as strides, not copies ----
  * float32 or float64, one dtype for all operands: no promotion, as PyTorch. */
 tg_tensor *tg_mm(const tg_tensor *a, const tg_tensor *b);
-/* beta * input + alpha * (mat1 @ mat2); input broadcasts to [m, n]. */
+/* beta * input + alpha * (mat1 @ mat2); input broadcasts to [m, n]. As BLAS (and PyTorch):
+ * with alpha 0 the product is not computed (inf and NaN in mat1, mat2 do not reach the
+ * result), with beta 0 input is not read. The gradients are beta * g for input (g summed to
+ * input's sizes), (g @ mat2^T) * alpha and (mat1^T @ g) * alpha, so alpha 0 gives 0 times
+ * the product there, NaN where it is not finite, as PyTorch's. mat1 [m, 0] @ mat2 [0, n]
+ * (also in tg_mm and tg_matmul) is zeros. */
 tg_tensor *tg_addmm(const tg_tensor *input, const tg_tensor *mat1, const tg_tensor *mat2,
                     double beta, double alpha);
 tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b); /* 1-D or 2-D operands */

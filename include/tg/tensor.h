@@ -203,7 +203,11 @@ tg_status tg_set(tg_tensor *t, const int64_t *index, double value);
 tg_status tg_item(const tg_tensor *t, double *out);
 /* Copies all elements, in logical row-major order, into a host array of t's dtype. */
 tg_status tg_to_host_array(const tg_tensor *t, void *out, size_t out_bytes);
-tg_tensor *tg_to_dtype(const tg_tensor *t, tg_dtype dtype);    /* t itself if equal */
+/* t itself if equal. Floating to I64 truncates toward zero; NaN, +-inf and values outside
+ * [-2^63, 2^63) become INT64_MIN, as PyTorch's .to(torch.int64) on x86-64 (on CPU and CUDA
+ * alike: no undefined behaviour). tg_fill_, tg_set, tg_full and tg_scalar convert a value
+ * into I64 so too, where PyTorch raises (docs/conventions.md). */
+tg_tensor *tg_to_dtype(const tg_tensor *t, tg_dtype dtype);
 tg_tensor *tg_to_device(const tg_tensor *t, tg_device device); /* t itself if equal */
 
 /* ---- comparing (tests, checks): any devices, dtypes and strides; a and b broadcast ----

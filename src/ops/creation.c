@@ -126,7 +126,7 @@ tg_tensor *tg_full(int ndim, const int64_t *sizes, double value, tg_options opts
 }
 
 tg_tensor *tg_scalar(double value, tg_options opts) {
-  /* An I64 scalar converts value as every fill does (NaN -> 0, saturating). */
+  /* An I64 scalar converts value as every fill does (INT64_MIN for NaN, inf, out of range). */
   return full_impl(0, NULL, value, opts, "tg_scalar");
 }
 

@@ -6,8 +6,9 @@
 #include "tensor/tensor_impl.h"
 #include "tg/autograd.h"
 
-/* x > 0 ? 1 : 0 in x's dtype; not differentiable (its gradient is zero almost everywhere).
- * Used by the backward of relu and elu. */
+/* x <= 0 ? 0 : 1 in x's dtype (1 at NaN, where relu passes its gradient as PyTorch's does);
+ * not differentiable (its gradient is zero almost everywhere). Used by the backward of
+ * relu, elu, abs and softplus. */
 tg_tensor *tg__step(const tg_tensor *x);
 
 /* Checks the operands of a binary op's forward (the front ends have promoted them): both

@@ -146,6 +146,14 @@ static tg_tensor *tg__elu_grad(const tg_tensor *g, const tg_tensor *x, const tg_
   return tg_mul(g, tg_add(positive, negative_slope));
 }
 
+/* softplus: sigmoid(x) + [x > 20] (1 - sigmoid(x)), which is exactly 1 above the threshold
+ * (s + (1 - s) rounds to 1) and sigmoid(x) below it. */
+static tg_tensor *tg__softplus_slope(const tg_tensor *x) {
+  tg_tensor *s = tg_sigmoid(x);
+  tg_tensor *above = tg__step(tg_add_scalar(x, -20.0));
+  return tg_add(s, tg_mul(above, tg_rsub_scalar(s, 1.0)));
+}
+
 /* ---- front ends ---- */
 
 static double first_scalar(int n_scalars, const double *scalars) {

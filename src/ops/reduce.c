@@ -264,6 +264,13 @@ static tg_tensor *share_mask(const char *api, const tg_tensor *x, const tg_tenso
   double count;
   tg_tensor *total = sum_all(api, mask);
   if (!total || tg_item(total, &count) != TG_OK) return NULL;
+  /* Only a NaN result equals no element: it is shared among x's NaNs (x != x), as PyTorch's
+   * evenly_distribute_backward does. */
+  if (count == 0) {
+    if (tg__binary_into(api, TG_BINARY_NE, 1.0, mask, x, x) != TG_OK) return NULL;
+    total = sum_all(api, mask);
+    if (!total || tg_item(total, &count) != TG_OK) return NULL;
+  }
   if (count > 0 && scale_inplace(api, mask, 1.0 / count) != TG_OK) return NULL;
   return mask;
 }

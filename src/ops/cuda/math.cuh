@@ -112,7 +112,7 @@ template <typename To, typename From> struct tg_cu_convert_fn {
   TG_HOST_DEVICE To operator()(From x) const { return (To)x; }
 };
 /* To int64 from a float: a cast of NaN or of a value out of range is undefined; convert as
- * the CPU does (tensor/checked.h: NaN -> 0, saturating). */
+ * the CPU does (tensor/checked.h: INT64_MIN for NaN, +-inf and out of range). */
 template <typename From> struct tg_cu_convert_fn<int64_t, From> {
   TG_HOST_DEVICE int64_t operator()(From x) const { return tg__f64_to_i64((double)x); }
 };
