@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "anomaly.h"
 #include "node.h"
 #include "op_refs.h"
 #include "tensor/check.h"
@@ -398,8 +399,12 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
    * its target) registering them must not fail. */
   if (tg__scope_reserve((size_t)n_outputs) != TG_OK) return tg_last_error();
   if ((st = open_context(&c, n_scalars, scalars, n_ints, ints)) != TG_OK) return st;
+  bool anomaly = tg__anomaly_begin_op(); /* false unless anomaly mode is on */
   st = run_forward(&c);
+  tg__anomaly_end_op(anomaly);
   if (st == TG_OK) st = settle_outputs(&c);
+  for (int j = 0; anomaly && st == TG_OK && j < n_outputs; j++)
+    st = tg__anomaly_check_output(api_name(&c), j, c.outputs[j]);
   if (st != TG_OK) return abandon_call(&c, st);
   hand_out_outputs(&c);
   close_context(&c);
