@@ -179,6 +179,10 @@ static tg_status check_inputs(apply_call *c) {
       tg__check_arg(api_name(c), arg, inputs[i]);
       return tg_last_error();
     }
+#if TG_LIFETIME_CHECK
+    snprintf(arg, sizeof arg, "inputs[%d]", i);
+    tg__lifetime_verify(api_name(c), arg, inputs[i]);
+#endif
   }
   tg_device *device = &c->device;
   *device = c->n_inputs > 0 ? inputs[0]->storage->device : TG_DEVICE_CPU;
@@ -369,6 +373,7 @@ static void hand_out_outputs(apply_call *c) {
       if (c->node) atomic_fetch_add(&out->storage->history, 1);
       tg_release(out); /* the caller keeps its own reference to the target */
     } else {
+      tg__lifetime_made_by(out, c->op->flags & TG__OP_BUILTIN ? "tg_" : NULL, c->op->name);
       tg__scoped(out); /* cannot fail: reserved by tg_apply_ex */
     }
   }
