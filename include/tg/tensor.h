@@ -14,7 +14,10 @@
  *   }
  *
  * tg_release(y) on a returned y is therefore always wrong, unless the caller first took a
- * reference of its own with tg_retain(y) (to keep y past its scope). A function that
+ * reference of its own with tg_retain(y) (to keep y past its scope). Debug and sanitizer
+ * builds catch the mistake (the lifetime checker, CMake option TG_LIFETIME_CHECK): releasing
+ * a result the caller does not own, releasing a tensor twice, or passing a freed one to tg
+ * aborts with a message naming the tensor, what made it and what freed it. A function that
  * returns a tensor to its caller computes it in a scope of its own and hands the result out
  * with tg_scope_escape:
  *
