@@ -3,6 +3,7 @@
  * inputs. gradgradcheck runs the backward ops' own backward (slice_backward -> slice,
  * select_backward -> select, expand -> sum_to_size, view -> reshape...). */
 #include "testutil.h"
+#include "alloc_sweep.h"
 
 static const tg_gradcheck_options quiet = {.quiet = true};
 
@@ -337,4 +338,23 @@ TG_TEST(views_grad, as_strided_outside_the_storage_is_refused) {
                TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_as_strided", "3 given");
   tg_scope_end(sc);
+}
+
+/* as_strided's backward under allocation failure: overlapping windows of an expanded base
+ * (the shares path too), forward and backward. */
+static tg_status as_strided_step(void *user, double *out, int *n_out) {
+  (void)user;
+  tg_tensor *x = tg_from_data(TG_SHAPE(4), (const double[]){1, 2, 3, 4},
+                              TG_OPTS(.dtype = TG_F64, .requires_grad = true));
+  tg_tensor *e = x ? tg_expand(x, TG_SHAPE(2, 4)) : NULL;
+  tg_tensor *w = e ? tg_as_strided(e, TG_SHAPE(3, 2), (int64_t[]){1, 1}, tg_offset(e)) : NULL;
+  tg_tensor *y = w ? tg_sum(tg_mul(w, w)) : NULL;
+  tg_status st = status_of(y);
+  if (st == TG_OK) st = clean(tg_backward(y, NULL));
+  if (st == TG_OK) st = append(tg_grad(x), out, n_out);
+  return st;
+}
+
+TG_TEST(views_grad, as_strided_allocation_failures) {
+  sweep("as_strided backward", as_strided_step, NULL);
 }

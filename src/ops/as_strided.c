@@ -7,6 +7,7 @@
  * spanning what the input and the output reach; the input's gradient is that buffer read
  * through the input's own geometry. The adds are embedding_backward on storage indices
  * (rows of width 1), so the backward is made of differentiable ops: double backward works. */
+#include <stdint.h>
 #include <string.h>
 
 #include "ops/registry.h"
@@ -116,7 +117,9 @@ static void span(const geometry *g, int64_t *lo, int64_t *hi) {
  * sizes on device (scope-owned; NULL with the error pending). */
 static tg_tensor *storage_indices(const geometry *g, int64_t lo, tg_device device) {
   int64_t numel = tg__numel(g->ndim, g->sizes), index[TG_MAX_DIMS] = {0};
-  int64_t *host = tg__host_malloc(sizeof *host * (size_t)(numel > 0 ? numel : 1));
+  int64_t *host = (uint64_t)numel <= SIZE_MAX / sizeof *host
+                      ? tg__host_malloc(sizeof *host * (size_t)(numel > 0 ? numel : 1))
+                      : NULL;
   if (!host) {
     tg_set_error(TG_ERR_MEMORY, "tg_as_strided: backward: out of memory for %lld indices",
                  (long long)numel);

@@ -77,7 +77,13 @@ void tg__lifetime_check_release(const char *fn, const tg_tensor *t) {
   if (t->lifetime.magic == TG__TENSOR_FREED)
     fail(fn, "the tensor", t, "it was freed already: this release is one too many");
   if (t->lifetime.magic != TG__TENSOR_LIVE) fail_unknown(fn, "the tensor", t);
-  long refs = atomic_load(&t->refcount), scoped = atomic_load(&t->lifetime.scope_refs);
+  /* A consistent pair: a scope takes a reference (retain, then scope_refs + 1) or drops one
+   * (scope_refs - 1, then release) on another thread between the reads: read again. */
+  long refs, scoped;
+  do {
+    scoped = atomic_load(&t->lifetime.scope_refs);
+    refs = atomic_load(&t->refcount);
+  } while (scoped != atomic_load(&t->lifetime.scope_refs));
   if (refs <= scoped)
     fail(fn, "the tensor", t,
          "every reference left belongs to a scope, none to the caller: a result is owned by "
