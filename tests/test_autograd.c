@@ -187,6 +187,24 @@ TG_TEST(autograd, retain_graph_allows_a_second_backward) {
   tg_scope_end(sc);
 }
 
+/* Counts and NULL lists are told apart (a NULL list was reported as "got 1 outputs"). */
+TG_TEST(autograd, autograd_grad_names_a_null_list) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *x = vec(3, (double[]){-1, 0.5, 2}, f64_grad);
+  tg_tensor *y = tg_sum(x), *dx = NULL;
+  const tg_tensor *const ys[] = {y}, *const xs[] = {x};
+  tg_backward_options o = {0};
+  cr_assert_eq(tg_autograd_grad(1, NULL, NULL, 1, xs, &dx, o, false), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_autograd_grad: outputs is NULL");
+  cr_assert_eq(tg_autograd_grad(1, ys, NULL, 1, NULL, &dx, o, false), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_autograd_grad: inputs is NULL");
+  cr_assert_eq(tg_autograd_grad(1, ys, NULL, 1, xs, NULL, o, false), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_autograd_grad: grads_out is NULL");
+  cr_assert_eq(tg_autograd_grad(0, ys, NULL, 1, xs, &dx, o, false), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "need at least one output and one input (n_outputs is 0");
+  tg_scope_end(sc);
+}
+
 TG_TEST(autograd, double_backward_with_create_graph) {
   tg_scope sc = tg_scope_begin();
   tg_tensor *x = vec(3, (double[]){-1, 0.5, 2}, f64_grad);

@@ -148,17 +148,30 @@ static const tg_dtype floating[] = {TG_F32, TG_F64};
 
 /* ---- unary ---- */
 
-static const char *const unary_names[TG_NUM_UNARY] = {
-    "neg", "exp", "log",    "sqrt",       "sigmoid", "tanh", "relu",
-    "elu", "pow", "affine", "reciprocal", "step",    "abs"};
+static const char *const unary_names[TG_NUM_UNARY] = {"neg",
+                                                      "exp",
+                                                      "log",
+                                                      "sqrt",
+                                                      "sigmoid",
+                                                      "tanh",
+                                                      "relu",
+                                                      "elu",
+                                                      "pow",
+                                                      "affine",
+                                                      "reciprocal",
+                                                      "step",
+                                                      "abs",
+                                                      [TG_UNARY_MUL_SCALAR] = "mul_scalar",
+                                                      [TG_UNARY_DIV_SCALAR] = "div_scalar"};
 
 static bool unary_needs_positive(tg_unary_kind k) {
   return k == TG_UNARY_LOG || k == TG_UNARY_SQRT || k == TG_UNARY_POW || k == TG_UNARY_RECIPROCAL;
 }
 
-/* Scalars per kind: elu alpha, pow exponent, affine a*x+b. */
+/* Scalars per kind: elu alpha, pow exponent, affine a*x+b, x*a, x/a. */
 static void unary_scalars(tg_unary_kind k, double *a, double *b) {
   *a = k == TG_UNARY_ELU ? 0.7 : k == TG_UNARY_POW ? 2.5 : k == TG_UNARY_AFFINE ? 1.5 : 0;
+  if (k == TG_UNARY_MUL_SCALAR || k == TG_UNARY_DIV_SCALAR) *a = -1.25;
   *b = k == TG_UNARY_AFFINE ? -0.25 : 0;
 }
 
@@ -190,6 +203,10 @@ static double ref_unary(tg_unary_kind k, double x, double a, double b) {
     return x > 0 ? 1 : 0;
   case TG_UNARY_ABS:
     return fabs(x);
+  case TG_UNARY_MUL_SCALAR:
+    return x * a;
+  case TG_UNARY_DIV_SCALAR:
+    return x / a;
   default:
     return NAN;
   }

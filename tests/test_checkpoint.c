@@ -321,6 +321,50 @@ TG_TEST(checkpoint, without_optimizer_and_generators) {
   remove_dir();
 }
 
+/* A model-only load (opt NULL, no generators), as a user sampling from a trained model
+ * writes it: the file's generator states are not demanded and no generator changes (it
+ * failed with "holds the state of 2 generator(s), 0 given"). */
+TG_TEST(checkpoint, model_only_load_takes_the_model_alone) {
+  make_dir();
+  lm a, b;
+  lm_make(&a, 1, 5, HIDDEN);
+  lm_train(&a, 2, NULL);
+  tg_generator *gens[2] = {a.sampler, NULL};
+  cr_assert_eq(tg_checkpoint_save(path, a.model, a.opt, 2, 2, gens), TG_OK, "%s",
+               tg_last_error_message());
+  lm_make(&b, 2, 99, HIDDEN);
+  tg_manual_seed(77);
+  tg_generator_state sampler = tg_generator_get_state(b.sampler);
+  tg_generator_state fallback = tg_generator_get_state(NULL);
+  int64_t step = 0;
+  cr_assert_eq(tg_checkpoint_load(path, b.model, NULL, &step, 0, NULL), TG_OK, "%s",
+               tg_last_error_message());
+  cr_assert_eq(step, 2);
+  tg_tensor_dict *sa = tg_module_state_dict(a.model), *sb = tg_module_state_dict(b.model);
+  assert_dicts_equal(sa, sb, "model");
+  tg_tensor_dict_free(sa);
+  tg_tensor_dict_free(sb);
+  tg_generator_state now = tg_generator_get_state(b.sampler);
+  cr_assert(now.seed == sampler.seed && now.offset == sampler.offset, "the sampler changed");
+  now = tg_generator_get_state(NULL);
+  cr_assert(now.seed == fallback.seed && now.offset == fallback.offset,
+            "the default generator changed");
+  /* Generators asked for are still restored, all of them: a count that differs is refused. */
+  gens[0] = b.sampler;
+  cr_assert_eq(tg_checkpoint_load(path, b.model, NULL, NULL, 2, gens), TG_OK, "%s",
+               tg_last_error_message());
+  now = tg_generator_get_state(b.sampler);
+  cr_assert_eq(now.offset, tg_generator_get_state(a.sampler).offset);
+  cr_assert_eq(tg_checkpoint_load(path, b.model, NULL, NULL, 1, gens), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "holds the state of 2 generator(s), 1 given");
+  /* With the optimizer (a resume), the generators are required. */
+  cr_assert_eq(tg_checkpoint_load(path, b.model, b.opt, NULL, 0, NULL), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "holds the state of 2 generator(s), 0 given");
+  lm_free(&a);
+  lm_free(&b);
+  remove_dir();
+}
+
 /* ---- crashes and failed writes ---- */
 
 static bool kill_after_first_chunk(size_t written, void *user) {
@@ -394,6 +438,12 @@ TG_TEST(checkpoint, killed_mid_write_leaves_the_previous_checkpoint) {
   after = tg_module_state_dict(m2);
   assert_dicts_equal(after, before, "model");
   tg_tensor_dict_free(after);
+  cr_assert_eq(files_in_dir(), 2, "a failed save removes nothing of another writer's");
+
+  /* The next save that succeeds removes the dead writer's temporary file. */
+  cr_assert_eq(tg_checkpoint_save(path, m, NULL, 40, 0, NULL), TG_OK, "%s",
+               tg_last_error_message());
+  cr_assert_eq(files_in_dir(), 1, "the killed save's temporary file is still there");
 
   tg_tensor_dict_free(before);
   tg_module_free(m);

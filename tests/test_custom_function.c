@@ -379,6 +379,69 @@ TG_TEST(registry, tg_apply_checks_its_arguments) {
   tg_scope_end(sc);
 }
 
+/* An op that failed a lookup is NULL with the lookup's error pending: that error is kept. */
+TG_TEST(registry, tg_apply_keeps_a_failed_lookups_error) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *x = tg_ones(TG_SHAPE(2), f64), *out[1];
+  cr_assert_eq(tg_apply(tg_op_lookup("typo"), 1, (const tg_tensor *const[]){x}, 0, NULL, 1, out),
+               TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_op_lookup", "typo");
+  cr_assert_null(tg_apply1(tg_op_lookup("typo"), 1, (const tg_tensor *const[]){x}, 0, NULL));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_op_lookup", "typo");
+  cr_assert_eq(tg_apply(NULL, 1, (const tg_tensor *const[]){x}, 0, NULL, 1, out), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_apply: op is NULL");
+  tg_scope_end(sc);
+}
+
+/* Kernels with a bug: they fail without tg_set_error, or return TG_OK with no output. */
+static tg_status silent_forward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  (void)ctx, (void)in, (void)out;
+  return TG_ERR_UNSUPPORTED;
+}
+static tg_status bogus_status_forward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  (void)ctx, (void)in, (void)out;
+  return (tg_status)-7;
+}
+static tg_status no_output_forward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  (void)ctx, (void)in, (void)out;
+  return TG_OK;
+}
+static tg_status clone_forward(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  (void)ctx;
+  out[0] = tg_clone(in[0]);
+  return out[0] ? TG_OK : tg_last_error();
+}
+static tg_status silent_backward(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  (void)ctx, (void)g, (void)gi;
+  return TG_ERR_STATE;
+}
+
+TG_TEST(registry, a_kernel_failing_without_an_error_gets_one) {
+  const tg_op_desc ops[] = {
+      {"test_silent", 1, 1, {silent_forward}, NULL, 0, NULL},
+      {"test_bogus_status", 1, 1, {bogus_status_forward}, NULL, 0, NULL},
+      {"test_no_output", 1, 1, {no_output_forward}, NULL, 0, NULL},
+      {"test_silent_backward", 1, 1, {clone_forward}, silent_backward, 0, NULL}};
+  for (int i = 0; i < 4; i++) cr_assert_eq(tg_op_register(&ops[i]), TG_OK);
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *x = tg_ones(TG_SHAPE(2), f64_grad);
+  const tg_tensor *const in[] = {x};
+  cr_assert_null(tg_apply1(op("test_silent"), 1, in, 0, NULL));
+  tg_expect_error(TG_ERR_UNSUPPORTED,
+                  "test_silent: forward failed (returned TG_ERR_UNSUPPORTED) without setting an "
+                  "error");
+  cr_assert_null(tg_apply1(op("test_bogus_status"), 1, in, 0, NULL));
+  tg_expect_error(TG_ERR_STATE, "test_bogus_status: forward failed (returned -7, not a tg_status)");
+  cr_assert_null(tg_apply1(op("test_no_output"), 1, in, 0, NULL));
+  tg_expect_error(TG_ERR_STATE, "test_no_output: forward returned TG_OK but left output 0 NULL");
+  tg_tensor *y = tg_apply1(op("test_silent_backward"), 1, in, 0, NULL);
+  cr_assert(y, "%s", tg_last_error_message());
+  cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_ERR_STATE);
+  tg_expect_error(TG_ERR_STATE, "test_silent_backward: backward failed (returned TG_ERR_STATE) "
+                                "without setting an error");
+  tg_scope_end(sc);
+}
+
 /* ---- linear ---- */
 
 TG_TEST(custom_function, linear_values_and_gradcheck) {

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE /* mkstemps */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -155,6 +156,22 @@ TG_TEST(extension, not_an_extension) {
 TG_TEST(extension, missing_file) {
   cr_assert_null(tg_extension_load("/nonexistent/libnothing.so"));
   tg_expect_error(TG_ERR_EXTENSION, "cannot load '/nonexistent/libnothing.so'");
+}
+
+/* dlopen would block forever opening a FIFO: refused at once, named. */
+TG_TEST(extension, fifo_is_refused_without_waiting, .timeout = 20) {
+  char dir[] = "/tmp/tg-test-extension-XXXXXX";
+  cr_assert(mkdtemp(dir));
+  char fifo[64];
+  snprintf(fifo, sizeof fifo, "%s/libpipe.so", dir);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  cr_assert_null(tg_extension_load(fifo));
+  tg_expect_error(TG_ERR_EXTENSION, "tg_extension_load: '", "libpipe.so' is not a regular file",
+                  "a FIFO");
+  cr_assert_null(tg_extension_load(dir));
+  tg_expect_error(TG_ERR_EXTENSION, "is not a regular file: it is a directory");
+  unlink(fifo);
+  rmdir(dir);
 }
 
 TG_TEST(extension, failing_entry_point_registers_nothing) {

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -153,6 +155,74 @@ TG_TEST(file_io, killed_mid_write_keeps_the_previous_file) {
   cr_assert_eq(stat(tmp, &st), 0);
   cr_assert_eq((size_t)st.st_size, TG__WRITE_CHUNK);
   free(data);
+  remove_dir();
+}
+
+/* A FIFO would block open() (no writer) and read() forever: refused at once, named. */
+TG_TEST(file_io, fifo_is_refused_without_waiting, .timeout = 20) {
+  make_dir();
+  cr_assert_eq(mkfifo(path, 0600), 0, "mkfifo: %s", strerror(errno));
+  void *data = (void *)1;
+  size_t n = 9;
+  cr_assert_eq(tg__read_file("tg_test", path, 100, &data, &n), TG_ERR_IO);
+  tg_expect_error(TG_ERR_IO, "tg_test: '", "data.bin' is not a regular file: it is a FIFO");
+  cr_assert_null(data);
+  cr_assert_eq(n, 0);
+  cr_assert_eq(tg__read_file("tg_test", dir, 100, &data, &n), TG_ERR_IO);
+  tg_expect_error(TG_ERR_IO, "' is not a regular file: it is a directory");
+  remove_dir();
+}
+
+/* What a killed save left behind goes with the next save of that path; a temporary file
+ * that a live writer holds (locked) stays, and so do files that only look alike. */
+TG_TEST(file_io, next_write_removes_stale_temporary_files) {
+  make_dir();
+  cr_assert_eq(tg__write_file_atomic("tg_test", path, "previous", 8), TG_OK);
+  size_t n;
+  unsigned char *data = big_data(&n);
+  fflush(NULL);
+  pid_t child = fork();
+  cr_assert_neq(child, -1, "fork: %s", strerror(errno));
+  if (child == 0) {
+    tg__set_write_hook(kill_self, NULL);
+    tg__write_file_atomic("tg_test", path, data, n);
+    _exit(3);
+  }
+  int status;
+  cr_assert_eq(waitpid(child, &status, 0), child);
+  cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  free(data);
+  char stale[256];
+  cr_assert_eq(count_entries(stale, sizeof stale), 2);
+  cr_assert(strncmp(stale, "data.bin.tmp.", 13) == 0, "left behind: %s", stale);
+
+  /* A live writer's file (locked, as tg__write_file_atomic locks its own), and look-alikes. */
+  char live[512], other[512], longer[512];
+  snprintf(live, sizeof live, "%s/data.bin.tmp.aBcDeF", dir);
+  snprintf(other, sizeof other, "%s/other.bin.tmp.abcdef", dir);
+  snprintf(longer, sizeof longer, "%s/data.bin.tmp.abcdefg", dir);
+  int live_fd = open(live, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  cr_assert_geq(live_fd, 0);
+  cr_assert_eq(flock(live_fd, LOCK_EX), 0);
+  fclose(fopen(other, "w"));
+  fclose(fopen(longer, "w"));
+  cr_assert_eq(count_entries(NULL, 0), 5);
+
+  cr_assert_eq(tg__write_file_atomic("tg_test", path, "next", 4), TG_OK);
+  expect_contents("next", 4);
+  char stale_path[512];
+  snprintf(stale_path, sizeof stale_path, "%s/%s", dir, stale);
+  cr_assert_neq(access(stale_path, F_OK), 0, "the killed save's %s is still there", stale);
+  cr_assert_eq(access(live, F_OK), 0, "a live writer's temporary file was removed");
+  cr_assert_eq(access(other, F_OK), 0);
+  cr_assert_eq(access(longer, F_OK), 0);
+  cr_assert_eq(count_entries(NULL, 0), 4);
+
+  /* Its writer gone (the lock with it), the next save removes it too. */
+  close(live_fd);
+  cr_assert_eq(tg__write_file_atomic("tg_test", path, "again", 5), TG_OK);
+  cr_assert_neq(access(live, F_OK), 0);
+  cr_assert_eq(count_entries(NULL, 0), 3);
   remove_dir();
 }
 

@@ -294,6 +294,11 @@ TG_TEST(gradcheck, refuses_inputs_it_cannot_check) {
   tg_expect_error(TG_ERR_ARGUMENT, "input 0 is NULL");
   cr_assert_eq(tg_gradcheck(NULL, NULL, 1, &row, 1, quiet), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "fn is NULL");
+  /* a NULL list is named as such, not as a count (was "need at least one input (got 1)") */
+  cr_assert_eq(tg_gradcheck(identity, NULL, 1, NULL, 1, quiet), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_gradcheck: inputs is NULL (n_inputs is 1)");
+  cr_assert_eq(tg_gradcheck(identity, NULL, 0, &row, 1, quiet), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_gradcheck: need at least one input (n_inputs is 0)");
   tg_scope_end(sc);
 }
 

@@ -362,6 +362,63 @@ TG_TEST(inplace, binary_values_by_hand) {
   tg_scope_end(sc);
 }
 
+/* An operand that overlaps the target other than element for element (its transpose, a
+ * shifted window, either way) is read as it was before the write, for every binary op. */
+TG_TEST(inplace, binary_operand_overlapping_the_target_is_read_first) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *m = tg_view(tg_arange(1, 10, 1, TG_OPTS(.dtype = TG_F64)), TG_SHAPE(3, 3));
+  cr_assert_eq(tg_add_(m, tg_t(m)), TG_OK, "%s", tg_last_error_message());
+  tg_test_expect_values(m, 9, (const double[]){2, 6, 10, 6, 10, 14, 10, 14, 18}, 0);
+  cr_assert_eq(tg_mul_(m, tg_t(tg_narrow(m, 1, 0, 3))), TG_OK);
+  tg_test_expect_values(m, 9, (const double[]){4, 36, 100, 36, 100, 196, 100, 196, 324}, 0);
+  tg_tensor *x = tg_arange(0, 6, 1, TG_OPTS(.dtype = TG_F64));
+  cr_assert_eq(tg_add_(tg_narrow(x, 0, 1, 5), tg_narrow(x, 0, 0, 5)), TG_OK);
+  tg_test_expect_values(x, 6, (const double[]){0, 1, 3, 5, 7, 9}, 0);
+  x = tg_arange(0, 6, 1, TG_OPTS(.dtype = TG_F64));
+  cr_assert_eq(tg_sub_(tg_narrow(x, 0, 0, 5), tg_narrow(x, 0, 1, 5)), TG_OK);
+  tg_test_expect_values(x, 6, (const double[]){-1, -1, -1, -1, -1, 5}, 0);
+  x = tg_arange(1, 7, 1, TG_OPTS(.dtype = TG_F64));
+  cr_assert_eq(tg_div_(tg_narrow(x, 0, 1, 5), tg_narrow(x, 0, 0, 5)), TG_OK);
+  tg_test_expect_values(x, 6, (const double[]){1, 2, 1.5, 4.0 / 3, 1.25, 1.2}, 1e-15);
+  x = tg_arange(0, 6, 1, TG_OPTS(.dtype = TG_F64));
+  cr_assert_eq(tg_add_scaled_(tg_narrow(x, 0, 1, 5), tg_narrow(x, 0, 0, 5), 10), TG_OK);
+  tg_test_expect_values(x, 6, (const double[]){0, 1, 12, 23, 34, 45}, 0);
+  tg_scope_end(sc);
+}
+
+/* a <- a * a^T on a copy of x made on the tape. */
+static tg_status mul_by_transpose_(void *user, const tg_tensor *const *in, tg_tensor **out) {
+  (void)user;
+  tg_tensor *a = target_from(in[0]);
+  tg_status st = a ? tg_mul_(a, tg_t(a)) : tg_last_error();
+  out[0] = st == TG_OK ? a : NULL;
+  return st;
+}
+
+/* Recorded, the operand's copy is made on the tape: the gradient reaches the target's old
+ * value through it. sum(x * x^T) has gradient 2 x^T; sum(x + x^T) has 2. */
+TG_TEST(inplace, overlapping_operand_keeps_autograd_right) {
+  tg_scope sc = tg_scope_begin();
+  const int64_t s33[] = {3, 3};
+  tg_tensor *x = grad_values(2, s33, 5, (domain){0.5, 2, true});
+  tg_tensor *a = target_from(x);
+  cr_assert_eq(tg_mul_(a, tg_t(a)), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(tg_backward(tg_sum(a), NULL), TG_OK, "%s", tg_last_error_message());
+  tg_assert_close(tg_grad(x), tg_mul_scalar(tg_t(x), 2), 1e-15, 0);
+  tg_tensor *y = grad_values(2, s33, 6, (domain){0.5, 2, true});
+  tg_tensor *b = target_from(y);
+  cr_assert_eq(tg_add_(b, tg_t(b)), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(tg_backward(tg_sum(b), NULL), TG_OK, "%s", tg_last_error_message());
+  tg_test_expect_values(tg_grad(y), 9, (const double[]){2, 2, 2, 2, 2, 2, 2, 2, 2}, 0);
+  /* and gradcheck/gradgradcheck of a <- a * a^T through the copy */
+  tg_tensor *z = grad_values(2, s33, 7, (domain){0.5, 2, true});
+  cr_assert_eq(tg_gradcheck(mul_by_transpose_, NULL, 1, &z, 1, quiet), TG_OK, "%s",
+               tg_last_error_message());
+  cr_assert_eq(tg_gradgradcheck(mul_by_transpose_, NULL, 1, &z, 1, quiet), TG_OK, "%s",
+               tg_last_error_message());
+  tg_scope_end(sc);
+}
+
 /* ---- the tape ---- */
 
 /* In-place on a tensor that did not require grad, with b that does: the target joins the

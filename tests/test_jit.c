@@ -55,9 +55,9 @@ static void jit_setup(void) {
   unsetenv("XDG_CACHE_HOME");
 }
 
-#define JIT_TEST(name)                                                                             \
+#define JIT_TEST(name, ...)                                                                        \
   static void jit_test_##name(void);                                                               \
-  TG_TEST(jit, name) {                                                                             \
+  TG_TEST(jit, name, ##__VA_ARGS__) {                                                              \
     jit_setup();                                                                                   \
     jit_test_##name();                                                                             \
   }                                                                                                \
@@ -388,7 +388,9 @@ JIT_TEST(verbose_prints_the_commands_and_the_decision) {
   cr_assert(first && second, "%s", tg_last_error_message());
   const char *out = read_text(err_path);
   cr_assert(strstr(out, "tg jit: square: building in "), "%s", out);
-  cr_assert(strstr(out, "logging_cc.sh -std=c11 -O2 -fPIC -shared"), "%s", out);
+  cr_assert(strstr(out, "logging_cc.sh -std=c11 -O2 -Werror=implicit-function-declaration "
+                        "-Werror=int-conversion -fPIC -shared"),
+            "%s", out);
   cr_assert(strstr(out, "tg jit: square: cache hit: "), "%s", out);
   unload(second);
 }
@@ -426,6 +428,28 @@ JIT_TEST(compile_error_names_the_error_and_the_log) {
   cr_assert_null(jit_file("broken", fixture("broken.c"), in_cache(test_dir)));
   tg_expect_error(TG_ERR_EXTENSION, "jit_test_undeclared_identifier");
   cr_assert_eq(compiler_runs(), 2);
+}
+
+/* A source that forgets #include "tg/tg.h" calls tg_neg undeclared: C would take it to
+ * return int and cut the pointer (a crash at the first call), so the JIT refuses to build. */
+JIT_TEST(implicit_declaration_is_an_error) {
+  const char *forgetful = "void *jit_forgetful(void *x) { return tg_neg(x); }\n";
+  cr_assert_null(tg_extension_jit_inline("forgetful", forgetful, NULL, in_cache(test_dir)));
+  tg_expect_error(TG_ERR_EXTENSION, "tg_extension_jit_inline: building 'forgetful' failed", "error",
+                  "tg_neg");
+  const char *truncating = "int jit_truncating(int *p) { return p; }\n";
+  cr_assert_null(tg_extension_jit_inline("truncating", truncating, NULL, in_cache(test_dir)));
+  tg_expect_error(TG_ERR_EXTENSION, "building 'truncating' failed", "error");
+  cr_assert_eq(compiler_runs(), 2);
+}
+
+/* A FIFO named as a source would block the read forever: refused at once. */
+JIT_TEST(fifo_source_is_refused, .timeout = 20) {
+  char *fifo = path_in(test_dir, "pipe.c");
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  cr_assert_null(jit_file("pipe", fifo, in_cache(test_dir)));
+  tg_expect_error(TG_ERR_EXTENSION, "source '", "pipe.c' is not a regular file: it is a FIFO");
+  cr_assert_eq(compiler_runs(), 0);
 }
 
 JIT_TEST(compiler_missing) {

@@ -148,7 +148,22 @@ TG_TEST(lltm_seq, module_names_and_errors) {
   tg_tensor *x = randn(TG_SHAPE(2, BATCH, IN), 43);
   tg_tensor *bad_h = tg_zeros(TG_SHAPE(BATCH, STATE + 1), TG_OPTS(.dtype = TG_F64));
   cr_assert_eq(tg_lltm_seq_forward(seq, x, bad_h, NULL, &out, NULL, NULL), TG_ERR_SHAPE);
-  tg_expect_error(TG_ERR_SHAPE, "tg_lltm_seq_forward", "tg_lltm_cell_forward");
+  tg_expect_error(TG_ERR_SHAPE, "tg_lltm_seq_forward: h0 is [2, 6] but must be [batch, state_size] "
+                                "= [2, 5] (input is [2, 2, 3])");
+  tg_tensor *bad_c = tg_zeros(TG_SHAPE(BATCH + 1, STATE), TG_OPTS(.dtype = TG_F64));
+  tg_tensor *good = tg_zeros(TG_SHAPE(BATCH, STATE), TG_OPTS(.dtype = TG_F64));
+  cr_assert_eq(tg_lltm_seq_forward(seq, x, good, bad_c, &out, NULL, NULL), TG_ERR_SHAPE);
+  tg_expect_error(TG_ERR_SHAPE, "tg_lltm_seq_forward: c0 is [3, 5] but must be");
+  cr_assert_eq(tg_lltm_seq_forward(seq, x, NULL,
+                                   tg_zeros(TG_SHAPE(STATE), TG_OPTS(.dtype = TG_F64)), &out, NULL,
+                                   NULL),
+               TG_ERR_SHAPE);
+  tg_expect_error(TG_ERR_SHAPE, "c0 is [5] but must be");
+  tg_tensor *f32_h = tg_zeros(TG_SHAPE(BATCH, STATE), TG_OPTS(.dtype = TG_F32));
+  cr_assert_eq(tg_lltm_seq_forward(seq, x, f32_h, NULL, &out, NULL, NULL), TG_ERR_DTYPE);
+  tg_expect_error(TG_ERR_DTYPE, "tg_lltm_seq_forward: h0 is float32 but the model's weights are "
+                                "float64");
+  cr_assert_null(out);
   cr_assert_eq(tg_lltm_seq_forward(seq, NULL, NULL, NULL, &out, NULL, NULL), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "input is NULL");
   cr_assert_eq(tg_lltm_seq_forward(NULL, x, NULL, NULL, &out, NULL, NULL), TG_ERR_ARGUMENT);

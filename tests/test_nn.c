@@ -239,6 +239,11 @@ TG_TEST(nn, optimizer_errors) {
   tg_expect_error(TG_ERR_ARGUMENT, "tg_sgd_new", "leaf");
   cr_assert_null(tg_sgd_new(0, NULL, (tg_sgd_options){.lr = 0.1}));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_sgd_new", "at least one");
+  /* a NULL list is named as such, not as a count (was "needs at least one parameter (got 2)") */
+  cr_assert_null(tg_adam_new(2, NULL, (tg_adam_options){0}));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_adam_new: params is NULL (n_params is 2)");
+  cr_assert_null(tg_sgd_new(-1, &p, (tg_sgd_options){.lr = 0.1}));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_sgd_new: needs at least one parameter (n_params is -1)");
   cr_assert_null(tg_adam_new(2, (tg_tensor *const[]){p, NULL}, (tg_adam_options){0}));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_adam_new: params[1] is NULL");
   cr_assert_null(tg_adam_new(1, &p, (tg_adam_options){.beta1 = 1.5}));

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -510,6 +511,16 @@ TG_TEST(npy, io_errors) {
     cr_log_warn("no sparse file of 16 GiB here (%s): the size limit is not checked",
                 strerror(errno));
   }
+  remove_temp_dir(names, 1);
+}
+
+/* A FIFO (no writer) would block the open forever: refused at once. */
+TG_TEST(npy, fifo_is_refused_without_waiting, .timeout = 20) {
+  make_temp_dir();
+  const char *names[] = {"pipe.npy"};
+  cr_assert_eq(mkfifo(temp_path("pipe.npy"), 0600), 0, "mkfifo: %s", strerror(errno));
+  cr_assert_null(tg_npy_load(temp_path("pipe.npy")));
+  tg_expect_error(TG_ERR_IO, "tg_npy_load: '", "pipe.npy' is not a regular file: it is a FIFO");
   remove_temp_dir(names, 1);
 }
 

@@ -240,6 +240,131 @@ TG_TEST(pointwise, relu_and_elu_gradient_at_zero) {
   tg_scope_end(sc);
 }
 
+/* Asserts element i of t is v, a zero of the same sign (signbit) included. */
+static void expect_exactly(const tg_tensor *t, int64_t i, double v, const char *what) {
+  double got = tg_test_at(t, i);
+  cr_assert(got == v && !signbit(got) == !signbit(v), "%s[%lld]: got %g, want %g", what,
+            (long long)i, got, v);
+}
+
+/* x / s divides (x * (1/s) overflows where 1/s does), and so does its gradient, g / s; the
+ * values are PyTorch's. */
+TG_TEST(pointwise, div_scalar_divides_for_a_tiny_divisor) {
+  tg_scope sc = tg_scope_begin();
+  const double divisor[] = {1e-40, 1e-310}, numerator[] = {1e-30, 1e-10};
+  /* F32: the divisor rounds to the subnormal 9.99995e-41f (PyTorch's values too) */
+  const double quotient[] = {10000054272.0, 1e300}, grad[] = {1.0000053796557908e30, 1e300};
+  for (int dt = TG_F32; dt <= TG_F64; dt++) {
+    tg_tensor *x = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(1), &numerator[dt]);
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_tensor *y = tg_div_scalar(x, divisor[dt]);
+    tg_test_expect_values(y, 1, &quotient[dt], 1e-6);
+    tg_tensor *g = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(1), (const double[]){1e-10});
+    cr_assert_eq(tg_backward(y, g), TG_OK, "%s", tg_last_error_message());
+    tg_test_expect_values(tg_grad(x), 1, &grad[dt], 1e-6);
+    cr_assert_str_eq(tg_grad_fn_name(y), "div_scalar");
+  }
+  tg_scope_end(sc);
+}
+
+/* Scalar multiply and divide are x * s and x / s, not 0 + s * x: -0 stays -0 (PyTorch). */
+TG_TEST(pointwise, scalar_ops_keep_the_sign_of_zero) {
+  tg_scope sc = tg_scope_begin();
+  for (int dt = TG_F32; dt <= TG_F64; dt++) {
+    tg_tensor *z = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(2), (const double[]){-0.0, 0.0});
+    tg_tensor *y = tg_mul_scalar(z, 2);
+    expect_exactly(y, 0, -0.0, "mul_scalar");
+    expect_exactly(y, 1, 0.0, "mul_scalar");
+    y = tg_div_scalar(z, 2);
+    expect_exactly(y, 0, -0.0, "div_scalar");
+    expect_exactly(y, 1, 0.0, "div_scalar");
+    expect_exactly(tg_mul_scalar(z, -3), 1, -0.0, "mul_scalar by -3");
+    expect_exactly(tg_add_scalar(z, 0.0), 0, 0.0, "add_scalar(-0, 0)");
+    expect_exactly(tg_add_scalar(z, -0.0), 0, -0.0, "add_scalar(-0, -0)");
+    expect_exactly(tg_sub_scalar(z, 0.0), 0, -0.0, "sub_scalar(-0, 0)");
+    y = tg_rsub_scalar(z, 0.0);
+    expect_exactly(y, 0, 0.0, "rsub_scalar(-0, 0)");
+    expect_exactly(y, 1, 0.0, "rsub_scalar(0, 0)");
+    y = tg_rsub_scalar(z, -0.0);
+    expect_exactly(y, 0, 0.0, "rsub_scalar(-0, -0)");
+    expect_exactly(y, 1, -0.0, "rsub_scalar(0, -0)");
+    tg_tensor *w = tg_clone(z);
+    cr_assert_eq(tg_mul_scalar_(w, 2), TG_OK);
+    expect_exactly(w, 0, -0.0, "mul_scalar_");
+    /* sqrt'(-0) = g / (2 * sqrt(-0)) = g / -0 = -inf, as PyTorch */
+    tg_tensor *m = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(1), (const double[]){-0.0});
+    cr_assert_eq(tg_set_requires_grad(m, true), TG_OK);
+    cr_assert_eq(tg_backward(tg_sum(tg_sqrt(m)), NULL), TG_OK, "%s", tg_last_error_message());
+    expect_exactly(tg_grad(m), 0, -INFINITY, "sqrt'(-0)");
+  }
+  tg_scope_end(sc);
+}
+
+/* elu'(+inf) = 1 for every alpha, out of place and in place (it was 0 * inf = NaN), with
+ * the other values unchanged; PyTorch's values. */
+TG_TEST(pointwise, elu_gradient_at_infinity_is_finite) {
+  tg_scope sc = tg_scope_begin();
+  const double alphas[] = {1.0, 0.5, -0.5, 0.0};
+  for (int dt = TG_F32; dt <= TG_F64; dt++)
+    for (int k = 0; k < 4; k++)
+      for (int in_place = 0; in_place < 2; in_place++) {
+        double a = alphas[k], tol = dt == TG_F32 ? 1e-6 : 1e-15;
+        tg_tensor *x = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(4),
+                                         (const double[]){INFINITY, -INFINITY, 0, -1});
+        cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+        tg_tensor *y = tg_elu(x, a);
+        if (in_place) {
+          y = tg_mul_scalar(x, 1.0);
+          cr_assert_eq(tg_elu_(y, a), TG_OK, "%s", tg_last_error_message());
+        }
+        cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_OK, "%s", tg_last_error_message());
+        tg_test_expect_values(tg_grad(x), 4, (const double[]){1, 0, a, a * exp(-1)}, tol);
+      }
+  tg_scope_end(sc);
+}
+
+/* PyTorch's second derivative of elu: alpha e^x where x < 0, and 0 at x = 0 and x > 0. */
+TG_TEST(pointwise, elu_second_derivative_matches_pytorch) {
+  tg_scope sc = tg_scope_begin();
+  const double alphas[] = {1.0, -0.5};
+  for (int k = 0; k < 2; k++) {
+    double a = alphas[k];
+    tg_tensor *x = tg_test_tensor_of(TG_F64, TG_SHAPE(3), (const double[]){0, -1, 2});
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_tensor *g1 = NULL, *g2 = NULL;
+    tg_backward_options graph = {.create_graph = true};
+    cr_assert_eq(tg_autograd_grad(1, (const tg_tensor *[]){tg_sum(tg_elu(x, a))}, NULL, 1,
+                                  (const tg_tensor *[]){x}, &g1, graph, false),
+                 TG_OK, "%s", tg_last_error_message());
+    cr_assert_eq(tg_autograd_grad(1, (const tg_tensor *[]){tg_sum(g1)}, NULL, 1,
+                                  (const tg_tensor *[]){x}, &g2, (tg_backward_options){0}, false),
+                 TG_OK, "%s", tg_last_error_message());
+    tg_test_expect_values(g2, 3, (const double[]){0, a * exp(-1), 0}, 1e-15);
+  }
+  tg_scope_end(sc);
+}
+
+/* d(a/b)/db = -g * (y / b), as PyTorch: with a = 0 and a subnormal b it is -0, where
+ * -(g / b) * y was inf * 0 = NaN. */
+TG_TEST(pointwise, div_gradient_for_a_subnormal_divisor_is_finite) {
+  tg_scope sc = tg_scope_begin();
+  const double tiny[] = {1e-40, 1e-310};
+  for (int dt = TG_F32; dt <= TG_F64; dt++) {
+    tg_tensor *a = tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(3), (const double[]){0, 0, 1});
+    tg_tensor *b =
+        tg_test_tensor_of((tg_dtype)dt, TG_SHAPE(3), (const double[]){tiny[dt], -tiny[dt], 2});
+    cr_assert_eq(tg_set_requires_grad(a, true), TG_OK);
+    cr_assert_eq(tg_set_requires_grad(b, true), TG_OK);
+    cr_assert_eq(tg_backward(tg_sum(tg_div(a, b)), NULL), TG_OK, "%s", tg_last_error_message());
+    expect_exactly(tg_grad(b), 0, -0.0, "d/db");
+    expect_exactly(tg_grad(b), 1, -0.0, "d/db");
+    expect_exactly(tg_grad(b), 2, -0.25, "d/db");
+    expect_exactly(tg_grad(a), 2, 0.5, "d/da");
+    cr_assert(isinf(tg_test_at(tg_grad(a), 0)) && isinf(tg_test_at(tg_grad(a), 1)));
+  }
+  tg_scope_end(sc);
+}
+
 /* ---- binary ops ---- */
 
 typedef tg_tensor *(*binary_fn)(const tg_tensor *, const tg_tensor *);

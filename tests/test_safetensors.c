@@ -509,6 +509,46 @@ TG_TEST(safetensors, serialize_refuses_what_the_format_cannot_hold) {
 
 /* ---- files and I/O errors ---- */
 
+/* A FIFO (no writer) would block the open forever: refused at once. So are a tensor dict's,
+ * a module's and a checkpoint's loads, which read through tg_safetensors_load. */
+TG_TEST(safetensors, fifo_is_refused_without_waiting, .timeout = 20) {
+  make_tmpdir();
+  char path[512];
+  path_in_tmp(path, sizeof path, "pipe.safetensors");
+  cr_assert_eq(mkfifo(path, 0600), 0);
+  cr_assert_null(tg_safetensors_load(path));
+  tg_expect_error(TG_ERR_IO, "tg_safetensors_load: '", path,
+                  "' is not a regular file: it is a FIFO");
+  remove_tmpdir();
+}
+
+/* Another format's file is named as such, not read as a header length. */
+TG_TEST(safetensors, names_a_file_of_another_format) {
+  static const unsigned char npy[] = "\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': "
+                                     "False, 'shape': (2,), }          \n";
+  cr_assert_null(tg_safetensors_parse(npy, sizeof npy - 1));
+  tg_expect_error(TG_ERR_FORMAT, "tg_safetensors_parse: data: not a safetensors file",
+                  "a .npy file", "tg_npy_load");
+  static const unsigned char zip[] = "PK\x03\x04\x14\x00\x00\x00\x08\x00archive/data.pkl";
+  cr_assert_null(tg_safetensors_parse(zip, sizeof zip - 1));
+  tg_expect_error(TG_ERR_FORMAT, "not a safetensors file", "a zip archive");
+  /* 8 bytes of length and then no '{': the length is not believed */
+  static const unsigned char text[] = "hello, world: some text";
+  cr_assert_null(tg_safetensors_parse(text, sizeof text - 1));
+  tg_expect_error(TG_ERR_FORMAT, "not a safetensors file",
+                  "the 8-byte header length is not followed by '{' (byte 8 is 0x6f)");
+  /* a file on disk, as a user would load a .npy by mistake */
+  make_tmpdir();
+  char path[512];
+  path_in_tmp(path, sizeof path, "x.npy");
+  tg_tensor *t = tg_zeros(TG_SHAPE(3), TG_OPTS_DEFAULT);
+  cr_assert_eq(tg_npy_save(path, t), TG_OK);
+  cr_assert_null(tg_safetensors_load(path));
+  tg_expect_error(TG_ERR_FORMAT, "tg_safetensors_load: '", path,
+                  "': not a safetensors file: it is a .npy file");
+  remove_tmpdir();
+}
+
 TG_TEST(safetensors, load_names_the_file) {
   make_tmpdir();
   char path[512];

@@ -94,6 +94,64 @@ TG_TEST(views, chunk_and_split_cover_the_dim) {
   tg_scope_end(sc);
 }
 
+/* As torch.chunk: a dim of size 0 gives `chunks` empty pieces; torch.split gives one, and
+ * only there takes split_size 0. */
+TG_TEST(views, chunk_and_split_of_an_empty_dim) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *t = tg_zeros(TG_SHAPE(2, 0), TG_OPTS(.dtype = TG_F64));
+  tg_tensor *parts[4];
+  int n = 0;
+  cr_assert_eq(tg_chunk(t, 3, 1, parts, &n), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(n, 3);
+  for (int k = 0; k < 3; k++) tg_assert_sizes(parts[k], 2, 0);
+  cr_assert_eq(tg_chunk(t, 1, -1, parts, &n), TG_OK);
+  cr_assert_eq(n, 1);
+  cr_assert_eq(tg_chunk(t, 4, 0, parts, &n), TG_OK); /* the non-empty dim: 2 pieces */
+  cr_assert_eq(n, 2);
+  tg_assert_sizes(parts[1], 1, 0);
+  cr_assert_eq(tg_split(t, 3, 1, parts, 4, &n), TG_OK);
+  cr_assert_eq(n, 1);
+  tg_assert_sizes(parts[0], 2, 0);
+  cr_assert_eq(tg_split(t, 0, 1, parts, 4, &n), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(n, 1);
+  cr_assert_eq(tg_split(t, 0, 0, parts, 4, &n), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_split", "split_size 0", "[2, 0]", "size 2");
+  cr_assert_eq(tg_split(t, -1, 1, parts, 4, &n), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_split", "split_size -1");
+  tg_scope_end(sc);
+}
+
+/* A source that overlaps the destination is read whole before anything is written: the
+ * transpose of a matrix into itself, and a window shifted either way (x[1:] = x[:-1],
+ * x[:-1] = x[1:]). */
+TG_TEST(views, copy_from_an_overlapping_source_reads_it_first) {
+  tg_scope sc = tg_scope_begin();
+  for (int dt = TG_F32; dt <= TG_F64; dt++) {
+    tg_options o = {.dtype = (tg_dtype)dt};
+    tg_tensor *m = tg_view(tg_arange(1, 10, 1, o), TG_SHAPE(3, 3));
+    cr_assert_eq(tg_copy_(m, tg_t(m)), TG_OK, "%s", tg_last_error_message());
+    tg_test_expect_values(m, 9, (const double[]){1, 4, 7, 2, 5, 8, 3, 6, 9}, 0);
+    tg_tensor *x = tg_arange(0, 6, 1, o);
+    cr_assert_eq(tg_copy_(tg_narrow(x, 0, 1, 5), tg_narrow(x, 0, 0, 5)), TG_OK);
+    tg_test_expect_values(x, 6, (const double[]){0, 0, 1, 2, 3, 4}, 0);
+    x = tg_arange(0, 6, 1, o);
+    cr_assert_eq(tg_copy_(tg_narrow(x, 0, 0, 5), tg_narrow(x, 0, 1, 5)), TG_OK);
+    tg_test_expect_values(x, 6, (const double[]){1, 2, 3, 4, 5, 5}, 0);
+    /* a reversed-order window over the same elements, and a row broadcast over its matrix */
+    x = tg_arange(0, 6, 1, o);
+    tg_tensor *pairs = tg_view(x, TG_SHAPE(3, 2));
+    cr_assert_eq(tg_copy_(tg_t(pairs), tg_view(tg_narrow(x, 0, 0, 6), TG_SHAPE(2, 3))), TG_OK);
+    tg_test_expect_values(x, 6, (const double[]){0, 3, 1, 4, 2, 5}, 0);
+    m = tg_view(tg_arange(1, 10, 1, o), TG_SHAPE(3, 3));
+    cr_assert_eq(tg_copy_(m, tg_select(m, 0, 2)), TG_OK);
+    tg_test_expect_values(m, 9, (const double[]){7, 8, 9, 7, 8, 9, 7, 8, 9}, 0);
+    /* the same elements in the same order: written in place, no copy needed */
+    cr_assert_eq(tg_copy_(m, tg_view(m, TG_SHAPE(3, 3))), TG_OK);
+    tg_test_expect_values(m, 9, (const double[]){7, 8, 9, 7, 8, 9, 7, 8, 9}, 0);
+  }
+  tg_scope_end(sc);
+}
+
 TG_TEST(views, expand_squeeze_unsqueeze) {
   tg_scope sc = tg_scope_begin();
   tg_tensor *t = tg_view(range(3), TG_SHAPE(3, 1));
@@ -176,7 +234,15 @@ TG_TEST(views, bad_views_are_errors_naming_op_argument_and_sizes) {
   cr_assert_null(tg_slice(t, 0, 0, 2, 0));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_slice", "step 0");
   cr_assert_null(tg_expand(t, TG_SHAPE(3, 8)));
-  tg_expect_error(TG_ERR_SHAPE, "tg_expand", "[3, 4]", "[3, 8]", "dim 1 has size 4");
+  tg_expect_error(TG_ERR_SHAPE, "tg_expand", "[3, 4]", "[3, 8]", "dim 1 has size 4, not 1 or 8");
+  /* a negative size other than -1 is named as such (was "dim 0 has size 1, not 1") */
+  tg_tensor *one = tg_zeros(TG_SHAPE(1), TG_OPTS_DEFAULT);
+  cr_assert_null(tg_expand(one, TG_SHAPE(-2)));
+  tg_expect_error(TG_ERR_SHAPE,
+                  "tg_expand: cannot expand [1] to [-2]: size -2 for dim 0 is negative (only -1, "
+                  "keep the size, is allowed)");
+  cr_assert_null(tg_expand(one, TG_SHAPE(-3, 1)));
+  tg_expect_error(TG_ERR_SHAPE, "size -3 for dim 0 is negative");
   cr_assert_null(tg_expand(t, TG_SHAPE(4)));
   tg_expect_error(TG_ERR_SHAPE, "tg_expand", "1 dims");
   cr_assert_null(tg_permute(t, 2, (int[]){0, 0}));

@@ -93,11 +93,15 @@ tg_status tg_dist_broadcast_module(tg_module *m, int root);
  * the pass; when a bucket's last one is, the bucket goes to a communication thread that
  * all-reduces it while backward goes on (buckets leave in bucket order on every rank, as
  * MPI requires). tg_ddp_synchronize (or tg_ddp_backward, which calls it) sends what is left
- * — a parameter that got no gradient this pass goes as its .grad holds: zeros after
- * tg_zero_grad, what earlier passes with sync off accumulated otherwise — waits for all, and
- * divides by the world size: every rank then holds the same mean gradient. tg_zero_grad
- * keeps the view; a .grad replaced (tg_set_grad, or NULL) costs a copy: its values go into
- * the bucket, and synchronize puts the view back. */
+ * — a parameter that got no gradient this pass goes as its .grad holds (none: zeros) —,
+ * waits for all, and divides by the world size: every rank then holds the same mean
+ * gradient. Unused parameters are PyTorch's DDP's: one that no rank used since the last
+ * synchronize (passes with sync off count) keeps its .grad exactly as it was, NULL included
+ * (so an optimizer skips it, as in one process); one used on some ranks gets the mean, the
+ * others adding what their .grad held (zeros after tg_zero_grad). tg_ddp_new gives no .grad;
+ * the first synchronize that reduces a parameter makes the view its .grad, which
+ * tg_zero_grad keeps; a .grad replaced (tg_set_grad, or NULL) costs a copy: its values go
+ * into the bucket, and synchronize puts the view back. */
 typedef struct tg_ddp tg_ddp;
 
 typedef struct tg_ddp_options {

@@ -95,7 +95,9 @@ tg_extension *tg_extension_at(int index);
 /* ---- compiling at run time (the twin of torch.utils.cpp_extension.load) ----
  * Compiles the sources into a shared library with the system's C compiler ($CC, else cc)
  * and, for .cu sources when this tg has CUDA, $NVCC (else nvcc), with the flags of the
- * running tg (its headers, its libtg.so), and loads it. The library is cached under
+ * running tg (its headers, its libtg.so), and loads it. C is compiled as -std=c11 -O2 with
+ * implicit function declarations and int-to-pointer conversions as errors (a forgotten
+ * #include would otherwise load and crash). The library is cached under
  * cache_dir/<name>-<key>/, key = SHA-256 of the sources, the flags, the compilers' command
  * lines and tg's version: an unchanged extension is loaded without running a compiler. A
  * lock file keeps two processes from building one entry at once (the second waits, then

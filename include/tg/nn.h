@@ -147,13 +147,19 @@ tg_status tg_optimizer_load_state_dict(tg_optimizer *opt, const tg_tensor_dict *
  * optimizer's, metadata "tg.checkpoint" (the format version), "tg.step", "tg.optim" (how
  * many optim entries there are, so a file that lost some is told from one saved before the
  * first step) and "tg.generator.<i>" for each generator's state (tg_generator_state).
- * Written atomically: a crash mid-write leaves the previous checkpoint at path whole.
+ * Written atomically: a crash mid-write leaves the previous checkpoint at path whole (and
+ * a temporary file path.tmp.XXXXXX, which the next save of path removes).
  * Loading is strict and all-or-nothing: module, optimizer and generators change only when
  * everything in the file matches. opt may be NULL: then no optim entries are written, and
- * a load skips those in the file (a model-only load, to sample from it); a file saved
- * without an optimizer does not load into one. Generators may hold NULL for the thread's
- * default generator. Training resumed from a checkpoint gives bit-identical results to the
- * run that never stopped at the same thread count (tests/test_checkpoint.c). */
+ * a load skips those in the file; a file saved without an optimizer does not load into one.
+ * A model-only load (opt NULL and n_generators 0, to sample from the model) takes the model
+ * and the step alone: the file's generator states are ignored and no generator changes.
+ * Any other load takes exactly as many generators as the file holds states, and sets each.
+ * A NULL entry in generators stands for this thread's default generator (saved, or set by
+ * a load), as everywhere in tg. Training resumed from a checkpoint gives bit-identical
+ * results to the run that never stopped at the same thread count with
+ * tg_set_deterministic(true) (or one thread): by default tg may run one-threaded for a while
+ * on a busy machine, which rounds differently (tests/test_checkpoint.c). */
 tg_status tg_checkpoint_save(const char *path, const tg_module *m, const tg_optimizer *opt,
                              int64_t step, int n_generators, tg_generator *const *generators);
 tg_status tg_checkpoint_load(const char *path, tg_module *m, tg_optimizer *opt, int64_t *step,

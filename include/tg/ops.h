@@ -36,7 +36,11 @@ tg_tensor *tg_tanh(const tg_tensor *x);
 tg_tensor *tg_relu(const tg_tensor *x);
 tg_tensor *tg_elu(const tg_tensor *x, double alpha);
 
-/* ---- in place: modify a, bump its version; b broadcasts to a's sizes ---- */
+/* ---- in place: modify a, bump its version; b broadcasts to a's sizes ----
+ * b may overlap a in memory (a itself, its transpose, a row of it, a shifted window): the
+ * result is a (op) b with b's values from before the write, as if b were copied first (tg
+ * copies it when it overlaps a other than element for element; PyTorch refuses a partial
+ * overlap instead: docs/conventions.md). */
 tg_status tg_add_(tg_tensor *a, const tg_tensor *b);
 tg_status tg_sub_(tg_tensor *a, const tg_tensor *b);
 tg_status tg_mul_(tg_tensor *a, const tg_tensor *b);

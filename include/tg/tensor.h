@@ -178,9 +178,11 @@ tg_tensor *tg_narrow(const tg_tensor *t, int dim, int64_t start, int64_t length)
 /* Python-style slice [start:end:step] on one dim, step > 0; start/end clamp like Python. */
 tg_tensor *tg_slice(const tg_tensor *t, int dim, int64_t start, int64_t end, int64_t step);
 tg_tensor *tg_select(const tg_tensor *t, int dim, int64_t index);
-/* Splits into ceil(size/ceil(size/chunks)) views, like torch.chunk; out holds >= chunks. */
+/* Splits into ceil(size/ceil(size/chunks)) views, like torch.chunk, and a dim of size 0
+ * into `chunks` empty views (as torch.chunk does); out holds >= chunks. */
 tg_status tg_chunk(const tg_tensor *t, int chunks, int dim, tg_tensor **out, int *n_out);
-/* Views of split_size along dim (the last may be smaller); out holds max_out. */
+/* Views of split_size along dim (the last may be smaller); out holds max_out. A dim of
+ * size 0 gives one empty view, and only it may be split with split_size 0 (as torch.split). */
 tg_status tg_split(const tg_tensor *t, int64_t split_size, int dim, tg_tensor **out, int max_out,
                    int *n_out);
 /* expand: sizes of -1 keep the dim; only size-1 dims grow (stride 0); new dims on the left. */
@@ -203,7 +205,10 @@ tg_tensor *tg_as_strided(const tg_tensor *t, int ndim, const int64_t *sizes, con
 /* ---- copies and element access ---- */
 tg_tensor *tg_contiguous(const tg_tensor *t); /* t itself (a new reference) if already contiguous */
 tg_tensor *tg_clone(const tg_tensor *t);
-/* Copies src into dst, broadcasting src and converting its dtype; devices may differ. */
+/* Copies src into dst, broadcasting src and converting its dtype; devices may differ. src
+ * may overlap dst in memory (its transpose, a shifted window): dst gets src's values from
+ * before the copy (tg reads src through a temporary then; PyTorch refuses a partial
+ * overlap: docs/conventions.md). */
 tg_status tg_copy_(tg_tensor *dst, const tg_tensor *src);
 tg_status tg_fill_(tg_tensor *t, double value);
 tg_status tg_zero_(tg_tensor *t);

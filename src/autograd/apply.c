@@ -273,6 +273,19 @@ static tg_status open_context(apply_call *c, int n_scalars, const double *scalar
   return TG_OK;
 }
 
+tg_status tg__kernel_failed(const char *name, const char *pass, tg_status st) {
+  if (tg_last_error() != TG_OK) return tg_last_error();
+  bool known = st > TG_OK && st < TG_NUM_STATUS;
+  char code[48];
+  if (known)
+    snprintf(code, sizeof code, "%s", tg_status_name(st));
+  else
+    snprintf(code, sizeof code, "%d, not a tg_status", (int)st);
+  return tg_set_error(known ? st : TG_ERR_STATE,
+                      "%s: %s failed (returned %s) without setting an error (tg_set_error)", name,
+                      pass, code);
+}
+
 /* Runs the kernel with grad mode off inside a scope of its own; each output comes back
  * with a reference of ours. Errors get the front end's name in front. */
 static tg_status run_forward(apply_call *c) {
@@ -284,14 +297,18 @@ static tg_status run_forward(apply_call *c) {
   bool was_enabled = tg_set_grad_enabled(false);
   tg_scope scope;
   tg_status st = tg__scope_open(&scope);
-  if (st == TG_OK) st = c->op->forward[c->device.type](ctx, c->inputs, c->outputs);
+  if (st == TG_OK) {
+    st = c->op->forward[c->device.type](ctx, c->inputs, c->outputs);
+    if (st != TG_OK) st = tg__kernel_failed(api_name(c), "forward", st);
+  }
   /* a backend's "gemm: ..." becomes "tg_mm: gemm: ..." */
   if (st != TG_OK) tg__error_prefix(api_name(c));
   for (int j = 0; j < c->n_outputs; j++) {
     if (st == TG_OK && !c->outputs[j])
       st = tg_last_error() != TG_OK
                ? tg_last_error()
-               : tg_set_error(TG_ERR_STATE, "%s: forward left output %d unset", api_name(c), j);
+               : tg_set_error(TG_ERR_STATE, "%s: forward returned TG_OK but left output %d NULL",
+                              api_name(c), j);
     tg_retain(c->outputs[j]);
   }
   tg_scope_end(scope);
@@ -389,7 +406,10 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
                       int n_outputs, tg_tensor **outputs) {
   if (outputs)
     for (int j = 0; j < n_outputs; j++) outputs[j] = NULL;
-  if (!op) return tg_set_error(TG_ERR_ARGUMENT, "tg_apply: op is NULL");
+  /* NULL from a failed tg_op_lookup: its error ("no op named ...") is the one to keep */
+  if (!op)
+    return tg_last_error() != TG_OK ? tg_last_error()
+                                    : tg_set_error(TG_ERR_ARGUMENT, "tg_apply: op is NULL");
   apply_call c = {.op = op,
                   .n_inputs = n_inputs,
                   .n_outputs = n_outputs,

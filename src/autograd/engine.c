@@ -268,6 +268,7 @@ static tg_status run_node(const char *name, tg_node *node, const tg_backward_opt
   bool anomaly = tg__anomaly_begin_op(); /* false unless anomaly mode is on */
   st = op->backward(ctx, (const tg_tensor *const *)node->grads, grad_inputs);
   tg__anomaly_end_op(anomaly);
+  if (st != TG_OK) st = tg__kernel_failed(op->name, "backward", st);
   st = release_destinations(name, node, grad_inputs, st, hooks);
   tg_set_grad_enabled(was);
   if (st != TG_OK) return st;
@@ -579,11 +580,16 @@ tg_status tg_autograd_grad(int n_outputs, const tg_tensor *const *outputs,
                            const tg_tensor *const *grad_outputs, int n_inputs,
                            const tg_tensor *const *inputs, tg_tensor **grads_out,
                            tg_backward_options opts, bool allow_unused) {
-  if (!grads_out || n_outputs <= 0 || n_inputs <= 0 || !outputs || !inputs)
+  if (n_outputs <= 0 || n_inputs <= 0)
     return tg_set_error(TG_ERR_ARGUMENT,
-                        "tg_autograd_grad: need outputs, inputs and grads_out (got %d outputs, "
-                        "%d inputs)",
+                        "tg_autograd_grad: need at least one output and one input (n_outputs is "
+                        "%d, n_inputs %d)",
                         n_outputs, n_inputs);
+  if (!outputs || !inputs || !grads_out)
+    return tg_set_error(TG_ERR_ARGUMENT, "tg_autograd_grad: %s is NULL",
+                        !outputs  ? "outputs"
+                        : !inputs ? "inputs"
+                                  : "grads_out");
   for (int k = 0; k < n_inputs; k++) grads_out[k] = NULL;
   for (int r = 0; r < n_outputs; r++)
     if (!tg__check_arg("tg_autograd_grad", "output", outputs[r])) return tg_last_error();

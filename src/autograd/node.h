@@ -90,6 +90,11 @@ tg_status tg__ctx_adopt_saved_outputs(tg_ctx *ctx, tg_tensor *const *outputs);
  * write, since the value they stand for is the one written. */
 void tg__ctx_saved_target_written(tg_ctx *ctx);
 
+/* A kernel (name's forward or backward, pass) returned st != TG_OK: the pending error, or,
+ * where the kernel set none (an extension's bug), a new one naming the op, the pass and what
+ * it returned (st itself when it is a tg_status, else TG_ERR_STATE). */
+tg_status tg__kernel_failed(const char *name, const char *pass, tg_status st);
+
 /* Frees the saved tensors and user data of a context (idempotent). */
 void tg__ctx_release_saved(tg_ctx *ctx);
 

@@ -236,6 +236,15 @@ tg_status tg__dist_transport_init(int *argc, char ***argv, double timeout_second
   if (st != TG_OK) return st;
   rc = MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   if (rc != MPI_SUCCESS) return mpi_failed("tg_dist_init", "MPI_Comm_set_errhandler", rc);
+  /* MPI 3.1 raises an error it cannot tie to a communicator on MPI_COMM_WORLD: Open MPI 4.1
+   * does so for a failed non-blocking collective in MPI_Test (MPI_ERR_TRUNCATE when a peer
+   * called another collective, tg_dist_finalize's barrier say), which would abort the job
+   * with MPI's text and no tg_dist line. Where tg_dist started MPI, the world is ours too;
+   * where the program did, its handler is its own choice (docs/distributed.md). */
+  if (started_mpi) {
+    rc = MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (rc != MPI_SUCCESS) return mpi_failed("tg_dist_init", "MPI_Comm_set_errhandler", rc);
+  }
   *rank = my_rank;
   *size = n_ranks;
   return TG_OK;

@@ -30,6 +30,46 @@ static tg_status take_grad(ddp_param *dp) {
   return st;
 }
 
+/* A parameter no hook reported since the last synchronize: its bucket is reduced anyway (the
+ * same all-reduces on every rank), so its slot gets what it holds here: its .grad's values
+ * (none: zeros), which is this rank's share of the mean should another rank have used it.
+ * Unlike take_grad, .grad stays as it is until the ranks agree whether any used it
+ * (settle_unused); where .grad is the slot itself, its values are saved for then. */
+static tg_status hold_unused(ddp_param *dp) {
+  tg_tensor *g = tg_grad(dp->param);
+  tg_status st = TG_OK;
+  tg_no_grad_begin();
+  if (g == dp->view) {
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *copy = tg_clone(dp->view);
+    dp->saved = copy ? tg_retain(copy) : NULL;
+    st = copy ? TG_OK : tg_last_error();
+    tg_scope_end(sc);
+  } else {
+    st = g ? tg_copy_(dp->view, g) : tg_zero_(dp->view);
+  }
+  tg_no_grad_end();
+  return st;
+}
+
+/* Once the ranks agree (any_used: some rank used dp), a parameter unused here gets the mean
+ * as its .grad (the view), as a used one does; one that no rank used keeps its .grad as it
+ * was before synchronize: none (so an optimizer skips it, as in one process), a tensor of the
+ * user's, or the view with its own values back (PyTorch's DDP leaves it alone too). */
+static tg_status settle_unused(ddp_param *dp, bool any_used) {
+  tg_status st = TG_OK;
+  if (any_used) {
+    if (tg_grad(dp->param) != dp->view) st = tg_set_grad(dp->param, dp->view);
+  } else if (dp->saved) {
+    tg_no_grad_begin();
+    st = tg_copy_(dp->view, dp->saved);
+    tg_no_grad_end();
+  }
+  tg_release(dp->saved);
+  dp->saved = NULL;
+  return st;
+}
+
 /* One bucket all-reduced on the calling thread (routes NCCL and SYNC). */
 static tg_status reduce_here(tg_ddp *ddp, int b, const char *name) {
   ddp_bucket *bk = &ddp->buckets[b];
@@ -70,6 +110,7 @@ static tg_status on_grad_final(void *user, tg_tensor *leaf) {
   (void)leaf;
   ddp_param *dp = user;
   tg_ddp *ddp = dp->ddp;
+  dp->used = true;
   if (!ddp->sync) return TG_OK; /* accumulating (tg_ddp_set_sync(false)) */
   if (dp->ready) {
     tg_status st = tg_set_error(
@@ -91,17 +132,28 @@ static tg_status on_grad_final(void *user, tg_tensor *leaf) {
   return st;
 }
 
-/* A rank whose step failed still sent its buckets (so nobody waits), which put its partial
- * gradients into everyone's mean: one more small all-reduce tells every rank, so none steps
- * on that mean with TG_OK. A rank that failed keeps its own error. */
-static void agree_on_failure(tg_ddp *ddp, const char *name) {
-  /* Static, not on the stack: a collective that times out may still write its buffer after
-   * we return (comm.h). One thread calls tg_dist (tg/dist.h). */
-  static int64_t failed;
-  failed = tg__ddp_failure_key(ddp->round_error);
+/* One more small all-reduce after the buckets, for two things every rank must know alike.
+ * A rank whose step failed still sent its buckets (so nobody waits), which put its partial
+ * gradients into everyone's mean: every rank learns it, so none steps on that mean with TG_OK
+ * (a rank that failed keeps its own error). And which parameters some rank used: those unused
+ * here are settled (settle_unused). */
+static void agree_on_round(tg_ddp *ddp, const char *name) {
+  /* ddp->agreed, not the stack: a collective that times out may still write its buffer after
+   * we return (comm.h; destroy leaks it then). */
+  int64_t *agreed = ddp->agreed;
+  agreed[0] = tg__ddp_failure_key(ddp->round_error);
+  for (int i = 0; i < ddp->n_params; i++) agreed[1 + i] = ddp->params[i].used;
   double t0 = tg__dist_now();
-  tg_status st = tg__dist_allreduce_host(name, &failed, 1, TG_I64, TG_REDUCE_MAX);
+  tg_status st =
+      tg__dist_allreduce_host(name, agreed, 1 + (int64_t)ddp->n_params, TG_I64, TG_REDUCE_MAX);
   ddp->stats.allreduce_seconds += tg__dist_now() - t0; /* communication too, never hidden */
+  for (int i = 0; i < ddp->n_params; i++) {
+    ddp_param *dp = &ddp->params[i];
+    if (st == TG_OK && !dp->used) note(ddp, settle_unused(dp, agreed[1 + i] != 0));
+    tg_release(dp->saved); /* when the all-reduce failed: .grad stays as it was */
+    dp->saved = NULL;
+  }
+  const int64_t failed = agreed[0];
   if (st != TG_OK) {
     note(ddp, st);
   } else if (failed > 0) {
@@ -118,12 +170,13 @@ static void agree_on_failure(tg_ddp *ddp, const char *name) {
  * reported at the end. */
 static tg_status synchronize(tg_ddp *ddp, const char *name) {
   if (!ddp->sync && !ddp->round_begun) return TG_OK;
-  /* Parameters no hook reported (no gradient this pass) go as their .grad is: zeros after
-   * tg_zero_grad, what was accumulated with sync off otherwise. */
+  /* Parameters no hook reported in this pass go as their .grad is: what was accumulated
+   * with sync off (used: it becomes the view, as in a hook), else this rank's share should
+   * another rank have used it (hold_unused; agree_on_round settles their .grad). */
   for (int i = 0; i < ddp->n_params; i++) {
     ddp_param *dp = &ddp->params[i];
     if (dp->ready) continue;
-    note(ddp, take_grad(dp));
+    note(ddp, dp->used ? take_grad(dp) : hold_unused(dp));
     dp->ready = true;
     ddp->buckets[dp->bucket].pending--;
   }
@@ -139,11 +192,11 @@ static tg_status synchronize(tg_ddp *ddp, const char *name) {
   /* Then the buckets left to this thread, in order, after the thread's (same on every rank). */
   for (int b = 0; b < ddp->n_buckets; b++)
     if (ddp->buckets[b].route == DDP_ROUTE_SYNC) note(ddp, reduce_here(ddp, b, name));
-  agree_on_failure(ddp, name);
+  agree_on_round(ddp, name);
   ddp->stats.exposed_seconds += tg__dist_now() - t0;
   ddp->stats.steps++;
   /* A new round. */
-  for (int i = 0; i < ddp->n_params; i++) ddp->params[i].ready = false;
+  for (int i = 0; i < ddp->n_params; i++) ddp->params[i].ready = ddp->params[i].used = false;
   for (int b = 0; b < ddp->n_buckets; b++) ddp->buckets[b].pending = ddp->buckets[b].count;
   ddp->next_send = 0;
   ddp->round_begun = false;
@@ -200,9 +253,11 @@ static tg_status prepare(tg_ddp *ddp) {
     ddp->buckets[b].pending = ddp->buckets[b].count;
   }
   ddp->comm.queue = tg__host_calloc((size_t)ddp->n_buckets, sizeof *ddp->comm.queue);
-  if (!ddp->comm.queue)
-    return tg_set_error(TG_ERR_MEMORY, "tg_ddp_new: out of memory for a queue of %d buckets",
-                        ddp->n_buckets);
+  ddp->agreed = tg__host_calloc(1 + (size_t)ddp->n_params, sizeof *ddp->agreed);
+  if (!ddp->comm.queue || !ddp->agreed)
+    return tg_set_error(TG_ERR_MEMORY,
+                        "tg_ddp_new: out of memory for a queue of %d buckets and %d flags",
+                        ddp->n_buckets, ddp->n_params);
   for (int i = 0; i < ddp->n_params; i++) {
     ddp_param *dp = &ddp->params[i];
     tg_status st = tg_register_post_accumulate_grad_hook(dp->param, on_grad_final, dp, &dp->hook);
@@ -220,8 +275,10 @@ static void destroy(tg_ddp *ddp) {
   for (int i = 0; i < ddp->n_params; i++)
     if (ddp->params[i].hook >= 0)
       tg_remove_post_accumulate_grad_hook(ddp->params[i].param, ddp->params[i].hook);
+  for (int i = 0; i < ddp->n_params; i++) tg_release(ddp->params[i].saved);
   tg__ddp_release_layout(ddp); /* the .grad views keep their buffers alive */
   tg__host_free(ddp->comm.queue);
+  if (!tg__dist_failed()) tg__host_free(ddp->agreed); /* else MPI may still write it */
   tg__host_free(ddp);
 }
 
@@ -264,11 +321,9 @@ tg_ddp *tg_ddp_new(tg_module *m, tg_ddp_options opts) {
     destroy(ddp);
     return NULL;
   }
-  /* A parameter with a .grad already keeps it until the first synchronize, which copies it
-   * into the slot (as for a replaced .grad); the others get their slot now. Cannot fail:
-   * the view has the parameter's sizes, dtype and device. */
-  for (int i = 0; i < ddp->n_params; i++)
-    if (!tg_grad(ddp->params[i].param)) tg_set_grad(ddp->params[i].param, ddp->params[i].view);
+  /* No .grad changes here: one that has none keeps none until a rank uses its parameter (an
+   * optimizer skips it meanwhile, as in one process); synchronize then makes the slot its
+   * .grad (a copy, once), as for a .grad the user replaced. */
   return ddp;
 }
 

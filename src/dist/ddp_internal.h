@@ -23,7 +23,11 @@ typedef struct ddp_param {
   int bucket;
   int hook;   /* the hook's handle; -1 when none is registered */
   bool ready; /* final for this round (hook fired, or synchronize took it) */
+  bool used;  /* a hook fired since the last synchronize (sync on or off): used here */
   bool moved; /* .grad was not the view: its values were copied in, the view goes back */
+  /* Unused here, with .grad the view: its values before the reduction, put back if no rank
+   * used it either (a reference of ours; NULL otherwise). */
+  tg_tensor *saved;
 } ddp_param;
 
 typedef struct ddp_bucket {
@@ -68,6 +72,9 @@ struct tg_ddp {
   tg_status round_error;
   char round_message[512];
   ddp_comm comm;
+  /* The round's agreement, all-reduced (MAX) after the buckets: [0] a failure key
+   * (tg__ddp_failure_key), [1 + i] whether params[i] was used on the rank. */
+  int64_t *agreed;
   tg_ddp_stats stats;
 };
 

@@ -7,8 +7,10 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ops/registry.h"
+#include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
 #include "tg/extension.h"
 
@@ -191,6 +193,14 @@ static tg_status run_entry_point(tg_extension *ext, tg_extension_init_fn init) {
 tg_extension *tg_extension_load(const char *path) {
   if (!path || !path[0]) {
     tg_set_error(TG_ERR_ARGUMENT, "tg_extension_load: path is NULL or empty");
+    return NULL;
+  }
+  /* dlopen would block forever opening a FIFO; a path with a slash names the file itself
+   * (without one, dlopen searches its directories). What does not exist dlopen reports. */
+  struct stat file;
+  if (strchr(path, '/') && stat(path, &file) == 0 && !S_ISREG(file.st_mode)) {
+    tg_set_error(TG_ERR_EXTENSION, "tg_extension_load: '%s' is not a regular file: it is %s", path,
+                 tg__file_kind((unsigned)file.st_mode));
     return NULL;
   }
   tg_extension *ext = tg__host_calloc(1, sizeof *ext);

@@ -50,7 +50,8 @@ static bool ends_with(const char *s, const char *suffix) {
 }
 
 static tg_status read_source(const char *fn, tg__jit_source *src) {
-  int fd = open(src->name, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO would block the open (and the read) until a writer comes */
+  int fd = open(src->name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   struct stat s;
   if (fd < 0 || fstat(fd, &s) != 0) {
     int err = errno;
@@ -59,10 +60,12 @@ static tg_status read_source(const char *fn, tg__jit_source *src) {
                         strerror(err));
   }
   tg_status st = TG_OK;
-  if (!S_ISREG(s.st_mode) || (size_t)s.st_size > SOURCE_MAX_BYTES)
-    st =
-        tg_set_error(TG_ERR_EXTENSION, "%s: source '%s' is not a regular file of at most %zu bytes",
-                     fn, src->name, SOURCE_MAX_BYTES);
+  if (!S_ISREG(s.st_mode))
+    st = tg_set_error(TG_ERR_EXTENSION, "%s: source '%s' is not a regular file: it is %s", fn,
+                      src->name, tg__file_kind((unsigned)s.st_mode));
+  else if ((size_t)s.st_size > SOURCE_MAX_BYTES)
+    st = tg_set_error(TG_ERR_EXTENSION, "%s: source '%s' is %lld bytes, more than the %zu read", fn,
+                      src->name, (long long)s.st_size, SOURCE_MAX_BYTES);
   else if (!(src->owned_text = tg__host_malloc((size_t)s.st_size + 1)))
     st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory for source '%s' (%lld bytes)", fn,
                       src->name, (long long)s.st_size);

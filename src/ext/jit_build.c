@@ -69,7 +69,7 @@ static tg_status install_library(const tg__jit_request *rq, const char *entry, c
   char tmp[PATH_MAX], lib_hex[TG_SHA256_HEX];
   tg_status st = tg__jit_path(rq->fn, tmp, sizeof tmp, "%s.tmp", lib);
   if (st) return st;
-  int fd = open(tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = open(tmp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0 || fchmod(fd, 0700) != 0) {
     int err = errno;
     if (fd >= 0) close(fd);

@@ -3,7 +3,8 @@
  *   nvcc -c -O2 -Xcompiler -fPIC -DTG_EXTENSION_CUDA=1 -I<tg> <arch flags> <cflags> <src>.cu
  *        -o <entry>/<name>_cuda0.o
  *   ...one per .cu source, then the link of everything into the library:
- *   cc -std=c11 -O2 -fPIC -shared [-DTG_EXTENSION_CUDA=1] -I<tg> <cflags> <src>.c ... <objects>
+ *   cc -std=c11 -O2 -Werror=implicit-function-declaration -Werror=int-conversion -fPIC -shared
+ *      [-DTG_EXTENSION_CUDA=1] -I<tg> <cflags> <src>.c ... <objects>
  *      -o <entry>/lib<name>.so.tmp
  *      <libtg.so> [-L<cuda> -lcudart -lstdc++ <rpath cuda>] <rpath libdir> <ldflags>
  *   (<rpath dir> is -Xlinker -rpath -Xlinker <dir>)
@@ -139,7 +140,11 @@ static tg_status cuda_compile(tg__jit_argv *a, const tg__jit_request *rq,
 
 static tg_status link_library(tg__jit_argv *a, const tg__jit_request *rq,
                               const tg__jit_toolchain *tc, const char *entry) {
-  const char *const fixed[] = {"-std=c11", "-O2", "-fPIC", "-shared"};
+  /* An extension that forgets an #include would otherwise build with a warning, load, and
+   * crash on its first call: an undeclared tg_ function returns int, its pointer cut. */
+  const char *const fixed[] = {
+      "-std=c11", "-O2",    "-Werror=implicit-function-declaration", "-Werror=int-conversion",
+      "-fPIC",    "-shared"};
   tg_status st = TG_OK;
   bool cuda = false;
   for (int i = 0; i < tc->n_cc && !st; i++) st = tg__jit_argv_push(a, tc->cc[i]);

@@ -36,7 +36,7 @@ static void write_command(int fd, const char *prefix, const tg__jit_argv *argv) 
 static void error_lines(const char *log_path, char *msg, size_t size) {
   msg[0] = '\0';
   char *text = tg__host_malloc(LOG_READ_MAX + 1);
-  int fd = text ? open(log_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+  int fd = text ? open(log_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
   ssize_t got = fd >= 0 ? read(fd, text, LOG_READ_MAX) : -1;
   if (fd >= 0) close(fd);
   if (got <= 0) {

@@ -326,13 +326,38 @@ static tg_tensor_dict *build_dict(const source *src, const unsigned char *buffer
   return NULL;
 }
 
+/* A file of another format that users hand to a safetensors reader by mistake: what it is
+ * and what reads it, or NULL. */
+static const char *other_format(const unsigned char *data, size_t nbytes) {
+  if (nbytes >= 6 && memcmp(data, "\x93NUMPY", 6) == 0)
+    return "it is a .npy file (tg_npy_load reads it)";
+  if (nbytes >= 4 && memcmp(data, "PK\x03\x04", 4) == 0)
+    return "it is a zip archive (torch.save's .pt/.pth files are: save with safetensors)";
+  return NULL;
+}
+
 static tg_tensor_dict *parse(const source *src, const unsigned char *data, size_t nbytes) {
+  const char *other = other_format(data, nbytes);
+  if (other) {
+    fail(src, TG_ERR_FORMAT, "not a safetensors file: %s", other);
+    return NULL;
+  }
   if (nbytes < 8) {
     fail(src, TG_ERR_FORMAT, "%zu bytes, too short for the 8-byte header length", nbytes);
     return NULL;
   }
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; i--) header_len = header_len << 8 | data[i];
+  /* A length that cannot be right, and no '{' (the JSON header's start) after it: not a
+   * safetensors file at all, whose first bytes are no length (naming one would mislead). */
+  bool bad_length = header_len > TG_SAFETENSORS_MAX_HEADER || header_len > nbytes - 8;
+  if (bad_length && nbytes > 8 && data[8] != '{') {
+    fail(src, TG_ERR_FORMAT,
+         "not a safetensors file: the 8-byte header length is not followed by '{' (byte 8 is "
+         "0x%02x)",
+         data[8]);
+    return NULL;
+  }
   if (header_len > TG_SAFETENSORS_MAX_HEADER) {
     fail(src, TG_ERR_FORMAT, "header length %llu is more than the %zu read at most",
          (unsigned long long)header_len, TG_SAFETENSORS_MAX_HEADER);

@@ -143,8 +143,11 @@ static tg_status read_required(const tg_tensor_dict *file, const char *where, co
   return TG_OK;
 }
 
+/* any_generators: the file may hold any number of generator states (a model-only load that
+ * takes none); otherwise exactly n_generators. */
 static tg_status parse_meta(const tg_tensor_dict *file, const char *where, int n_generators,
-                            tg_generator_state *gen_states, checkpoint_meta *meta) {
+                            bool any_generators, tg_generator_state *gen_states,
+                            checkpoint_meta *meta) {
   const char *value;
   tg_status st = read_required(file, where, "tg.checkpoint", &value);
   if (st != TG_OK) return st;
@@ -184,7 +187,7 @@ static tg_status parse_meta(const tg_tensor_dict *file, const char *where, int n
     if (!parse_generator_state(value, &gen_states[i]))
       return format_error(where, "bad generator state (\"<seed>:<offset>\" expected):", key, value);
   }
-  if (n_found != n_generators)
+  if (n_found != n_generators && !any_generators)
     return tg_set_error(TG_ERR_ARGUMENT,
                         "%s: the checkpoint holds the state of %d generator(s), %d given", where,
                         n_found, n_generators);
@@ -269,7 +272,9 @@ tg_status tg_checkpoint_load(const char *path, tg_module *m, tg_optimizer *opt, 
   st = gen_states ? TG_OK
                   : tg_set_error(TG_ERR_MEMORY, "%s: out of memory for %d generator states", where,
                                  n_generators);
-  if (st == TG_OK) st = parse_meta(file, where, n_generators, gen_states, &meta);
+  /* A model-only load given no generators (to sample from the model) leaves them all be. */
+  bool any_generators = !opt && n_generators == 0;
+  if (st == TG_OK) st = parse_meta(file, where, n_generators, any_generators, gen_states, &meta);
   if (st == TG_OK && opt && !meta.has_optim)
     st = tg_set_error(TG_ERR_ARGUMENT, "%s: holds no optimizer state (saved without one)", where);
   if (st == TG_OK && !(model = tg_tensor_dict_new())) st = tg_last_error();

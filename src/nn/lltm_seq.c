@@ -71,6 +71,22 @@ static tg_status run_steps(const tg_lltm_seq *seq, const tg_tensor *input, int64
   return TG_OK;
 }
 
+/* An initial state the caller passed (h0 or c0; NULL: zeros) is [batch, state_size] with
+ * the weights' dtype and device: checked here, so that a mismatch names what the caller
+ * passed, not the cell op's old_h inside the loop. */
+static bool check_state(const char *fn, const char *arg, const tg_tensor *t, const tg_tensor *input,
+                        int64_t S, const tg_tensor *w) {
+  if (!t) return true;
+  const int64_t want[2] = {input->sizes[1], S};
+  return tg__check(tg__dims_equal(t->ndim, t->sizes, 2, want), TG_ERR_SHAPE, fn,
+                   "%s is %s but must be [batch, state_size] = %s (input is %s)", arg,
+                   tg__sizes_str(t), tg__dims_str(2, want), tg__sizes_str(input)) &&
+         tg__check(t->dtype == w->dtype, TG_ERR_DTYPE, fn,
+                   "%s is %s but the model's weights are %s", arg, tg_dtype_name(t->dtype),
+                   tg_dtype_name(w->dtype)) &&
+         tg__check_same_device(fn, arg, t, "the model's weights", w);
+}
+
 tg_status tg_lltm_seq_forward(const tg_lltm_seq *seq, const tg_tensor *input, const tg_tensor *h0,
                               const tg_tensor *c0, tg_tensor **output, tg_tensor **h_n,
                               tg_tensor **c_n) {
@@ -88,10 +104,12 @@ tg_status tg_lltm_seq_forward(const tg_lltm_seq *seq, const tg_tensor *input, co
                  tg__sizes_str(input), (long long)I))
     return tg_last_error();
   const int64_t T = input->sizes[0], B = input->sizes[1];
+  const tg_tensor *w = tg_lltm_cell_weights(seq->cell);
+  if (!check_state(fn, "h0", h0, input, S, w) || !check_state(fn, "c0", c0, input, S, w))
+    return tg_last_error();
   tg_tensor **hs = tg__host_calloc((size_t)T, sizeof *hs);
   if (!hs) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory", fn);
   tg_scope s = tg_scope_begin();
-  const tg_tensor *w = tg_lltm_cell_weights(seq->cell);
   tg_options opts = {.dtype = tg_tensor_dtype(w), .device = tg_tensor_device(w)};
   tg_tensor *h = h0 ? (tg_tensor *)h0 : tg_zeros(TG_SHAPE(B, S), opts);
   tg_tensor *c = c0 ? (tg_tensor *)c0 : tg_zeros(TG_SHAPE(B, S), opts);

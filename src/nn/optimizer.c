@@ -32,8 +32,12 @@ void tg_optimizer_free(tg_optimizer *opt) {
 /* names NULL: the parameters' indices. */
 static tg_optimizer *optimizer_new(const char *op, optimizer_kind kind, int n,
                                    tg_tensor *const *params, char *const *names) {
-  if (n < 1 || !params) {
-    tg_set_error(TG_ERR_ARGUMENT, "%s: needs at least one parameter (got %d)", op, n);
+  if (n < 1) {
+    tg_set_error(TG_ERR_ARGUMENT, "%s: needs at least one parameter (n_params is %d)", op, n);
+    return NULL;
+  }
+  if (!params) {
+    tg_set_error(TG_ERR_ARGUMENT, "%s: params is NULL (n_params is %d)", op, n);
     return NULL;
   }
   for (int i = 0; i < n; i++) {

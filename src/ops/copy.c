@@ -78,6 +78,19 @@ static bool broadcastable_to(const tg_tensor *src, const tg_tensor *dst) {
   return true;
 }
 
+/* src broadcast to dst's sizes with stride-0 dims, without touching the tape. */
+static tg_tensor *broadcast_view(const tg_tensor *src, const tg_tensor *dst) {
+  tg_tensor *view =
+      tg__tensor_new(src->storage, src->offset, dst->ndim, dst->sizes, NULL, src->dtype);
+  if (!view) return NULL;
+  int lead = dst->ndim - src->ndim;
+  for (int d = 0; d < dst->ndim; d++) {
+    int s = d - lead;
+    view->strides[d] = s < 0 || (src->sizes[s] == 1 && dst->sizes[d] != 1) ? 0 : src->strides[s];
+  }
+  return view;
+}
+
 tg_status tg_copy_(tg_tensor *dst, const tg_tensor *src) {
   if (!tg__check_arg("tg_copy_", "dst", dst) || !tg__check_arg("tg_copy_", "src", src))
     return tg_last_error();
@@ -92,17 +105,18 @@ tg_status tg_copy_(tg_tensor *dst, const tg_tensor *src) {
     return tg_set_error(TG_ERR_ARGUMENT,
                         "tg_copy_: dst %s has overlapping elements (an expanded view)",
                         tg__sizes_str(dst));
-  /* Broadcast src to dst's sizes with stride-0 dims, without touching the tape. */
-  tg_tensor *view =
-      tg__tensor_new(src->storage, src->offset, dst->ndim, dst->sizes, NULL, src->dtype);
-  if (!view) return tg_last_error();
-  int lead = dst->ndim - src->ndim;
-  for (int d = 0; d < dst->ndim; d++) {
-    int s = d - lead;
-    view->strides[d] = s < 0 || (src->sizes[s] == 1 && dst->sizes[d] != 1) ? 0 : src->strides[s];
+  tg_tensor *view = broadcast_view(src, dst), *staged = NULL;
+  if (view && tg__may_overlap(dst, view) && !tg__same_layout(dst, view)) {
+    /* src overlaps dst differently (its transpose, a shifted window): read it whole into a
+     * temporary first, so no element is overwritten before it is read. */
+    staged = tg__empty_op("tg_copy_", src->ndim, src->sizes, src->dtype, src->storage->device);
+    tg_status st = staged ? copy_same_sizes("tg_copy_", staged, src) : tg_last_error();
+    tg_release(view);
+    view = st == TG_OK ? broadcast_view(staged, dst) : NULL;
   }
-  tg_status st = copy_same_sizes("tg_copy_", dst, view);
+  tg_status st = view ? copy_same_sizes("tg_copy_", dst, view) : tg_last_error();
   tg_release(view);
+  tg_release(staged);
   if (st == TG_OK) tg__bump_version(dst);
   return st;
 }

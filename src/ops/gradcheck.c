@@ -86,10 +86,13 @@ tg_status tg__gc_fail_not_reentrant(const gc_problem *p, const char *how, int d,
 static tg_status check_inputs(gc_problem *p) {
   const char *name = p->name;
   if (!p->fn) return tg_set_error(TG_ERR_ARGUMENT, "%s: fn is NULL", name);
-  if (p->n_inputs <= 0 || !p->inputs)
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: need at least one input (got %d)", name, p->n_inputs);
+  if (p->n_inputs <= 0)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: need at least one input (n_inputs is %d)", name,
+                        p->n_inputs);
+  if (!p->inputs)
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: inputs is NULL (n_inputs is %d)", name, p->n_inputs);
   if (p->n_outputs <= 0)
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: need at least one output (got %d)", name,
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: need at least one output (n_outputs is %d)", name,
                         p->n_outputs);
   if (!(p->opts.eps >= 0) || !(p->opts.atol >= 0) || !(p->opts.rtol >= 0))
     return tg_set_error(TG_ERR_ARGUMENT, "%s: eps %g, atol %g, rtol %g must not be negative", name,

@@ -66,7 +66,7 @@ static tg_status scaled_sum_into(const tg_backend *be, tg_tensor *out, const tg_
   if (v->sizes[0] == 0) return be->fill(out, NAN);
   tg_tensor *out1 = at_least_1d(out);
   if (!out1 || be->reduce(TG_REDUCE_SUM, out1, NULL, v, 0) != TG_OK ||
-      be->unary(TG_UNARY_AFFINE, scale, 0, out1, out1) != TG_OK)
+      be->unary(TG_UNARY_MUL_SCALAR, scale, 0, out1, out1) != TG_OK)
     return tg_last_error();
   return TG_OK;
 }

@@ -30,22 +30,29 @@ static tg_status binary_forward(const char *op, tg_binary_kind kind, double alph
   return tg__binary_into(op, kind, alpha, out[0], a, b);
 }
 
-static tg_status affine_forward(const char *op, double scale, double shift,
+/* out = kind(x; a, b): each scalar op is one kernel kind whose element math is the IEEE
+ * operation itself (x + s, s - x, x * s, x / s), so -0, inf and tiny scalars come out as in
+ * PyTorch. */
+static tg_status scalar_forward(const char *op, tg_unary_kind kind, double a, double b,
                                 const tg_tensor *const *in, tg_tensor **out) {
-  out[0] = tg__unary_new(op, TG_UNARY_AFFINE, scale, shift, in[0]);
+  out[0] = tg__unary_new(op, kind, a, b, in[0]);
   return out[0] ? TG_OK : tg_last_error();
 }
 
 tg_status tg__fwd_add_scalar(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return affine_forward("tg_add_scalar", 1.0, tg_ctx_scalar(ctx, 0), in, out);
+  return scalar_forward("tg_add_scalar", TG_UNARY_AFFINE, 1.0, tg_ctx_scalar(ctx, 0), in, out);
 }
 
 tg_status tg__fwd_mul_scalar(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return affine_forward("tg_mul_scalar", tg_ctx_scalar(ctx, 0), 0.0, in, out);
+  return scalar_forward("tg_mul_scalar", TG_UNARY_MUL_SCALAR, tg_ctx_scalar(ctx, 0), 0.0, in, out);
+}
+
+tg_status tg__fwd_div_scalar(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  return scalar_forward("tg_div_scalar", TG_UNARY_DIV_SCALAR, tg_ctx_scalar(ctx, 0), 0.0, in, out);
 }
 
 tg_status tg__fwd_rsub_scalar(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return affine_forward("tg_rsub_scalar", -1.0, tg_ctx_scalar(ctx, 0), in, out);
+  return scalar_forward("tg_rsub_scalar", TG_UNARY_AFFINE, -1.0, tg_ctx_scalar(ctx, 0), in, out);
 }
 
 /* ---- backward ---- */
@@ -70,6 +77,11 @@ tg_status tg__bwd_add_scalar(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor *
 
 tg_status tg__bwd_mul_scalar(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   gi[0] = tg_mul_scalar(g[0], tg_ctx_scalar(ctx, 0));
+  return gi[0] ? TG_OK : tg_last_error();
+}
+
+tg_status tg__bwd_div_scalar(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  gi[0] = tg_div_scalar(g[0], tg_ctx_scalar(ctx, 0)); /* g / s, as PyTorch: g * (1/s) overflows */
   return gi[0] ? TG_OK : tg_last_error();
 }
 
@@ -118,7 +130,7 @@ tg_tensor *tg_mul_scalar(const tg_tensor *a, double s) {
 }
 
 tg_tensor *tg_div_scalar(const tg_tensor *a, double s) {
-  return with_scalar("tg_div_scalar", TG__OP(mul_scalar), a, 1.0 / s);
+  return with_scalar("tg_div_scalar", TG__OP(div_scalar), a, s);
 }
 
 /* ---- the ops of the list ---- */

@@ -22,35 +22,35 @@
 
 /* ---- forward ---- */
 
-static bool same_geometry(const tg_tensor *a, const tg_tensor *b) {
-  if (a->ndim != b->ndim || a->offset != b->offset) return false;
-  for (int d = 0; d < a->ndim; d++)
-    if (a->sizes[d] != b->sizes[d] || a->strides[d] != b->strides[d]) return false;
-  return true;
-}
-
 static tg_status finish(tg_tensor *target, tg_tensor **out) {
   tg__bump_version(target);
   out[0] = target;
   return TG_OK;
 }
 
-/* a = a (op) b. A b that overlaps a differently (e.g. a row of a) is copied first, so the
- * write cannot change the elements still to be read. */
+/* Whether reading b while writing a elementwise could read an element already written: b
+ * overlaps a in memory but does not address the same elements in the same order. */
+static bool needs_copy_first(const tg_tensor *a, const tg_tensor *b) {
+  return tg__may_overlap(a, b) && !tg__same_layout(a, b);
+}
+
+/* a = a (op) b. A b that overlaps a differently (e.g. a row of a, or its transpose) is
+ * copied first, so the write cannot change the elements still to be read. (The front end
+ * already did so on the tape; this covers a direct tg_apply.) */
 static tg_status binary_inplace(const char *op, tg_binary_kind kind, double alpha,
                                 const tg_tensor *const *in, tg_tensor **out) {
   tg_tensor *a = (tg_tensor *)in[0];
   const tg_tensor *b = in[1];
-  if (tg_shares_storage(a, b) && !same_geometry(a, b) && !(b = tg_clone(b))) return tg_last_error();
+  if (needs_copy_first(a, b) && !(b = tg_clone(b))) return tg_last_error();
   tg_status st = tg__binary_into(op, kind, alpha, a, a, b);
   return st != TG_OK ? st : finish(a, out);
 }
 
-/* x = a*x + b (the scalar ops: their backward reads nothing saved). */
-static tg_status affine_inplace(const char *op, double a, double b, const tg_tensor *const *in,
-                                tg_tensor **out) {
+/* x = kind(x; a, b) (the scalar ops: their backward reads nothing saved). */
+static tg_status scalar_inplace(const char *op, tg_unary_kind kind, double a, double b,
+                                const tg_tensor *const *in, tg_tensor **out) {
   tg_tensor *x = (tg_tensor *)in[0];
-  tg_status st = tg__unary_into(op, TG_UNARY_AFFINE, a, b, x, x);
+  tg_status st = tg__unary_into(op, kind, a, b, x, x);
   return st != TG_OK ? st : finish(x, out);
 }
 
@@ -92,27 +92,32 @@ tg_status tg__binary_inplace_forward(tg_ctx *ctx, const char *op, tg_binary_kind
 }
 
 tg_status tg__fwd_add_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return affine_inplace("tg_add_scalar_", 1.0, tg_ctx_scalar(ctx, 0), in, out);
+  return scalar_inplace("tg_add_scalar_", TG_UNARY_AFFINE, 1.0, tg_ctx_scalar(ctx, 0), in, out);
 }
 
 tg_status tg__fwd_mul_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  return affine_inplace("tg_mul_scalar_", tg_ctx_scalar(ctx, 0), 0.0, in, out);
+  return scalar_inplace("tg_mul_scalar_", TG_UNARY_MUL_SCALAR, tg_ctx_scalar(ctx, 0), 0.0, in, out);
 }
 
 /* ---- front ends ---- */
 
 /* Runs desc on (target[, other][, a copy of target's value before the write]) inside a
- * scope of its own, so the copy dies with the call unless the tape keeps it. */
+ * scope of its own, so the copies die with the call unless the tape keeps them. An other
+ * that overlaps the target differently (needs_copy_first) is read through a copy made on
+ * the tape: the op then sees the values other had before the write, and its gradient flows
+ * back through the copy to other (so to the target's old value when other is a view of it). */
 static tg_status run_inplace(const tg_op_desc *desc, tg_tensor *target, const tg_tensor *other,
                              bool with_old, int n_scalars, const double *scalars) {
   tg_scope s = tg_scope_begin();
   tg_tensor *old = with_old ? tg_clone(target) : NULL;
-  const tg_tensor *inputs[3] = {target, other};
+  const tg_tensor *source = other && needs_copy_first(target, other) ? tg_clone(other) : other;
+  const tg_tensor *inputs[3] = {target, source};
   int n = other ? 2 : 1;
   if (old) inputs[n++] = old;
   tg_tensor *out = NULL;
-  tg_status st =
-      with_old && !old ? tg_last_error() : tg_apply(desc, n, inputs, n_scalars, scalars, 1, &out);
+  tg_status st = (with_old && !old) || (other && !source)
+                     ? tg_last_error()
+                     : tg_apply(desc, n, inputs, n_scalars, scalars, 1, &out);
   tg_scope_end(s);
   return st;
 }

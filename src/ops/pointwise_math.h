@@ -181,6 +181,8 @@ TG_UNARY_MATH(step, tg_math_step(x))
 TG_UNARY_MATH(abs, tg_m_fabs(x))
 /* as PyTorch's threshold 20: above it log(1 + e^x) is x to working precision */
 TG_UNARY_MATH(softplus, x > 20 ? x : tg_m_log1p(tg_m_exp(x)))
+TG_UNARY_MATH(mul_scalar, x *a)
+TG_UNARY_MATH(div_scalar, x / a)
 
 TG_BINARY_MATH(add, a + alpha * b)
 TG_BINARY_MATH(sub, a - alpha * b)

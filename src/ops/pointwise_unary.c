@@ -75,11 +75,24 @@ static tg_status unary_backward(tg_ctx *ctx, int saves, unary_grad_fn grad,
   return gi[0] ? TG_OK : tg_last_error();
 }
 
-/* elu: 1 where x > 0, else alpha e^x = y + alpha. x is given only when alpha < 0. */
+/* min(v, hi) = hi - relu(hi - v), from differentiable ops: finite at v = +inf, derivative
+ * 0 from hi on. */
+static tg_tensor *at_most(const tg_tensor *v, double hi) {
+  return tg_rsub_scalar(tg_relu(tg_rsub_scalar(v, hi)), hi);
+}
+
+/* elu: 1 where x > 0, else alpha e^x = y + alpha. x is given only when alpha < 0.
+ * Where x <= 0, y lies between 0 and -alpha, and y is clamped to that range before the mask
+ * multiplies its branch: at x = +inf the discarded branch must be finite (0 * (inf + alpha)
+ * is NaN; PyTorch gives g there). Inside the range the clamp adds exactly nothing to
+ * y + alpha (min(y, 0) is -relu(-y); for alpha < 0 the two roundings of -alpha - (-alpha -
+ * y) cancel in the sum). Its derivative, 0 at y = 0, makes the second derivative 0 at x =
+ * 0, where PyTorch's is too (it masks with x < 0). */
 static tg_tensor *tg__elu_grad(const tg_tensor *g, const tg_tensor *x, const tg_tensor *y,
                                double alpha) {
   tg_tensor *positive = tg__step(x ? x : y);
-  tg_tensor *negative_slope = tg_mul(tg_rsub_scalar(positive, 1.0), tg_add_scalar(y, alpha));
+  tg_tensor *branch_y = alpha < 0 ? at_most(tg_relu(y), -alpha) : at_most(y, 0.0);
+  tg_tensor *negative_slope = tg_mul(tg_rsub_scalar(positive, 1.0), tg_add_scalar(branch_y, alpha));
   return tg_mul(g, tg_add(positive, negative_slope));
 }
 

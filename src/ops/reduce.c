@@ -83,7 +83,7 @@ static tg_tensor *sum_keepdim(const char *op, const tg_tensor *x, const bool *re
 
 /* Scales t in place by s (t is a fresh result of this op). */
 static tg_status scale_inplace(const char *op, tg_tensor *t, double s) {
-  return tg__unary_into(op, TG_UNARY_AFFINE, s, 0.0, t, t);
+  return tg__unary_into(op, TG_UNARY_MUL_SCALAR, s, 0.0, t, t);
 }
 
 /* Sizes of x without dim (keepdim false) or with it set to 1. */

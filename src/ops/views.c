@@ -504,7 +504,18 @@ tg_status tg_chunk(const tg_tensor *t, int chunks, int dim, tg_tensor **out, int
   int d = tg__wrap_dim("tg_chunk", "dim", dim, t->ndim);
   if (d < 0) return tg_last_error();
   int64_t n = t->sizes[d];
-  int64_t split = n == 0 ? 1 : 1 + (n - 1) / chunks; /* n + chunks - 1 could overflow */
+  if (n == 0) { /* as torch.chunk: `chunks` empty pieces (a split of size 0 gives one) */
+    for (int k = 0; k < chunks; k++) {
+      out[k] = tg_narrow(t, d, 0, 0);
+      if (!out[k]) {
+        for (int j = 0; j < k; j++) out[j] = NULL;
+        return tg_last_error();
+      }
+    }
+    *n_out = chunks;
+    return TG_OK;
+  }
+  int64_t split = 1 + (n - 1) / chunks; /* n + chunks - 1 could overflow */
   return split_views("tg_chunk", t, split, d, out, chunks, n_out);
 }
 
@@ -513,11 +524,18 @@ tg_status tg_split(const tg_tensor *t, int64_t split_size, int dim, tg_tensor **
   if (n_out) *n_out = 0;
   if (!tg__check_arg("tg_split", "t", t)) return tg_last_error();
   if (!out || !n_out) return tg_set_error(TG_ERR_ARGUMENT, "tg_split: out or n_out is NULL");
-  if (split_size <= 0)
-    return tg_set_error(TG_ERR_ARGUMENT, "tg_split: split_size %lld must be positive",
+  if (split_size < 0)
+    return tg_set_error(TG_ERR_ARGUMENT, "tg_split: split_size %lld is negative",
                         (long long)split_size);
   if (t->ndim == 0) return tg_set_error(TG_ERR_INDEX, "tg_split: cannot split a 0-dim tensor");
-  return split_views("tg_split", t, split_size, dim, out, max_out, n_out);
+  int d = tg__wrap_dim("tg_split", "dim", dim, t->ndim);
+  if (d < 0) return tg_last_error();
+  if (split_size == 0 && t->sizes[d] != 0) /* as torch.split: 0 only splits an empty dim */
+    return tg_set_error(TG_ERR_ARGUMENT,
+                        "tg_split: split_size 0 only splits a dim of size 0, but dim %d of %s "
+                        "has size %lld",
+                        d, tg__sizes_str(t), (long long)t->sizes[d]);
+  return split_views("tg_split", t, split_size, d, out, max_out, n_out);
 }
 
 /* ---- expand ---- */
@@ -535,8 +553,9 @@ tg_status tg__fwd_expand(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **ou
     int src = d - lead;
     if (src >= 0 && t->sizes[src] != 1 && t->sizes[src] != sizes[d])
       return tg_set_error(TG_ERR_SHAPE,
-                          "tg_expand: cannot expand %s to %s: dim %d has size %lld, not 1",
-                          tg__sizes_str(t), tg__dims_str(ndim, sizes), d, (long long)t->sizes[src]);
+                          "tg_expand: cannot expand %s to %s: dim %d has size %lld, not 1 or %lld",
+                          tg__sizes_str(t), tg__dims_str(ndim, sizes), d, (long long)t->sizes[src],
+                          (long long)sizes[d]);
     strides[d] = src < 0 || (t->sizes[src] == 1 && sizes[d] != 1) ? 0 : t->strides[src];
   }
   out[0] = make_view(t, ndim, sizes, strides, t->offset);
@@ -567,10 +586,18 @@ tg_tensor *tg_expand(const tg_tensor *t, int ndim, const int64_t *sizes) {
       }
       want = t->sizes[src];
     }
-    if (want < 0 || (src >= 0 && t->sizes[src] != 1 && t->sizes[src] != want)) {
-      tg_set_error(TG_ERR_SHAPE, "tg_expand: cannot expand %s to %s: dim %d has size %lld, not 1",
-                   tg__sizes_str(t), tg__dims_str(ndim, sizes), d,
-                   (long long)(src >= 0 ? t->sizes[src] : want));
+    if (want < 0) {
+      tg_set_error(TG_ERR_SHAPE,
+                   "tg_expand: cannot expand %s to %s: size %lld for dim %d is negative (only -1, "
+                   "keep the size, is allowed)",
+                   tg__sizes_str(t), tg__dims_str(ndim, sizes), (long long)want, d);
+      return NULL;
+    }
+    if (src >= 0 && t->sizes[src] != 1 && t->sizes[src] != want) {
+      tg_set_error(TG_ERR_SHAPE,
+                   "tg_expand: cannot expand %s to %s: dim %d has size %lld, not 1 or %lld",
+                   tg__sizes_str(t), tg__dims_str(ndim, sizes), d, (long long)t->sizes[src],
+                   (long long)want);
       return NULL;
     }
     resolved[d] = want;

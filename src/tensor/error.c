@@ -1,7 +1,9 @@
 /* The thread-local error: a code and a message, kept until cleared. */
+#define _DEFAULT_SOURCE /* S_IFSOCK */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "error_impl.h"
 #include "tg/types.h"
@@ -46,6 +48,25 @@ void tg__error_prefix(const char *prefix) {
   memcpy(old, current_message, sizeof old);
   int room = (int)(sizeof current_message) - (int)n - 3; /* the old text may lose its end */
   snprintf(current_message, sizeof current_message, "%s: %.*s", prefix, room > 0 ? room : 0, old);
+}
+
+const char *tg__file_kind(unsigned mode) {
+  switch (mode & S_IFMT) {
+  case S_IFREG:
+    return "a regular file";
+  case S_IFDIR:
+    return "a directory";
+  case S_IFIFO:
+    return "a FIFO (named pipe)";
+  case S_IFSOCK:
+    return "a socket";
+  case S_IFCHR:
+    return "a character device";
+  case S_IFBLK:
+    return "a block device";
+  default:
+    return "a file of another kind";
+  }
 }
 
 const char *tg_status_name(tg_status status) {

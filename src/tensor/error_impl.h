@@ -7,4 +7,8 @@
  * point name itself first for errors raised below it, e.g. by an op inside a backward. */
 void tg__error_prefix(const char *prefix);
 
+/* What a file's st_mode says it is, for messages that refuse one: "a regular file",
+ * "a directory", "a FIFO (named pipe)", "a socket", "a character device", ... */
+const char *tg__file_kind(unsigned mode);
+
 #endif

@@ -1,5 +1,6 @@
 /* Tensor objects and their properties. (The creation functions, which allocate on a device
  * and fill through its backend, are in src/ops/creation.c.) */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,6 +139,43 @@ bool tg__has_internal_overlap(const tg_tensor *t) {
     extent = s * (t->sizes[idx[i]] - 1) + extent;
   }
   return false;
+}
+
+/* First and one-past-last byte a non-empty view can address. */
+static void byte_range(const tg_tensor *t, uintptr_t *lo, uintptr_t *hi) {
+  int64_t first = 0, last = 0; /* in elements, relative to the view's first element */
+  for (int d = 0; d < t->ndim; d++) {
+    int64_t reach = (t->sizes[d] - 1) * t->strides[d];
+    if (reach < 0)
+      first += reach;
+    else
+      last += reach;
+  }
+  const int64_t es = (int64_t)tg_dtype_size(t->dtype);
+  uintptr_t base = (uintptr_t)t->storage->data + (uintptr_t)(t->offset * es);
+  *lo = base + (uintptr_t)(first * es); /* wraps back for a negative first, as intended */
+  *hi = base + (uintptr_t)((last + 1) * es);
+}
+
+bool tg__may_overlap(const tg_tensor *a, const tg_tensor *b) {
+  if (!tg_device_equal(a->storage->device, b->storage->device)) return false;
+  if (!a->storage->data || !b->storage->data || tg__numel(a->ndim, a->sizes) == 0 ||
+      tg__numel(b->ndim, b->sizes) == 0)
+    return false;
+  uintptr_t alo, ahi, blo, bhi;
+  byte_range(a, &alo, &ahi);
+  byte_range(b, &blo, &bhi);
+  return alo < bhi && blo < ahi;
+}
+
+bool tg__same_layout(const tg_tensor *a, const tg_tensor *b) {
+  if (a->dtype != b->dtype || a->ndim != b->ndim || tg_data_ptr(a) != tg_data_ptr(b) ||
+      !tg_device_equal(a->storage->device, b->storage->device))
+    return false;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->sizes[d] != b->sizes[d] || (a->sizes[d] > 1 && a->strides[d] != b->strides[d]))
+      return false;
+  return true;
 }
 
 tg_status tg_accessor_of(const tg_tensor *t, int ndim, tg_dtype dtype, tg_accessor *out) {

@@ -57,9 +57,14 @@ TG_CUDA_TEST(cuda_backend, unary_every_kind) {
     double a, b;
     bool positive;
   } args[TG_NUM_UNARY] = {
-      [TG_UNARY_LOG] = {0, 0, true},           [TG_UNARY_SQRT] = {0, 0, true},
-      [TG_UNARY_ELU] = {1.3, 0, false},        [TG_UNARY_POW] = {2.5, 0, true},
-      [TG_UNARY_AFFINE] = {-1.5, 0.25, false}, [TG_UNARY_RECIPROCAL] = {0, 0, true},
+      [TG_UNARY_LOG] = {0, 0, true},
+      [TG_UNARY_SQRT] = {0, 0, true},
+      [TG_UNARY_ELU] = {1.3, 0, false},
+      [TG_UNARY_POW] = {2.5, 0, true},
+      [TG_UNARY_AFFINE] = {-1.5, 0.25, false},
+      [TG_UNARY_RECIPROCAL] = {0, 0, true},
+      [TG_UNARY_MUL_SCALAR] = {-1.5, 0, false},
+      [TG_UNARY_DIV_SCALAR] = {-1.5, 0, false},
   };
   for (int c = 0; c < TG_NUM_UNARY; c++)
     for (int d = 0; d < 2; d++)

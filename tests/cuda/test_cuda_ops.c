@@ -195,3 +195,59 @@ TG_CUDA_TEST(cuda_ops, every_op_matches_the_cpu_forward_and_backward) {
       tg_scope_end(sc);
     }
 }
+
+/* ---- the edges, on the device ---- */
+
+static tg_tensor *on_device(tg_dtype dtype, int ndim, const int64_t *sizes, const double *v) {
+  tg_tensor *t = tg_to_device(tg_test_tensor_of(dtype, ndim, sizes, v), TG_CUDA0);
+  cr_assert(t, "%s", tg_last_error_message());
+  return t;
+}
+
+/* A source overlapping the destination is read whole first, as on the CPU: copy_ of the
+ * transpose and of shifted windows, and an in-place add of the transpose. */
+TG_CUDA_TEST(cuda_ops, overlapping_source_is_read_before_the_write) {
+  for (int dt = TG_F32; dt <= TG_F64; dt++) {
+    tg_options o = {.dtype = (tg_dtype)dt, .device = TG_CUDA0};
+    tg_tensor *m = tg_view(tg_arange(1, 10, 1, o), TG_SHAPE(3, 3));
+    cr_assert_eq(tg_copy_(m, tg_t(m)), TG_OK, "%s", tg_last_error_message());
+    tg_test_expect_values(m, 9, (const double[]){1, 4, 7, 2, 5, 8, 3, 6, 9}, 0);
+    cr_assert_eq(tg_add_(m, tg_t(m)), TG_OK, "%s", tg_last_error_message());
+    tg_test_expect_values(m, 9, (const double[]){2, 6, 10, 6, 10, 14, 10, 14, 18}, 0);
+    tg_tensor *x = tg_arange(0, 6, 1, o);
+    cr_assert_eq(tg_copy_(tg_narrow(x, 0, 1, 5), tg_narrow(x, 0, 0, 5)), TG_OK);
+    tg_test_expect_values(x, 6, (const double[]){0, 0, 1, 2, 3, 4}, 0);
+    x = tg_arange(0, 6, 1, o);
+    cr_assert_eq(tg_copy_(tg_narrow(x, 0, 0, 5), tg_narrow(x, 0, 1, 5)), TG_OK);
+    tg_test_expect_values(x, 6, (const double[]){1, 2, 3, 4, 5, 5}, 0);
+    x = tg_arange(0, 6, 1, o);
+    cr_assert_eq(tg_add_(tg_narrow(x, 0, 1, 5), tg_narrow(x, 0, 0, 5)), TG_OK);
+    tg_test_expect_values(x, 6, (const double[]){0, 1, 3, 5, 7, 9}, 0);
+  }
+}
+
+/* The scalar kinds and the gradients fixed at the edges agree with the CPU's values: -0
+ * kept by mul_scalar, x / s for a tiny s, elu'(+inf) = 1, d(a/b)/db = -0 for a = 0 and a
+ * subnormal b. */
+TG_CUDA_TEST(cuda_ops, scalar_ops_and_gradients_at_the_edges) {
+  const double tiny[] = {1e-40, 1e-310}, numerator[] = {1e-30, 1e-10};
+  const double quotient[] = {10000054272.0, 1e300};
+  for (int dt = TG_F32; dt <= TG_F64; dt++) {
+    tg_dtype d = (tg_dtype)dt;
+    tg_tensor *z = on_device(d, TG_SHAPE(2), (const double[]){-0.0, 0.0});
+    cr_assert(signbit(tg_test_at(tg_mul_scalar(z, 2), 0)), "mul_scalar(-0, 2) lost the sign");
+    cr_assert(signbit(tg_test_at(tg_div_scalar(z, 2), 0)), "div_scalar(-0, 2) lost the sign");
+    tg_tensor *n = on_device(d, TG_SHAPE(1), &numerator[dt]);
+    tg_test_expect_values(tg_div_scalar(n, tiny[dt]), 1, &quotient[dt], 1e-6);
+    tg_tensor *x = on_device(d, TG_SHAPE(2), (const double[]){INFINITY, -1});
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    cr_assert_eq(tg_backward(tg_sum(tg_elu(x, 0.5)), NULL), TG_OK, "%s", tg_last_error_message());
+    tg_test_expect_values(tg_grad(x), 2, (const double[]){1, 0.5 * exp(-1)}, 1e-6);
+    tg_tensor *a = on_device(d, TG_SHAPE(1), (const double[]){0});
+    tg_tensor *b = on_device(d, TG_SHAPE(1), &tiny[dt]);
+    cr_assert_eq(tg_set_requires_grad(b, true), TG_OK);
+    cr_assert_eq(tg_backward(tg_sum(tg_div(a, b)), NULL), TG_OK, "%s", tg_last_error_message());
+    double gb = tg_test_at(tg_grad(b), 0);
+    cr_assert(gb == 0 && signbit(gb), "d(0/b)/db for a subnormal b: got %g, want -0", gb);
+  }
+}

@@ -3,7 +3,10 @@
  *                     must fail with TG_ERR_DIST within the timeout, the next one at once,
  *                     and tg_dist_finalize must end the job (MPI_Abort);
  *   dist_fault kill   rank 1 kills itself (SIGKILL) at step 3 of a small training loop;
- *   dist_fault abort  rank 1 "hits an error" at step 2 and calls tg_dist_abort.
+ *   dist_fault abort  rank 1 "hits an error" at step 2 and calls tg_dist_abort;
+ *   dist_fault finalize  rank 1 calls tg_dist_finalize at step 2 while rank 0 all-reduces:
+ *                     a collective mismatch, which must come out as TG_ERR_DIST (not as
+ *                     MPI's own abort) and end the job.
  * Each step: a linear model's loss, backward, gradients all-reduced (mean), SGD. Prints what
  * each rank sees; exits 0 only if nothing failed (which the script treats as a failure). */
 #define _POSIX_C_SOURCE 200809L
@@ -47,6 +50,14 @@ int main(int argc, char **argv) {
     if (rank == 1 && i == 3 && strcmp(mode, "kill") == 0) raise(SIGKILL);
     if (rank == 1 && i == 2 && strcmp(mode, "abort") == 0)
       tg_dist_abort(3, "step 2 failed: the loss is not finite");
+    if (rank == 1 && i == 2 && strcmp(mode, "finalize") == 0) {
+      const tg_status st = tg_dist_finalize();
+      printf("rank 1: tg_dist_finalize at step 2: %s: %s\n", tg_status_name(st),
+             st == TG_OK ? "" : tg_last_error_message());
+      fflush(stdout);
+      tg_linear_free(fc);
+      return 4;
+    }
     const tg_status st = step(fc, i);
     if (st != TG_OK) {
       printf("rank %d: step %d: %s: %s\n", rank, i, tg_status_name(st), tg_last_error_message());

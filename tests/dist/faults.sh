@@ -2,7 +2,7 @@
 # tg_dist's fault behaviour: a job whose rank 1 stops, dies or aborts must end, non-zero,
 # within a bound, with the reason on the survivor's side. Not a timing measurement: the
 # bound only says "it ended instead of hanging".
-#   faults.sh MODE MPIEXEC DIST_FAULT   (MODE: stop, kill, abort; see dist_fault.c)
+#   faults.sh MODE MPIEXEC DIST_FAULT   (MODE: stop, kill, abort, finalize; see dist_fault.c)
 # TG_DIST_TIMEOUT is 3 s here. The bound, 30 s, is that timeout plus the launcher's start
 # and teardown with a wide margin (the job needs about 4 s on a 2-core machine); a hang would
 # go to 60 s, where `timeout` kills it (and fail the bound).
@@ -46,6 +46,18 @@ kill)
 abort)
   need "tg_dist: rank 1: step 2 failed: the loss is not finite"
   [ "$rc" -eq 3 ] || fail "exit status $rc, not tg_dist_abort's 3"
+  ;;
+finalize)
+  # The mismatch (rank 1's barrier against rank 0's all-reduce) comes back from MPI as an
+  # error code on whichever rank sees it first: a tg_dist line, then tg_dist ends the job;
+  # not Open MPI's MPI_ERRORS_ARE_FATAL abort with no word from tg_dist.
+  grep -qE "^tg_dist: rank [01]: .* failed on rank [01] of 2: " "$out" ||
+    fail "no tg_dist line with the failed MPI call"
+  need "a collective failed: ending the whole job (MPI_Abort)"
+  if grep -q "MPI_ERRORS_ARE_FATAL" "$out"; then fail "MPI's own abort, not tg_dist's error"; fi
+  if grep -q "rank 1: tg_dist_finalize at step 2" "$out"; then
+    fail "tg_dist_finalize returned while rank 0 was in a collective"
+  fi
   ;;
 *) fail "unknown mode" ;;
 esac

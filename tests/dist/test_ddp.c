@@ -1,8 +1,9 @@
 /* tg_ddp at any world size (run at np 1 and 2): DDP training equals one process on the
  * global batch, bucketed equals one bucket bit for bit, buckets leave during backward,
- * unused parameters, gradient accumulation with sync off, the error paths, and (np 1) an
- * allocation-failure sweep of new -> backward -> synchronize -> free; (np 2) tg_ddp_new failing
- * on one rank alone fails on every rank. */
+ * unused parameters (a model with a branch some steps skip equals one process too), gradient
+ * accumulation with sync off, the error paths, and (np 1) an allocation-failure sweep of new ->
+ * backward -> synchronize -> free; (np 2) tg_ddp_new failing on one rank alone fails on every rank.
+ */
 #include <math.h>
 #include <stdlib.h>
 
@@ -38,8 +39,9 @@ static model make_model(tg_dtype dt, uint64_t seed) {
 }
 
 /* The loss over columns [b0, b1) of step s's global batch (T x GB tokens, the same on every
- * rank): a rank's shard is [rank * GB / size, (rank + 1) * GB / size). */
-static tg_tensor *model_loss(const model *md, int s, int b0, int b1) {
+ * rank): a rank's shard is [rank * GB / size, (rank + 1) * GB / size). *hs_out (may be NULL)
+ * gets the LLTM's output, [T, b1 - b0, H]. */
+static tg_tensor *model_loss_hs(const model *md, int s, int b0, int b1, tg_tensor **hs_out) {
   int64_t n = b1 - b0, x[T * GB], y[T * GB];
   for (int t = 0; t < T; t++)
     for (int b = b0; b < b1; b++) {
@@ -50,8 +52,13 @@ static tg_tensor *model_loss(const model *md, int s, int b0, int b1) {
   tg_tensor *emb = tg_embedding_layer_forward(md->embed, tg_from_data(TG_SHAPE(T, n), x, i64));
   tg_tensor *hs = NULL;
   if (!emb || tg_lltm_seq_forward(md->rnn, emb, NULL, NULL, &hs, NULL, NULL) != TG_OK) return NULL;
+  if (hs_out) *hs_out = hs;
   tg_tensor *logits = tg_linear_forward(md->head, tg_reshape(hs, TG_SHAPE(T * n, H)));
   return tg_cross_entropy(logits, tg_from_data(TG_SHAPE(T * n), y, i64));
+}
+
+static tg_tensor *model_loss(const model *md, int s, int b0, int b1) {
+  return model_loss_hs(md, s, b0, b1, NULL);
 }
 
 static int shard_begin(void) { return rank * GB / size; }
@@ -82,12 +89,25 @@ static double max_grad_diff(const tg_module *a, const tg_module *b) {
   return worst;
 }
 
-/* A copy of loss averaged over the ranks: the global batch's loss. */
+/* docs/distributed.md quotes this function ("Logging the loss"; ctest doc_distributed_code). */
+/* The loss over the global batch, for logging: the mean of the ranks' losses (a collective:
+ * every rank calls it). The loss requires grad, which a collective refuses, and the
+ * collective writes its tensor in place: reduce a detached copy, not the graph's own value. */
+static tg_status global_loss(const tg_tensor *loss, double *out) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *copy = tg_clone(tg_detach(loss));
+  tg_status st = copy ? tg_dist_all_reduce(copy, TG_REDUCE_MEAN) : tg_last_error();
+  if (st == TG_OK) st = tg_item(copy, out);
+  tg_scope_end(sc);
+  return st;
+}
+
 static double mean_loss(const tg_tensor *loss) {
-  tg_tensor *l = tg_clone(tg_detach(loss));
   double v = NAN;
-  DIST_CHECK_OK(tg_dist_all_reduce(l, TG_REDUCE_MEAN));
-  DIST_CHECK_OK(tg_item(l, &v));
+  DIST_CHECK_OK(global_loss(loss, &v));
+  /* What the recipe avoids: the loss itself, which requires grad. */
+  DIST_CHECK_ERR(tg_dist_all_reduce((tg_tensor *)loss, TG_REDUCE_MEAN), TG_ERR_STATE,
+                 "requires grad");
   return v;
 }
 
@@ -137,6 +157,100 @@ static void test_matches_single_process(tg_dtype dt, double loss_bound, double p
   tg_optimizer_free(or);
   tg_module_free(a.m);
   tg_module_free(r.m);
+}
+
+/* The char-LM with two branches more: "odd", a linear layer on batch column 0's hidden
+ * states used only on odd steps (so by no rank at step 0, and at np 2 by rank 0 alone), and
+ * "never", a linear layer no step uses. */
+typedef struct branch_model {
+  model md;
+  tg_linear *odd, *never;
+} branch_model;
+
+static branch_model make_branch_model(uint64_t seed) {
+  branch_model bm = {.md = make_model(TG_F64, seed)};
+  tg_options o = {.dtype = TG_F64};
+  tg_generator *gen = tg_generator_new(seed + 1);
+  bm.odd = tg_linear_new(H, 3, true, o, gen);
+  bm.never = tg_linear_new(H, 2, true, o, gen);
+  DIST_CHECK_OK(tg_module_add_child(bm.md.m, "odd", tg_linear_module(bm.odd)));
+  DIST_CHECK_OK(tg_module_add_child(bm.md.m, "never", tg_linear_module(bm.never)));
+  tg_generator_free(gen);
+  return bm;
+}
+
+/* model_loss plus, on odd steps and where the shard holds column 0, scale * mean(odd(h)^2)
+ * over column 0's hidden states: with scale the world size, the DDP's mean over the ranks
+ * has the term once, as the whole batch has it in one process (a power of 2: exact). */
+static tg_tensor *branch_loss(const branch_model *bm, int s, int b0, int b1, double scale) {
+  tg_tensor *hs = NULL;
+  tg_tensor *loss = model_loss_hs(&bm->md, s, b0, b1, &hs);
+  if (!loss || s % 2 == 0 || b0 != 0) return loss;
+  tg_tensor *e = tg_linear_forward(bm->odd, tg_select(hs, 1, 0));
+  return tg_add(loss, tg_mul_scalar(tg_mean(tg_mul(e, e)), 0.5 * scale));
+}
+
+/* Whether a and b's parameters have a .grad alike (both none, or both), and the largest
+ * difference of those that have one. */
+static bool grads_alike(const tg_module *a, const tg_module *b, double *worst) {
+  bool alike = true;
+  for (int i = 0; i < tg_module_num_parameters(a); i++) {
+    tg_tensor *ga = tg_grad(tg_module_parameter(a, i, NULL));
+    tg_tensor *gb = tg_grad(tg_module_parameter(b, i, NULL));
+    if (!ga || !gb) {
+      alike = alike && !ga && !gb;
+      continue;
+    }
+    double d = tg_max_abs_diff(ga, gb);
+    if (d > *worst || isnan(d)) *worst = d;
+  }
+  return alike;
+}
+
+/* (4) A parameter that no rank uses in a step keeps its .grad as it was (none before its
+ * first use, so the optimizer skips it; zeros after tg_zero_grad), one used by rank 0 alone
+ * gets the mean: DDP training equals one process on the global batch, with weight decay
+ * (which would move a parameter that got a zero gradient instead of none) and with Adam
+ * (which would start its state and step count). */
+static void test_unused_branch_matches_single_process(bool adam, double bound) {
+  branch_model a = make_branch_model(21), r = make_branch_model(21);
+  tg_ddp *ddp = tg_ddp_new(a.md.m, (tg_ddp_options){.bucket_cap_bytes = 256});
+  DIST_CHECK(ddp);
+  tg_optimizer *oa, * or ;
+  if (adam) {
+    oa = tg_adam_for(a.md.m, (tg_adam_options){.lr = 0.01, .weight_decay = 0.01});
+    or = tg_adam_for(r.md.m, (tg_adam_options){.lr = 0.01, .weight_decay = 0.01});
+  } else {
+    oa = tg_sgd_for(a.md.m, (tg_sgd_options){.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01});
+    or = tg_sgd_for(r.md.m, (tg_sgd_options){.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01});
+  }
+  tg_tensor *odd_w = tg_linear_weight(a.odd), *never_w = tg_linear_weight(a.never);
+  double grad_diff = 0;
+  for (int s = 0; ddp && s < STEPS; s++) {
+    tg_scope sc = tg_scope_begin();
+    DIST_CHECK_OK(tg_optimizer_zero_grad(oa));
+    DIST_CHECK_OK(tg_ddp_backward(ddp, branch_loss(&a, s, shard_begin(), shard_end(), size)));
+    DIST_CHECK_OK(tg_optimizer_zero_grad(or));
+    DIST_CHECK_OK(tg_backward(branch_loss(&r, s, 0, GB, 1), NULL));
+    DIST_CHECK(grads_alike(a.md.m, r.md.m, &grad_diff));
+    DIST_CHECK(s == 0 ? tg_grad(odd_w) == NULL : tg_grad(odd_w) != NULL);
+    DIST_CHECK(tg_grad(never_w) == NULL);
+    DIST_CHECK_OK(tg_optimizer_step(oa));
+    DIST_CHECK_OK(tg_optimizer_step(or));
+    tg_scope_end(sc);
+  }
+  double param_diff = max_param_diff(a.md.m, r.md.m);
+  if (rank == 0)
+    printf("DDP vs one process with a branch some steps do not use (%s + weight decay), np %d: "
+           "max gradient diff %.3g, parameter diff %.3g (bound %.3g)\n",
+           adam ? "Adam" : "SGD", size, grad_diff, param_diff, bound);
+  DIST_CHECK(grad_diff <= bound);
+  DIST_CHECK(param_diff <= bound);
+  tg_ddp_free(ddp);
+  tg_optimizer_free(oa);
+  tg_optimizer_free(or);
+  tg_module_free(a.md.m);
+  tg_module_free(r.md.m);
 }
 
 /* (2) Many small buckets sent during backward (overlap) give the same gradients, bit for
@@ -197,13 +311,17 @@ static tg_module *small_module(tg_tensor **w, tg_tensor **rank0, tg_tensor **nev
   return m;
 }
 
-/* (4) A parameter no rank uses gets a zero gradient (a view, not NULL) and one only rank 0
- * uses gets rank 0's gradient over the world size; nobody hangs. Both routes. */
+/* (4) A parameter no rank uses keeps its .grad as it was: none (NULL, so an optimizer skips
+ * it, as in one process), or the values it held, even where they differ between the ranks (not
+ * averaged; PyTorch's DDP leaves such a .grad alone too). One that only rank 0 uses gets rank
+ * 0's gradient over the world size on every rank, a rank that had no .grad too. Nobody hangs.
+ * Both routes. */
 static void test_unused_parameters(bool overlap) {
   tg_tensor *w, *r0, *never;
   tg_module *m = small_module(&w, &r0, &never);
   tg_ddp *ddp = tg_ddp_new(m, (tg_ddp_options){.bucket_cap_bytes = 8, .no_overlap = !overlap});
   DIST_CHECK(ddp);
+  DIST_CHECK(!tg_grad(w) && !tg_grad(r0) && !tg_grad(never)); /* tg_ddp_new gives none */
   for (int s = 0; ddp && s < 2; s++) {
     tg_scope sc = tg_scope_begin();
     DIST_CHECK_OK(tg_module_zero_grad(m));
@@ -212,11 +330,23 @@ static void test_unused_parameters(bool overlap) {
     DIST_CHECK_OK(tg_ddp_backward(ddp, loss));
     DIST_CHECK(grad_is(w, (size + 1) / 2.0));
     DIST_CHECK(grad_is(r0, 2.0 / size));
-    DIST_CHECK(grad_is(never, 0.0));
+    DIST_CHECK(tg_grad(never) == NULL);
     tg_scope_end(sc);
   }
-  /* Used only in a pass with sync off: what it accumulated then is averaged, not zeroed. */
   tg_scope sc = tg_scope_begin();
+  /* Unused by every rank, with a .grad that differs between them: the rank's own values stay,
+   * for the DDP's view (r0's) and for a tensor of the user's (never's) alike. */
+  tg_tensor *own = tg_full(TG_SHAPE(2), 5.0 + rank, TG_OPTS(.dtype = TG_F64));
+  DIST_CHECK_OK(tg_set_grad(never, own));
+  tg_no_grad_begin();
+  DIST_CHECK_OK(tg_fill_(tg_grad(r0), 3.0 + rank));
+  tg_no_grad_end();
+  DIST_CHECK_OK(tg_zero_grad(w));
+  DIST_CHECK_OK(tg_ddp_backward(ddp, tg_sum(w)));
+  DIST_CHECK(grad_is(w, 1.0));
+  DIST_CHECK(grad_is(r0, 3.0 + rank));
+  DIST_CHECK(tg_grad(never) == own && grad_is(never, 5.0 + rank));
+  /* Used only in a pass with sync off: what it accumulated then is averaged, not zeroed. */
   DIST_CHECK_OK(tg_module_zero_grad(m));
   tg_ddp_set_sync(ddp, false);
   DIST_CHECK_OK(tg_ddp_backward(ddp, tg_sum(tg_mul_scalar(never, rank + 1.0))));
@@ -461,8 +591,8 @@ static void test_new_fails_on_one_rank(void) {
   int64_t n = tg__host_allocation_count() - before;
   DIST_CHECK(ddp);
   tg_ddp_free(ddp);
-  int64_t live = tg_live_objects(); /* with the .grad views the DDP left */
-  int64_t n_max = n;                /* rank 1's count: the sweep runs as long on every rank */
+  int64_t live = tg_live_objects();
+  int64_t n_max = n; /* rank 1's count: the sweep runs as long on every rank */
   DIST_CHECK_OK(tg__dist_allreduce_host("test", &n_max, 1, TG_I64, TG_REDUCE_MAX));
   int failed = 0;
   for (int64_t k = 1; k <= n_max + 1; k++) {
@@ -495,15 +625,19 @@ static void test_new_fails_on_one_rank(void) {
   tg_module_free(m);
 }
 
-/* ---- np 1: every host allocation of new -> backward -> synchronize -> free fails once ---- */
+/* ---- np 1: every host allocation of new -> backward -> synchronize (twice, the second with
+ * parameters unused) -> free fails once ---- */
 enum { SWEEP_MAX = 4096 };
 
-/* One DDP step on md; the gradients it averaged go into out. */
+/* Two DDP steps on md; the gradients they averaged go into out. */
 static tg_status sweep_step(const model *md, bool overlap, double *out, int *n_out) {
   tg_scope sc = tg_scope_begin();
   tg_ddp *ddp =
       tg_ddp_new(md->m, (tg_ddp_options){.bucket_cap_bytes = 256, .no_overlap = !overlap});
   tg_status st = ddp ? tg_ddp_backward(ddp, model_loss(md, 0, 0, GB)) : tg_last_error();
+  /* A second pass that uses the head's weight alone: every other .grad (the slot) is saved,
+   * reduced and put back (hold_unused, settle_unused). */
+  if (st == TG_OK) st = tg_ddp_backward(ddp, tg_sum(tg_linear_weight(md->head)));
   *n_out = 0;
   for (int i = 0; st == TG_OK && i < tg_module_num_parameters(md->m); i++) {
     tg_tensor *g = tg_grad(tg_module_parameter(md->m, i, NULL));
@@ -572,6 +706,8 @@ int main(int argc, char **argv) {
   test_bucketed_equals_one_bucket();
   test_unused_parameters(true);
   test_unused_parameters(false);
+  test_unused_branch_matches_single_process(false, 1e-12);
+  test_unused_branch_matches_single_process(true, 1e-12);
   test_tied_parameter();
   test_mixed_dtypes();
   test_no_sync_accumulates();

@@ -1,6 +1,7 @@
 /* A program that starts MPI itself (plain MPI_Init: no thread support asked for) and then
  * tg_dist: tg_dist uses that MPI, reports that the DDP's communication thread is not
- * allowed (tg__dist_threads_ok), takes the timeout from its options, and its finalize leaves
+ * allowed (tg__dist_threads_ok), takes the timeout from its options, leaves MPI_COMM_WORLD's
+ * error handler alone, and its finalize leaves
  * MPI running for the program's own MPI_Finalize; after that MPI_Finalize, tg_dist's calls
  * are TG_ERR_STATE. Run at np 2. */
 #include <mpi.h>
@@ -18,6 +19,12 @@ int main(int argc, char **argv) {
   DIST_CHECK(tg__dist_timeout_seconds() == 7.5);
   DIST_CHECK(tg_dist_world_size() == world);
   DIST_CHECK(tg__dist_threads_ok() == (provided >= MPI_THREAD_SERIALIZED));
+  /* MPI_COMM_WORLD's error handler stays the program's (tg_dist sets MPI_ERRORS_RETURN on it
+   * only where it started MPI itself). */
+  MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
+  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &handler);
+  DIST_CHECK(handler == MPI_ERRORS_ARE_FATAL);
+  MPI_Errhandler_free(&handler);
   int64_t one = 1;
   DIST_CHECK_OK(tg__dist_allreduce_host("t", &one, 1, TG_I64, TG_REDUCE_SUM));
   DIST_CHECK(one == world);

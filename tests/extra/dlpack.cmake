@@ -16,9 +16,20 @@ if(TARGET tg_emu)
   set_tests_properties(test_dlpack_cuda_emu PROPERTIES TIMEOUT 300)
 endif()
 
-# PyTorch through ctypes. The system Python is the one with torch (a pyenv python3 on PATH
-# may not have it); without it, or without torch, the test says so and skips (77).
-set(TG_DLPACK_PYTHON /usr/bin/python3)
+# PyTorch through ctypes, run by TG_TORCH_PYTHON: a Python that can import torch (a venv's
+# bin/python, say). -DTG_TORCH_PYTHON=... sets it, and so does the environment variable
+# TG_TORCH_PYTHON at configure time (it wins over the cache, so that exporting it and
+# configuring again is enough). Default: the system's /usr/bin/python3 (a pyenv python3 on
+# PATH may lack torch). Without that Python, or without torch in it, the test says so and
+# skips (77).
+set(TG_TORCH_PYTHON /usr/bin/python3 CACHE FILEPATH
+    "The Python (with PyTorch) that runs ctest dlpack_torch; env TG_TORCH_PYTHON overrides it")
+if(DEFINED ENV{TG_TORCH_PYTHON} AND NOT "$ENV{TG_TORCH_PYTHON}" STREQUAL "")
+  set(TG_TORCH_PYTHON "$ENV{TG_TORCH_PYTHON}" CACHE FILEPATH
+      "The Python (with PyTorch) that runs ctest dlpack_torch; env TG_TORCH_PYTHON overrides it"
+      FORCE)
+endif()
+set(TG_DLPACK_PYTHON ${TG_TORCH_PYTHON})
 set(_tg_dlpack_script ${CMAKE_CURRENT_SOURCE_DIR}/python/dlpack_torch.py)
 if(TG_SANITIZE STREQUAL "thread")
   add_test(NAME dlpack_torch COMMAND sh -c

@@ -82,27 +82,33 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 cc=${CC:-cc}
 cflags=(-std=c11 -Wall -Wextra -Werror)
 say "pkg-config tg $(pkg-config --modversion tg): $(pkg-config --cflags --libs tg)"
-# shellcheck disable=SC2046 # pkg-config output is meant to be word-split
-"$cc" "${cflags[@]}" "$root/tests/install/consumer.c" -o "$tmp/consumer_pc" \
-  $(pkg-config --cflags --libs tg)
-LD_LIBRARY_PATH=$libdir "$tmp/consumer_pc"
+# README.md's own command line, found by its start, with app.c and cc replaced: what a user
+# copies must build a program that runs as it is (no LD_LIBRARY_PATH).
+readme_cc() {
+  local line
+  line=$(grep -F -m1 -- "$1" "$root/README.md") || { say "README.md has no line '$1...'" >&2; exit 1; }
+  printf '%s' "${line#cc app.c}"
+}
+readme_shared=$(readme_cc 'cc app.c $(pkg-config --cflags --libs tg)')
+say "README's shared line: cc app.c$readme_shared"
+eval "\"\$cc\" \"\${cflags[@]}\" \"\$root/tests/install/consumer.c\" -o \"\$tmp/consumer_pc\" $readme_shared"
+env -u LD_LIBRARY_PATH "$tmp/consumer_pc"
 # An extension in one line (docs/extensions.md), loaded by a pkg-config-built program.
 # shellcheck disable=SC2046
 "$cc" "${cflags[@]}" -shared -fPIC "$root/tests/install/consumer_ext.c" \
   -o "$tmp/libinstall_cube_pc.so" $(pkg-config --cflags --libs tg)
 # shellcheck disable=SC2046
 "$cc" "${cflags[@]}" "$root/tests/install/load_ext.c" -o "$tmp/load_ext_pc" \
-  $(pkg-config --cflags --libs tg)
-say "pkg-config: cc -shared extension, loaded by load_ext"
-LD_LIBRARY_PATH=$libdir "$tmp/load_ext_pc" "$tmp/libinstall_cube_pc.so"
-# Static: libtg.a plus exactly what Libs.private lists.
-static_libs=$(pkg-config --static --libs tg | sed 's/-ltg\b/-l:libtg.a/')
-say "pkg-config --static: $static_libs"
-# shellcheck disable=SC2046,SC2086
-"$cc" "${cflags[@]}" "$root/tests/install/consumer.c" -o "$tmp/consumer_pc_static" \
-  $(pkg-config --cflags tg) $static_libs
+  $(pkg-config --cflags --libs tg) -Wl,-rpath,"$(pkg-config --variable=libdir tg)"
+say "pkg-config: cc -shared extension, loaded by load_ext (the extension needs no rpath: it"
+say "  gets the libtg.so.0 its loader has)"
+env -u LD_LIBRARY_PATH "$tmp/load_ext_pc" "$tmp/libinstall_cube_pc.so"
+# Static: libtg.a plus exactly what Libs.private lists (README's line again).
+readme_static=$(readme_cc 'cc app.c $(pkg-config --cflags tg) $(pkg-config --static --libs tg')
+say "README's static line: cc app.c$readme_static"
+eval "\"\$cc\" \"\${cflags[@]}\" \"\$root/tests/install/consumer.c\" -o \"\$tmp/consumer_pc_static\" $readme_static"
 if readelf -d "$tmp/consumer_pc_static" | grep -q 'libtg\.so'; then
   say "the static consumer links libtg.so"; exit 1
 fi
-"$tmp/consumer_pc_static"
+env -u LD_LIBRARY_PATH "$tmp/consumer_pc_static"
 say "OK"

@@ -121,7 +121,7 @@ static matrix contiguous_like(const matrix *m, size_t elsize) {
 static tg_status scale_output(tg_tensor *out, double beta) {
   if (beta == 0) return tg_cpu_fill(out, 0);
   if (beta == 1) return TG_OK;
-  return tg_cpu_unary(TG_UNARY_AFFINE, beta, 0, out, out);
+  return tg_cpu_unary(TG_UNARY_MUL_SCALAR, beta, 0, out, out);
 }
 
 /* Products below this many multiply-adds run on one thread: on 2 cores a BLIS thread team

@@ -92,7 +92,7 @@ tg_status tg_cu_gemm(const char *op, const tg_cu_view &out, const tg_cu_view &a,
   if (m == 0 || n == 0) return TG_OK;
   if (k == 0) /* an empty product: only the beta*out part is left */
     return beta == 0 ? tg_cu_fill(op, out, 0.0)
-                     : tg_cu_unary_op(op, TG_UNARY_AFFINE, beta, 0.0, out, out);
+                     : tg_cu_unary_op(op, TG_UNARY_MUL_SCALAR, beta, 0.0, out, out);
   if (!tg_cu_fits_int(m) || !tg_cu_fits_int(n) || !tg_cu_fits_int(k))
     return tg_set_error(TG_ERR_UNSUPPORTED,
                         "%s: gemm sizes [%lld, %lld] x [%lld, %lld] exceed "

@@ -86,6 +86,10 @@ int tg__samples_add_scalar(const tg_sample_request *r, tg_sample *out) {
 int tg__samples_mul_scalar(const tg_sample_request *r, tg_sample *out) {
   return scalar_samples(r, out);
 }
+/* Divisors away from 0 (x / 0 is inf: no finite difference there). */
+int tg__samples_div_scalar(const tg_sample_request *r, tg_sample *out) {
+  return unary_samples(r, out, TG__ANY, 3, (const double[]){2.5, -1.5, 0.5});
+}
 int tg__samples_rsub_scalar(const tg_sample_request *r, tg_sample *out) {
   return scalar_samples(r, out);
 }
