@@ -157,8 +157,8 @@ TG_TEST(checks, from_real_ops) {
   cr_assert_null(tg_mm(NULL, m43));
   expect_exact(TG_ERR_ARGUMENT, "tg_mm: a is NULL");
   /* floating */
-  cr_assert_null(tg_add(tg_zeros(TG_SHAPE(3), TG_OPTS(.dtype = TG_I64)), v3));
-  expect_exact(TG_ERR_DTYPE, "tg_add: a is int64; expected float32 or float64");
+  cr_assert_null(tg_mm(tg_zeros(TG_SHAPE(3, 4), TG_OPTS(.dtype = TG_I64)), m43));
+  expect_exact(TG_ERR_DTYPE, "tg_mm: a is int64; expected float32 or float64");
   /* alike */
   cr_assert_null(tg_mm(m43, tg_zeros(TG_SHAPE(3, 2), TG_OPTS(.dtype = TG_F64))));
   expect_exact(TG_ERR_DTYPE, "tg_mm: b is float64 but a is float32");

@@ -70,6 +70,93 @@ static void check_grads(tg_gradcheck_fn fn, void *user, int n, tg_tensor **in, c
 
 /* ---- values ---- */
 
+/* A product that overflows is inf as in PyTorch, never NaN, on every layout and in both
+ * dtypes ([[1e300, 1e300]] @ [[1e300], [1e300]] in F64, 1e30 in F32), small and large. */
+TG_TEST(linalg, mm_overflow_is_inf) {
+  const int64_t dims[][3] = {{1, 2, 1}, {2, 2, 2}, {3, 5, 7}, {16, 32, 16}, {70, 300, 90}};
+  for (int d = 0; d < 2; d++)
+    for (int i = 0; i < 5; i++) {
+      tg_scope sc = tg_scope_begin();
+      tg_options o = TG_OPTS(.dtype = d ? TG_F64 : TG_F32);
+      const double big = d ? 1e300 : 1e30;
+      const int64_t m = dims[i][0], k = dims[i][1], n = dims[i][2];
+      tg_tensor *a = tg_full(TG_SHAPE(m, k), big, o), *b = tg_full(TG_SHAPE(k, n), big, o);
+      tg_tensor *at = tg_t(tg_full(TG_SHAPE(k, m), big, o));
+      tg_tensor *bt = tg_t(tg_full(TG_SHAPE(n, k), big, o));
+      tg_tensor *products[] = {tg_mm(a, b), tg_mm(at, bt), tg_mm(a, bt),
+                               tg_addmm(tg_zeros(TG_SHAPE(m, n), o), at, b, 1, 1)};
+      for (int p = 0; p < 4; p++) {
+        cr_assert(products[p], "%s", tg_last_error_message());
+        for (int64_t e = 0; e < m * n; e++)
+          cr_assert_eq(tg_test_at(products[p], e), INFINITY, "%s %lldx%lldx%lld product %d",
+                       d ? "F64" : "F32", (long long)m, (long long)k, (long long)n, p);
+      }
+      tg_scope_end(sc);
+    }
+}
+
+/* addmm as BLAS and PyTorch: alpha 0 ignores mat1 @ mat2 (inf and NaN in them included),
+ * beta 0 ignores input; the gradients are PyTorch's (beta * g, and the products times
+ * alpha, so alpha 0 gives 0 * product: NaN where the product is not finite). Values from
+ * torch.addmm on these inputs. */
+TG_TEST(linalg, addmm_alpha_or_beta_zero_ignores_its_term) {
+  const double input_v[] = {1, NAN, INFINITY, 2}, m1_v[] = {INFINITY, NAN, 1, 2},
+               m2_v[] = {1, 2, 3, INFINITY};
+  typedef struct {
+    double beta, alpha, y[4], g_input[4], g_m1[4], g_m2[4];
+  } addmm_case;
+  const addmm_case cases[] = {
+      {1, 0, {1, NAN, INFINITY, 2}, {1, 1, 1, 1}, {0, NAN, 0, NAN}, {NAN, NAN, NAN, NAN}},
+      {2, 0, {2, NAN, INFINITY, 4}, {2, 2, 2, 2}, {0, NAN, 0, NAN}, {NAN, NAN, NAN, NAN}},
+      {0, 0, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, NAN, 0, NAN}, {NAN, NAN, NAN, NAN}},
+      {0,
+       1,
+       {NAN, NAN, 7, INFINITY},
+       {0, 0, 0, 0},
+       {3, INFINITY, 3, INFINITY},
+       {INFINITY, INFINITY, NAN, NAN}},
+      {0,
+       2,
+       {NAN, NAN, 14, INFINITY},
+       {0, 0, 0, 0},
+       {6, INFINITY, 6, INFINITY},
+       {INFINITY, INFINITY, NAN, NAN}},
+  };
+  for (int d = 0; d < 2; d++)
+    for (int c = 0; c < 5; c++) {
+      tg_scope sc = tg_scope_begin();
+      const tg_dtype dt = d ? TG_F64 : TG_F32;
+      tg_tensor *input = tg_test_tensor_of(dt, TG_SHAPE(2, 2), input_v);
+      tg_tensor *m1 = tg_test_tensor_of(dt, TG_SHAPE(2, 2), m1_v);
+      tg_tensor *m2 = tg_test_tensor_of(dt, TG_SHAPE(2, 2), m2_v);
+      tg_tensor *leaves[] = {input, m1, m2};
+      for (int l = 0; l < 3; l++) cr_assert_eq(tg_set_requires_grad(leaves[l], true), TG_OK);
+      tg_tensor *y = tg_addmm(input, m1, m2, cases[c].beta, cases[c].alpha);
+      tg_test_expect_ieee(y, 4, cases[c].y, 0);
+      cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_OK, "%s", tg_last_error_message());
+      tg_test_expect_ieee(tg_grad(input), 4, cases[c].g_input, 0);
+      tg_test_expect_ieee(tg_grad(m1), 4, cases[c].g_m1, 0);
+      tg_test_expect_ieee(tg_grad(m2), 4, cases[c].g_m2, 0);
+      tg_scope_end(sc);
+    }
+}
+
+/* An inner size of 0 gives zeros (mm, matmul), and beta * input in addmm, as in PyTorch. */
+TG_TEST(linalg, empty_inner_size_gives_zeros) {
+  tg_scope sc = tg_scope_begin();
+  tg_options o = TG_OPTS(.dtype = TG_F64);
+  tg_tensor *a = tg_ones(TG_SHAPE(2, 0), o), *b = tg_ones(TG_SHAPE(0, 3), o);
+  tg_test_expect_ieee(tg_mm(a, b), 6, (const double[]){0, 0, 0, 0, 0, 0}, 0);
+  tg_test_expect_ieee(tg_matmul(a, b), 6, (const double[]){0, 0, 0, 0, 0, 0}, 0);
+  tg_test_expect_ieee(tg_matmul(tg_ones(TG_SHAPE(0), o), tg_ones(TG_SHAPE(0), o)), 1,
+                      (const double[]){0}, 0);
+  tg_tensor *nan = tg_full(TG_SHAPE(2, 3), NAN, o);
+  tg_test_expect_ieee(tg_addmm(nan, a, b, 0, 1), 6, (const double[]){0, 0, 0, 0, 0, 0}, 0);
+  tg_test_expect_ieee(tg_addmm(tg_ones(TG_SHAPE(2, 3), o), a, b, 2, 3), 6,
+                      (const double[]){2, 2, 2, 2, 2, 2}, 0);
+  tg_scope_end(sc);
+}
+
 TG_TEST(linalg, mm_by_hand) {
   tg_scope sc = tg_scope_begin();
   const double a[] = {1, 2, 3, 4, 5, 6}, b[] = {7, 8, 9, 10, 11, 12}, want[] = {58, 64, 139, 154};

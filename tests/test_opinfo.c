@@ -338,3 +338,18 @@ TG_TEST(opinfo, allocation_failure_is_an_error) {
       (void *)register_square("test_square_once_sweep", TG_OP_ONCE_DIFFERENTIABLE, square_samples));
   cr_expect_gt(r.failed, 0);
 }
+
+/* as_strided joined the walk when it became differentiable: its samples (overlapping
+ * windows, storage outside a stepped input) pass gradcheck and gradgradcheck. */
+TG_TEST(opinfo, as_strided_samples_are_gradchecked_twice) {
+  tg_status st;
+  const char *out = verbose_output(tg_op_lookup("as_strided"), &st);
+  cr_expect_eq(st, TG_OK, "%s", tg_last_error_message());
+  cr_expect(strstr(out, "op 'as_strided' sample 1 (overlapping 3x3 patches (im2col)): "
+                        "gradcheck ok"),
+            "%s", out);
+  cr_expect(strstr(out, "op 'as_strided' sample 1 (overlapping 3x3 patches (im2col)): "
+                        "gradgradcheck ok"),
+            "%s", out);
+  cr_expect(strstr(out, "(stepped input, storage it does not cover): gradgradcheck ok"), "%s", out);
+}

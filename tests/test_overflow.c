@@ -300,23 +300,33 @@ TG_TEST(overflow, arange_with_too_many_elements_is_refused) {
 }
 
 /* A C cast of NaN or of a float out of range to int64 is undefined: tensor conversions (copy,
- * to_dtype) convert as Rust's `as` does (NaN -> 0, saturating); a caller's value written by
- * fill or tg_set is refused instead when it does not fit (as PyTorch refuses it). */
+ * to_dtype) convert as x86-64's cvttsd2si and so PyTorch's .to(torch.int64) do (INT64_MIN for
+ * NaN, +-inf and anything outside [-2^63, 2^63)). A caller's value written by fill or tg_set
+ * is refused instead when it does not fit, as PyTorch refuses it (next test). */
 TG_TEST(overflow, float_to_int64_conversions_are_defined) {
   tg_scope sc = tg_scope_begin();
   tg_tensor *i = tg_zeros(TG_SHAPE(2), TG_OPTS(.dtype = TG_I64));
-  int64_t got[4];
+  int64_t got[8];
   cr_assert_eq(tg_fill_(i, -3.7), TG_OK);
-  cr_assert_eq(tg_to_host_array(i, got, sizeof got / 2), TG_OK);
+  cr_assert_eq(tg_to_host_array(i, got, 2 * sizeof *got), TG_OK);
   cr_assert(got[0] == -3 && got[1] == -3);
   cr_assert_eq(tg_fill_(i, NAN), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_fill_: value nan cannot be converted to int64");
   cr_assert_eq(tg_fill_(i, -1e30), TG_ERR_ARGUMENT);
-  tg_tensor *f =
-      tg_from_data(TG_SHAPE(4), (double[]){NAN, 1e300, 3.7, -3.7}, TG_OPTS(.dtype = TG_F64));
-  cr_assert_eq(tg_to_host_array(tg_to_dtype(f, TG_I64), got, sizeof got), TG_OK, "%s",
-               tg_last_error_message());
-  cr_assert(got[0] == 0 && got[1] == INT64_MAX && got[2] == 3 && got[3] == -3);
+  /* torch.tensor([nan, 1e300, 3.7, -3.7, inf, -inf, 2**63, 9.2e18]).to(torch.int64) */
+  const double from[8] = {NAN, 1e300, 3.7, -3.7, INFINITY, -INFINITY, 0x1p63, 9.2e18};
+  const int64_t want[8] = {INT64_MIN, INT64_MIN, 3,         -3,
+                           INT64_MIN, INT64_MIN, INT64_MIN, 9200000000000000000};
+  for (int dt = 0; dt < 2; dt++) {
+    tg_tensor *f64 = tg_from_data(TG_SHAPE(8), from, TG_OPTS(.dtype = TG_F64));
+    tg_tensor *f = dt ? f64 : tg_to_dtype(f64, TG_F32);
+    cr_assert_eq(tg_to_host_array(tg_to_dtype(f, TG_I64), got, sizeof got), TG_OK, "%s",
+                 tg_last_error_message());
+    for (int k = 0; k < 8; k++)
+      if (dt || k != 7) /* 9.2e18 is not a float: F32 rounds it first */
+        cr_assert_eq(got[k], want[k], "%s element %d: got %lld", dt ? "F64" : "F32", k,
+                     (long long)got[k]);
+  }
   cr_assert_eq(tg_set(i, (int64_t[]){1}, INFINITY), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "tg_set: value inf cannot be converted to int64");
   tg_scope_end(sc);

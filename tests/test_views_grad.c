@@ -3,6 +3,7 @@
  * inputs. gradgradcheck runs the backward ops' own backward (slice_backward -> slice,
  * select_backward -> select, expand -> sum_to_size, view -> reshape...). */
 #include "testutil.h"
+#include "alloc_sweep.h"
 
 static const tg_gradcheck_options quiet = {.quiet = true};
 
@@ -223,4 +224,137 @@ TG_TEST(views_grad, gradients_of_overlapping_views_accumulate) {
   const double want[] = {4, 5, 4, 4, 5, 4};
   tg_assert_close(tg_grad(x), tg_from_data(TG_SHAPE(2, 3), want, TG_OPTS(.dtype = TG_F64)), 0, 0);
   tg_scope_end(sc);
+}
+
+/* ---- as_strided: recorded on the tape; backward adds into the storage elements read ---- */
+
+typedef struct strided_case {
+  int ndim;
+  int64_t sizes[4], strides[4], offset; /* offset from the storage's start */
+} strided_case;
+
+static tg_status f_as_strided(void *user, const tg_tensor *const *in, tg_tensor **out) {
+  const strided_case *c = user;
+  out[0] = tg_as_strided(in[0], c->ndim, c->sizes, c->strides, c->offset);
+  return out[0] ? TG_OK : tg_last_error();
+}
+
+static void check_strided(const char *what, tg_tensor *x, const strided_case *c) {
+  cr_assert_eq(tg_gradcheck(f_as_strided, (void *)c, 1, &x, 1, quiet), TG_OK, "%s: %s", what,
+               tg_last_error_message());
+  cr_assert_eq(tg_gradgradcheck(f_as_strided, (void *)c, 1, &x, 1, quiet), TG_OK,
+               "%s (gradgrad): %s", what, tg_last_error_message());
+}
+
+TG_TEST(views_grad, as_strided_gradcheck_on_every_layout) {
+  tg_scope sc = tg_scope_begin();
+  for (int l = 0; l < NUM_LAYOUTS; l++) {
+    tg_tensor *x = leaf((layout)l);
+    int64_t o = tg_offset(x); /* relative to x's first element */
+    const strided_case window = {
+        2, {2, 3}, {tg_stride(x, 1), tg_stride(x, 2)}, o + tg_stride(x, 0)};
+    const strided_case diagonal = {1, {2}, {tg_stride(x, 0) + tg_stride(x, 1)}, o};
+    check_strided(layout_names[l], x, &window);
+    check_strided(layout_names[l], x, &diagonal);
+  }
+  tg_scope_end(sc);
+}
+
+/* im2col: the 9 overlapping 3x3 patches of a 5x5 image; each pixel's gradient is the number
+ * of patches that hold it (upstream gradient 1), as in torch.as_strided's backward. */
+TG_TEST(views_grad, as_strided_overlapping_windows_add_up) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *img = tg_uniform(TG_SHAPE(5, 5), -1, 1, TG_OPTS(.dtype = TG_F64), NULL);
+  cr_assert_eq(tg_set_requires_grad(img, true), TG_OK);
+  const strided_case patches = {4, {3, 3, 3, 3}, {5, 1, 5, 1}, 0};
+  tg_tensor *cols = tg_as_strided(img, 4, patches.sizes, patches.strides, 0);
+  cr_assert_not_null(cols, "%s", tg_last_error_message());
+  cr_assert_str_eq(tg_grad_fn_name(cols), "as_strided");
+  cr_assert_eq(tg_backward(tg_sum(cols), NULL), TG_OK, "%s", tg_last_error_message());
+  const double want[] = {1, 2, 3, 2, 1, 2, 4, 6, 4, 2, 3, 6, 9, 6, 3, 2, 4, 6, 4, 2, 1, 2, 3, 2, 1};
+  tg_assert_close(tg_grad(img), tg_from_data(TG_SHAPE(5, 5), want, TG_OPTS(.dtype = TG_F64)), 0, 0);
+  check_strided("im2col 3x3 of 5x5", img, &patches);
+  tg_scope_end(sc);
+}
+
+/* The offset counts from the storage: on a narrowed base, 0 is the storage's first element,
+ * not the base's; the gradient reaches only the base's own elements. */
+TG_TEST(views_grad, as_strided_on_a_narrowed_base_counts_from_the_storage) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *full = tg_arange(0, 10, 1, TG_OPTS(.dtype = TG_F64));
+  tg_tensor *base = tg_narrow(full, 0, 4, 6); /* elements 4..9, offset 4 */
+  tg_tensor *x = tg_detach(base);
+  cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+  tg_tensor *from_storage = tg_as_strided(x, TG_SHAPE(3), (int64_t[]){3}, 0); /* 0, 3, 6 */
+  cr_assert_eq(tg_test_at(from_storage, 0), 0.0);
+  cr_assert_eq(tg_test_at(from_storage, 2), 6.0);
+  tg_tensor *own = tg_as_strided(x, TG_SHAPE(3), (int64_t[]){2}, tg_offset(x)); /* 4, 6, 8 */
+  cr_assert_eq(tg_test_at(own, 0), 4.0);
+  cr_assert_eq(tg_backward(tg_add(tg_sum(from_storage), tg_sum(own)), NULL), TG_OK, "%s",
+               tg_last_error_message());
+  /* x is storage elements 4..9: element 6 is read by both, 4 and 8 by own, 0 and 3 by
+   * neither of x's elements (they are outside x: no gradient goes anywhere for them). */
+  const double want[] = {1, 0, 2, 0, 1, 0};
+  tg_assert_close(tg_grad(x), tg_from_data(TG_SHAPE(6), want, TG_OPTS(.dtype = TG_F64)), 0, 0);
+  const strided_case outside = {1, {3}, {3}, 0}, inside = {2, {2, 2}, {1, 2}, 5};
+  check_strided("narrowed base, storage outside it", x, &outside);
+  check_strided("narrowed base, its elements", x, &inside);
+  tg_scope_end(sc);
+}
+
+/* A base that overlaps itself (an expanded view) shares each storage element's gradient
+ * among the elements that sit on it, so the expand's backward sums it back exactly. */
+TG_TEST(views_grad, as_strided_of_an_expanded_base) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *x = tg_uniform(TG_SHAPE(3), -1, 1, TG_OPTS(.dtype = TG_F64), NULL);
+  cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+  tg_tensor *e = tg_expand(x, TG_SHAPE(4, 3));                                /* strides [0, 1] */
+  tg_tensor *y = tg_as_strided(e, TG_SHAPE(2), (int64_t[]){2}, tg_offset(e)); /* x0, x2 */
+  cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_OK, "%s", tg_last_error_message());
+  const double want[] = {1, 0, 1};
+  tg_assert_close(tg_grad(x), tg_from_data(TG_SHAPE(3), want, TG_OPTS(.dtype = TG_F64)), 1e-15,
+                  1e-15);
+  tg_scope_end(sc);
+}
+
+TG_TEST(views_grad, as_strided_outside_the_storage_is_refused) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *x =
+      tg_narrow(tg_zeros(TG_SHAPE(10), TG_OPTS(.dtype = TG_F64, .requires_grad = true)), 0, 4, 6);
+  cr_assert_null(tg_as_strided(x, TG_SHAPE(3), (int64_t[]){4}, 4)); /* 4, 8, 12 */
+  tg_expect_error(TG_ERR_INDEX, "tg_as_strided", "reach elements 4..12",
+                  "outside the storage of 10 elements",
+                  "the offset counts from the storage's start", "offset is 4");
+  cr_assert_null(tg_as_strided(x, TG_SHAPE(2), (int64_t[]){-1}, 0));
+  tg_expect_error(TG_ERR_INDEX, "tg_as_strided", "reach elements -1..0");
+  /* Through tg_apply_ex too: the forward checks what a caller passes. */
+  const tg_op_desc *op = tg_op_lookup("as_strided");
+  tg_tensor *out = NULL;
+  cr_assert_eq(tg_apply_ex(op, 1, (const tg_tensor *const[]){x}, 0, NULL, 4,
+                           (const int64_t[]){1, 3, 4, 4}, 1, &out),
+               TG_ERR_INDEX);
+  cr_assert_eq(tg_apply_ex(op, 1, (const tg_tensor *const[]){x}, 0, NULL, 3,
+                           (const int64_t[]){1, 3, 4}, 1, &out),
+               TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_as_strided", "3 given");
+  tg_scope_end(sc);
+}
+
+/* as_strided's backward under allocation failure: overlapping windows of an expanded base
+ * (the shares path too), forward and backward. */
+static tg_status as_strided_step(void *user, double *out, int *n_out) {
+  (void)user;
+  tg_tensor *x = tg_from_data(TG_SHAPE(4), (const double[]){1, 2, 3, 4},
+                              TG_OPTS(.dtype = TG_F64, .requires_grad = true));
+  tg_tensor *e = x ? tg_expand(x, TG_SHAPE(2, 4)) : NULL;
+  tg_tensor *w = e ? tg_as_strided(e, TG_SHAPE(3, 2), (int64_t[]){1, 1}, tg_offset(e)) : NULL;
+  tg_tensor *y = w ? tg_sum(tg_mul(w, w)) : NULL;
+  tg_status st = status_of(y);
+  if (st == TG_OK) st = clean(tg_backward(y, NULL));
+  if (st == TG_OK) st = append(tg_grad(x), out, n_out);
+  return st;
+}
+
+TG_TEST(views_grad, as_strided_allocation_failures) {
+  sweep("as_strided backward", as_strided_step, NULL);
 }

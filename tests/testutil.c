@@ -126,3 +126,18 @@ void tg_test_expect_values(const tg_tensor *t, int64_t n, const double *want, do
   }
   free(got);
 }
+
+void tg_test_expect_ieee(const tg_tensor *t, int64_t n, const double *want, double tol) {
+  cr_assert(t, "%s", tg_last_error_message());
+  cr_assert_eq(tg_numel(t), n);
+  int64_t got_n;
+  double *got = host_values(t, &got_n);
+  for (int64_t i = 0; i < n; i++) {
+    const double g = got[i], w = want[i];
+    const bool same = isnan(w) ? isnan(g) : isinf(w) ? g == w : fabs(g - w) <= tol * (1 + fabs(w));
+    if (same) continue;
+    free(got);
+    cr_assert_fail("element %lld: got %.17g, want %.17g", (long long)i, g, w);
+  }
+  free(got);
+}

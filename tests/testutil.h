@@ -53,6 +53,9 @@ tg_tensor *tg_test_tensor_of(tg_dtype dtype, int ndim, const int64_t *sizes, con
 /* Asserts t has n elements equal to want within tol * (1 + |want|). */
 void tg_test_expect_values(const tg_tensor *t, int64_t n, const double *want, double tol);
 
+/* As tg_test_expect_values, and NaN must match NaN, an infinity the same infinity. */
+void tg_test_expect_ieee(const tg_tensor *t, int64_t n, const double *want, double tol);
+
 /* Element of t at a flat logical (row-major) position, as double. */
 double tg_test_at(const tg_tensor *t, int64_t flat_index);
 

@@ -44,6 +44,26 @@ bool tg_set_grad_enabled(bool enabled);
 void tg_no_grad_begin(void);
 void tg_no_grad_end(void);
 
+/* ---- anomaly detection (thread-local like grad mode; off by default) ----
+ * torch.autograd.set_detect_anomaly / detect_anomaly. While on, the first op call whose
+ * output (forward, in tg_apply) or whose computed gradient for one of its inputs (backward)
+ * holds a NaN or an infinity fails with TG_ERR_STATE: "tg_log: detect anomaly: forward
+ * produced nan in output 0 at [2] (of [4]) ..." or "tg_backward: detect anomaly: backward of
+ * sqrt produced inf in the gradient of input 0 at [0] ...". Only F32 and F64 tensors are
+ * judged, and only the call the caller made: the ops inside a composite op's forward or a
+ * backward formula are not (an intermediate infinity there may be intended). A failed
+ * forward returns no output (an in-place op has already written its target); a failed
+ * backward stops at that node and adds none of its gradients (what earlier nodes added to
+ * .grad stays). Costs one thread-local flag check per op while off; while on, each output
+ * is read once (device tensors through a host copy). */
+bool tg_is_anomaly_enabled(void);
+/* Returns the previous mode. */
+bool tg_set_detect_anomaly(bool enabled);
+/* Nestable anomaly regions (the scoped form, like tg_no_grad_begin): every begin needs its
+ * end, which restores the mode its begin saw. */
+void tg_detect_anomaly_begin(void);
+void tg_detect_anomaly_end(void);
+
 /* ---- backward ---- */
 typedef struct tg_backward_options {
   bool retain_graph; /* keep saved tensors so backward can run again */

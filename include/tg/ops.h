@@ -1,6 +1,11 @@
 /* tg — generic differentiable ops. PyTorch names; `_` suffix = in place (returns status,
  * leaves the target untouched on error); `_scalar` = a double operand. Binary ops
- * broadcast like NumPy. Every result is scope-owned (see tensor.h). */
+ * broadcast like NumPy. Every result is scope-owned (see tensor.h).
+ *
+ * Dtypes (docs/dtypes.md): where two dtypes meet, tg promotes as PyTorch does (int64 <
+ * float32 < float64, with PyTorch's rule for 0-dim operands: tg_result_type); the cast is
+ * recorded on the tape, so each input's gradient comes back in its own dtype. Each group
+ * below says which dtypes it takes; int64 tensors never require grad. */
 #ifndef TG_OPS_H
 #define TG_OPS_H
 
@@ -12,7 +17,20 @@ TG_API_BEGIN
 extern "C" {
 #endif
 
-/* ---- pointwise, binary (broadcasting) ---- */
+/* The dtype a binary op between a and b computes in (before div's int64 rule): the
+ * promotion of both (tg_promote_types), except that a 0-dim operand counts only when its
+ * category (int < float) is higher than the other's: F32[3] + F64 0-dim -> F32,
+ * I64[3] + F32 0-dim -> F32. TG_NUM_DTYPES with TG_ERR_ARGUMENT for a NULL operand. */
+tg_dtype tg_result_type(const tg_tensor *a, const tg_tensor *b);
+
+/* ---- pointwise, binary (broadcasting) ----
+ * Any dtypes, promoted (tg_result_type). add, sub, mul of int64 give int64 and wrap around
+ * modulo 2^64 (as PyTorch); div is true division: int64 / int64 gives F32. add_scaled
+ * with int64 operands takes a whole alpha (else TG_ERR_DTYPE, as PyTorch).
+ * Scalar ops: float32, float64 and int64. tg's scalar is a double: on an int64 tensor a
+ * whole number s (within int64) keeps int64, like a Python int; any other s is
+ * TG_ERR_DTYPE (PyTorch would promote to float: cast first with tg_to_dtype(a, TG_F32)).
+ * div_scalar of int64 is true division, in F32. */
 tg_tensor *tg_add(const tg_tensor *a, const tg_tensor *b);
 tg_tensor *tg_sub(const tg_tensor *a, const tg_tensor *b);
 tg_tensor *tg_mul(const tg_tensor *a, const tg_tensor *b);
@@ -25,15 +43,26 @@ tg_tensor *tg_rsub_scalar(const tg_tensor *a, double s); /* s - a */
 tg_tensor *tg_mul_scalar(const tg_tensor *a, double s);
 tg_tensor *tg_div_scalar(const tg_tensor *a, double s);
 
-/* ---- pointwise, unary ---- */
+/* ---- pointwise, unary ----
+ * float32 and float64. int64: neg, abs, relu keep int64 (neg and abs wrap at INT64_MIN);
+ * exp, log, sqrt, sigmoid, tanh, reciprocal promote to F32, as PyTorch; pow_scalar keeps
+ * int64 for a whole exponent >= 0 (wrapping), gives F32 for a fractional one and refuses a
+ * negative whole one (as PyTorch); elu and softplus refuse int64 (TG_ERR_DTYPE naming the
+ * cast to write). */
 tg_tensor *tg_neg(const tg_tensor *x);
 tg_tensor *tg_exp(const tg_tensor *x);
 tg_tensor *tg_log(const tg_tensor *x);
 tg_tensor *tg_sqrt(const tg_tensor *x);
+/* x^exponent as PyTorch computes it: exponent 0.5 is sqrt(x) (-0 -> -0, -inf -> NaN) and
+ * -0.5 is 1/sqrt(x) (-0 -> -inf, -inf -> NaN), where C's pow gives +0, +inf, +inf, 0. The
+ * gradient is exponent * x^(exponent - 1) with the same rules, and 0 for exponent 0. */
 tg_tensor *tg_pow_scalar(const tg_tensor *x, double exponent);
 tg_tensor *tg_sigmoid(const tg_tensor *x);
 tg_tensor *tg_tanh(const tg_tensor *x);
+/* The gradient passes where x > 0 or x is NaN, 0 elsewhere (PyTorch's threshold_backward). */
 tg_tensor *tg_relu(const tg_tensor *x);
+/* The gradient at x = NaN is NaN (PyTorch's CPU gives g or NaN depending on the length:
+ * docs/conventions.md). */
 tg_tensor *tg_elu(const tg_tensor *x, double alpha);
 
 /* ---- in place: modify a, bump its version; b broadcasts to a's sizes ----
@@ -43,7 +72,11 @@ tg_tensor *tg_elu(const tg_tensor *x, double alpha);
  * overlap instead: docs/conventions.md). While gradients are recorded, a target that is a view
  * (a slice, a transpose, a select) is refused with TG_ERR_UNSUPPORTED, where PyTorch records
  * the write (CopySlices): use the out-of-place op, write into a clone, or write inside
- * tg_no_grad_begin/end (docs/conventions.md). */
+ * tg_no_grad_begin/end (docs/conventions.md).
+ * Dtypes, PyTorch's rule: the result type must be castable to a's dtype: a float result into
+ * an int64 a is TG_ERR_DTYPE (int64 a with a float b, div_ of int64, exp_ of int64, ...); a
+ * float32 a with a float64 or int64 b is fine (b is cast to float32 first: PyTorch computes
+ * float32 + float64 in float64 and rounds once, so the last bit can differ). */
 tg_status tg_add_(tg_tensor *a, const tg_tensor *b);
 tg_status tg_sub_(tg_tensor *a, const tg_tensor *b);
 tg_status tg_mul_(tg_tensor *a, const tg_tensor *b);
@@ -63,14 +96,17 @@ tg_status tg_elu_(tg_tensor *x, double alpha);
 
 /* ---- pointwise, more unary ops (with their in-place forms) and comparisons ----
  * abs: d/dx = sign(x), 0 at 0. reciprocal: 1/x.
- * Comparisons broadcast like the binary ops and give 1 where the relation holds and 0
- * elsewhere, in the inputs' (floating) dtype; they are not differentiable (the result
- * does not require grad). NaN compares unequal to everything, itself included. */
+ * Comparisons broadcast and promote like the binary ops and give 1 where the relation
+ * holds and 0 elsewhere, in the promoted dtype (tg has no bool dtype: eq of two int64
+ * tensors is an int64 of 1/0, which tg_sum counts); they are not differentiable (the
+ * result does not require grad). NaN compares unequal to everything, itself included. */
 tg_tensor *tg_abs(const tg_tensor *x);
 tg_tensor *tg_reciprocal(const tg_tensor *x);
 tg_status tg_abs_(tg_tensor *x);
 tg_status tg_reciprocal_(tg_tensor *x);
-tg_tensor *tg_softplus(const tg_tensor *x); /* log(1 + exp(x)); x itself above 20 */
+/* log(1 + exp(x)); x itself above 20, where the gradient is exactly 1 (else sigmoid(x)),
+ * as PyTorch's softplus with beta 1, threshold 20. */
+tg_tensor *tg_softplus(const tg_tensor *x);
 tg_status tg_softplus_(tg_tensor *x);
 tg_tensor *tg_eq(const tg_tensor *a, const tg_tensor *b); /* a == b */
 tg_tensor *tg_ne(const tg_tensor *a, const tg_tensor *b); /* a != b */
@@ -79,13 +115,18 @@ tg_tensor *tg_ge(const tg_tensor *a, const tg_tensor *b); /* a >= b */
 tg_tensor *tg_lt(const tg_tensor *a, const tg_tensor *b); /* a < b */
 tg_tensor *tg_le(const tg_tensor *a, const tg_tensor *b); /* a <= b */
 
-/* ---- reductions ---- */
+/* ---- reductions ----
+ * float32 and float64; int64 for sum, sum_dim, sum_to_size (an int64 sum, wrapping) and
+ * max, min, max_dim, min_dim (int64 values); mean, mean_dim refuse int64 (as PyTorch). */
 tg_tensor *tg_sum(const tg_tensor *x); /* all elements -> 0-dim */
 tg_tensor *tg_sum_dim(const tg_tensor *x, int dim, bool keepdim);
 tg_tensor *tg_mean(const tg_tensor *x);
 tg_tensor *tg_mean_dim(const tg_tensor *x, int dim, bool keepdim);
-tg_tensor *tg_max(const tg_tensor *x); /* all elements -> 0-dim */
-/* values and (I64, non-differentiable) indices; either out pointer may be NULL. */
+/* All elements -> 0-dim. The gradient is shared evenly among the elements equal to the
+ * result, or among the NaNs when the result is NaN (as PyTorch's). */
+tg_tensor *tg_max(const tg_tensor *x);
+/* values and (I64, non-differentiable) indices; either out pointer may be NULL. A row
+ * holding NaN gives NaN at the index of its first NaN; the gradient goes to that index. */
 tg_status tg_max_dim(const tg_tensor *x, int dim, bool keepdim, tg_tensor **values,
                      tg_tensor **indices);
 /* The minimum, as tg_max / tg_max_dim (first index wins ties, NaN propagates). */
@@ -96,16 +137,23 @@ tg_status tg_min_dim(const tg_tensor *x, int dim, bool keepdim, tg_tensor **valu
 tg_tensor *tg_sum_to_size(const tg_tensor *x, int ndim, const int64_t *sizes);
 
 /* ---- linear algebra (2-D); strided operands go to BLAS as strides, not copies ----
- * The order in which products are summed is BLAS's, not PyTorch's: F32 sums whose partial
- * sums pass FLT_MAX may stay finite in tg where PyTorch's overflow to inf, or the reverse
+ * float32 or float64, one dtype for all operands: no promotion, as PyTorch. The order in
+ * which products are summed is BLAS's, not PyTorch's: F32 sums whose partial sums pass
+ * FLT_MAX may stay finite in tg where PyTorch's overflow to inf, or the reverse
  * (docs/conventions.md). */
 tg_tensor *tg_mm(const tg_tensor *a, const tg_tensor *b);
-/* beta * input + alpha * (mat1 @ mat2); input broadcasts to [m, n]. */
+/* beta * input + alpha * (mat1 @ mat2); input broadcasts to [m, n]. As BLAS (and PyTorch):
+ * with alpha 0 the product is not computed (inf and NaN in mat1, mat2 do not reach the
+ * result), with beta 0 input is not read. The gradients are beta * g for input (g summed to
+ * input's sizes), (g @ mat2^T) * alpha and (mat1^T @ g) * alpha, so alpha 0 gives 0 times
+ * the product there, NaN where it is not finite, as PyTorch's. mat1 [m, 0] @ mat2 [0, n]
+ * (also in tg_mm and tg_matmul) is zeros. */
 tg_tensor *tg_addmm(const tg_tensor *input, const tg_tensor *mat1, const tg_tensor *mat2,
                     double beta, double alpha);
 tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b); /* 1-D or 2-D operands */
 
-/* ---- shape ---- */
+/* ---- shape ----
+ * Any dtypes: pieces of different dtypes are cast to their promotion (as torch.cat). */
 /* All tensors need the same number of dims: PyTorch's legacy rule that skips 1-D empty
  * tensors ([0]) of another rank is refused (TG_ERR_SHAPE; docs/conventions.md). */
 tg_tensor *tg_cat(int n, const tg_tensor *const *tensors, int dim);

@@ -14,7 +14,10 @@
  *   }
  *
  * tg_release(y) on a returned y is therefore always wrong, unless the caller first took a
- * reference of its own with tg_retain(y) (to keep y past its scope). A function that
+ * reference of its own with tg_retain(y) (to keep y past its scope). Debug and sanitizer
+ * builds catch the mistake (the lifetime checker, CMake option TG_LIFETIME_CHECK): releasing
+ * a result the caller does not own, releasing a tensor twice, or passing a freed one to tg
+ * aborts with a message naming the tensor, what made it and what freed it. A function that
  * returns a tensor to its caller computes it in a scope of its own and hands the result out
  * with tg_scope_escape:
  *
@@ -162,7 +165,12 @@ tg_tensor *tg_uniform(int ndim, const int64_t *sizes, double low, double high, t
 tg_status tg_uniform_(tg_tensor *t, double low, double high, tg_generator *gen);
 tg_status tg_normal_(tg_tensor *t, double mean, double std, tg_generator *gen);
 
-/* ---- views: share storage, never copy. Negative dims count from the end. ---- */
+/* ---- views: share storage, never copy. Negative dims count from the end. ----
+ * Every function here records on the tape (a view op, TG_OP_VIEW) and is differentiable:
+ * tg_view, tg_reshape (a view or a copy, both recorded), tg_flatten, tg_transpose, tg_t,
+ * tg_permute, tg_narrow, tg_slice, tg_select, tg_chunk, tg_split, tg_expand, tg_expand_as,
+ * tg_squeeze, tg_squeeze_all, tg_unsqueeze and tg_as_strided (up to 7 dims). The one view
+ * that does not record is tg_detach (autograd.h): it cuts the result from the graph. */
 /* view: sizes may hold one -1; fails when the strides forbid a view. */
 tg_tensor *tg_view(const tg_tensor *t, int ndim, const int64_t *sizes);
 /* reshape: a view when the strides allow one, else a contiguous copy. */
@@ -188,7 +196,14 @@ tg_tensor *tg_expand_as(const tg_tensor *t, const tg_tensor *other);
 tg_tensor *tg_squeeze(const tg_tensor *t, int dim); /* no-op if that dim is not 1 */
 tg_tensor *tg_squeeze_all(const tg_tensor *t);
 tg_tensor *tg_unsqueeze(const tg_tensor *t, int dim);
-/* Low-level view with explicit geometry; checked against the storage bounds. */
+/* Low-level view with explicit geometry (torch.as_strided). offset is in elements from the
+ * start of t's STORAGE (PyTorch's storage_offset), not from t's first element: on a narrowed
+ * or sliced t, 0 reads the storage before t; pass tg_offset(t) + k to start k elements into
+ * t. A view that would reach an element outside the storage is TG_ERR_INDEX naming the
+ * elements reached. Differentiable (for at most 7 dims; more is TG_ERR_UNSUPPORTED while t
+ * requires grad and grad mode is on): the gradient of each output element is added into the
+ * element of t it read, so overlapping windows (im2col) add up, and elements of the storage
+ * outside t get none. */
 tg_tensor *tg_as_strided(const tg_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides,
                          int64_t offset);
 
@@ -216,7 +231,11 @@ tg_status tg_set(tg_tensor *t, const int64_t *index, double value);
 tg_status tg_item(const tg_tensor *t, double *out);
 /* Copies all elements, in logical row-major order, into a host array of t's dtype. */
 tg_status tg_to_host_array(const tg_tensor *t, void *out, size_t out_bytes);
-tg_tensor *tg_to_dtype(const tg_tensor *t, tg_dtype dtype);    /* t itself if equal */
+/* t itself if equal. Floating to I64 truncates toward zero; NaN, +-inf and values outside
+ * [-2^63, 2^63) become INT64_MIN, as PyTorch's .to(torch.int64) on x86-64 (on CPU and CUDA
+ * alike: no undefined behaviour). tg_fill_, tg_set, tg_full and tg_scalar refuse such a
+ * value instead, as PyTorch does. */
+tg_tensor *tg_to_dtype(const tg_tensor *t, tg_dtype dtype);
 tg_tensor *tg_to_device(const tg_tensor *t, tg_device device); /* t itself if equal */
 
 /* ---- comparing (tests, checks): any devices, dtypes and strides; a and b broadcast ----

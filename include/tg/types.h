@@ -52,6 +52,11 @@ typedef struct tg_tensor tg_tensor;
 size_t tg_dtype_size(tg_dtype dtype);
 const char *tg_dtype_name(tg_dtype dtype);
 bool tg_dtype_is_floating(tg_dtype dtype);
+/* PyTorch's promote_types: the dtype two dtypes meet in. Categories rank int < float; within
+ * floats the wider wins: F32+F64 -> F64, I64+F32 -> F32, I64+F64 -> F64, d+d -> d. An invalid
+ * dtype gives TG_NUM_DTYPES (no error is recorded). See docs/dtypes.md; tg_result_type
+ * (ops.h) adds the rule for 0-dim tensors. */
+tg_dtype tg_promote_types(tg_dtype a, tg_dtype b);
 const char *tg_device_type_name(tg_device_type type);
 bool tg_device_equal(tg_device a, tg_device b);
 const char *tg_status_name(tg_status status);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "anomaly.h"
 #include "node.h"
 #include "op_refs.h"
 #include "tensor/check.h"
@@ -178,6 +179,10 @@ static tg_status check_inputs(apply_call *c) {
       tg__check_arg(api_name(c), arg, inputs[i]);
       return tg_last_error();
     }
+#if TG_LIFETIME_CHECK
+    snprintf(arg, sizeof arg, "inputs[%d]", i);
+    tg__lifetime_verify(api_name(c), arg, inputs[i]);
+#endif
   }
   tg_device *device = &c->device;
   *device = c->n_inputs > 0 ? inputs[0]->storage->device : TG_DEVICE_CPU;
@@ -395,6 +400,7 @@ static void hand_out_outputs(apply_call *c) {
       if (c->node) atomic_fetch_add(&out->storage->history, 1);
       tg_release(out); /* the caller keeps its own reference to the target */
     } else {
+      tg__lifetime_made_by(out, c->op->flags & TG__OP_BUILTIN ? "tg_" : NULL, c->op->name);
       tg__scoped(out); /* cannot fail: reserved by tg_apply_ex */
     }
   }
@@ -428,8 +434,12 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
    * its target) registering them must not fail. */
   if (tg__scope_reserve((size_t)n_outputs) != TG_OK) return tg_last_error();
   if ((st = open_context(&c, n_scalars, scalars, n_ints, ints)) != TG_OK) return st;
+  bool anomaly = tg__anomaly_begin_op(); /* false unless anomaly mode is on */
   st = run_forward(&c);
+  tg__anomaly_end_op(anomaly);
   if (st == TG_OK) st = settle_outputs(&c);
+  for (int j = 0; anomaly && st == TG_OK && j < n_outputs; j++)
+    st = tg__anomaly_check_output(api_name(&c), j, c.outputs[j]);
   if (st != TG_OK) return abandon_call(&c, st);
   hand_out_outputs(&c);
   close_context(&c);

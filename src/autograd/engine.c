@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "anomaly.h"
 #include "grad_arith.h"
 #include "grad_lock.h"
 #include "hooks.h"
@@ -264,11 +265,19 @@ static tg_status run_node(const char *name, tg_node *node, const tg_backward_opt
   bool record = opts->create_graph && !once;
   bool was = tg_set_grad_enabled(record);
   ctx->accumulating = accumulate_leaves && !opts->create_graph;
+  bool anomaly = tg__anomaly_begin_op(); /* false unless anomaly mode is on */
   st = op->backward(ctx, (const tg_tensor *const *)node->grads, grad_inputs);
+  tg__anomaly_end_op(anomaly);
   if (st != TG_OK) st = tg__kernel_failed(op->name, "backward", st);
   st = release_destinations(name, node, grad_inputs, st, hooks);
   tg_set_grad_enabled(was);
   if (st != TG_OK) return st;
+  /* Every gradient is judged before any is passed on: a failed check adds nothing. */
+  for (int i = 0; anomaly && i < ctx->n_inputs; i++)
+    if (grad_inputs[i] && ctx->needs_input_grad[i] &&
+        ((st = check_grad(name, node, i, grad_inputs[i])) != TG_OK ||
+         (st = tg__anomaly_check_grad(name, op->name, i, grad_inputs[i])) != TG_OK))
+      return st;
   for (int i = 0; i < ctx->n_inputs; i++) {
     tg_tensor *g = grad_inputs[i];
     if (!g || !ctx->needs_input_grad[i]) continue;

@@ -23,6 +23,10 @@ typedef struct tg_grad_arith {
   tg_status (*add_into)(const char *op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b);
   tg_status (*copy_into)(const char *op, tg_tensor *out, const tg_tensor *src);
   tg_status (*fill)(const char *op, tg_tensor *t, double value);
+  /* Anomaly mode's test: *where = the flat (row-major) index of t's first NaN or infinity
+   * and *value = it, or *where = -1 when there is none (always for I64). Not recorded; any
+   * device (a device tensor is read through a host copy). */
+  tg_status (*first_nonfinite)(const tg_tensor *t, int64_t *where, double *value);
 } tg_grad_arith;
 
 /* Installs the table (idempotent; the ops layer calls it). */

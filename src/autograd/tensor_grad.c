@@ -3,9 +3,17 @@
 #include "grad_lock.h"
 #include "node.h"
 
-bool tg_requires_grad(const tg_tensor *t) { return t && t->requires_grad; }
+/* A getter's t: NULL, or live (the lifetime checker aborts on a freed one). */
+static inline bool given(const char *fn, const tg_tensor *t) {
+  if (t) tg__lifetime_verify(fn, "t", t);
+  return t != NULL;
+}
 
-bool tg_is_leaf(const tg_tensor *t) { return t && !t->grad_fn; }
+bool tg_requires_grad(const tg_tensor *t) {
+  return given("tg_requires_grad", t) && t->requires_grad;
+}
+
+bool tg_is_leaf(const tg_tensor *t) { return given("tg_is_leaf", t) && !t->grad_fn; }
 
 tg_status tg_set_requires_grad(tg_tensor *t, bool requires_grad) {
   if (!tg__check_arg("tg_set_requires_grad", "t", t)) return tg_last_error();
@@ -23,7 +31,7 @@ tg_status tg_set_requires_grad(tg_tensor *t, bool requires_grad) {
 
 /* .grad is read, swapped and zeroed under the same lock backward accumulates under. */
 tg_tensor *tg_grad(const tg_tensor *t) {
-  if (!t) return NULL;
+  if (!given("tg_grad", t)) return NULL;
   tg__grad_lock(t);
   tg_tensor *g = t->grad;
   tg__grad_unlock(t);
@@ -62,7 +70,7 @@ tg_status tg_zero_grad(tg_tensor *t) {
 }
 
 const char *tg_grad_fn_name(const tg_tensor *t) {
-  return t && t->grad_fn ? t->grad_fn->ctx.op->name : NULL;
+  return given("tg_grad_fn_name", t) && t->grad_fn ? t->grad_fn->ctx.op->name : NULL;
 }
 
 tg_tensor *tg_detach(const tg_tensor *t) {

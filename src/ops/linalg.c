@@ -58,6 +58,13 @@ static tg_status save_operands(tg_ctx *ctx, int mat1_index, const tg_tensor *mat
   return TG_OK;
 }
 
+/* The product scaled by alpha; alpha +-0 as PyTorch's backward does it, the product times
+ * alpha (NaN where it is not finite, signed zeros elsewhere), where a gemm with alpha 0
+ * would skip the product. */
+static tg_tensor *grad_product(const tg_tensor *a, const tg_tensor *b, double alpha) {
+  return alpha == 0 ? tg_mul_scalar(mm_op(a, b, 1.0), alpha) : mm_op(a, b, alpha);
+}
+
 /* d mat1 = alpha * g @ mat2^T, d mat2 = alpha * mat1^T @ g, on transposed views; for a
  * column-major operand the transposed product is computed and handed back as a view. */
 static tg_status operand_grads(tg_ctx *ctx, int mat1_index, const tg_tensor *g, double alpha,
@@ -65,14 +72,16 @@ static tg_status operand_grads(tg_ctx *ctx, int mat1_index, const tg_tensor *g, 
   int slot = 0;
   if (tg_ctx_needs_input_grad(ctx, mat1_index)) {
     tg_tensor *mat2 = tg_ctx_saved(ctx, slot++);
-    gi[mat1_index] = tg_ctx_int(ctx, MAT1_COLUMN_MAJOR) != 0 ? tg_t(mm_op(mat2, tg_t(g), alpha))
-                                                             : mm_op(g, tg_t(mat2), alpha);
+    gi[mat1_index] = tg_ctx_int(ctx, MAT1_COLUMN_MAJOR) != 0
+                         ? tg_t(grad_product(mat2, tg_t(g), alpha))
+                         : grad_product(g, tg_t(mat2), alpha);
     if (!gi[mat1_index]) return tg_last_error();
   }
   if (tg_ctx_needs_input_grad(ctx, mat1_index + 1)) {
     tg_tensor *mat1 = tg_ctx_saved(ctx, slot++);
-    gi[mat1_index + 1] = tg_ctx_int(ctx, MAT2_COLUMN_MAJOR) != 0 ? tg_t(mm_op(tg_t(g), mat1, alpha))
-                                                                 : mm_op(tg_t(mat1), g, alpha);
+    gi[mat1_index + 1] = tg_ctx_int(ctx, MAT2_COLUMN_MAJOR) != 0
+                             ? tg_t(grad_product(tg_t(g), mat1, alpha))
+                             : grad_product(tg_t(mat1), g, alpha);
     if (!gi[mat1_index + 1]) return tg_last_error();
   }
   return TG_OK;

@@ -6,6 +6,7 @@
  * then the output y, each only when the gradient of an input that needs one reads it. */
 #include "ops/broadcast.h"
 #include "ops/pointwise_internal.h"
+#include "ops/promotion.h"
 #include "ops/registry.h"
 #include "tg/ops.h"
 
@@ -23,7 +24,8 @@ static tg_status binary_forward(const char *op, tg_binary_kind kind, double alph
   const tg_tensor *a = in[0], *b = in[1];
   int ndim;
   int64_t sizes[TG_MAX_DIMS];
-  if (!tg__broadcast_shapes(op, "a", a->ndim, a->sizes, "b", b->ndim, b->sizes, &ndim, sizes))
+  if (!tg__broadcast_shapes(op, "a", a->ndim, a->sizes, "b", b->ndim, b->sizes, &ndim, sizes) ||
+      !tg__check_int_scalar(op, "a", a, "alpha", alpha)) /* tg_apply may run the op directly */
     return tg_last_error();
   out[0] = tg_empty(ndim, sizes, (tg_options){a->dtype, a->storage->device, false});
   if (!out[0]) return tg_last_error();
@@ -35,6 +37,10 @@ static tg_status binary_forward(const char *op, tg_binary_kind kind, double alph
  * PyTorch. */
 static tg_status scalar_forward(const char *op, tg_unary_kind kind, double a, double b,
                                 const tg_tensor *const *in, tg_tensor **out) {
+  /* Checked here too, since tg_apply may run the op directly. */
+  if (!tg__check_int_scalar(op, "a", in[0], "the scalar", a) ||
+      !tg__check_int_scalar(op, "a", in[0], "the scalar", b))
+    return tg_last_error();
   out[0] = tg__unary_new(op, kind, a, b, in[0]);
   return out[0] ? TG_OK : tg_last_error();
 }
@@ -93,44 +99,67 @@ tg_status tg__bwd_rsub_scalar(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor 
 
 /* ---- front ends ---- */
 
-static tg_tensor *binary(const char *op, const tg_op_desc *desc, const tg_tensor *a,
-                         const tg_tensor *b, int n_scalars, const double *scalars) {
+/* Type promotion (docs/dtypes.md): a and b are cast to the dtype the op computes in, with
+ * tg_to_dtype on the tape, so each input's gradient comes back in its own dtype. */
+static tg_tensor *binary(const char *op, tg_binary_kind kind, const tg_op_desc *desc,
+                         const tg_tensor *a, const tg_tensor *b, int n_scalars,
+                         const double *scalars) {
   int ndim;
   int64_t sizes[TG_MAX_DIMS];
-  if (!tg__check_binary_operands(op, "a", a, "b", b) ||
+  if (!tg__check_arg(op, "a", a) || !tg__check_arg(op, "b", b) ||
+      !tg__check_same_device(op, "b", b, "a", a) ||
       !tg__broadcast_shapes(op, "a", a->ndim, a->sizes, "b", b->ndim, b->sizes, &ndim, sizes))
     return NULL;
-  return tg_apply1(desc, 2, (const tg_tensor *const[]){a, b}, n_scalars, scalars);
+  tg_dtype dtype = tg__result_type(a, b);
+  if (kind == TG_BINARY_DIV && dtype == TG_I64) dtype = TG_F32; /* true division, as PyTorch */
+  if (dtype == TG_I64 && n_scalars > 0 &&
+      !tg__check(tg__is_int64_value(scalars[0]), TG_ERR_DTYPE, op,
+                 "a and b are int64 and alpha = %g is not a whole number within int64 (as in "
+                 "PyTorch, int64 operands take an integral alpha); cast first with "
+                 "tg_to_dtype(a, TG_F32)",
+                 scalars[0]))
+    return NULL;
+  const tg_tensor *ca = a->dtype == dtype ? a : tg_to_dtype(a, dtype);
+  const tg_tensor *cb = !ca ? NULL : b->dtype == dtype ? b : tg_to_dtype(b, dtype);
+  if (!cb) return NULL;
+  return tg_apply1(desc, 2, (const tg_tensor *const[]){ca, cb}, n_scalars, scalars);
 }
 
 tg_tensor *tg_add_scaled(const tg_tensor *a, const tg_tensor *b, double alpha) {
-  return binary("tg_add_scaled", TG__OP(add), a, b, TG__SC(alpha));
+  return binary("tg_add_scaled", TG_BINARY_ADD, TG__OP(add), a, b, TG__SC(alpha));
 }
 
-static tg_tensor *with_scalar(const char *op, const tg_op_desc *desc, const tg_tensor *x,
-                              double s) {
-  if (!tg__check_arg(op, "a", x) || !tg__check_floating(op, "a", x)) return NULL;
-  return tg_apply1(desc, 1, (const tg_tensor *const[]){x}, TG__SC(s));
+/* The scalar s as the user gave it is checked against an int64 a (a whole number keeps
+ * int64, as a Python int does; anything else is refused: docs/dtypes.md); desc runs with
+ * the scalar it takes, op_s. */
+static tg_tensor *with_scalar(const char *op, const tg_op_desc *desc, const tg_tensor *x, double s,
+                              double op_s) {
+  if (!tg__check_arg(op, "a", x) || !tg__check_int_scalar(op, "a", x, "s", s)) return NULL;
+  return tg_apply1(desc, 1, (const tg_tensor *const[]){x}, TG__SC(op_s));
 }
 
 tg_tensor *tg_add_scalar(const tg_tensor *a, double s) {
-  return with_scalar("tg_add_scalar", TG__OP(add_scalar), a, s);
+  return with_scalar("tg_add_scalar", TG__OP(add_scalar), a, s, s);
 }
 
 tg_tensor *tg_sub_scalar(const tg_tensor *a, double s) {
-  return with_scalar("tg_sub_scalar", TG__OP(add_scalar), a, -s);
+  /* x - s as x + -s; for int64, -(-2^63) is not an int64 but wraps to -2^63 itself */
+  const bool int_min = a && a->dtype == TG_I64 && s == -0x1p63;
+  return with_scalar("tg_sub_scalar", TG__OP(add_scalar), a, s, int_min ? s : -s);
 }
 
 tg_tensor *tg_rsub_scalar(const tg_tensor *a, double s) {
-  return with_scalar("tg_rsub_scalar", TG__OP(rsub_scalar), a, s);
+  return with_scalar("tg_rsub_scalar", TG__OP(rsub_scalar), a, s, s);
 }
 
 tg_tensor *tg_mul_scalar(const tg_tensor *a, double s) {
-  return with_scalar("tg_mul_scalar", TG__OP(mul_scalar), a, s);
+  return with_scalar("tg_mul_scalar", TG__OP(mul_scalar), a, s, s);
 }
 
 tg_tensor *tg_div_scalar(const tg_tensor *a, double s) {
-  return with_scalar("tg_div_scalar", TG__OP(div_scalar), a, s);
+  /* int64 / s is true division in F32, as in PyTorch */
+  if (a && a->dtype == TG_I64 && !(a = tg_to_dtype(a, TG_F32))) return NULL;
+  return with_scalar("tg_div_scalar", TG__OP(div_scalar), a, s, s);
 }
 
 /* ---- the ops of the list ---- */
@@ -191,11 +220,11 @@ static tg_status binary_op_backward(tg_ctx *ctx, int need, binary_grad_fn grad_a
                                       needed(ctx, saves_a, saves_b), in, out);                     \
   }                                                                                                \
   tg_tensor *tg_##name(const tg_tensor *a, const tg_tensor *b) {                                   \
-    return binary("tg_" #name, TG__OP(name), a, b, TG__SC(1.0));                                   \
+    return binary("tg_" #name, TG_BINARY_##KIND, TG__OP(name), a, b, TG__SC(1.0));                 \
   }                                                                                                \
   tg_status tg_##name##_(tg_tensor *a, const tg_tensor *b) {                                       \
-    return tg__binary_inplace_call("tg_" #name "_", TG__OP(name##_), a, b, (saves_a)&A,            \
-                                   (saves_b)&A, TG__SC(1.0));                                      \
+    return tg__binary_inplace_call("tg_" #name "_", TG_BINARY_##KIND, TG__OP(name##_), a, b,       \
+                                   (saves_a)&A, (saves_b)&A, TG__SC(1.0));                         \
   }
 #include "ops/def/binary.def"
 
@@ -209,6 +238,6 @@ static tg_status binary_op_backward(tg_ctx *ctx, int need, binary_grad_fn grad_a
     return binary_forward("tg_" #name, TG_BINARY_##KIND, 1.0, in, out);                            \
   }                                                                                                \
   tg_tensor *tg_##name(const tg_tensor *a, const tg_tensor *b) {                                   \
-    return binary("tg_" #name, TG__OP(name), a, b, TG__NO_SC);                                     \
+    return binary("tg_" #name, TG_BINARY_##KIND, TG__OP(name), a, b, TG__NO_SC);                   \
   }
 #include "ops/def/binary.def"

@@ -5,12 +5,11 @@
 bool tg__check_binary_operands(const char *op, const char *a_name, const tg_tensor *a,
                                const char *b_name, const tg_tensor *b) {
   return tg__check_arg(op, a_name, a) && tg__check_arg(op, b_name, b) &&
-         tg__check_floating(op, a_name, a) && tg__check_floating(op, b_name, b) &&
          tg__check_alike(op, a_name, a, b_name, b);
 }
 
 bool tg__check_inplace_target(const char *op, const char *arg, const tg_tensor *t) {
-  return tg__check_arg(op, arg, t) && tg__check_floating(op, arg, t) &&
+  return tg__check_arg(op, arg, t) &&
          tg__check(!tg__has_internal_overlap(t), TG_ERR_ARGUMENT, op,
                    "%s %s has overlapping elements (an expanded view); clone it first", arg,
                    tg__sizes_str(t));

@@ -16,6 +16,7 @@
 #include "autograd/node.h"
 #include "ops/broadcast.h"
 #include "ops/pointwise_internal.h"
+#include "ops/promotion.h"
 #include "ops/registry.h"
 #include "tensor/check.h"
 #include "tg/ops.h"
@@ -50,6 +51,9 @@ static tg_status binary_inplace(const char *op, tg_binary_kind kind, double alph
 static tg_status scalar_inplace(const char *op, tg_unary_kind kind, double a, double b,
                                 const tg_tensor *const *in, tg_tensor **out) {
   tg_tensor *x = (tg_tensor *)in[0];
+  if (!tg__check_inplace_target(op, "a", x) || !tg__check_int_scalar(op, "a", x, "the scalar", a) ||
+      !tg__check_int_scalar(op, "a", x, "the scalar", b))
+    return tg_last_error();
   tg_status st = tg__unary_into(op, kind, a, b, x, x);
   return st != TG_OK ? st : finish(x, out);
 }
@@ -128,17 +132,32 @@ static bool wants_old_value(bool backward_needs_it) {
   return backward_needs_it && tg_is_grad_enabled();
 }
 
-tg_status tg__binary_inplace_call(const char *op, const tg_op_desc *desc, tg_tensor *a,
-                                  const tg_tensor *b, bool a_for_a, bool a_for_b, int n_scalars,
-                                  const double *scalars) {
-  if (!tg__check_inplace_target(op, "a", a) || !tg__check_binary_operands(op, "a", a, "b", b))
+tg_status tg__binary_inplace_call(const char *op, tg_binary_kind kind, const tg_op_desc *desc,
+                                  tg_tensor *a, const tg_tensor *b, bool a_for_a, bool a_for_b,
+                                  int n_scalars, const double *scalars) {
+  if (!tg__check_inplace_target(op, "a", a) || !tg__check_arg(op, "b", b) ||
+      !tg__check_same_device(op, "b", b, "a", a))
     return tg_last_error(); /* the op checks that b broadcasts to a */
+  tg_dtype result = tg__result_type(a, b);
+  if (kind == TG_BINARY_DIV && result == TG_I64) result = TG_F32; /* true division */
+  if (!tg__check_inplace_cast(op, "a", a, result) ||
+      (n_scalars > 0 && !tg__check_int_scalar(op, "a", a, "alpha", scalars[0])))
+    return tg_last_error();
   bool need_old = wants_old_value((a_for_a && a->requires_grad) || (a_for_b && b->requires_grad));
-  return run_inplace(desc, a, b, need_old, n_scalars, scalars);
+  if (b->dtype == a->dtype) return run_inplace(desc, a, b, need_old, n_scalars, scalars);
+  /* b is cast to a's dtype on the tape (its gradient comes back in its own dtype), so the op
+   * computes in a's dtype: PyTorch computes an F32 target with an F64 operand in F64 and
+   * rounds once (docs/dtypes.md). */
+  tg_scope s = tg_scope_begin();
+  const tg_tensor *cast = tg_to_dtype(b, a->dtype);
+  tg_status st = cast ? run_inplace(desc, a, cast, need_old, n_scalars, scalars) : tg_last_error();
+  tg_scope_end(s);
+  return st;
 }
 
 tg_status tg_add_scaled_(tg_tensor *a, const tg_tensor *b, double alpha) {
-  return tg__binary_inplace_call("tg_add_scaled_", TG__OP(add_), a, b, false, false, TG__SC(alpha));
+  return tg__binary_inplace_call("tg_add_scaled_", TG_BINARY_ADD, TG__OP(add_), a, b, false, false,
+                                 TG__SC(alpha));
 }
 
 tg_status tg__unary_inplace_call(const char *op, const tg_op_desc *desc, tg_tensor *x,
@@ -149,8 +168,14 @@ tg_status tg__unary_inplace_call(const char *op, const tg_op_desc *desc, tg_tens
 }
 
 tg_status tg_add_scalar_(tg_tensor *a, double s) {
+  if (!tg__check_arg("tg_add_scalar_", "a", a) ||
+      !tg__check_int_scalar("tg_add_scalar_", "a", a, "s", s))
+    return tg_last_error();
   return tg__unary_inplace_call("tg_add_scalar_", TG__OP(add_scalar_), a, false, TG__SC(s));
 }
 tg_status tg_mul_scalar_(tg_tensor *a, double s) {
+  if (!tg__check_arg("tg_mul_scalar_", "a", a) ||
+      !tg__check_int_scalar("tg_mul_scalar_", "a", a, "s", s))
+    return tg_last_error();
   return tg__unary_inplace_call("tg_mul_scalar_", TG__OP(mul_scalar_), a, false, TG__SC(s));
 }

@@ -6,17 +6,19 @@
 #include "tensor/tensor_impl.h"
 #include "tg/autograd.h"
 
-/* x > 0 ? 1 : 0 in x's dtype; not differentiable (its gradient is zero almost everywhere).
- * Used by the backward of relu and elu. */
+/* x <= 0 ? 0 : 1 in x's dtype (1 at NaN, where relu passes its gradient as PyTorch's does);
+ * not differentiable (its gradient is zero almost everywhere). Used by the backward of
+ * relu, elu, abs and softplus. */
 tg_tensor *tg__step(const tg_tensor *x);
 
-/* Checks the operands of a binary op: both non-NULL (else keeps the first error), floating,
- * of one dtype ("<op>: a is float32 but b is float64") and on one device. */
+/* Checks the operands of a binary op's forward (the front ends have promoted them): both
+ * non-NULL (else keeps the first error), of one dtype ("<op>: a is float32 but b is float64")
+ * and on one device. */
 bool tg__check_binary_operands(const char *op, const char *a_name, const tg_tensor *a,
                                const char *b_name, const tg_tensor *b);
 
-/* Checks the target of an in-place op: non-NULL, floating, without overlapping elements
- * (an expanded view cannot be written elementwise). */
+/* Checks the target of an in-place op: non-NULL, without overlapping elements (an expanded
+ * view cannot be written elementwise). Its dtype is the op's to check (docs/dtypes.md). */
 bool tg__check_inplace_target(const char *op, const char *arg, const tg_tensor *t);
 
 /* out = f(x) through out's device backend; out and x have equal sizes. */
@@ -37,12 +39,14 @@ enum { TG__SAVE_A = 1, TG__SAVE_B = 2, TG__SAVE_OUT = 4 };
  * a = a (op) b, bumps a's version and returns a. */
 tg_status tg__binary_inplace_forward(tg_ctx *ctx, const char *op, tg_binary_kind kind, double alpha,
                                      int need, const tg_tensor *const *in, tg_tensor **out);
-/* Front end of an in-place binary op: checks a and b (b broadcasts to a), then runs desc
- * on (a, b[, a copy of a's old value when the call will be recorded and an input whose
- * gradient reads it (a_for_a, a_for_b) requires grad]) inside a scope. */
-tg_status tg__binary_inplace_call(const char *op, const tg_op_desc *desc, tg_tensor *a,
-                                  const tg_tensor *b, bool a_for_a, bool a_for_b, int n_scalars,
-                                  const double *scalars);
+/* Front end of an in-place binary op of kind `kind`: checks a and b (b broadcasts to a; the
+ * result type must be castable to a's dtype, and an int64 a takes a whole alpha), casts b to
+ * a's dtype on the tape when they differ, then runs desc on (a, b[, a copy of a's old value
+ * when the call will be recorded and an input whose gradient reads it (a_for_a, a_for_b)
+ * requires grad]) inside a scope. */
+tg_status tg__binary_inplace_call(const char *op, tg_binary_kind kind, const tg_op_desc *desc,
+                                  tg_tensor *a, const tg_tensor *b, bool a_for_a, bool a_for_b,
+                                  int n_scalars, const double *scalars);
 
 /* Front end of an in-place unary op: checks the target x, then runs desc on (x[, a copy of
  * x's old value when with_old and the call will be recorded]) inside a scope. */

@@ -31,8 +31,9 @@ static inline TG_HOST_DEVICE float tg_elu_f(float x, float alpha) {
 }
 /* max(x, 0); NaN propagates (NaN < 0 is false). */
 static inline TG_HOST_DEVICE float tg_relu_f(float x) { return x < 0.0f ? 0.0f : x; }
-/* x > 0 ? 1 : 0 (the derivative of relu; 0 at 0 and for NaN). */
-static inline TG_HOST_DEVICE float tg_step_f(float x) { return x > 0.0f ? 1.0f : 0.0f; }
+/* x <= 0 ? 0 : 1: the derivative of relu, 0 at 0 and 1 at NaN, as PyTorch's
+ * threshold_backward (y <= 0 ? 0 : g) passes g through at NaN. */
+static inline TG_HOST_DEVICE float tg_step_f(float x) { return x <= 0.0f ? 0.0f : 1.0f; }
 /* Derivatives of the LLTM cell, written in terms of what the forward pass saved. */
 static inline TG_HOST_DEVICE float tg_d_sigmoid_f(float s) { return s * (1.0f - s); }
 static inline TG_HOST_DEVICE float tg_d_tanh_f(float t) { return 1.0f - t * t; }
@@ -52,7 +53,7 @@ static inline TG_HOST_DEVICE double tg_elu_d(double x, double alpha) {
   return x > 0.0 ? x : alpha * expm1(x);
 }
 static inline TG_HOST_DEVICE double tg_relu_d(double x) { return x < 0.0 ? 0.0 : x; }
-static inline TG_HOST_DEVICE double tg_step_d(double x) { return x > 0.0 ? 1.0 : 0.0; }
+static inline TG_HOST_DEVICE double tg_step_d(double x) { return x <= 0.0 ? 0.0 : 1.0; }
 static inline TG_HOST_DEVICE double tg_d_sigmoid_d(double s) { return s * (1.0 - s); }
 static inline TG_HOST_DEVICE double tg_d_tanh_d(double t) { return 1.0 - t * t; }
 static inline TG_HOST_DEVICE double tg_d_elu_d(double z, double alpha) {
@@ -114,8 +115,6 @@ TG__M1(sqrt, sqrtf, sqrt)
 TG__M1(fabs, fabsf, fabs)
 TG__M1(log1p, log1pf, log1p)
 #undef TG__M1
-static inline TG_HOST_DEVICE float tg_m_pow(float x, float y) { return powf(x, y); }
-static inline TG_HOST_DEVICE double tg_m_pow(double x, double y) { return pow(x, y); }
 #define TG__UNARY_OVERLOADS(name)                                                                  \
   static inline TG_HOST_DEVICE float tg_unary_##name(float x, float a, float b) {                  \
     return tg_unary_##name##_f(x, a, b);                                                           \
@@ -136,9 +135,41 @@ static inline TG_HOST_DEVICE double tg_m_pow(double x, double y) { return pow(x,
 #define tg_m_sqrt(x) _Generic((x), float : sqrtf, double : sqrt)(x)
 #define tg_m_fabs(x) _Generic((x), float : fabsf, double : fabs)(x)
 #define tg_m_log1p(x) _Generic((x), float : log1pf, double : log1p)(x)
-#define tg_m_pow(x, y) _Generic((x), float : powf, double : pow)((x), (y))
 #define TG__UNARY_OVERLOADS(name)
 #define TG__BINARY_OVERLOADS(name)
+#endif
+
+/* x^p as PyTorch computes it (its CPU and CUDA kernels alike): p = 0.5 is sqrt, -0.5 is
+ * 1/sqrt, so that sqrt(-0) = -0, 1/sqrt(-0) = -inf and both are NaN at -inf, where pow
+ * gives +0, +inf and +inf, 0; p = 2, 3, -1, -2 are products and quotients. */
+static inline TG_HOST_DEVICE float tg_pow_scalar_f(float x, float p) {
+  if (p == 0.5f) return sqrtf(x);
+  if (p == -0.5f) return 1.0f / sqrtf(x);
+  if (p == 2.0f) return x * x;
+  if (p == 3.0f) return x * x * x;
+  if (p == -1.0f) return 1.0f / x;
+  if (p == -2.0f) return 1.0f / (x * x);
+  return powf(x, p);
+}
+static inline TG_HOST_DEVICE double tg_pow_scalar_d(double x, double p) {
+  if (p == 0.5) return sqrt(x);
+  if (p == -0.5) return 1.0 / sqrt(x);
+  if (p == 2.0) return x * x;
+  if (p == 3.0) return x * x * x;
+  if (p == -1.0) return 1.0 / x;
+  if (p == -2.0) return 1.0 / (x * x);
+  return pow(x, p);
+}
+#ifdef __cplusplus
+static inline TG_HOST_DEVICE float tg_m_pow_scalar(float x, float p) {
+  return tg_pow_scalar_f(x, p);
+}
+static inline TG_HOST_DEVICE double tg_m_pow_scalar(double x, double p) {
+  return tg_pow_scalar_d(x, p);
+}
+#else
+#define tg_m_pow_scalar(x, p)                                                                      \
+  _Generic((x), float : tg_pow_scalar_f, double : tg_pow_scalar_d)((x), (p))
 #endif
 
 /* Defines tg_unary_<name>_f and _d from one expression over x, a, b. */
@@ -174,7 +205,7 @@ TG_UNARY_MATH(sigmoid, tg_math_sigmoid(x))
 TG_UNARY_MATH(tanh, tg_math_tanh(x))
 TG_UNARY_MATH(relu, tg_math_relu(x))
 TG_UNARY_MATH(elu, tg_math_elu(x, a))
-TG_UNARY_MATH(pow_scalar, tg_m_pow(x, a))
+TG_UNARY_MATH(pow_scalar, tg_m_pow_scalar(x, a))
 TG_UNARY_MATH(affine, b + a * x)
 TG_UNARY_MATH(reciprocal, 1 / x)
 TG_UNARY_MATH(step, tg_math_step(x))

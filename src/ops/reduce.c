@@ -161,13 +161,19 @@ tg_status tg__bwd_sum_to_size(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor 
 
 /* ---- front ends ---- */
 
-static bool check_input(const char *op, const tg_tensor *x) {
-  return tg__check_arg(op, "x", x) && tg__check_floating(op, "x", x);
+/* x is non-NULL; any dtype (sum, max, min and sum_to_size take int64: docs/dtypes.md). */
+static bool check_input(const char *op, const tg_tensor *x) { return tg__check_arg(op, "x", x); }
+
+/* A mean of int64 is refused, as in PyTorch: the message names the cast to write. */
+static bool check_averageable(const char *op, const tg_tensor *x) {
+  return tg__check(tg_dtype_is_floating(x->dtype), TG_ERR_DTYPE, op,
+                   "x is int64: the mean takes float32 or float64 (as in PyTorch); cast first "
+                   "with tg_to_dtype(x, TG_F32)");
 }
 
 static tg_tensor *reduce_dim(const char *op, const tg_op_desc *desc, const tg_tensor *x, int dim,
-                             bool keepdim) {
-  if (!check_input(op, x)) return NULL;
+                             bool keepdim, bool takes_int) {
+  if (!check_input(op, x) || (!takes_int && !check_averageable(op, x))) return NULL;
   int d = tg__wrap_dim(op, "dim", dim, x->ndim);
   if (d < 0) return NULL;
   return tg_apply1_ex(desc, 1, (const tg_tensor *const[]){x}, TG__NO_SC, TG__INTS(d, keepdim));
@@ -231,6 +237,7 @@ static tg_tensor *spread(const reduce_site *r, const tg_tensor *t) {
 
 /* A SUM kind over all elements, times scale: a 0-dim result. */
 static tg_status fwd_sum_all(const char *api, const tg_tensor *x, double scale, tg_tensor **out) {
+  if (scale != 1.0 && !check_averageable(api, x)) return tg_last_error(); /* tg_apply's path */
   out[0] = sum_all(api, x);
   if (!out[0]) return tg_last_error();
   return scale == 1.0 ? TG_OK : scale_inplace(api, out[0], scale);
@@ -243,6 +250,7 @@ static bool dim_param(const char *api, const tg_ctx *ctx, const tg_tensor *x, in
 
 static tg_status fwd_sum_dim(const char *api, tg_ctx *ctx, const tg_tensor *x, int dim,
                              double scale, tg_tensor **out) {
+  if (scale != 1.0 && !check_averageable(api, x)) return tg_last_error(); /* tg_apply's path */
   out[0] = sum_one_dim(api, x, dim, tg_ctx_int(ctx, 1) != 0);
   if (!out[0]) return tg_last_error();
   return scale == 1.0 ? TG_OK : scale_inplace(api, out[0], scale);
@@ -256,6 +264,13 @@ static tg_tensor *share_mask(const char *api, const tg_tensor *x, const tg_tenso
   double count;
   tg_tensor *total = sum_all(api, mask);
   if (!total || tg_item(total, &count) != TG_OK) return NULL;
+  /* Only a NaN result equals no element: it is shared among x's NaNs (x != x), as PyTorch's
+   * evenly_distribute_backward does. */
+  if (count == 0) {
+    if (tg__binary_into(api, TG_BINARY_NE, 1.0, mask, x, x) != TG_OK) return NULL;
+    total = sum_all(api, mask);
+    if (!total || tg_item(total, &count) != TG_OK) return NULL;
+  }
   if (count > 0 && scale_inplace(api, mask, 1.0 / count) != TG_OK) return NULL;
   return mask;
 }
@@ -351,7 +366,8 @@ static tg_status fwd_select_dim(const char *api, tg_reduce_kind kind, tg_ctx *ct
 #define TG__DIM_OF(ctx) ((int)tg_ctx_int(ctx, 0))
 #define TG__KEEPDIM_OF(ctx) (tg_ctx_int(ctx, 1) != 0)
 
-#define TG__REDUCE_ACCUMULATE(name, scale, grad)                                                   \
+/* takes_int: whether the op takes int64 (a sum does, a mean does not). */
+#define TG__REDUCE_ACCUMULATE(name, scale, grad, takes_int)                                        \
   tg_status tg__fwd_##name(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {             \
     const int64_t n = tg__numel(in[0]->ndim, in[0]->sizes);                                        \
     (void)ctx, (void)n;                                                                            \
@@ -368,11 +384,12 @@ static tg_status fwd_select_dim(const char *api, tg_reduce_kind kind, tg_ctx *ct
   TG__REDUCE_BWD(tg__bwd_##name##_dim, TG__DIM_OF(ctx), TG__KEEPDIM_OF(ctx),                       \
                  input_dim_size(ctx, TG__DIM_OF(ctx)), (void)0, grad)                              \
   tg_tensor *tg_##name(const tg_tensor *x) {                                                       \
-    if (!check_input("tg_" #name, x)) return NULL;                                                 \
+    if (!check_input("tg_" #name, x) || (!(takes_int) && !check_averageable("tg_" #name, x)))      \
+      return NULL;                                                                                 \
     return tg_apply1(TG__OP(name), 1, (const tg_tensor *const[]){x}, TG__NO_SC);                   \
   }                                                                                                \
   tg_tensor *tg_##name##_dim(const tg_tensor *x, int dim, bool keepdim) {                          \
-    return reduce_dim("tg_" #name "_dim", TG__OP(name##_dim), x, dim, keepdim);                    \
+    return reduce_dim("tg_" #name "_dim", TG__OP(name##_dim), x, dim, keepdim, (takes_int));       \
   }
 
 #define TG__REDUCE_PICK(KIND, name, grad)                                                          \
@@ -402,7 +419,7 @@ static tg_status fwd_select_dim(const char *api, tg_reduce_kind kind, tg_ctx *ct
                       indices);                                                                    \
   }
 
-#define TG_REDUCE_SUM(KIND, name, grad) TG__REDUCE_ACCUMULATE(name, 1.0, grad)
-#define TG_REDUCE_SCALED(name, KIND, scale, grad) TG__REDUCE_ACCUMULATE(name, scale, grad)
+#define TG_REDUCE_SUM(KIND, name, grad) TG__REDUCE_ACCUMULATE(name, 1.0, grad, true)
+#define TG_REDUCE_SCALED(name, KIND, scale, grad) TG__REDUCE_ACCUMULATE(name, scale, grad, false)
 #define TG_REDUCE_SELECT(KIND, name, better, grad) TG__REDUCE_PICK(KIND, name, grad)
 #include "ops/def/reduction.def"

@@ -1,7 +1,8 @@
 /* cat and stack: joining tensors along a dim.
  *
  * cat writes each piece into a narrow view of one output; its backward hands each input
- * the matching narrow view of the gradient (no copies). stack is unsqueeze + cat. */
+ * the matching narrow view of the gradient (no copies). stack is unsqueeze + cat. Pieces of
+ * different dtypes are first cast to the dtype they promote to, as torch.cat does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,9 +118,42 @@ tg_status tg__bwd_cat(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   return TG_OK;
 }
 
+/* ---- promotion ---- */
+
+typedef tg_tensor *(*join_fn)(int n, const tg_tensor *const *tensors, int dim);
+
+/* The dtype the pieces meet in (tg_promote_types over all, as torch.cat). */
+static tg_dtype joined_dtype(int n, const tg_tensor *const *tensors) {
+  tg_dtype dtype = tensors[0]->dtype;
+  for (int i = 1; i < n; i++) dtype = tg_promote_types(dtype, tensors[i]->dtype);
+  return dtype;
+}
+
+/* join over the pieces cast to dtype (on the tape: each gradient comes back in its piece's
+ * own dtype). */
+static tg_tensor *join_promoted(const char *op, join_fn join, int n,
+                                const tg_tensor *const *tensors, int dim, tg_dtype dtype) {
+  const tg_tensor **cast = tg__host_malloc(sizeof *cast * (size_t)n);
+  if (!cast) {
+    tg_set_error(TG_ERR_MEMORY, "%s: out of memory for %d pieces", op, n);
+    return NULL;
+  }
+  tg_scope s = tg_scope_begin(); /* the casts are temporaries */
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++) ok = (cast[i] = tg_to_dtype(tensors[i], dtype)) != NULL;
+  tg_tensor *result = ok ? join(n, cast, dim) : NULL;
+  result = tg_scope_escape(s, result);
+  tg_scope_end(s);
+  tg__host_free(cast);
+  return result;
+}
+
 tg_tensor *tg_cat(int n, const tg_tensor *const *tensors, int dim) {
   static const char *op = "tg_cat";
   if (!check_list(op, n, tensors)) return NULL;
+  tg_dtype dtype = joined_dtype(n, tensors);
+  for (int i = 0; i < n; i++)
+    if (tensors[i]->dtype != dtype) return join_promoted(op, tg_cat, n, tensors, dim, dtype);
   const tg_tensor *first = tensors[0];
   if (!tg__check(first->ndim > 0, TG_ERR_SHAPE, op,
                  "tensors[0] is 0-dim; only tensors with at least 1 dim can be concatenated "
@@ -137,6 +171,9 @@ tg_tensor *tg_cat(int n, const tg_tensor *const *tensors, int dim) {
 tg_tensor *tg_stack(int n, const tg_tensor *const *tensors, int dim) {
   static const char *op = "tg_stack";
   if (!check_list(op, n, tensors)) return NULL;
+  tg_dtype dtype = joined_dtype(n, tensors);
+  for (int i = 0; i < n; i++)
+    if (tensors[i]->dtype != dtype) return join_promoted(op, tg_stack, n, tensors, dim, dtype);
   const tg_tensor *first = tensors[0];
   if (!tg__check(first->ndim < TG_MAX_DIMS, TG_ERR_SHAPE, op,
                  "tensors[0] is %s: it already has the maximum of %d dims", tg__sizes_str(first),

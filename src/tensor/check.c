@@ -27,7 +27,10 @@ bool tg__fail(tg_status code, const char *fn, const char *fmt, ...) {
 }
 
 bool tg__check_arg(const char *fn, const char *arg, const tg_tensor *t) {
-  if (t) return true;
+  if (t) {
+    tg__lifetime_verify(fn, arg, t);
+    return true;
+  }
   if (tg_last_error() == TG_OK) tg_set_error(TG_ERR_ARGUMENT, "%s: %s is NULL", fn, arg);
   return false;
 }

@@ -19,13 +19,12 @@ static inline bool tg__sub_ovf(int64_t a, int64_t b, int64_t *out) {
 }
 
 /* double -> int64 without undefined behaviour (a C cast of NaN or of a value out of range
- * is undefined): NaN gives 0 and values beyond the range saturate, as Rust's `as` does; in
- * range it truncates toward zero like the cast. CPU loops and CUDA kernels share it. */
+ * is undefined): NaN, +-inf and every value outside [-2^63, 2^63) give INT64_MIN, what
+ * x86-64's cvttsd2si returns and so what PyTorch's .to(torch.int64) gives on CPU; in range
+ * it truncates toward zero like the cast. CPU loops and CUDA kernels share it. */
 static inline TG_HOST_DEVICE int64_t tg__f64_to_i64(double v) {
   const double two63 = 9223372036854775808.0;
-  if (v != v) return 0;
-  if (v >= two63) return INT64_MAX;
-  if (v < -two63) return INT64_MIN;
+  if (!(v >= -two63 && v < two63)) return INT64_MIN;
   return (int64_t)v;
 }
 

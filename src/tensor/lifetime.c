@@ -114,8 +114,15 @@ tg_scope tg_scope_begin(void) {
   return s;
 }
 
-static void drain(scope *s) {
-  for (size_t i = s->count; i-- > 0;) tg_release(s->items[i]);
+static void release_as(tg_tensor *t, const char *by);
+
+/* by: what is releasing the scope's tensors, for the lifetime checker's history. */
+static void drain(scope *s, const char *by) {
+  for (size_t i = s->count; i-- > 0;) {
+    tg__lifetime_verify(by, "a tensor the scope owns", s->items[i]);
+    tg__lifetime_scope_ref(s->items[i], -1);
+    release_as(s->items[i], by);
+  }
   tg__host_free(s->items);
   *s = (scope){0};
 }
@@ -125,7 +132,7 @@ static void close_innermost(thread_scopes *t) {
     t->failed--;
     return;
   }
-  drain(&t->stack[--t->count]);
+  drain(&t->stack[--t->count], "tg_scope_end");
   if (t->count == 0 && t->stack != t->first_block) {
     tg__host_free(t->stack);
     t->stack = NULL;
@@ -157,7 +164,7 @@ tg_status tg_scope_end(tg_scope s) {
 static void drain_thread(void) {
   THIS_THREAD(t);
   while (open_depth(t) > 0) close_innermost(t);
-  drain(&t->root);
+  drain(&t->root, "the root scope's drain at thread exit");
   if (t->root_armed) (void)pthread_setspecific(exit_key, NULL);
   t->root_armed = false;
 }
@@ -203,11 +210,13 @@ tg_tensor *tg__scoped(tg_tensor *t) {
     return NULL;
   }
   s->items[s->count++] = t;
+  tg__lifetime_scope_ref(t, 1);
   return t;
 }
 
 tg_tensor *tg_scope_escape(tg_scope s, const tg_tensor *t) {
   if (!t) return NULL; /* the error that made t NULL stays the pending one */
+  tg__lifetime_verify("tg_scope_escape", "t", t);
   THIS_THREAD(th);
   if (!is_open(th, s)) {
     tg_set_error(TG_ERR_STATE,
@@ -226,12 +235,16 @@ tg_tensor *tg_scope_escape(tg_scope s, const tg_tensor *t) {
   scope *dst = s.depth == 1 ? &th->root : &th->stack[s.depth - 2];
   if (reserve_in(th, dst, 1) != TG_OK) return NULL;
   dst->items[dst->count++] = tg_retain(t);
+  tg__lifetime_scope_ref((tg_tensor *)t, 1);
   return (tg_tensor *)t;
 }
 
 tg_tensor *tg_retain(const tg_tensor *t) {
   tg_tensor *m = (tg_tensor *)t;
-  if (m) atomic_fetch_add(&m->refcount, 1);
+  if (m) {
+    tg__lifetime_verify("tg_retain", "t", m);
+    atomic_fetch_add(&m->refcount, 1);
+  }
   return m;
 }
 
@@ -241,12 +254,22 @@ void tg__node_drop(tg_node *node) {
   if (atomic_fetch_sub(&h->refcount, 1) == 1) h->destroy(node);
 }
 
-void tg_release(tg_tensor *t) {
-  if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
+/* Drops a reference; by names the caller for the lifetime checker (tg_release, or the scope
+ * draining its tensors). */
+static void release_as(tg_tensor *t, const char *by) {
+  if (!t) return;
+  tg__lifetime_check_release(by, t);
+  if (atomic_fetch_sub(&t->refcount, 1) != 1) return;
   tg__storage_release(t->storage);
   tg_release(t->grad);
   tg__node_drop(t->grad_fn);
   tg__host_free(t->post_accumulate_hooks);
+#if TG_LIFETIME_CHECK
+  tg__lifetime_bury(t, by); /* poisoned and quarantined, not yet freed */
+#else
   tg__host_free(t);
+#endif
   tg__live_dec();
 }
+
+void tg_release(tg_tensor *t) { release_as(t, "tg_release"); }

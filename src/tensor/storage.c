@@ -2,6 +2,7 @@
  * src/ops/creation.c) or over memory someone else owns (tg__storage_wrap), and the
  * live-object counter. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "host_memory.h"
@@ -74,6 +75,9 @@ tg_storage *tg__storage_new_op(const char *op, size_t nbytes, tg_device device,
       return NULL;
     }
   }
+#if TG_LIFETIME_CHECK
+  snprintf(s->made_by, sizeof s->made_by, "%s", op);
+#endif
   return finish(s, s->data, nbytes, capacity, device, allocator, copy_bytes, NULL, NULL);
 }
 
@@ -85,6 +89,9 @@ tg_storage *tg__storage_wrap(const char *op, void *data, size_t nbytes, tg_devic
     return NULL;
   }
   if (!data && device.type == TG_CPU) data = empty_cpu_block;
+#if TG_LIFETIME_CHECK
+  snprintf(s->made_by, sizeof s->made_by, "%s", op);
+#endif
   return finish(s, data, nbytes, nbytes, device, NULL, copy_bytes, release, ctx);
 }
 

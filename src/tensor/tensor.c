@@ -50,6 +50,9 @@ tg_tensor *tg__tensor_new(tg_storage *storage, int64_t offset, int ndim, const i
     memcpy(t->strides, strides, sizeof(int64_t) * (size_t)ndim);
   else if (ndim > 0)
     tg__contiguous_strides(ndim, sizes, t->strides);
+#if TG_LIFETIME_CHECK
+  tg__lifetime_born(t, storage->made_by);
+#endif
   tg__live_inc();
   return t;
 }
@@ -59,27 +62,41 @@ tg_tensor *tg__alias_raw(const tg_tensor *t) {
 }
 
 /* ---- properties ---- */
-int tg_ndim(const tg_tensor *t) { return t ? t->ndim : 0; }
+/* A getter's t: NULL, or live (the lifetime checker aborts on a freed one). */
+static inline bool given(const char *fn, const tg_tensor *t) {
+  if (t) tg__lifetime_verify(fn, "t", t);
+  return t != NULL;
+}
+
+int tg_ndim(const tg_tensor *t) { return given("tg_ndim", t) ? t->ndim : 0; }
 int64_t tg_size(const tg_tensor *t, int dim) {
-  if (!t) return 0;
+  if (!given("tg_size", t)) return 0;
   int d = tg__wrap_dim("tg_size", "dim", dim, t->ndim);
   return d < 0 ? 0 : (t->ndim == 0 ? 1 : t->sizes[d]);
 }
 int64_t tg_stride(const tg_tensor *t, int dim) {
-  if (!t) return 0;
+  if (!given("tg_stride", t)) return 0;
   int d = tg__wrap_dim("tg_stride", "dim", dim, t->ndim);
   return d < 0 ? 0 : (t->ndim == 0 ? 1 : t->strides[d]);
 }
-const int64_t *tg_sizes(const tg_tensor *t) { return t ? t->sizes : NULL; }
-const int64_t *tg_strides(const tg_tensor *t) { return t ? t->strides : NULL; }
-int64_t tg_offset(const tg_tensor *t) { return t ? t->offset : 0; }
-int64_t tg_numel(const tg_tensor *t) { return t ? tg__numel(t->ndim, t->sizes) : 0; }
-tg_dtype tg_tensor_dtype(const tg_tensor *t) { return t ? t->dtype : TG_F32; }
-tg_device tg_tensor_device(const tg_tensor *t) { return t ? t->storage->device : TG_DEVICE_CPU; }
-uint64_t tg_version(const tg_tensor *t) { return t ? atomic_load(&t->storage->version) : 0; }
+const int64_t *tg_sizes(const tg_tensor *t) { return given("tg_sizes", t) ? t->sizes : NULL; }
+const int64_t *tg_strides(const tg_tensor *t) { return given("tg_strides", t) ? t->strides : NULL; }
+int64_t tg_offset(const tg_tensor *t) { return given("tg_offset", t) ? t->offset : 0; }
+int64_t tg_numel(const tg_tensor *t) {
+  return given("tg_numel", t) ? tg__numel(t->ndim, t->sizes) : 0;
+}
+tg_dtype tg_tensor_dtype(const tg_tensor *t) {
+  return given("tg_tensor_dtype", t) ? t->dtype : TG_F32;
+}
+tg_device tg_tensor_device(const tg_tensor *t) {
+  return given("tg_tensor_device", t) ? t->storage->device : TG_DEVICE_CPU;
+}
+uint64_t tg_version(const tg_tensor *t) {
+  return given("tg_version", t) ? atomic_load(&t->storage->version) : 0;
+}
 
 bool tg_is_contiguous(const tg_tensor *t) {
-  if (!t) return false;
+  if (!given("tg_is_contiguous", t)) return false;
   if (tg__numel(t->ndim, t->sizes) == 0) return true; /* no element sits anywhere */
   int64_t expected = 1;
   for (int d = t->ndim - 1; d >= 0; d--) {
@@ -95,7 +112,7 @@ bool tg_shares_storage(const tg_tensor *a, const tg_tensor *b) {
 }
 
 void *tg_data_ptr(const tg_tensor *t) {
-  if (!t || !t->storage->data) return NULL;
+  if (!given("tg_data_ptr", t) || !t->storage->data) return NULL;
   return (char *)t->storage->data + t->offset * (int64_t)tg_dtype_size(t->dtype);
 }
 

@@ -4,6 +4,7 @@
 
 #include <stdatomic.h>
 
+#include "tensor/lifetime_check.h"
 #include "tg/tensor.h"
 
 typedef struct tg_node tg_node;
@@ -41,6 +42,9 @@ typedef struct tg_storage {
   tg_copy_bytes_fn copy_bytes; /* its device's: how the tensor layer reads it (printing) */
   atomic_ullong version;       /* bumped by every in-place write through any view */
   atomic_ullong history;       /* bumped when a recorded in-place op rewrites a grad_fn */
+#if TG_LIFETIME_CHECK
+  char made_by[TG__LIFETIME_NAME]; /* the function that allocated it: its tensors' maker */
+#endif
 } tg_storage;
 
 /* A leaf's post-accumulate grad hooks (tg/autograd.h), kept with the tensor so that they
@@ -71,6 +75,9 @@ struct tg_tensor {
   bool is_view;          /* made by a view op: its grad_fn assumes its base's history */
   uint64_t view_history; /* storage->history when the view was made */
   tg_grad_hooks *post_accumulate_hooks; /* owned (tg__host_malloc) or NULL: autograd/hooks.c */
+#if TG_LIFETIME_CHECK
+  tg__lifetime lifetime; /* tensor/lifetime_check.h */
+#endif
 };
 
 /* Records a live-object birth/death for tg_live_objects. */

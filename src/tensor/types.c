@@ -29,6 +29,14 @@ const char *tg_dtype_name(tg_dtype dtype) {
 
 bool tg_dtype_is_floating(tg_dtype dtype) { return dtype == TG_F32 || dtype == TG_F64; }
 
+tg_dtype tg_promote_types(tg_dtype a, tg_dtype b) {
+  if ((unsigned)a >= TG_NUM_DTYPES || (unsigned)b >= TG_NUM_DTYPES) return TG_NUM_DTYPES;
+  if (a == b) return a;
+  if (!tg_dtype_is_floating(a)) return b; /* the other is a float: the higher category */
+  if (!tg_dtype_is_floating(b)) return a;
+  return TG_F64; /* F32 and F64 */
+}
+
 const char *tg_device_type_name(tg_device_type type) {
   switch (type) {
   case TG_CPU:

@@ -176,6 +176,73 @@ static void run(const op_case *c, tg_dtype dtype, tg_device device, tg_tensor **
   }
 }
 
+/* ---- conventions at the edges (docs/conventions.md): CUDA gives what the CPU does ---- */
+
+/* y = f(x) on CUDA for x of the given values (leaf on CUDA), backward of sum(y); checks y
+ * and x's gradient against want (NaN matching NaN). */
+static void expect_edge(tg_dtype dt, int64_t n, const double *xs, tg_tensor *(*f)(tg_tensor *),
+                        const double *want_y, const double *want_grad) {
+  tg_tensor *host = tg_to_dtype(tg_from_data(TG_SHAPE(n), xs, TG_OPTS(.dtype = TG_F64)), dt);
+  tg_tensor *x = tg_to_device(host, TG_CUDA0);
+  cr_assert(x, "%s", tg_last_error_message());
+  cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+  tg_tensor *y = f(x);
+  tg_test_expect_ieee(y, tg_numel(y), want_y, dt == TG_F64 ? 1e-15 : 1e-6);
+  cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_OK, "%s", tg_last_error_message());
+  tg_test_expect_ieee(tg_grad(x), n, want_grad, dt == TG_F64 ? 1e-15 : 1e-6);
+}
+
+static tg_tensor *e_relu(tg_tensor *x) { return tg_relu(x); }
+static tg_tensor *e_softplus(tg_tensor *x) { return tg_softplus(x); }
+static tg_tensor *e_pow_half(tg_tensor *x) { return tg_pow_scalar(x, 0.5); }
+static tg_tensor *e_max(tg_tensor *x) { return tg_max(x); }
+
+TG_CUDA_TEST(cuda_ops, conventions_at_the_edges_match_the_cpu) {
+  for (int d = 0; d < 2; d++) {
+    const tg_dtype dt = d ? TG_F64 : TG_F32;
+    expect_edge(dt, 3, (const double[]){NAN, -1, 2}, e_relu, (const double[]){NAN, 0, 2},
+                (const double[]){1, 0, 1});
+    expect_edge(dt, 2, (const double[]){20.5, 100}, e_softplus, (const double[]){20.5, 100},
+                (const double[]){1, 1});
+    expect_edge(dt, 3, (const double[]){-0.0, -INFINITY, 4}, e_pow_half,
+                (const double[]){0, NAN, 2}, (const double[]){-INFINITY, NAN, 0.25});
+    expect_edge(dt, 3, (const double[]){NAN, 1, NAN}, e_max, (const double[]){NAN},
+                (const double[]){0.5, 0, 0.5});
+    /* NaN, inf and out of range to I64: INT64_MIN, as on the CPU */
+    tg_tensor *f = tg_to_device(
+        tg_to_dtype(tg_from_data(TG_SHAPE(4), (const double[]){NAN, INFINITY, -1e30, -3.7},
+                                 TG_OPTS(.dtype = TG_F64)),
+                    dt),
+        TG_CUDA0);
+    int64_t got[4];
+    cr_assert_eq(tg_to_host_array(tg_to_dtype(f, TG_I64), got, sizeof got), TG_OK, "%s",
+                 tg_last_error_message());
+    cr_assert(got[0] == INT64_MIN && got[1] == INT64_MIN && got[2] == INT64_MIN && got[3] == -3);
+    /* addmm with alpha 0: the inf in mat1 does not reach the result */
+    tg_tensor *input = tg_to_device(tg_full(TG_SHAPE(2, 2), 1.0, TG_OPTS(.dtype = dt)), TG_CUDA0);
+    tg_tensor *m1 = tg_to_device(tg_full(TG_SHAPE(2, 2), INFINITY, TG_OPTS(.dtype = dt)), TG_CUDA0);
+    tg_test_expect_ieee(tg_addmm(input, m1, m1, 2, 0), 4, (const double[]){2, 2, 2, 2}, 0);
+    tg_tensor *big =
+        tg_to_device(tg_full(TG_SHAPE(2, 2), d ? 1e300 : 1e30, TG_OPTS(.dtype = dt)), TG_CUDA0);
+    /* max_dim/min_dim: the first NaN's index, also across chunks of a long row */
+    tg_tensor *row = tg_zeros(TG_SHAPE(2, 1000), TG_OPTS(.dtype = dt));
+    cr_assert_eq(tg_set(row, (const int64_t[]){0, 700}, NAN), TG_OK);
+    cr_assert_eq(tg_set(row, (const int64_t[]){0, 900}, NAN), TG_OK);
+    cr_assert_eq(tg_set(row, (const int64_t[]){1, 3}, NAN), TG_OK);
+    cr_assert_eq(tg_set(row, (const int64_t[]){1, 4}, NAN), TG_OK);
+    tg_tensor *row_cuda = tg_to_device(row, TG_CUDA0), *values = NULL, *indices = NULL;
+    for (int which = 0; which < 2; which++) {
+      tg_status st = which ? tg_min_dim(row_cuda, 1, false, &values, &indices)
+                           : tg_max_dim(row_cuda, 1, false, &values, &indices);
+      cr_assert_eq(st, TG_OK, "%s", tg_last_error_message());
+      tg_test_expect_ieee(values, 2, (const double[]){NAN, NAN}, 0);
+      tg_test_expect_values(indices, 2, (const double[]){700, 3}, 0);
+    }
+    tg_test_expect_ieee(tg_mm(big, big), 4,
+                        (const double[]){INFINITY, INFINITY, INFINITY, INFINITY}, 0);
+  }
+}
+
 TG_CUDA_TEST(cuda_ops, every_op_matches_the_cpu_forward_and_backward) {
   const tg_dtype floating[] = {TG_F32, TG_F64};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)

@@ -116,8 +116,9 @@ static matrix contiguous_like(const matrix *m, size_t elsize) {
   return c;
 }
 
-/* out = beta*out for k == 0, where BLIS has nothing to multiply. beta == 0 writes zeros
- * whatever out held (NaN included). */
+/* out = beta*out for k == 0, where BLIS has nothing to multiply, and for alpha == 0, where
+ * BLAS (and PyTorch) skip the product: inf and NaN in a or b must not reach out. beta == 0
+ * writes zeros whatever out held (NaN included). */
 static tg_status scale_output(tg_tensor *out, double beta) {
   if (beta == 0) return tg_cpu_fill(out, 0);
   if (beta == 1) return TG_OK;
@@ -199,7 +200,7 @@ tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, do
   }
   const int64_t m = out->sizes[0], n = out->sizes[1], k = a->sizes[1];
   if (m == 0 || n == 0) return TG_OK;
-  if (k == 0) return scale_output(out, beta);
+  if (k == 0 || alpha == 0) return scale_output(out, beta);
   if (tg_cpu_blis_ready("gemm") != TG_OK) return tg_last_error();
 
   const size_t elsize = tg_dtype_size(out->dtype);

@@ -1,4 +1,4 @@
-/* unary and binary pointwise kernels for F32 and F64.
+/* unary and binary pointwise kernels for F32 and F64 (the I64 rows: cpu_pointwise_int.c).
  *
  * Each (kind, dtype) gets its own row function, generated from the kind lists
  * (ops/def/unary.def, binary.def), so the element math (ops/pointwise_math.h, shared with
@@ -86,10 +86,12 @@ tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out, c
   if ((unsigned)kind >= (unsigned)TG_NUM_UNARY)
     return tg_set_error(TG_ERR_ARGUMENT, "unary: unknown kind %d", (int)kind);
   const int slot = floating_slot(out->dtype);
-  if (slot < 0 || x->dtype != out->dtype)
+  const tg_cpu_row_fn int_row = out->dtype == TG_I64 ? tg_cpu_unary_row_i64(kind) : NULL;
+  if ((slot < 0 && !int_row) || x->dtype != out->dtype)
     return tg_set_error(TG_ERR_DTYPE,
-                        "unary: dtype %s is not supported (F32, F64 with out's dtype)",
-                        tg_dtype_name(x->dtype != out->dtype ? x->dtype : out->dtype));
+                        "unary: dtype %s is not supported by kind %d (F32, F64, and I64 for "
+                        "neg, abs, relu, pow, affine and mul_scalar, with out's dtype)",
+                        tg_dtype_name(x->dtype != out->dtype ? x->dtype : out->dtype), (int)kind);
   if (x->ndim != out->ndim)
     return tg_set_error(TG_ERR_SHAPE, "unary: input has %d dims but out %d", x->ndim, out->ndim);
   tg_cpu_operand ops[2] = {tg_cpu_operand_of(out), tg_cpu_operand_of(x)};
@@ -98,8 +100,9 @@ tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out, c
   tg_cpu_scalars sc = {a, b};
   const int64_t min =
       unary_is_transcendental[kind] ? TG_CPU_PARALLEL_MIN_TRANSCENDENTAL : TG_CPU_PARALLEL_MIN;
-  const tg_cpu_row_fn row =
-      slot == 0 && unary_rows_vf32[kind] ? unary_rows_vf32[kind] : unary_rows[kind][slot];
+  const tg_cpu_row_fn row = int_row                              ? int_row
+                            : slot == 0 && unary_rows_vf32[kind] ? unary_rows_vf32[kind]
+                                                                 : unary_rows[kind][slot];
   tg_cpu_iter_run(&it, row, &sc, tg_cpu_should_parallelize(it.numel, min));
   return TG_OK;
 }
@@ -153,13 +156,15 @@ tg_status tg_cpu_binary(tg_binary_kind kind, double alpha, tg_tensor *out, const
   if ((unsigned)kind >= (unsigned)TG_NUM_BINARY)
     return tg_set_error(TG_ERR_ARGUMENT, "binary: unknown kind %d", (int)kind);
   const int slot = floating_slot(out->dtype);
-  if (slot < 0 || a->dtype != out->dtype || b->dtype != out->dtype) {
+  const tg_cpu_row_fn int_row = out->dtype == TG_I64 ? tg_cpu_binary_row_i64(kind) : NULL;
+  if ((slot < 0 && !int_row) || a->dtype != out->dtype || b->dtype != out->dtype) {
     tg_dtype bad = a->dtype != out->dtype   ? a->dtype
                    : b->dtype != out->dtype ? b->dtype
                                             : out->dtype;
     return tg_set_error(TG_ERR_DTYPE,
-                        "binary: dtype %s is not supported (F32, F64 with out's dtype)",
-                        tg_dtype_name(bad));
+                        "binary: dtype %s is not supported by kind %d (F32, F64, and I64 for "
+                        "add, sub, mul and the comparisons, with out's dtype)",
+                        tg_dtype_name(bad), (int)kind);
   }
   if (a->ndim != out->ndim || b->ndim != out->ndim)
     return tg_set_error(TG_ERR_SHAPE, "binary: operands must be expanded to out's %d dims",
@@ -168,7 +173,7 @@ tg_status tg_cpu_binary(tg_binary_kind kind, double alpha, tg_tensor *out, const
   tg_cpu_iter it;
   tg_cpu_iter_init(&it, out->ndim, out->sizes, 3, ops);
   tg_cpu_scalars sc = {alpha, 0};
-  tg_cpu_iter_run(&it, binary_rows[kind][slot], &sc,
+  tg_cpu_iter_run(&it, int_row ? int_row : binary_rows[kind][slot], &sc,
                   tg_cpu_should_parallelize(it.numel, TG_CPU_PARALLEL_MIN));
   return TG_OK;
 }

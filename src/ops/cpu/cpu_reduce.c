@@ -1,4 +1,4 @@
-/* The backend's reduce: every kind of ops/def/reduction.def over one dim.
+/* The backend's reduce: every kind of ops/def/reduction.def over one dim, for F32, F64 and I64.
  *
  * Every kind is an iteration over the outputs (x with the reduced dim dropped, beside out),
  * whose row function reduces R = x.sizes[dim] elements per output. Two shapes of row:
@@ -7,7 +7,8 @@
  *    neighbouring outputs is reduced together, walking x one reduced index at a time, so
  *    the inner loop runs along the outputs' own (usually contiguous) stride and vectorizes.
  *
- * Sums accumulate in double for F32 and F64 alike, in 8 interleaved partial sums for a
+ * Sums accumulate in double for F32 and F64 alike (I64 in uint64_t: wrap-around, as PyTorch's
+ * int64 sum, without signed overflow), in 8 interleaved partial sums for a
  * contiguous run: float inputs lose nothing to accumulation, and the order of additions
  * does not depend on the thread count, so results are reproducible. */
 #include "ops/cpu/cpu_internal.h"
@@ -22,7 +23,7 @@ typedef struct reduce_ctx {
 
 /* ---- sum ---- */
 
-#define TG_CPU_SUM_ROW(NAME, T)                                                                    \
+#define TG_CPU_SUM_ROW(NAME, T, ACC)                                                               \
   static void NAME(int64_t n, char *const *p, const int64_t *s, const void *vctx) {                \
     const reduce_ctx *ctx = (const reduce_ctx *)vctx;                                              \
     const int64_t R = ctx->size, rs = ctx->stride;                                                 \
@@ -31,11 +32,11 @@ typedef struct reduce_ctx {
     if (rs == 1) {                                                                                 \
       for (int64_t j = 0; j < n; j++) {                                                            \
         const T *run = x + j * s[1];                                                               \
-        double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                  \
+        ACC acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                     \
         int64_t r = 0;                                                                             \
         for (; r + 8 <= R; r += 8)                                                                 \
-          for (int l = 0; l < 8; l++) acc[l] += (double)run[r + l];                                \
-        for (; r < R; r++) acc[r & 7] += (double)run[r];                                           \
+          for (int l = 0; l < 8; l++) acc[l] += (ACC)run[r + l];                                   \
+        for (; r < R; r++) acc[r & 7] += (ACC)run[r];                                              \
         out[j * s[0]] = (T)(((acc[0] + acc[4]) + (acc[1] + acc[5])) +                              \
                             ((acc[2] + acc[6]) + (acc[3] + acc[7])));                              \
       }                                                                                            \
@@ -43,15 +44,15 @@ typedef struct reduce_ctx {
     }                                                                                              \
     for (int64_t j0 = 0; j0 < n; j0 += TG_CPU_REDUCE_CHUNK) {                                      \
       const int64_t len = n - j0 < TG_CPU_REDUCE_CHUNK ? n - j0 : TG_CPU_REDUCE_CHUNK;             \
-      double acc[TG_CPU_REDUCE_CHUNK];                                                             \
+      ACC acc[TG_CPU_REDUCE_CHUNK];                                                                \
       for (int64_t j = 0; j < len; j++) acc[j] = 0;                                                \
       const T *base = x + j0 * s[1];                                                               \
       for (int64_t r = 0; r < R; r++) {                                                            \
         const T *row = base + r * rs;                                                              \
         if (s[1] == 1) {                                                                           \
-          for (int64_t j = 0; j < len; j++) acc[j] += (double)row[j];                              \
+          for (int64_t j = 0; j < len; j++) acc[j] += (ACC)row[j];                                 \
         } else {                                                                                   \
-          for (int64_t j = 0; j < len; j++) acc[j] += (double)row[j * s[1]];                       \
+          for (int64_t j = 0; j < len; j++) acc[j] += (ACC)row[j * s[1]];                          \
         }                                                                                          \
       }                                                                                            \
       for (int64_t j = 0; j < len; j++) out[(j0 + j) * s[0]] = (T)acc[j];                          \
@@ -115,25 +116,31 @@ typedef struct reduce_ctx {
 
 /* The rows of every kind, and the table the entry point dispatches on. */
 #define TG_REDUCE_SUM(KIND, name, grad)                                                            \
-  TG_CPU_SUM_ROW(name##_row_f32, float) TG_CPU_SUM_ROW(name##_row_f64, double)
+  TG_CPU_SUM_ROW(name##_row_f32, float, double)                                                    \
+  TG_CPU_SUM_ROW(name##_row_f64, double, double) TG_CPU_SUM_ROW(name##_row_i64, int64_t, uint64_t)
 #define TG_REDUCE_SELECT(KIND, name, better, grad)                                                 \
-  TG_CPU_SELECT_ROW(name##_row_f32, float, better) TG_CPU_SELECT_ROW(name##_row_f64, double, better)
+  TG_CPU_SELECT_ROW(name##_row_f32, float, better)                                                 \
+  TG_CPU_SELECT_ROW(name##_row_f64, double, better)                                                \
+  TG_CPU_SELECT_ROW(name##_row_i64, int64_t, better)
 #define TG_REDUCE_SCALED(name, KIND, scale, grad)
 #include "ops/def/reduction.def"
 
 typedef struct reduce_kind_info {
-  const char *name;      /* in errors: "sum_dim: ..." */
-  const char *what;      /* "sum" */
-  bool select;           /* writes indices too */
-  tg_cpu_row_fn rows[2]; /* F32, F64 */
+  const char *name;                  /* in errors: "sum_dim: ..." */
+  const char *what;                  /* "sum" */
+  bool select;                       /* writes indices too */
+  tg_cpu_row_fn rows[TG_NUM_DTYPES]; /* F32, F64, I64 (the enum's order) */
 } reduce_kind_info;
 
 #define TG_CPU_REDUCE_SELECTS_SUM false
 #define TG_CPU_REDUCE_SELECTS_SELECT true
 static const reduce_kind_info kinds[TG_NUM_REDUCE] = {
 #define TG_REDUCE_KIND(KIND, name, how)                                                            \
-  [TG_REDUCE_##KIND] = {                                                                           \
-      #name "_dim", #name, TG_CPU_REDUCE_SELECTS_##how, {name##_row_f32, name##_row_f64}},
+  [TG_REDUCE_##                                                                                    \
+      KIND] = {#name "_dim",                                                                       \
+               #name,                                                                              \
+               TG_CPU_REDUCE_SELECTS_##how,                                                        \
+               {[TG_F32] = name##_row_f32, [TG_F64] = name##_row_f64, [TG_I64] = name##_row_i64}},
 #include "ops/def/reduction.def"
 };
 
@@ -174,7 +181,7 @@ static tg_status sum_dim(const reduce_kind_info *k, tg_tensor *out, const tg_ten
   reduce_ctx ctx = {x->sizes[dim], x->strides[dim]};
   const bool parallel =
       it.numel > 1 && tg_cpu_should_parallelize(tg_cpu_numel(x), TG_CPU_PARALLEL_MIN_REDUCE);
-  tg_cpu_iter_run(&it, k->rows[x->dtype == TG_F32 ? 0 : 1], &ctx, parallel);
+  tg_cpu_iter_run(&it, k->rows[x->dtype], &ctx, parallel);
   return TG_OK;
 }
 
@@ -199,7 +206,7 @@ static tg_status select_dim(const reduce_kind_info *k, tg_tensor *values, tg_ten
   reduce_ctx ctx = {x->sizes[dim], x->strides[dim]};
   const bool parallel =
       it.numel > 1 && tg_cpu_should_parallelize(tg_cpu_numel(x), TG_CPU_PARALLEL_MIN_REDUCE);
-  tg_cpu_iter_run(&it, k->rows[x->dtype == TG_F32 ? 0 : 1], &ctx, parallel);
+  tg_cpu_iter_run(&it, k->rows[x->dtype], &ctx, parallel);
   return TG_OK;
 }
 
@@ -211,9 +218,9 @@ tg_status tg_cpu_reduce(tg_reduce_kind kind, tg_tensor *values, tg_tensor *indic
   if (dim < 0 || dim >= x->ndim)
     return tg_set_error(TG_ERR_INDEX, "%s: dim %d is out of range for %d dims", k->name, dim,
                         x->ndim);
-  if ((x->dtype != TG_F32 && x->dtype != TG_F64) || values->dtype != x->dtype)
+  if ((unsigned)x->dtype >= TG_NUM_DTYPES || values->dtype != x->dtype)
     return tg_set_error(TG_ERR_DTYPE,
-                        "%s: dtype %s is not supported (F32, F64 with the values' dtype)", k->name,
-                        tg_dtype_name(x->dtype));
+                        "%s: dtype %s is not supported (F32, F64, I64 with the values' dtype)",
+                        k->name, tg_dtype_name(x->dtype));
   return k->select ? select_dim(k, values, indices, x, dim) : sum_dim(k, values, x, dim);
 }

@@ -90,7 +90,7 @@ tg_status tg_cu_gemm(const char *op, const tg_cu_view &out, const tg_cu_view &a,
     return tg_set_error(TG_ERR_SHAPE, "%s: gemm operands do not fit together", op);
   int64_t m = a.sizes[0], k = a.sizes[1], n = b.sizes[1];
   if (m == 0 || n == 0) return TG_OK;
-  if (k == 0) /* an empty product: only the beta*out part is left */
+  if (k == 0 || alpha == 0) /* an empty or skipped product (BLAS's alpha 0): beta*out is left */
     return beta == 0 ? tg_cu_fill(op, out, 0.0)
                      : tg_cu_unary_op(op, TG_UNARY_MUL_SCALAR, beta, 0.0, out, out);
   if (!tg_cu_fits_int(m) || !tg_cu_fits_int(n) || !tg_cu_fits_int(k))

@@ -7,6 +7,7 @@
 
 #include "cuda_common.cuh"
 #include "ops/philox.h"
+#include "ops/pointwise_int_math.h"
 #include "ops/pointwise_math.h"
 #include "tensor/checked.h"
 
@@ -45,6 +46,63 @@ template <typename T> struct tg_cu_binary_fn {
   }
 };
 
+/* The int64 kinds (ops/pointwise_int_math.h): only those take int64; the scalars are whole
+ * numbers checked by the front ends, converted as the CPU converts them. */
+static inline bool tg_cu_unary_takes_int(tg_unary_kind kind) {
+  switch (kind) {
+#define TG__CASE(KIND, name) case TG_UNARY_##KIND:
+    TG_UNARY_INT_KINDS(TG__CASE)
+#undef TG__CASE
+    return true;
+  default:
+    return false;
+  }
+}
+static inline bool tg_cu_binary_takes_int(tg_binary_kind kind) {
+  switch (kind) {
+#define TG__CASE(KIND, name) case TG_BINARY_##KIND:
+    TG_BINARY_INT_KINDS(TG__CASE)
+#undef TG__CASE
+    return true;
+  default:
+    return false;
+  }
+}
+
+struct tg_cu_unary_int_fn {
+  tg_unary_kind kind;
+  int64_t a, b;
+  TG_HOST_DEVICE int64_t operator()(int64_t x) const {
+    switch (kind) {
+#define TG__CASE(KIND, name)                                                                       \
+  case TG_UNARY_##KIND:                                                                            \
+    return tg_unary_##name##_i(x, a, b);
+      TG_UNARY_INT_KINDS(TG__CASE)
+#undef TG__CASE
+    default:
+      break;
+    }
+    return x;
+  }
+};
+
+struct tg_cu_binary_int_fn {
+  tg_binary_kind kind;
+  int64_t alpha;
+  TG_HOST_DEVICE int64_t operator()(int64_t a, int64_t b) const {
+    switch (kind) {
+#define TG__CASE(KIND, name)                                                                       \
+  case TG_BINARY_##KIND:                                                                           \
+    return tg_binary_##name##_i(a, b, alpha);
+      TG_BINARY_INT_KINDS(TG__CASE)
+#undef TG__CASE
+    default:
+      break;
+    }
+    return a;
+  }
+};
+
 template <typename T> struct tg_cu_fill_fn {
   T value;
   TG_HOST_DEVICE T operator()(int64_t) const { return value; }
@@ -54,7 +112,7 @@ template <typename To, typename From> struct tg_cu_convert_fn {
   TG_HOST_DEVICE To operator()(From x) const { return (To)x; }
 };
 /* To int64 from a float: a cast of NaN or of a value out of range is undefined; convert as
- * the CPU does (tensor/checked.h: NaN -> 0, saturating). */
+ * the CPU does (tensor/checked.h: INT64_MIN for NaN, +-inf and out of range). */
 template <typename From> struct tg_cu_convert_fn<int64_t, From> {
   TG_HOST_DEVICE int64_t operator()(From x) const { return tg__f64_to_i64((double)x); }
 };

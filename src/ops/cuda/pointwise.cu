@@ -32,6 +32,12 @@ tg_status tg_cu_unary_op(const char *op, tg_unary_kind kind, double a, double b,
   if (x.dtype != out.dtype)
     return tg_set_error(TG_ERR_DTYPE, "%s: input is %s but out is %s", op, tg_dtype_name(x.dtype),
                         tg_dtype_name(out.dtype));
+  if (out.dtype == TG_I64) {
+    if (!tg_cu_unary_takes_int(kind))
+      return tg_set_error(TG_ERR_DTYPE, "%s: unary kind %d does not take int64", op, (int)kind);
+    tg_cu_unary_int_fn f{kind, tg__f64_to_i64(a), tg__f64_to_i64(b)};
+    return tg_cu_unary<int64_t, int64_t>(op, out, x, f);
+  }
   TG_DISPATCH_FLOATING_TYPES(out.dtype, op, {
     tg_cu_unary_fn<scalar_t> f{kind, (scalar_t)a, (scalar_t)b};
     return tg_cu_unary<scalar_t, scalar_t>(op, out, x, f);
@@ -46,6 +52,12 @@ tg_status tg_cu_binary_op(const char *op, tg_binary_kind kind, double alpha, con
   if (a.dtype != out.dtype || b.dtype != out.dtype)
     return tg_set_error(TG_ERR_DTYPE, "%s: operands are %s and %s but out is %s", op,
                         tg_dtype_name(a.dtype), tg_dtype_name(b.dtype), tg_dtype_name(out.dtype));
+  if (out.dtype == TG_I64) {
+    if (!tg_cu_binary_takes_int(kind))
+      return tg_set_error(TG_ERR_DTYPE, "%s: binary kind %d does not take int64", op, (int)kind);
+    tg_cu_binary_int_fn f{kind, tg__f64_to_i64(alpha)};
+    return tg_cu_binary<int64_t, int64_t, int64_t>(op, out, a, b, f);
+  }
   TG_DISPATCH_FLOATING_TYPES(out.dtype, op, {
     tg_cu_binary_fn<scalar_t> f{kind, (scalar_t)alpha};
     return tg_cu_binary<scalar_t, scalar_t, scalar_t>(op, out, a, b, f);

@@ -1,4 +1,5 @@
-/* The backend's reduce: every kind of ops/def/reduction.def over one dim. sum: the reduced dim and
+/* The backend's reduce: every kind of ops/def/reduction.def over one dim (F32, F64, I64; an I64
+ * sum always takes the one-thread-per-output kernel). sum: the reduced dim and
  * the kept dims, flattened, form a matrix; when cuBLAS can read it in place (one of the two strides
  * is 1) the sum is a gemv with a vector of ones; else one thread per output element loops over the
  * dim, or, when that leaves the GPU idle, the matrix is made dense for the gemv. select (max, min):
@@ -42,6 +43,11 @@ rows rows_of(const tg_cu_view &x, const tg_cu_view &out, const tg_cu_view *idx, 
   return r;
 }
 
+/* A sum's accumulator: the element type, but uint64_t for int64 (wrap-around, as PyTorch's
+ * int64 sum, without signed overflow). */
+template <typename T> struct sum_acc { typedef T type; };
+template <> struct sum_acc<int64_t> { typedef uint64_t type; };
+
 template <typename T>
 __global__ void sum_dim_kernel(int64_t n_rows, tg_cu_indexer<2> ix, T *out, const T *x, int64_t len,
                                int64_t stride) {
@@ -49,9 +55,9 @@ __global__ void sum_dim_kernel(int64_t n_rows, tg_cu_indexer<2> ix, T *out, cons
     int64_t o[2];
     ix.offsets(r, o);
     const T *p = x + o[0];
-    T acc = 0;
-    for (int64_t k = 0; k < len; k++) acc += p[k * stride];
-    out[o[1]] = acc;
+    typename sum_acc<T>::type acc = 0;
+    for (int64_t k = 0; k < len; k++) acc += (typename sum_acc<T>::type)p[k * stride];
+    out[o[1]] = (T)acc;
   }
 }
 
@@ -229,6 +235,7 @@ tg_status sum_dim(const char *op, const tg_cu_view &out, const tg_cu_view &x, in
   /* Otherwise: the kernel when it has enough rows to fill the GPU, or short ones; else the
    * rows are worth a dense copy for cuBLAS (one thread summing 10^6 elements is not). */
   bool kernel = r.count >= TG_CU_SUM_KERNEL_MIN_ROWS || len <= TG_CU_SUM_KERNEL_MAX_LEN;
+  if (x.dtype == TG_I64) return sum_kernel<int64_t>(op, out, x, r, len, stride); /* no int BLAS */
   TG_DISPATCH_FLOATING_TYPES(x.dtype, op, {
     if (gemv) return sum_gemv<scalar_t>(op, x.device, x.data, out.data, len, plan);
     return kernel ? sum_kernel<scalar_t>(op, out, x, r, len, stride)
@@ -254,7 +261,7 @@ tg_status select_dim(const char *op, const tg_cu_view &values, const tg_cu_view 
   const int64_t *strides[3] = {r.x_strides, r.out_strides, r.idx_strides};
   tg_cu_indexer<3> ix = tg_cu_make_indexer<3>(r.ndim, r.sizes, strides);
   if (r.count >= TG_CU_SUM_KERNEL_MIN_ROWS || len <= TG_CU_MAX_CHUNK) {
-    TG_DISPATCH_FLOATING_TYPES(x.dtype, op, {
+    TG_DISPATCH_ALL_TYPES(x.dtype, op, {
       TG_CU_LAUNCH(op, r.count, dev->stream, select_dim_kernel<Takes, scalar_t>, r.count, ix,
                    (scalar_t *)values.data, (int64_t *)indices.data, (const scalar_t *)x.data, len,
                    stride);
@@ -266,7 +273,7 @@ tg_status select_dim(const char *op, const tg_cu_view &values, const tg_cu_view 
   cv.ptr = tg_cu_alloc(op, x.device, (size_t)n * tg_dtype_size(x.dtype));
   ci.ptr = cv.ptr ? tg_cu_alloc(op, x.device, (size_t)n * sizeof(int64_t)) : NULL;
   if (!ci.ptr) return tg_last_error();
-  TG_DISPATCH_FLOATING_TYPES(x.dtype, op, {
+  TG_DISPATCH_ALL_TYPES(x.dtype, op, {
     TG_CU_LAUNCH(op, n, dev->stream, select_chunks_kernel<Takes, scalar_t>, n, chunks,
                  (int64_t)TG_CU_MAX_CHUNK, ix, (scalar_t *)cv.ptr, (int64_t *)ci.ptr,
                  (const scalar_t *)x.data, len, stride);

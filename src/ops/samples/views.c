@@ -112,3 +112,23 @@ int tg__samples_select_backward(const tg_sample_request *r, tg_sample *out) {
   ADD(&b, "transposed, 3-D", TG__TRANSPOSED, (2, 3), (1, 1, 2, 2, 3));
   return tg__samples_end(&b);
 }
+
+/* ints: ndim, sizes, strides, offset (from the storage's start). A stepped [2, 3] input is
+ * every other element, from the second, of a [2, 6] storage: offset 1, strides [6, 2]. */
+int tg__samples_as_strided(const tg_sample_request *r, tg_sample *out) {
+  tg__samples b = tg__samples_begin(r, out);
+  if (r->bench) {
+    ADD(&b, "bench", TG__CONTIGUOUS, (1024, TG__BENCH_NUMEL / 1024),
+        (2, TG__BENCH_NUMEL / 1024, 1024, 1, TG__BENCH_NUMEL / 1024, 0));
+    return tg__samples_end(&b);
+  }
+  ADD(&b, "2x2 window at an offset", TG__CONTIGUOUS, (3, 4), (2, 2, 2, 4, 1, 5));
+  ADD(&b, "overlapping 3x3 patches (im2col)", TG__CONTIGUOUS, (4, 4),
+      (4, 2, 2, 3, 3, 4, 1, 4, 1, 0));
+  ADD(&b, "stride 0 (broadcast)", TG__CONTIGUOUS, (3), (2, 2, 3, 0, 1, 0));
+  ADD(&b, "transposed input read in storage order", TG__TRANSPOSED, (3, 4), (2, 2, 3, 3, 1, 0));
+  ADD(&b, "stepped input, its own elements", TG__STEPPED, (2, 3), (1, 3, 4, 1));
+  ADD(&b, "stepped input, storage it does not cover", TG__STEPPED, (2, 3), (1, 3, 4, 0));
+  ADD(&b, "0-dim", TG__CONTIGUOUS, (2, 2), (0, 3));
+  return tg__samples_end(&b);
+}
