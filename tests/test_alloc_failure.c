@@ -21,7 +21,7 @@ TG_TEST(alloc_failure, composed_training_step) {
 
 /* ---- generic ops, forward and backward ---- */
 
-typedef enum generic_case { SUM_TRANSPOSED, SUM_NARROWED, MM, MM_COPIED, CAT } generic_case;
+typedef enum generic_case { SUM_TRANSPOSED, SUM_NARROWED, MM, MM_COPIED, CAT, COPY } generic_case;
 
 static tg_status generic_step(void *user, double *out, int *n_out) {
   generic_case which = *(const generic_case *)user;
@@ -48,6 +48,10 @@ static tg_status generic_step(void *user, double *out, int *n_out) {
     case CAT:
       y = tg_cat(3, (const tg_tensor *const[]){a, tg_t(b), tg_mul_scalar(a, 2.0)}, 0);
       break;
+    case COPY: /* recorded: a column of b, broadcast and converted, over a's history */
+      y = tg_mul_scalar(a, 2.0);
+      if (y && tg_copy_(y, tg_to_dtype(tg_select(b, 1, 0), TG_F64)) != TG_OK) y = NULL;
+      break;
     }
     st = append(y, out, n_out);
   }
@@ -68,7 +72,8 @@ TG_TEST(alloc_failure, generic_ops) {
                {SUM_NARROWED, "sum of a narrowed transposed tensor"},
                {MM, "mm"},
                {MM_COPIED, "mm of an operand gemm copies"},
-               {CAT, "cat"}};
+               {CAT, "cat"},
+               {COPY, "copy_ recorded"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     generic_case which = cases[i].which;
     sweep(cases[i].name, generic_step, &which);

@@ -227,12 +227,15 @@ TG_TEST(scalar, requires_grad) {
 TG_TEST(scalar, errors) {
   cr_assert_null(tg_scalar(1, TG_OPTS(.dtype = TG_I64, .requires_grad = true)));
   tg_expect_error(TG_ERR_DTYPE, "tg_scalar: only floating tensors can require grad, not int64");
-  /* I64 converts as tg_fill_ does (test_overflow.c): INT64_MIN for NaN, inf, out of range. */
+  /* I64 takes what tg_fill_ takes (test_overflow.c): truncated toward zero, NaN, inf and
+   * values outside int64 refused, as torch.scalar_tensor refuses them. */
   double v = -1;
-  cr_assert_eq(tg_item(tg_scalar(NAN, i64), &v), TG_OK);
-  cr_assert_eq(v, -0x1p63);
-  cr_assert_eq(tg_item(tg_scalar(-INFINITY, i64), &v), TG_OK);
-  cr_assert_eq(v, -0x1p63);
+  cr_assert_eq(tg_item(tg_scalar(-2.7, i64), &v), TG_OK);
+  cr_assert_eq(v, -2);
+  cr_assert_null(tg_scalar(NAN, i64));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_scalar: value nan cannot be converted to int64");
+  cr_assert_null(tg_scalar(-INFINITY, i64));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_scalar: value -inf cannot be converted to int64");
 }
 
 static tg_status scalar_step(void *user, double *out, int *n_out) {

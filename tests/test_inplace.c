@@ -643,3 +643,91 @@ TG_TEST(inplace, view_target_while_recording_is_refused_untouched) {
   tg_test_expect_values(y, 6, (const double[]){2, 2, 2, exp(2), exp(2), exp(2)}, 1e-15);
   tg_scope_end(sc);
 }
+
+/* The refusal says what to write instead: the out-of-place op, a clone, or no_grad. */
+TG_TEST(inplace, view_target_refusal_says_what_to_do_instead) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *x = tg_ones(TG_SHAPE(2, 3), (tg_options){.dtype = TG_F64, .requires_grad = true});
+  tg_tensor *row = tg_select(tg_mul_scalar(x, 2), 0, 1);
+  cr_assert_eq(tg_exp_(row), TG_ERR_UNSUPPORTED);
+  tg_expect_error(TG_ERR_UNSUPPORTED, "tg_exp_: in-place operation on a view while recording",
+                  "use the out-of-place tg_exp or write into a clone of the view (tg_clone)",
+                  "tg_no_grad_begin/end");
+  cr_assert_eq(
+      tg_add_scaled_(tg_t(tg_zeros(TG_SHAPE(2, 2), TG_OPTS(.dtype = TG_F64))),
+                     tg_ones(TG_SHAPE(2, 2), (tg_options){.dtype = TG_F64, .requires_grad = true}),
+                     2),
+      TG_ERR_UNSUPPORTED);
+  tg_expect_error(TG_ERR_UNSUPPORTED, "tg_add_: in-place", "use the out-of-place tg_add or");
+  cr_assert_eq(tg_copy_(row, x), TG_ERR_SHAPE); /* [2, 3] into [3]: shapes first */
+  cr_assert_eq(tg_copy_(row, tg_select(x, 0, 0)), TG_ERR_UNSUPPORTED);
+  tg_expect_error(TG_ERR_UNSUPPORTED, "tg_copy_: in-place operation on a view",
+                  ": write into a clone of the view (tg_clone) instead");
+  tg_scope_end(sc);
+}
+
+/* ---- tg_copy_ on the tape (PyTorch's CopyBackwards); failed before: TG_ERR_UNSUPPORTED ---- */
+
+static tg_status copy_fn(void *user, const tg_tensor *const *in, tg_tensor **out) {
+  (void)user;
+  tg_tensor *dst = tg_mul_scalar(in[0], 3); /* dst with history, overwritten by src */
+  if (!dst) return tg_last_error();
+  tg_status st = tg_copy_(dst, in[1]);
+  out[0] = st == TG_OK ? tg_mul(dst, dst) : NULL;
+  return out[0] ? TG_OK : tg_last_error();
+}
+
+TG_TEST(inplace, copy_is_recorded_gradient_to_src_summed_and_zero_to_dst) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *a = grad_values(TG_SHAPE(2, 3), 1, (domain){-2, 2, true});
+  tg_tensor *src = tg_from_data(TG_SHAPE(3), (float[]){1, 2, 3}, TG_OPTS(0));
+  cr_assert_eq(tg_set_requires_grad(src, true), TG_OK);
+  tg_tensor *dst = tg_mul_scalar(a, 2);
+  uint64_t ver = tg_version(dst);
+  cr_assert_eq(tg_copy_(dst, src), TG_OK, "%s", tg_last_error_message());
+  cr_assert_gt(tg_version(dst), ver);
+  cr_assert_str_eq(tg_grad_fn_name(dst), "copy_");
+  tg_test_expect_values(dst, 6, (const double[]){1, 2, 3, 1, 2, 3}, 0);
+  tg_tensor *w =
+      tg_from_data(TG_SHAPE(2, 3), (double[]){1, 2, 3, 4, 5, 6}, TG_OPTS(.dtype = TG_F64));
+  cr_assert_eq(tg_backward(tg_sum(tg_mul(dst, w)), NULL), TG_OK, "%s", tg_last_error_message());
+  tg_test_expect_values(tg_grad(a), 6, (const double[]){0, 0, 0, 0, 0, 0}, 0);
+  cr_assert_eq(tg_tensor_dtype(tg_grad(src)), TG_F32); /* in src's dtype */
+  tg_test_expect_values(tg_grad(src), 3, (const double[]){5, 7, 9}, 0);
+  /* Gradcheck and gradgradcheck in F64, broadcast src. */
+  tg_tensor *in[2] = {grad_values(TG_SHAPE(2, 3), 2, (domain){-2, 2, true}),
+                      grad_values(TG_SHAPE(3), 3, (domain){-2, 2, true})};
+  cr_assert_eq(tg_gradcheck(copy_fn, NULL, 2, in, 1, quiet), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(tg_gradgradcheck(copy_fn, NULL, 2, in, 1, quiet), TG_OK, "%s",
+               tg_last_error_message());
+  tg_scope_end(sc);
+}
+
+TG_TEST(inplace, copy_recording_rules) {
+  tg_scope sc = tg_scope_begin();
+  tg_options grad = {.dtype = TG_F64, .requires_grad = true};
+  tg_tensor *x = tg_ones(TG_SHAPE(3), grad);
+  /* dst with history and a constant src: recorded, dst's old history gets 0. */
+  tg_tensor *dst = tg_mul_scalar(x, 2);
+  cr_assert_eq(tg_copy_(dst, tg_zeros(TG_SHAPE(3), TG_OPTS(.dtype = TG_F64))), TG_OK);
+  cr_assert_str_eq(tg_grad_fn_name(dst), "copy_");
+  cr_assert_eq(tg_backward(tg_sum(dst), NULL), TG_OK, "%s", tg_last_error_message());
+  tg_test_expect_values(tg_grad(x), 3, (const double[]){0, 0, 0}, 0);
+  /* A plain dst takes src's history. */
+  tg_tensor *plain = tg_zeros(TG_SHAPE(2, 3), TG_OPTS(.dtype = TG_F64));
+  cr_assert_eq(tg_copy_(plain, x), TG_OK, "%s", tg_last_error_message());
+  cr_assert(tg_requires_grad(plain));
+  /* A leaf that requires grad is refused, as every in-place op on one is. */
+  cr_assert_eq(tg_copy_(x, tg_zeros(TG_SHAPE(3), TG_OPTS(.dtype = TG_F64))), TG_ERR_STATE);
+  tg_expect_error(TG_ERR_STATE, "tg_copy_", "a leaf tensor that requires grad");
+  /* An integer dst takes no gradient: copied, not recorded (as PyTorch). */
+  tg_tensor *i = tg_zeros(TG_SHAPE(3), TG_OPTS(.dtype = TG_I64));
+  cr_assert_eq(tg_copy_(i, tg_mul_scalar(x, 2.5)), TG_OK, "%s", tg_last_error_message());
+  cr_assert(!tg_requires_grad(i));
+  tg_test_expect_values(i, 3, (const double[]){2, 2, 2}, 0);
+  /* Without recording nothing changes. */
+  tg_no_grad_begin();
+  cr_assert_eq(tg_copy_(x, tg_zeros(TG_SHAPE(3), TG_OPTS(.dtype = TG_F64))), TG_OK);
+  tg_no_grad_end();
+  tg_scope_end(sc);
+}

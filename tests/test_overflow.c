@@ -1,6 +1,7 @@
 /* Sizes that overflow and integers that must not travel as doubles (issue 8): every size,
  * stride and offset computation is checked, and view ops keep their integer parameters
  * exact. Each refusal names the function, the argument and the sizes. */
+#include <float.h>
 #include <math.h>
 
 #include "testutil.h"
@@ -298,19 +299,20 @@ TG_TEST(overflow, arange_with_too_many_elements_is_refused) {
   tg_scope_end(sc);
 }
 
-/* A C cast of NaN or of a float out of range to int64 is undefined: tg converts as x86-64's
- * cvttsd2si and so PyTorch's .to(torch.int64) do (INT64_MIN for NaN, +-inf and anything
- * outside [-2^63, 2^63)), in fill, copy, to_dtype and tg_set alike. */
+/* A C cast of NaN or of a float out of range to int64 is undefined: tensor conversions (copy,
+ * to_dtype) convert as x86-64's cvttsd2si and so PyTorch's .to(torch.int64) do (INT64_MIN for
+ * NaN, +-inf and anything outside [-2^63, 2^63)). A caller's value written by fill or tg_set
+ * is refused instead when it does not fit, as PyTorch refuses it (next test). */
 TG_TEST(overflow, float_to_int64_conversions_are_defined) {
   tg_scope sc = tg_scope_begin();
   tg_tensor *i = tg_zeros(TG_SHAPE(2), TG_OPTS(.dtype = TG_I64));
-  cr_assert_eq(tg_fill_(i, NAN), TG_OK);
   int64_t got[8];
+  cr_assert_eq(tg_fill_(i, -3.7), TG_OK);
   cr_assert_eq(tg_to_host_array(i, got, 2 * sizeof *got), TG_OK);
-  cr_assert(got[0] == INT64_MIN && got[1] == INT64_MIN);
-  cr_assert_eq(tg_fill_(i, -1e30), TG_OK);
-  cr_assert_eq(tg_to_host_array(i, got, 2 * sizeof *got), TG_OK);
-  cr_assert(got[0] == INT64_MIN && got[1] == INT64_MIN);
+  cr_assert(got[0] == -3 && got[1] == -3);
+  cr_assert_eq(tg_fill_(i, NAN), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_fill_: value nan cannot be converted to int64");
+  cr_assert_eq(tg_fill_(i, -1e30), TG_ERR_ARGUMENT);
   /* torch.tensor([nan, 1e300, 3.7, -3.7, inf, -inf, 2**63, 9.2e18]).to(torch.int64) */
   const double from[8] = {NAN, 1e300, 3.7, -3.7, INFINITY, -INFINITY, 0x1p63, 9.2e18};
   const int64_t want[8] = {INT64_MIN, INT64_MIN, 3,         -3,
@@ -325,9 +327,43 @@ TG_TEST(overflow, float_to_int64_conversions_are_defined) {
         cr_assert_eq(got[k], want[k], "%s element %d: got %lld", dt ? "F64" : "F32", k,
                      (long long)got[k]);
   }
-  cr_assert_eq(tg_set(i, (int64_t[]){1}, INFINITY), TG_OK);
-  cr_assert_eq(tg_to_host_array(i, got, 2 * sizeof *got), TG_OK);
-  cr_assert_eq(got[1], INT64_MIN);
+  cr_assert_eq(tg_set(i, (int64_t[]){1}, INFINITY), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_set: value inf cannot be converted to int64");
+  tg_scope_end(sc);
+}
+
+/* PyTorch refuses a value that overflows the dtype ("value cannot be converted to type float
+ * without overflow"): a finite double beyond FLT_MAX for F32 (inf and NaN are kept), NaN, inf
+ * and values outside [-2^63, 2^63) for I64. Failed before: tg wrote inf or saturated. */
+TG_TEST(overflow, a_value_that_does_not_fit_the_dtype_is_refused) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *f = tg_zeros(TG_SHAPE(2), TG_OPTS(0));
+  cr_assert_eq(tg_fill_(f, 1e300), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_fill_: value 1e+300 cannot be converted",
+                  "float32 without overflow");
+  cr_assert_eq(tg_fill_(f, -3.5e38), TG_ERR_ARGUMENT);
+  cr_assert_eq(tg_fill_(f, (double)FLT_MAX * (1 + 0x1p-40)), TG_ERR_ARGUMENT);
+  double v = 0;
+  cr_assert_eq(tg_fill_(f, -(double)FLT_MAX), TG_OK);
+  cr_assert_eq(tg_item(tg_select(f, 0, 1), &v), TG_OK);
+  cr_assert_eq(v, -(double)FLT_MAX);
+  cr_assert_eq(tg_fill_(f, INFINITY), TG_OK);
+  cr_assert_eq(tg_fill_(f, NAN), TG_OK);
+  cr_assert_eq(tg_fill_(f, 1e-300), TG_OK); /* underflow to 0 is fine */
+  cr_assert_eq(tg_set(f, (int64_t[]){0}, 1e39), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_set: value 1e+39");
+  cr_assert_null(tg_full(TG_SHAPE(2), 3.5e38, TG_OPTS(0)));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_full: value 3.5e+38 cannot be converted to float32");
+  cr_assert_null(tg_full_like(f, -1e300));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_full_like: value -1e+300");
+  cr_assert_null(tg_scalar(1e300, TG_OPTS(0)));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_scalar: value");
+  cr_assert_not_null(tg_full(TG_SHAPE(2), 1e300, TG_OPTS(.dtype = TG_F64)));
+  tg_tensor *i = tg_full(TG_SHAPE(2), -0x1p63, TG_OPTS(.dtype = TG_I64));
+  cr_assert_not_null(i, "%s", tg_last_error_message());
+  cr_assert_null(tg_full(TG_SHAPE(2), 0x1p63, TG_OPTS(.dtype = TG_I64)));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_full: value 9.2233720368547758e+18", "int64");
+  cr_assert_null(tg_full(TG_SHAPE(2), -0x1p63 * (1 + 0x1p-52), TG_OPTS(.dtype = TG_I64)));
   tg_scope_end(sc);
 }
 

@@ -80,3 +80,25 @@ TG_TEST(random, bad_arguments_are_errors) {
   tg_expect_error(TG_ERR_ARGUMENT, "tg_normal_", "std -1");
   tg_scope_end(sc);
 }
+
+/* Bounds beyond the dtype's range, or a span that is, gave inf and NaN; refused as in
+ * PyTorch ("from is out of bounds for float", "expects to-from <= max"). Failed before. */
+TG_TEST(random, uniform_bounds_must_fit_the_dtype) {
+  tg_scope sc = tg_scope_begin();
+  cr_assert_null(tg_uniform(TG_SHAPE(3), -1e300, 1e300, TG_OPTS_DEFAULT, NULL));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_uniform: low -1e+300 is out of range for float32");
+  tg_tensor *f = tg_zeros(TG_SHAPE(3), TG_OPTS_DEFAULT);
+  cr_assert_eq(tg_uniform_(f, 0, 1e39, NULL), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_uniform_: high 1e+39 is out of range for float32");
+  cr_assert_eq(tg_uniform_(f, -3e38, 3e38, NULL), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_uniform_: low -3e+38, high 3e+38", "exceeds the largest");
+  cr_assert_eq(tg_uniform_(f, 0, INFINITY, NULL), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "high inf is out of range");
+  cr_assert_null(tg_uniform(TG_SHAPE(3), -1e308, 1e308, TG_OPTS(.dtype = TG_F64), NULL));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_uniform", "exceeds the largest float64");
+  /* Wide bounds that fit are fine, and every value stays finite. */
+  tg_tensor *w = tg_uniform(TG_SHAPE(64), -1.5e38, 1.5e38, TG_OPTS_DEFAULT, NULL);
+  cr_assert_not_null(w, "%s", tg_last_error_message());
+  cr_assert(tg_all_finite(w));
+  tg_scope_end(sc);
+}

@@ -57,6 +57,33 @@ TG_TEST(tensor, arange_counts_like_python) {
   tg_scope_end(sc);
 }
 
+/* torch.arange refuses bounds on the wrong side for the step's sign; failed before (tg
+ * returned an empty tensor). Step 0 and non-finite steps or bounds are refused too. */
+TG_TEST(tensor, arange_refuses_bounds_inconsistent_with_the_step) {
+  tg_scope sc = tg_scope_begin();
+  cr_assert_null(tg_arange(0, 5, -1, TG_OPTS_DEFAULT));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_arange: start 0, end 5, step -1",
+                  "inconsistent with the step's sign");
+  cr_assert_null(tg_arange(5, 0, 0.5, TG_OPTS(.dtype = TG_F64)));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_arange: start 5, end 0, step 0.5", "must not be below");
+  cr_assert_eq(tg_numel(tg_arange(0, 0, -1, TG_OPTS_DEFAULT)), 0); /* empty, as in PyTorch */
+  cr_assert_eq(tg_numel(tg_arange(0, -0.0, 1, TG_OPTS_DEFAULT)), 0);
+  cr_assert_null(tg_arange(0, 5, NAN, TG_OPTS_DEFAULT));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_arange: step nan", "finite, non-zero step");
+  cr_assert_null(tg_arange(0, 5, -INFINITY, TG_OPTS_DEFAULT));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_arange: step -inf");
+  cr_assert_null(tg_arange(NAN, 5, 1, TG_OPTS_DEFAULT));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_arange: start nan, end 5: need finite bounds");
+  cr_assert_null(tg_arange(0, INFINITY, 1, TG_OPTS_DEFAULT));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_arange: start 0, end inf");
+  /* A count beyond int64 (end - start overflowing to inf included) is a size error. */
+  cr_assert_null(tg_arange(-1.7e308, 1.7e308, 1, TG_OPTS(.dtype = TG_F64)));
+  tg_expect_error(TG_ERR_SHAPE, "tg_arange", "too many");
+  cr_assert_null(tg_arange(0, 1, 1e-300, TG_OPTS(.dtype = TG_F64)));
+  tg_expect_error(TG_ERR_SHAPE, "tg_arange", "too many");
+  tg_scope_end(sc);
+}
+
 TG_TEST(tensor, from_data_copies_the_array) {
   tg_scope sc = tg_scope_begin();
   double data[6] = {1, 2, 3, 4, 5, 6};
@@ -110,8 +137,27 @@ TG_TEST(tensor, item_and_get_report_bad_indices) {
   tg_expect_error(TG_ERR_SHAPE, "tg_item", "[2, 3]");
   cr_assert_eq(tg_get(t, (int64_t[]){2, 0}, &v), TG_ERR_INDEX);
   tg_expect_error(TG_ERR_INDEX, "tg_get", "index 2", "dim 0", "[2, 3]");
-  cr_assert_eq(tg_set(t, (int64_t[]){0, -1}, 1.0), TG_ERR_INDEX);
-  tg_expect_error(TG_ERR_INDEX, "tg_set", "index -1");
+  cr_assert_eq(tg_set(t, (int64_t[]){0, -4}, 1.0), TG_ERR_INDEX);
+  tg_expect_error(TG_ERR_INDEX, "tg_set", "index -4", "dim 1 of size 3", "valid: -3..2");
+  cr_assert_eq(tg_get(t, (int64_t[]){INT64_MIN, 0}, &v), TG_ERR_INDEX);
+  tg_expect_error(TG_ERR_INDEX, "tg_get", "index -9223372036854775808");
+  tg_scope_end(sc);
+}
+
+/* A negative index counts from the end, as in tg_select and PyTorch (t[-1, -2]); failed
+ * before (TG_ERR_INDEX). */
+TG_TEST(tensor, get_and_set_count_negative_indices_from_the_end) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *t =
+      tg_from_data(TG_SHAPE(2, 3), (double[]){1, 2, 3, 4, 5, 6}, TG_OPTS(.dtype = TG_F64));
+  double v = 0;
+  cr_assert_eq(tg_get(t, (int64_t[]){-1, -3}, &v), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(v, 4.0);
+  cr_assert_eq(tg_set(t, (int64_t[]){-2, 2}, -7.0), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(tg_test_at(t, 2), -7.0);
+  tg_tensor *tt = tg_t(t); /* through the strides of a view */
+  cr_assert_eq(tg_get(tt, (int64_t[]){-1, 0}, &v), TG_OK);
+  cr_assert_eq(v, -7.0);
   tg_scope_end(sc);
 }
 

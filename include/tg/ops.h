@@ -69,7 +69,10 @@ tg_tensor *tg_elu(const tg_tensor *x, double alpha);
  * b may overlap a in memory (a itself, its transpose, a row of it, a shifted window): the
  * result is a (op) b with b's values from before the write, as if b were copied first (tg
  * copies it when it overlaps a other than element for element; PyTorch refuses a partial
- * overlap instead: docs/conventions.md).
+ * overlap instead: docs/conventions.md). While gradients are recorded, a target that is a view
+ * (a slice, a transpose, a select) is refused with TG_ERR_UNSUPPORTED, where PyTorch records
+ * the write (CopySlices): use the out-of-place op, write into a clone, or write inside
+ * tg_no_grad_begin/end (docs/conventions.md).
  * Dtypes, PyTorch's rule: the result type must be castable to a's dtype: a float result into
  * an int64 a is TG_ERR_DTYPE (int64 a with a float b, div_ of int64, exp_ of int64, ...); a
  * float32 a with a float64 or int64 b is fine (b is cast to float32 first: PyTorch computes
@@ -134,7 +137,10 @@ tg_status tg_min_dim(const tg_tensor *x, int dim, bool keepdim, tg_tensor **valu
 tg_tensor *tg_sum_to_size(const tg_tensor *x, int ndim, const int64_t *sizes);
 
 /* ---- linear algebra (2-D); strided operands go to BLAS as strides, not copies ----
- * float32 or float64, one dtype for all operands: no promotion, as PyTorch. */
+ * float32 or float64, one dtype for all operands: no promotion, as PyTorch. The order in
+ * which products are summed is BLAS's, not PyTorch's: F32 sums whose partial sums pass
+ * FLT_MAX may stay finite in tg where PyTorch's overflow to inf, or the reverse
+ * (docs/conventions.md). */
 tg_tensor *tg_mm(const tg_tensor *a, const tg_tensor *b);
 /* beta * input + alpha * (mat1 @ mat2); input broadcasts to [m, n]. As BLAS (and PyTorch):
  * with alpha 0 the product is not computed (inf and NaN in mat1, mat2 do not reach the
@@ -148,6 +154,8 @@ tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b); /* 1-D or 2-D oper
 
 /* ---- shape ----
  * Any dtypes: pieces of different dtypes are cast to their promotion (as torch.cat). */
+/* All tensors need the same number of dims: PyTorch's legacy rule that skips 1-D empty
+ * tensors ([0]) of another rank is refused (TG_ERR_SHAPE; docs/conventions.md). */
 tg_tensor *tg_cat(int n, const tg_tensor *const *tensors, int dim);
 tg_tensor *tg_stack(int n, const tg_tensor *const *tensors, int dim);
 
@@ -161,7 +169,8 @@ tg_tensor *tg_embedding(const tg_tensor *weight, const tg_tensor *indices);
 /* ---- softmax and losses ---- */
 tg_tensor *tg_log_softmax(const tg_tensor *x, int dim);
 tg_tensor *tg_softmax(const tg_tensor *x, int dim);
-/* mean((input - target)^2) */
+/* mean((input - target)^2); input and target need equal sizes (TG_ERR_SHAPE; PyTorch
+ * broadcasts them with a warning that it is likely a mistake: docs/conventions.md). */
 tg_tensor *tg_mse_loss(const tg_tensor *input, const tg_tensor *target);
 /* mean over rows of -log_softmax(logits)[i, target[i]]; logits [n, c], target I64 [n]. */
 tg_tensor *tg_cross_entropy(const tg_tensor *logits, const tg_tensor *target);

@@ -125,7 +125,10 @@ tg_tensor *tg_empty(int ndim, const int64_t *sizes, tg_options opts);
 tg_tensor *tg_zeros(int ndim, const int64_t *sizes, tg_options opts);
 tg_tensor *tg_ones(int ndim, const int64_t *sizes, tg_options opts);
 tg_tensor *tg_full(int ndim, const int64_t *sizes, double value, tg_options opts);
-/* Values start, start+step, ... below end (above end for a negative step). */
+/* Values start, start+step, ... below end (above end for a negative step). Like
+ * torch.arange, refuses (TG_ERR_ARGUMENT) a zero or non-finite step, non-finite bounds, and
+ * bounds on the wrong side for the step's sign (arange(0, 5, -1)); start == end is empty.
+ * I64 values beyond int64 are refused too (PyTorch wraps them: docs/conventions.md). */
 tg_tensor *tg_arange(double start, double end, double step, tg_options opts);
 /* Copies numel elements from a host array whose element type is opts.dtype. */
 tg_tensor *tg_from_data(int ndim, const int64_t *sizes, const void *data, tg_options opts);
@@ -133,7 +136,7 @@ tg_tensor *tg_empty_like(const tg_tensor *t);
 tg_tensor *tg_zeros_like(const tg_tensor *t);
 tg_tensor *tg_ones_like(const tg_tensor *t);
 tg_tensor *tg_full_like(const tg_tensor *t, double value);
-/* A 0-dim tensor holding value (torch.tensor(3.0)); I64 converts as tg_fill_ does. */
+/* A 0-dim tensor holding value (torch.scalar_tensor(3.0)); refuses what tg_fill_ refuses. */
 tg_tensor *tg_scalar(double value, tg_options opts);
 
 /* ---- random numbers ----
@@ -155,6 +158,8 @@ tg_generator_state tg_generator_get_state(const tg_generator *gen);
 void tg_generator_set_state(tg_generator *gen, tg_generator_state state);
 tg_tensor *tg_rand(int ndim, const int64_t *sizes, tg_options opts, tg_generator *gen);
 tg_tensor *tg_randn(int ndim, const int64_t *sizes, tg_options opts, tg_generator *gen);
+/* Uniform in [low, high): low <= high, both within the dtype's finite range and high - low
+ * too, as PyTorch's uniform_ checks (TG_ERR_ARGUMENT otherwise). */
 tg_tensor *tg_uniform(int ndim, const int64_t *sizes, double low, double high, tg_options opts,
                       tg_generator *gen);
 tg_status tg_uniform_(tg_tensor *t, double low, double high, tg_generator *gen);
@@ -208,10 +213,18 @@ tg_tensor *tg_clone(const tg_tensor *t);
 /* Copies src into dst, broadcasting src and converting its dtype; devices may differ. src
  * may overlap dst in memory (its transpose, a shifted window): dst gets src's values from
  * before the copy (tg reads src through a temporary then; PyTorch refuses a partial
- * overlap: docs/conventions.md). */
+ * overlap: docs/conventions.md). Recorded on the tape as PyTorch's copy_ when src requires grad
+ * or dst has history: dst's old value gets gradient 0, src gets it summed over the broadcast
+ * dims, in its dtype (a view dst is refused then, as by every in-place op: ops.h). */
 tg_status tg_copy_(tg_tensor *dst, const tg_tensor *src);
+/* Refuses (TG_ERR_ARGUMENT) a value that overflows t's dtype, as PyTorch does: for F32 a
+ * finite value beyond FLT_MAX (inf and NaN are written), for I64 NaN, inf and values outside
+ * [-2^63, 2^63) (others truncate toward zero). tg_full, tg_full_like, tg_scalar and tg_set
+ * check the same way. */
 tg_status tg_fill_(tg_tensor *t, double value);
 tg_status tg_zero_(tg_tensor *t);
+/* One element by index (one per dim; a negative index counts from the end, as in
+ * tg_select). tg_set refuses a value that overflows t's dtype, as tg_fill_ does. */
 tg_status tg_get(const tg_tensor *t, const int64_t *index, double *out);
 tg_status tg_set(tg_tensor *t, const int64_t *index, double value);
 /* The value of a one-element tensor. */
@@ -220,8 +233,8 @@ tg_status tg_item(const tg_tensor *t, double *out);
 tg_status tg_to_host_array(const tg_tensor *t, void *out, size_t out_bytes);
 /* t itself if equal. Floating to I64 truncates toward zero; NaN, +-inf and values outside
  * [-2^63, 2^63) become INT64_MIN, as PyTorch's .to(torch.int64) on x86-64 (on CPU and CUDA
- * alike: no undefined behaviour). tg_fill_, tg_set, tg_full and tg_scalar convert a value
- * into I64 so too, where PyTorch raises (docs/conventions.md). */
+ * alike: no undefined behaviour). tg_fill_, tg_set, tg_full and tg_scalar refuse such a
+ * value instead, as PyTorch does. */
 tg_tensor *tg_to_dtype(const tg_tensor *t, tg_dtype dtype);
 tg_tensor *tg_to_device(const tg_tensor *t, tg_device device); /* t itself if equal */
 

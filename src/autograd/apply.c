@@ -216,11 +216,21 @@ static tg_status check_recording(apply_call *c) {
   if (!c->record) return TG_OK;
   /* A view's tape node assumes its base's history; a recorded in-place op on either would
    * leave the other with a wrong graph, which tg does not rebuild (PyTorch does): refuse. */
-  if (c->inplace && inputs[0]->is_view)
+  if (c->inplace && inputs[0]->is_view) {
+    /* Say what to write instead: the out-of-place op (tg_add for tg_add_) where there is one. */
+    const char *name = api_name(c);
+    size_t len = strlen(name);
+    bool has_out_of_place = (c->op->flags & TG__OP_BUILTIN) && len > 1 && name[len - 1] == '_' &&
+                            strcmp(name, "tg_copy_") != 0;
     return tg_set_error(TG_ERR_UNSUPPORTED,
                         "%s: in-place operation on a view while recording gradients is not "
-                        "supported; apply it to a contiguous copy (tg_clone)",
-                        api_name(c));
+                        "supported (PyTorch records it; tg does not rebuild the base's history): "
+                        "%s%.*s%swrite into a clone of the view (tg_clone) instead, or do the "
+                        "write inside tg_no_grad_begin/end if no gradient should flow through it",
+                        name, has_out_of_place ? "use the out-of-place " : "",
+                        has_out_of_place ? (int)(len - 1) : 0, name,
+                        has_out_of_place ? " or " : "");
+  }
   for (int i = 0; i < c->n_inputs; i++) {
     const tg_tensor *t = inputs[i];
     if (t->is_view && t->requires_grad && atomic_load(&t->storage->history) != t->view_history)

@@ -8,6 +8,7 @@
 #include "ops/registry.h"
 #include "tensor/checked.h"
 #include "tensor/tensor_impl.h"
+#include "tg/ops.h"
 
 /* Moves nbytes between the host and a device, or between devices of one type, through the
  * device side's backend (the CPU backend for host to host). */
@@ -91,20 +92,24 @@ static tg_tensor *broadcast_view(const tg_tensor *src, const tg_tensor *dst) {
   return view;
 }
 
-tg_status tg_copy_(tg_tensor *dst, const tg_tensor *src) {
+/* The checks every copy needs, the forward's too (tg_apply may run it directly). */
+static bool check_copy(const tg_tensor *dst, const tg_tensor *src) {
   if (!tg__check_arg("tg_copy_", "dst", dst) || !tg__check_arg("tg_copy_", "src", src))
-    return tg_last_error();
+    return false;
   if (!broadcastable_to(src, dst))
     return tg_set_error(TG_ERR_SHAPE, "tg_copy_: src %s does not broadcast to dst %s",
-                        tg__sizes_str(src), tg__sizes_str(dst));
-  if (tg_is_grad_enabled() && (dst->requires_grad || src->requires_grad))
-    return tg_set_error(TG_ERR_UNSUPPORTED,
-                        "tg_copy_: not differentiable and an argument requires grad; copy "
-                        "inside tg_no_grad_begin/end");
+                        tg__sizes_str(src), tg__sizes_str(dst)),
+           false;
   if (tg__has_internal_overlap(dst))
     return tg_set_error(TG_ERR_ARGUMENT,
                         "tg_copy_: dst %s has overlapping elements (an expanded view)",
-                        tg__sizes_str(dst));
+                        tg__sizes_str(dst)),
+           false;
+  return true;
+}
+
+/* dst = src broadcast and converted, off the tape; bumps dst's version. */
+static tg_status copy_values(tg_tensor *dst, const tg_tensor *src) {
   tg_tensor *view = broadcast_view(src, dst), *staged = NULL;
   if (view && tg__may_overlap(dst, view) && !tg__same_layout(dst, view)) {
     /* src overlaps dst differently (its transpose, a shifted window): read it whole into a
@@ -121,11 +126,54 @@ tg_status tg_copy_(tg_tensor *dst, const tg_tensor *src) {
   return st;
 }
 
+/* The recorded copy (inputs: dst, src on dst's device): writes dst and returns it. */
+tg_status tg__fwd_copy_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  (void)ctx;
+  tg_tensor *dst = (tg_tensor *)in[0];
+  if (!check_copy(dst, in[1])) return tg_last_error();
+  tg_status st = copy_values(dst, in[1]);
+  if (st == TG_OK) out[0] = dst;
+  return st;
+}
+
+/* As PyTorch's CopyBackwards: dst's old value was overwritten, so its gradient is 0; src's
+ * is g summed back over the broadcast dims, in src's dtype. */
+tg_status tg__bwd_copy_(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  if (tg_ctx_needs_input_grad(ctx, 0) && !(gi[0] = tg_zeros_like(g[0]))) return tg_last_error();
+  if (tg_ctx_needs_input_grad(ctx, 1)) {
+    tg_tensor *summed = tg_sum_to_size(g[0], tg_ctx_input_ndim(ctx, 1), tg_ctx_input_sizes(ctx, 1));
+    gi[1] = summed ? tg_to_dtype(summed, tg_ctx_input_dtype(ctx, 1)) : NULL;
+    if (!gi[1]) return tg_last_error();
+  }
+  return TG_OK;
+}
+
+tg_status tg_copy_(tg_tensor *dst, const tg_tensor *src) {
+  if (!check_copy(dst, src)) return tg_last_error();
+  /* Recorded as PyTorch records it: when src requires grad or dst has history (an integer
+   * dst takes no gradient, so its copy is not recorded). */
+  bool record = tg_is_grad_enabled() && tg_dtype_is_floating(dst->dtype) &&
+                (dst->requires_grad || src->requires_grad);
+  if (!record) return copy_values(dst, src);
+  /* A recorded op runs on one device: src moves to dst's on the tape first. */
+  tg_scope scope = tg_scope_begin();
+  const tg_tensor *from = tg_device_equal(src->storage->device, dst->storage->device)
+                              ? src
+                              : tg_to_device(src, dst->storage->device);
+  tg_tensor *out = NULL;
+  tg_status st =
+      from ? tg_apply(TG__OP(copy_), 2, (const tg_tensor *const[]){dst, from}, 0, NULL, 1, &out)
+           : tg_last_error();
+  tg_scope_end(scope);
+  return st;
+}
+
 tg_status tg_fill_(tg_tensor *t, double value) {
   if (!tg__check_arg("tg_fill_", "t", t)) return tg_last_error();
   if (tg_is_grad_enabled() && t->requires_grad)
     return tg_set_error(TG_ERR_UNSUPPORTED,
                         "tg_fill_: t requires grad; fill it inside tg_no_grad_begin/end");
+  if (!tg__check_value_fits("tg_fill_", "value", t->dtype, value)) return tg_last_error();
   const tg_backend *be = tg__backend("tg_fill_", t->storage->device);
   if (!be) return tg_last_error();
   tg_status st = be->fill(t, value);
@@ -246,13 +294,17 @@ static bool check_index(const char *op, const tg_tensor *t, const int64_t *index
            false;
   int64_t off = t->offset;
   for (int d = 0; d < t->ndim; d++) {
-    if (index[d] < 0 || index[d] >= t->sizes[d]) {
+    /* A negative index counts from the end, as tg_select's and PyTorch's do. */
+    int64_t i = index[d] < 0 ? index[d] + t->sizes[d] : index[d];
+    if (i < 0 || i >= t->sizes[d]) {
       return tg_set_error(TG_ERR_INDEX,
-                          "%s: index %lld is out of range for dim %d of size %lld (tensor %s)", op,
-                          (long long)index[d], d, (long long)t->sizes[d], tg__sizes_str(t)),
+                          "%s: index %lld is out of range for dim %d of size %lld (tensor %s; "
+                          "valid: -%lld..%lld)",
+                          op, (long long)index[d], d, (long long)t->sizes[d], tg__sizes_str(t),
+                          (long long)t->sizes[d], (long long)t->sizes[d] - 1),
              false;
     }
-    off += index[d] * t->strides[d];
+    off += i * t->strides[d];
   }
   *flat = off;
   return true;
@@ -307,6 +359,7 @@ tg_status tg_set(tg_tensor *t, const int64_t *index, double value) {
                         "tg_set: t requires grad; set elements inside tg_no_grad_begin/end");
   int64_t flat;
   if (!check_index("tg_set", t, index, &flat)) return tg_last_error();
+  if (!tg__check_value_fits("tg_set", "value", t->dtype, value)) return tg_last_error();
   size_t es = tg_dtype_size(t->dtype);
   char *p = (char *)t->storage->data + flat * (int64_t)es;
   tg_status st = TG_OK;

@@ -1,7 +1,9 @@
 /* Creation: storages and tensors on a device (through its backend's allocator, device
  * check and fill), and the public creation functions. The tensor layer below only lays
  * out the bytes it is given. */
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +95,23 @@ tg_tensor *tg_empty(int ndim, const int64_t *sizes, tg_options opts) {
   return empty_impl(ndim, sizes, opts, "tg_empty");
 }
 
+bool tg__check_value_fits(const char *op, const char *arg, tg_dtype dtype, double value) {
+  bool fits = true;
+  if (dtype == TG_F32)
+    fits = !isfinite(value) || fabs(value) <= FLT_MAX;
+  else if (dtype == TG_I64)
+    fits = value >= -0x1p63 && value < 0x1p63; /* false for NaN */
+  if (!fits) {
+    /* The shortest of 15 or 17 digits that reads back as value (1e+300, not 1.00...01e+300). */
+    char text[32];
+    snprintf(text, sizeof text, "%.15g", value);
+    if (isfinite(value) && strtod(text, NULL) != value) snprintf(text, sizeof text, "%.17g", value);
+    tg_set_error(TG_ERR_ARGUMENT, "%s: %s %s cannot be converted to %s without overflow", op, arg,
+                 text, tg_dtype_name(dtype));
+  }
+  return fits;
+}
+
 /* Fills a fresh tensor; on failure releases it. */
 static tg_tensor *filled(const char *op, tg_tensor *t, double value) {
   if (!t) return NULL;
@@ -111,6 +130,7 @@ static tg_tensor *full_impl(int ndim, const int64_t *sizes, double value, tg_opt
                  tg_dtype_name(opts.dtype));
     return NULL;
   }
+  if (!tg__check_value_fits(op, "value", opts.dtype, value)) return NULL;
   return finish_leaf(filled(op, tg__empty_op(op, ndim, sizes, opts.dtype, opts.device), value),
                      opts, op);
 }
@@ -126,7 +146,6 @@ tg_tensor *tg_full(int ndim, const int64_t *sizes, double value, tg_options opts
 }
 
 tg_tensor *tg_scalar(double value, tg_options opts) {
-  /* An I64 scalar converts value as every fill does (INT64_MIN for NaN, inf, out of range). */
   return full_impl(0, NULL, value, opts, "tg_scalar");
 }
 
@@ -143,10 +162,20 @@ static tg_tensor *to_device_raw(const char *op, tg_tensor *host, tg_device devic
 }
 
 tg_tensor *tg_arange(double start, double end, double step, tg_options opts) {
-  if (step == 0 || !isfinite(step) || !isfinite(start) || !isfinite(end)) {
+  /* PyTorch's checks and order: the step, then the bounds, then their direction. */
+  if (step == 0 || !isfinite(step)) {
+    tg_set_error(TG_ERR_ARGUMENT, "tg_arange: step %g: need a finite, non-zero step", step);
+    return NULL;
+  }
+  if (!isfinite(start) || !isfinite(end)) {
+    tg_set_error(TG_ERR_ARGUMENT, "tg_arange: start %g, end %g: need finite bounds", start, end);
+    return NULL;
+  }
+  if ((step > 0 && end < start) || (step < 0 && end > start)) {
     tg_set_error(TG_ERR_ARGUMENT,
-                 "tg_arange: start %g, end %g, step %g: need finite values and a non-zero step",
-                 start, end, step);
+                 "tg_arange: start %g, end %g, step %g: the bounds are inconsistent with the "
+                 "step's sign (end must not be %s start)",
+                 start, end, step, step > 0 ? "below" : "above");
     return NULL;
   }
   double span = ceil((end - start) / step);
@@ -157,7 +186,7 @@ tg_tensor *tg_arange(double start, double end, double step, tg_options opts) {
                  start, end, step, span);
     return NULL;
   }
-  int64_t n = span > 0 ? (int64_t)span : 0;
+  int64_t n = (int64_t)span; /* >= 0: end - start has the sign of step, or is 0 */
   if (n > 0 && !tg_dtype_is_floating(opts.dtype)) {
     double last = start + (double)(n - 1) * step;
     double lo = start < last ? start : last, hi = start < last ? last : start;

@@ -19,5 +19,10 @@ tg_tensor *tg__empty_op(const char *op, int ndim, const int64_t *sizes, tg_dtype
 /* A contiguous host copy of t in t's dtype (refcount 1, NOT in a scope); NULL on error
  * (src/ops/copy.c). */
 tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t);
+/* True when value can be written into an element of dtype, as PyTorch decides for fill_,
+ * full and scalar_tensor: F32 refuses a finite value beyond FLT_MAX (inf and NaN pass), I64
+ * refuses NaN, inf and values outside [-2^63, 2^63) (others truncate toward zero). False
+ * with TG_ERR_ARGUMENT naming op, arg and value (src/ops/creation.c). */
+bool tg__check_value_fits(const char *op, const char *arg, tg_dtype dtype, double value);
 
 #endif

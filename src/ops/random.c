@@ -1,5 +1,8 @@
 /* Seedable generators. A draw of n elements uses counters offset..offset+n-1 and then
  * advances the offset, so results depend only on the seed and the sequence of draws. */
+#include <float.h>
+#include <math.h>
+
 #include "ops/backend.h"
 #include "ops/creation.h"
 #include "tensor/host_memory.h"
@@ -47,10 +50,28 @@ void tg_generator_set_state(tg_generator *gen, tg_generator_state state) {
 
 typedef enum { DRAW_UNIFORM, DRAW_NORMAL } draw_kind;
 
+/* Uniform bounds as PyTorch checks them: each within the dtype's finite range, and their
+ * span too (else low + span * u overflows to inf, or to NaN where u is 0). */
+static bool uniform_bounds_fit(const char *op, tg_dtype dtype, double low, double high) {
+  const double max = dtype == TG_F32 ? FLT_MAX : DBL_MAX;
+  const char *name = tg_dtype_name(dtype);
+  if (!(fabs(low) <= max) || !(fabs(high) <= max))
+    return tg_set_error(TG_ERR_ARGUMENT, "%s: %s %g is out of range for %s (need finite bounds)",
+                        op, fabs(low) <= max ? "high" : "low", fabs(low) <= max ? high : low, name),
+           false;
+  if (!(high - low <= max))
+    return tg_set_error(TG_ERR_ARGUMENT,
+                        "%s: low %g, high %g: high - low exceeds the largest %s (%g)", op, low,
+                        high, name, max),
+           false;
+  return true;
+}
+
 /* Fills t (any strides) with a draw; a non-contiguous t is filled through a dense buffer. */
 static tg_status draw(const char *op, tg_tensor *t, draw_kind kind, double a, double b,
                       tg_generator *gen) {
   if (!tg__check_arg(op, "t", t) || !tg__check_floating(op, "t", t)) return tg_last_error();
+  if (kind == DRAW_UNIFORM && !uniform_bounds_fit(op, t->dtype, a, b)) return tg_last_error();
   if (tg_is_grad_enabled() && t->requires_grad)
     return tg_set_error(TG_ERR_UNSUPPORTED,
                         "%s: t requires grad; fill it inside tg_no_grad_begin/end", op);

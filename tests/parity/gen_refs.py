@@ -433,13 +433,16 @@ def access_cases(kind):
                     case("nan", [In(torch.tensor([NAN], dtype=DT[dt]), "c", False)])]
         if kind == "get":
             return [case("1,2", [x], ip=[1, 2]), case("oob", [x], ip=[3, 0]), case("neg", [x], ip=[-1, 0]),
+                    case("neg/all", [x], ip=[-3, -4]), case("neg/oob", [x], ip=[-4, 0]),
                     case("i64", [In(torch.tensor([[2**53 + 1, -5]]), "c", False)], ip=[0, 0])]
         if kind == "set":
             return ([case("v=" + t, [In(vals([2, 2], 1, dt), "s", False)], p=[v], ip=[1, 0]) for t, v in EDGES[dt][:6]] +
-                    [case("oob", [x], p=[1.0], ip=[0, 4]),
+                    [case("oob", [x], p=[1.0], ip=[0, 4]), case("neg", [x], p=[1.0], ip=[-1, -2]),
                      case("into=e0", [In(vals([3, 4], 1, dt)[:1].expand(3, 4), "e0", False)], p=[1.0], ip=[1, 1])] +
-                    ([case("v=1e300", [In(vals([2, 2], 1, dt), "c", False)], p=[1e300], ip=[0, 0])] if dt == "f32" else
-                     [case("i64/v=2.7", [In(torch.zeros([1, 2], dtype=torch.int64), "c", False)], p=[2.7], ip=[0, 1])]))
+                    ([case("v=1e300", [In(vals([2, 2], 1, dt), "c", False)], p=[1e300], ip=[0, 0]),
+                      case("v=3.5e38", [In(vals([2, 2], 1, dt), "c", False)], p=[3.5e38], ip=[0, 0])] if dt == "f32" else
+                     [case("i64/v=2.7", [In(torch.zeros([1, 2], dtype=torch.int64), "c", False)], p=[2.7], ip=[0, 1]),
+                      case("i64/v=1e19", [In(torch.zeros([1, 2], dtype=torch.int64), "c", False)], p=[1e19], ip=[0, 1])]))
         if kind == "expand_as":
             return [case("row", [In(vals([1, 4], 1, dt)), In(vals([3, 4], 2, dt), "c", False)]),
                     case("newdim", [In(vals([4], 1, dt)), In(vals([2, 4], 2, dt), "c", False)]),
@@ -493,6 +496,9 @@ def copy_cases(dt):
     cases = [case("lay=t<-s", [In(vals([3, 4], 1, dt), "t", False), In(vals([3, 4], 2, dt), "s")]),
             case("bcast", [In(vals([3, 4], 1, dt), "c", False), vals([4], 2, dt)]),
             case("grad", [vals([3, 4], 1, dt), vals([3, 4], 2, dt)]),
+            case("grad/bcast", [vals([3, 4], 1, dt), vals([4], 2, dt)]),
+            case("grad/from=" + other, [vals([2, 3], 1, dt), vals([3], 2, other)]),
+            case("grad/src-only", [In(vals([2, 3], 1, dt), "c", False), vals([2, 3], 2, dt)]),
             case("from=" + other, [In(vals([3], 1, dt), "c", False), torch.tensor([1e300 if other == "f64" else 3e38, -1e-310 if other == "f64" else 1e-40, 0.1], dtype=DT[other])]),
             case("edges", [In(edge_vec(dt), "c", False), edge_vec(dt).flip(0)]),
             case("into=e0", [In(vals([3, 4], 1, dt)[:1].expand(3, 4), "e0", False), vals([3, 4], 2, dt)]),
@@ -501,7 +507,7 @@ def copy_cases(dt):
             case("big->i64", [In(torch.zeros(3, dtype=torch.int64), "c", False), torch.tensor([2.7, -2.7, big], dtype=DT[dt])]),
             case("i64->", [In(vals([2], 1, dt), "c", False), torch.tensor([2**53 + 1, -3], dtype=torch.int64)])]
     for c in cases:  # forward only, but for the case named grad
-        if c["tag"] != "grad":
+        if not c["tag"].startswith("grad"):
             for i in c["ins"]:
                 i.rg = False
     return cases
@@ -528,9 +534,14 @@ def fill_cases(dt):
     if dt == "f32":
         out.append(case("v=1e300", [In(vals([2], 1, dt), "c", False)], p=[1e300]))
         out.append(case("v=1e-310", [In(vals([2], 1, dt), "c", False)], p=[1e-310]))
+        # FLT_MAX is kept; 3.4028235e38 (above FLT_MAX, though it rounds to it) is refused
+        out.append(case("v=fltmax", [In(vals([2], 1, dt), "c", False)], p=[-3.4028234663852886e38]))
+        out.append(case("v=3.4028235e38", [In(vals([2], 1, dt), "c", False)], p=[3.4028235e38]))
     else:
         out.append(case("i64/v=2.7", [In(torch.zeros(2, dtype=torch.int64), "c", False)], p=[2.7]))
         out.append(case("i64/v=-2.7", [In(torch.zeros(2, dtype=torch.int64), "c", False)], p=[-2.7]))
+        for tag, v in [("nan", NAN), ("inf", INF), ("2^63", 2.0**63), ("-2^63", -2.0**63), ("-1e19", -1e19)]:
+            out.append(case("i64/v=" + tag, [In(torch.zeros(2, dtype=torch.int64), "c", False)], p=[v]))
     return out
 
 
@@ -541,7 +552,8 @@ def creation_cases(kind):
             return [case("2x3", [], ip=[d, 2, 3]), case("empty", [], ip=[d, 0, 3]), case("0d", [], ip=[d])]
         if kind == "full":
             return [case("v=" + t, [], p=[v], ip=[d, 2, 2]) for t, v in EDGES[dt][:6]] + (
-                [case("v=1e300", [], p=[1e300], ip=[d, 2])] if dt == "f32" else [])
+                [case("v=1e300", [], p=[1e300], ip=[d, 2]), case("v=-3.5e38", [], p=[-3.5e38], ip=[d, 2])]
+                if dt == "f32" else [])
         if kind == "scalar":
             return [case("v=" + t, [], p=[v], ip=[d]) for t, v in EDGES[dt]]
         if kind == "arange":
@@ -549,6 +561,9 @@ def creation_cases(kind):
                     case("0,10,3", [], p=[0, 10, 3], ip=[d]), case("empty", [], p=[3, 3, 1], ip=[d]),
                     case("wrongway", [], p=[0, 5, -1], ip=[d]), case("step0", [], p=[0, 5, 0], ip=[d]),
                     case("inf", [], p=[0, INF, 1], ip=[d]), case("nan", [], p=[0, NAN, 1], ip=[d]),
+                    case("step=nan", [], p=[0, 5, NAN], ip=[d]), case("step=-inf", [], p=[5, 0, -INF], ip=[d]),
+                    case("start=nan", [], p=[NAN, 5, 1], ip=[d]), case("huge", [], p=[0, 1e19, 1], ip=[d]),
+                    case("wrongway/0", [], p=[0, 0, -1], ip=[d]),
                     case("-0.5,0.5,0.25", [], p=[-0.5, 0.5, 0.25], ip=[d])]
         if kind.endswith("_like"):
             x = In(vals([2, 3], 1, dt), "t", False)

@@ -32,3 +32,26 @@ int tg__samples_to_dtype(const tg_sample_request *r, tg_sample *out) {
 int tg__samples_to_device(const tg_sample_request *r, tg_sample *out) {
   return copy_samples(r, out, TG__INTS(TG_CPU, 0));
 }
+
+/* dst (copied by tg_op_check before the write) and src: equal sizes, a broadcast src, a
+ * transposed src, and a src of the other floating dtype. */
+int tg__samples_copy_(const tg_sample_request *r, tg_sample *out) {
+  tg__samples b = tg__samples_begin(r, out);
+  tg_sample *s;
+  if (r->bench) {
+    s = tg__sample_new(&b, "bench");
+    tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 1024, TG__BENCH_NUMEL / 1024));
+    tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 1024, TG__BENCH_NUMEL / 1024));
+    return tg__samples_end(&b);
+  }
+  s = tg__sample_new(&b, "same sizes");
+  tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 2, 3));
+  tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 2, 3));
+  s = tg__sample_new(&b, "broadcast src");
+  tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 2, 3, 4));
+  tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 3, 1));
+  s = tg__sample_new(&b, "transposed src");
+  tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 3, 4));
+  tg__sample_input(&b, s, tg__sample_tensor(r, TG__TRANSPOSED, TG__ANY, true, TG_SHAPE(3, 4)));
+  return tg__samples_end(&b);
+}
