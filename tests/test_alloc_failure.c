@@ -21,7 +21,7 @@ TG_TEST(alloc_failure, composed_training_step) {
 
 /* ---- generic ops, forward and backward ---- */
 
-typedef enum generic_case { SUM_TRANSPOSED, SUM_NARROWED, MM, MM_COPIED, CAT } generic_case;
+typedef enum generic_case { SUM_TRANSPOSED, SUM_NARROWED, MM, MM_COPIED, CAT, WHERE } generic_case;
 
 static tg_status generic_step(void *user, double *out, int *n_out) {
   generic_case which = *(const generic_case *)user;
@@ -48,6 +48,11 @@ static tg_status generic_step(void *user, double *out, int *n_out) {
     case CAT:
       y = tg_cat(3, (const tg_tensor *const[]){a, tg_t(b), tg_mul_scalar(a, 2.0)}, 0);
       break;
+    case WHERE: { /* a ternary kernel, and relu's backward, which is a where */
+      tg_tensor *c = tg_narrow(tg_t(b), 0, 0, 4);
+      y = tg_relu(tg_where(tg_lt(a, c), a, c));
+      break;
+    }
     }
     st = append(y, out, n_out);
   }
@@ -68,7 +73,8 @@ TG_TEST(alloc_failure, generic_ops) {
                {SUM_NARROWED, "sum of a narrowed transposed tensor"},
                {MM, "mm"},
                {MM_COPIED, "mm of an operand gemm copies"},
-               {CAT, "cat"}};
+               {CAT, "cat"},
+               {WHERE, "relu of where"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     generic_case which = cases[i].which;
     sweep(cases[i].name, generic_step, &which);
