@@ -21,7 +21,15 @@ TG_TEST(alloc_failure, composed_training_step) {
 
 /* ---- generic ops, forward and backward ---- */
 
-typedef enum generic_case { SUM_TRANSPOSED, SUM_NARROWED, MM, MM_COPIED, CAT, COPY } generic_case;
+typedef enum generic_case {
+  SUM_TRANSPOSED,
+  SUM_NARROWED,
+  MM,
+  MM_COPIED,
+  CAT,
+  COPY,
+  WHERE
+} generic_case;
 
 static tg_status generic_step(void *user, double *out, int *n_out) {
   generic_case which = *(const generic_case *)user;
@@ -52,6 +60,11 @@ static tg_status generic_step(void *user, double *out, int *n_out) {
       y = tg_mul_scalar(a, 2.0);
       if (y && tg_copy_(y, tg_to_dtype(tg_select(b, 1, 0), TG_F64)) != TG_OK) y = NULL;
       break;
+    case WHERE: { /* a ternary kernel, and relu's backward, which is a where */
+      tg_tensor *c = tg_narrow(tg_t(b), 0, 0, 4);
+      y = tg_relu(tg_where(tg_lt(a, c), a, c));
+      break;
+    }
     }
     st = append(y, out, n_out);
   }
@@ -73,7 +86,8 @@ TG_TEST(alloc_failure, generic_ops) {
                {MM, "mm"},
                {MM_COPIED, "mm of an operand gemm copies"},
                {CAT, "cat"},
-               {COPY, "copy_ recorded"}};
+               {COPY, "copy_ recorded"},
+               {WHERE, "relu of where"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     generic_case which = cases[i].which;
     sweep(cases[i].name, generic_step, &which);

@@ -445,6 +445,48 @@ TG_TEST(backend_cpu, binary_in_place_and_large) {
 
 /* ---- fill and copy ---- */
 
+/* where: every (cond dtype, value dtype) pair, cond with zeros and NaN, on every layout of
+ * cond and a (b's layout follows), into a contiguous or a transposed out. */
+TG_TEST(backend_cpu, where_every_dtype_pair_on_every_layout) {
+  static const tg_dtype dtypes[] = {TG_F32, TG_F64, TG_I64};
+  for (int dc = 0; dc < 3; dc++) {
+    for (int dv = 0; dv < 3; dv++) {
+      for (int lc = 0; lc < L_NUM; lc++) {
+        for (int la = 0; la < L_NUM; la++) {
+          tg_scope sc = tg_scope_begin();
+          tg_tensor *cond = make_view((layout)lc, 5, 7, dtypes[dc], 5 + lc, false);
+          for (int64_t i = 0; i < 35; i++) {
+            if (i % 3 == 0) set(cond, i, 0);
+            if (i % 5 == 1 && dtypes[dc] != TG_I64) set(cond, i, NAN);
+          }
+          tg_tensor *a = make_view((layout)la, 5, 7, dtypes[dv], 11 + la, false);
+          tg_tensor *b = make_view((layout)((la + lc) % L_NUM), 5, 7, dtypes[dv], 3, true);
+          tg_tensor *out = make_out((la + lc) % 2, 5, 7, dtypes[dv]);
+          cr_assert_eq(be->where(out, cond, a, b), TG_OK, "%s", tg_last_error_message());
+          for (int64_t i = 0; i < 35; i++) {
+            const double c = get(cond, i), want = c != 0 ? get(a, i) : get(b, i);
+            cr_assert_eq(get(out, i), want, "cond %s %s, values %s %s: element %lld",
+                         tg_dtype_name(dtypes[dc]), layout_names[lc], tg_dtype_name(dtypes[dv]),
+                         layout_names[la], (long long)i);
+          }
+          tg_scope_end(sc);
+        }
+      }
+    }
+  }
+}
+
+TG_TEST(backend_cpu, where_refuses_mismatched_dtypes_and_ranks) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *f32 = constant(TG_SHAPE(2, 3), TG_F32, 1), *f64 = constant(TG_SHAPE(2, 3), TG_F64, 1);
+  tg_tensor *row = constant(TG_SHAPE(3), TG_F32, 1);
+  cr_assert_eq(be->where(f32, f32, f32, f64), TG_ERR_DTYPE);
+  tg_expect_error(TG_ERR_DTYPE, "where", "a is float32 and b float64 but out is float32");
+  cr_assert_eq(be->where(f32, f32, row, f32), TG_ERR_SHAPE);
+  tg_expect_error(TG_ERR_SHAPE, "where", "expanded to out's 2 dims");
+  tg_scope_end(sc);
+}
+
 TG_TEST(backend_cpu, fill_every_dtype_and_layout) {
   const tg_dtype dtypes[] = {TG_F32, TG_F64, TG_I64};
   tg_scope sc = tg_scope_begin();

@@ -121,6 +121,10 @@ TG_TEST(vecmath, f32_rows_at_the_extremes_as_libm) {
   cr_assert_eq(one(TG_UNARY_TANH, 0.0f), 0.0f);
   cr_assert_eq(one(TG_UNARY_ELU, -INFINITY), -1.0f);
   cr_assert_eq(one(TG_UNARY_ELU, INFINITY), INFINITY);
+  /* -0 keeps its sign, as expm1 and PyTorch: elu(-0) = alpha * expm1(-0) = -0 */
+  cr_assert(signbit(one(TG_UNARY_ELU, -0.0f)) && one(TG_UNARY_ELU, -0.0f) == 0.0f);
+  cr_assert(!signbit(one(TG_UNARY_ELU, 0.0f)) && one(TG_UNARY_ELU, 0.0f) == 0.0f);
+  cr_assert(signbit(one(TG_UNARY_TANH, -0.0f)) && one(TG_UNARY_TANH, -0.0f) == 0.0f);
   const tg_unary_kind nan_kinds[] = {TG_UNARY_EXP, TG_UNARY_SIGMOID, TG_UNARY_TANH, TG_UNARY_ELU};
   for (int i = 0; i < 4; i++) cr_assert(isnan(one(nan_kinds[i], NAN)), "kind %d", (int)i);
   tg_scope_end(sc);

@@ -114,6 +114,13 @@ tg_tensor *tg_gt(const tg_tensor *a, const tg_tensor *b); /* a > b */
 tg_tensor *tg_ge(const tg_tensor *a, const tg_tensor *b); /* a >= b */
 tg_tensor *tg_lt(const tg_tensor *a, const tg_tensor *b); /* a < b */
 tg_tensor *tg_le(const tg_tensor *a, const tg_tensor *b); /* a <= b */
+/* torch.where: a where cond is nonzero, else b, elementwise. cond, a and b broadcast
+ * together; cond has any dtype (tg has no bool: nonzero is true, NaN too, as in a bool
+ * cast); a and b are promoted like the binary ops' operands (F32, F64 or I64 result). A
+ * selection, not arithmetic: an inf or NaN in the branch not taken never reaches the
+ * result. Differentiable in a and b (their gradients are where(cond, g, 0) and
+ * where(cond, 0, g), summed to their sizes); cond gets none. */
+tg_tensor *tg_where(const tg_tensor *cond, const tg_tensor *a, const tg_tensor *b);
 
 /* ---- reductions ----
  * float32 and float64; int64 for sum, sum_dim, sum_to_size (an int64 sum, wrapping) and

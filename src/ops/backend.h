@@ -44,6 +44,10 @@ typedef struct tg_backend {
   /* out = a (op) b; a and b already expanded to out's sizes; same floating dtype. */
   tg_status (*binary)(tg_binary_kind kind, double alpha, tg_tensor *out, const tg_tensor *a,
                       const tg_tensor *b);
+  /* out = cond != 0 ? a : b elementwise (a NaN cond counts as nonzero, as in a bool cast);
+   * cond, a and b already expanded to out's sizes; a, b and out share one dtype (F32, F64
+   * or I64), cond has any dtype. */
+  tg_status (*where)(tg_tensor *out, const tg_tensor *cond, const tg_tensor *a, const tg_tensor *b);
   /* values = the reduction of x over dim; values has x's ndim with sizes[dim] == 1
    * (keepdim form), x is floating, values has x's dtype. A SUM kind takes indices NULL (an
    * empty dim sums to 0); a SELECT kind (max, min) also writes the I64 index of the picked

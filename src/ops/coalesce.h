@@ -14,7 +14,7 @@
 #include "tensor/checked.h"
 #include "tg/types.h"
 
-#define TG_COALESCE_MAX_OPERANDS 3
+#define TG_COALESCE_MAX_OPERANDS 4 /* out and three inputs: where */
 
 typedef struct tg_coalesced {
   int ndim;                   /* >= 1 */

@@ -228,6 +228,68 @@ static tg_status binary_op_backward(tg_ctx *ctx, int need, binary_grad_fn grad_a
   }
 #include "ops/def/binary.def"
 
+/* ---- where: a selection (ternary), differentiable in a and b ---- */
+
+/* The sizes cond, a and b broadcast to. */
+static bool where_sizes(const char *op, const tg_tensor *cond, const tg_tensor *a,
+                        const tg_tensor *b, int *ndim, int64_t *sizes) {
+  int ca_ndim;
+  int64_t ca_sizes[TG_MAX_DIMS];
+  return tg__broadcast_shapes(op, "cond", cond->ndim, cond->sizes, "a", a->ndim, a->sizes, &ca_ndim,
+                              ca_sizes) &&
+         tg__broadcast_shapes(op, "cond and a", ca_ndim, ca_sizes, "b", b->ndim, b->sizes, ndim,
+                              sizes);
+}
+
+tg_status tg__fwd_where(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const char *op = "tg_where";
+  const tg_tensor *cond = in[0], *a = in[1], *b = in[2];
+  int ndim;
+  int64_t sizes[TG_MAX_DIMS];
+  if (!where_sizes(op, cond, a, b, &ndim, sizes) || /* tg_apply may run the op directly */
+      !tg__check(a->dtype == b->dtype, TG_ERR_DTYPE, op,
+                 "a is %s and b is %s (the front end tg_where promotes them to one dtype)",
+                 tg_dtype_name(a->dtype), tg_dtype_name(b->dtype)))
+    return tg_last_error();
+  out[0] = tg_empty(ndim, sizes, (tg_options){a->dtype, a->storage->device, false});
+  if (!out[0]) return tg_last_error();
+  tg_status st = tg__where_into(op, out[0], cond, a, b);
+  if (st == TG_OK && (tg_ctx_needs_input_grad(ctx, 1) || tg_ctx_needs_input_grad(ctx, 2)))
+    st = tg_ctx_save_for_backward(ctx, 1, &cond);
+  return st;
+}
+
+/* grad_a = where(cond, g, 0), grad_b = where(cond, 0, g): selections again, so an inf or
+ * NaN in g never leaks into the other branch (as g * mask would), and double backward
+ * works. cond gets no gradient. */
+tg_status tg__bwd_where(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  const tg_tensor *cond = tg_ctx_saved(ctx, 0);
+  if (!cond) return tg_last_error();
+  const tg_tensor *zero = tg_scalar(0.0, (tg_options){g[0]->dtype, g[0]->storage->device, false});
+  if (!zero) return tg_last_error();
+  if (tg_ctx_needs_input_grad(ctx, 1)) gi[1] = to_input(ctx, 1, tg_where(cond, g[0], zero));
+  if (tg_ctx_needs_input_grad(ctx, 2)) gi[2] = to_input(ctx, 2, tg_where(cond, zero, g[0]));
+  for (int i = 1; i < 3; i++)
+    if (tg_ctx_needs_input_grad(ctx, i) && !gi[i]) return tg_last_error();
+  return TG_OK;
+}
+
+tg_tensor *tg_where(const tg_tensor *cond, const tg_tensor *a, const tg_tensor *b) {
+  const char *op = "tg_where";
+  int ndim;
+  int64_t sizes[TG_MAX_DIMS];
+  if (!tg__check_arg(op, "cond", cond) || !tg__check_arg(op, "a", a) ||
+      !tg__check_arg(op, "b", b) || !tg__check_same_device(op, "a", a, "cond", cond) ||
+      !tg__check_same_device(op, "b", b, "cond", cond) ||
+      !where_sizes(op, cond, a, b, &ndim, sizes))
+    return NULL;
+  const tg_dtype dtype = tg__result_type(a, b);
+  const tg_tensor *ca = a->dtype == dtype ? a : tg_to_dtype(a, dtype);
+  const tg_tensor *cb = !ca ? NULL : b->dtype == dtype ? b : tg_to_dtype(b, dtype);
+  if (!cb) return NULL;
+  return tg_apply1(TG__OP(where), 3, (const tg_tensor *const[]){cond, ca, cb}, TG__NO_SC);
+}
+
 /* ---- comparisons, from the list (ops/def/binary.def) ---- */
 
 #define TG_BINARY_KERNEL(KIND, name)

@@ -43,3 +43,16 @@ tg_status tg__binary_into(const char *op, tg_binary_kind kind, double alpha, tg_
   tg_release(eb);
   return st;
 }
+
+tg_status tg__where_into(const char *op, tg_tensor *out, const tg_tensor *cond, const tg_tensor *a,
+                         const tg_tensor *b) {
+  const tg_backend *be = tg__backend(op, out->storage->device);
+  if (!be) return tg_last_error();
+  tg_tensor *ec = broadcast_to_out(cond, out), *ea = ec ? broadcast_to_out(a, out) : NULL;
+  tg_tensor *eb = ea ? broadcast_to_out(b, out) : NULL;
+  tg_status st = eb ? be->where(out, ec, ea, eb) : tg_last_error();
+  tg_release(ec);
+  tg_release(ea);
+  tg_release(eb);
+  return st;
+}

@@ -30,6 +30,10 @@ tg_tensor *tg__unary_new(const char *op, tg_unary_kind kind, double a, double b,
 /* out = a (op) b with a and b broadcast to out's sizes (they must broadcast to them). */
 tg_status tg__binary_into(const char *op, tg_binary_kind kind, double alpha, tg_tensor *out,
                           const tg_tensor *a, const tg_tensor *b);
+/* out = cond != 0 ? a : b with cond, a and b broadcast to out's sizes; a and b of out's
+ * dtype, cond of any. */
+tg_status tg__where_into(const char *op, tg_tensor *out, const tg_tensor *cond, const tg_tensor *a,
+                         const tg_tensor *b);
 
 /* What a binary op's backward reads (ops/def/binary.def). */
 enum { TG__SAVE_A = 1, TG__SAVE_B = 2, TG__SAVE_OUT = 4 };

@@ -125,6 +125,13 @@ static tg_status unary_backward(tg_ctx *ctx, int saves, unary_grad_fn grad,
   return gi[0] ? TG_OK : tg_last_error();
 }
 
+/* relu: y <= 0 ? 0 : g, as PyTorch's threshold_backward. A selection, not g * step(y): an
+ * inf or NaN g where x <= 0 gives 0 (not NaN), and g passes where y is NaN. */
+static tg_tensor *tg__relu_grad(const tg_tensor *g, const tg_tensor *y) {
+  tg_tensor *zero = tg_scalar(0.0, (tg_options){g->dtype, g->storage->device, false});
+  return zero ? tg_where(tg_le(y, zero), zero, g) : NULL;
+}
+
 /* min(v, hi) = hi - relu(hi - v), from differentiable ops: finite at v = +inf, derivative
  * 0 from hi on. */
 static tg_tensor *at_most(const tg_tensor *v, double hi) {

@@ -125,6 +125,31 @@ TG_CUDA_TEST(cuda_backend, binary_every_kind_with_broadcasting) {
         }
 }
 
+/* where: every (cond dtype, value dtype) pair, cond with zeros (int64 values truncated from
+ * the test values; a float cond copied from them into a layout), a and b over the layouts. */
+TG_CUDA_TEST(cuda_backend, where_every_dtype_pair_and_layout) {
+  static const tg_dtype dtypes[] = {TG_F32, TG_F64, TG_I64};
+  for (int dc = 0; dc < 3; dc++)
+    for (int dv = 0; dv < 3; dv++)
+      for (int lc = 0; lc < TG_L_NUM; lc++)
+        for (int la = 0; la < TG_L_NUM; la++) {
+          tg_scope sc = tg_scope_begin();
+          tg_twin cond = tg_twin_matrix((tg_layout)lc, 5, 4, TG_I64, 3, false);
+          if (dtypes[dc] != TG_I64) {
+            tg_twin ints = cond;
+            cond = out_matrix((tg_layout)(lc % TG_L_NUM_OUTPUT), 5, 4, dtypes[dc]);
+            check(cpu_be()->copy(cond.cpu, ints.cpu), cuda_be()->copy(cond.cuda, ints.cuda));
+          }
+          tg_twin a = tg_twin_matrix((tg_layout)la, 5, 4, dtypes[dv], 1, false);
+          tg_twin b = tg_twin_matrix((tg_layout)((la + lc) % TG_L_NUM), 5, 4, dtypes[dv], 2, true);
+          tg_twin o = out_matrix((tg_layout)((la + lc) % TG_L_NUM_OUTPUT), 5, 4, dtypes[dv]);
+          check(cpu_be()->where(o.cpu, cond.cpu, a.cpu, b.cpu),
+                cuda_be()->where(o.cuda, cond.cuda, a.cuda, b.cuda));
+          tg_assert_twin_close(o, 0, 0);
+          tg_scope_end(sc);
+        }
+}
+
 /* A [4, 5, 6] operand: contiguous, permuted, sliced, or expanded along one dim. */
 static tg_twin cube(int layout, tg_dtype dtype) {
   const int64_t sizes[3] = {4, 5, 6};

@@ -50,6 +50,13 @@ static tg_tensor *f_comparisons(tg_tensor *const *in) {
   w = tg_add(w, tg_mul_scalar(tg_eq(a, a), 64));
   return tg_add(tg_mul(a, w), tg_mul(b, w));
 }
+/* where with a float cond (the larger of a and b) plus one with an int64 cond (the smaller). */
+static tg_tensor *f_where(tg_tensor *const *in) {
+  const tg_tensor *a = in[0], *b = in[1];
+  tg_tensor *larger = tg_where(tg_gt(a, b), a, b);
+  tg_tensor *smaller = tg_where(tg_to_dtype(tg_gt(a, b), TG_I64), b, a);
+  return tg_add(larger, tg_mul_scalar(smaller, 3));
+}
 static tg_tensor *f_sum(tg_tensor *const *in) { return tg_sum(in[0]); }
 static tg_tensor *f_sum_dim(tg_tensor *const *in) { return tg_sum_dim(in[0], 0, false); }
 static tg_tensor *f_mean(tg_tensor *const *in) { return tg_mean(in[0]); }
@@ -114,6 +121,7 @@ static const op_case cases[] = {
     {"abs", f_abs, 1, {{4, 5}}, false},
     {"reciprocal", f_reciprocal, 1, {{4, 5}}, true},
     {"comparisons", f_comparisons, 2, {{4, 5}, {1, 5}}, false},
+    {"where", f_where, 2, {{4, 5}, {1, 5}}, false},
     {"sum", f_sum, 1, {{4, 5}}, false},
     {"sum_dim", f_sum_dim, 1, {{4, 5}}, false},
     {"mean", f_mean, 1, {{4, 5}}, false},

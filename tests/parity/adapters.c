@@ -72,6 +72,11 @@ static int ints(const int64_t *ip, int n, int *out) {
     return t ? inplace(out, nout, t, tg_##name##_(t, in[1])) : pending();                          \
   }
 
+static tg_status pt_where(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_where(in[0], in[1], in[2]));
+}
+
 UNARY(neg)
 UNARY(exp)
 UNARY(log)
@@ -413,6 +418,7 @@ static const struct {
     ROW(div_),
     ROW(add_scaled),
     ROW(add_scaled_),
+    ROW(where),
     ROW(eq),
     ROW(ne),
     ROW(gt),

@@ -187,6 +187,32 @@ def binary_cases(inplace=False, p=(), grad=True, all_edges=True):
     return gen
 
 
+def where_cases(dt):
+    """cond (never requires grad; nonzero and NaN are true, as a bool cast), a, b."""
+    ev = edge_vec(dt)
+    n = ev.shape[0]
+    mask = full([n], 0.0, dt)
+    mask[::2] = 1.0
+    c0 = lambda t: In(t, "c", False)
+    out = [case("edges/gz", [c0(mask), ev, ev.flip(0)], gp="cycz"),  # inf/NaN never cross over
+           case("cond=edges", [c0(ev), vals([n], 1, dt), vals([n], 2, dt)]),
+           case("lay=e0,t,s", [In(vals([3, 4], 3, dt)[:1].expand(3, 4), "e0", False),
+                               In(vals([3, 4], 1, dt), "t"), In(vals([3, 4], 2, dt), "s")]),
+           case("bcast=3", [c0(vals([3, 1], 3, dt)), vals([2, 1, 4], 1, dt), vals([], 2, dt)]),
+           case("bcast=cond", [c0(vals([2, 3, 4], 3, dt)), vals([4], 1, dt), vals([3, 1], 2, dt)]),
+           case("cond=i64", [vals([3, 4], 3, dt).mul(4).long(), vals([3, 4], 1, dt), vals([4], 2, dt)]),
+           case("empty", [c0(vals([0, 4], 3, dt)), vals([0, 4], 1, dt), vals([4], 2, dt)]),
+           case("badshape", [c0(vals([3, 4], 3, dt)), vals([3, 4], 1, dt), vals([3], 2, dt)]),
+           case("badshape/cond", [c0(vals([2], 3, dt)), vals([3, 4], 1, dt), vals([4], 2, dt)])]
+    if dt == "f64":
+        out.append(case("promote", [c0(vals([3], 3, "f32")), vals([3], 1, "f32"), vals([3], 2, "f64")]))
+        out.append(case("int", [c0(vals([3], 3, "f64")), vals([3], 1, "f64").mul(4).long(),
+                                vals([3], 2, "f64").mul(4).long().add(9)]))
+        out.append(case("int+f32", [c0(vals([3], 3, "f64")), vals([3], 1, "f64").mul(4).long(),
+                                    vals([3], 2, "f32")]))
+    return out
+
+
 def alias_cases(dt):
     return [case("sq3", [In(distinct([3, 3], 0, dt), "c", False)]),
             case("sq4", [In(distinct([4, 4], 1, dt), "c", False)])]
@@ -701,6 +727,7 @@ op("add_scaled", lambda xs, p, ip: (torch.add(xs[0], xs[1], alpha=p[0]),), binar
 op("add_scaled_", lambda xs, p, ip: (inplace_target(xs[0]).add_(xs[1], alpha=p[0]),), binary_cases(True, p=[-0.5], all_edges=False), 1)
 for name in ("eq", "ne", "gt", "ge", "lt", "le"):
     op(name, cmp_op(getattr(torch, name)), binary_cases(grad=False, all_edges=False), 0)
+op("where", lambda xs, p, ip: (torch.where(xs[0].bool(), xs[1], xs[2]),), where_cases, 0)
 op("copy_alias_t", alias_t("copy_"), alias_cases, 0)
 op("copy_alias_shift", alias_shift("copy_"), alias_vec_cases, 0)
 op("copy_alias_self", alias_self("copy_"), alias_vec_cases, 0)

@@ -41,6 +41,7 @@ const tg_backend tg_cpu_backend = {
     .copy = tg_cpu_copy,
     .unary = tg_cpu_unary,
     .binary = tg_cpu_binary,
+    .where = tg_cpu_where,
     .reduce = tg_cpu_reduce,
     .gemm = tg_cpu_gemm,
     .gather_rows = tg_cpu_gather_rows,

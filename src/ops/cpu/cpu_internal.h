@@ -95,6 +95,8 @@ tg_status tg_cpu_copy(tg_tensor *out, const tg_tensor *src);
 tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out, const tg_tensor *x);
 tg_status tg_cpu_binary(tg_binary_kind kind, double alpha, tg_tensor *out, const tg_tensor *a,
                         const tg_tensor *b);
+tg_status tg_cpu_where(tg_tensor *out, const tg_tensor *cond, const tg_tensor *a,
+                       const tg_tensor *b);
 /* The I64 row of a unary / binary kind, or NULL for a kind that does not take int64
  * (cpu_pointwise_int.c). */
 tg_cpu_row_fn tg_cpu_unary_row_i64(tg_unary_kind kind);

@@ -1,4 +1,5 @@
-/* unary and binary pointwise kernels for F32 and F64 (the I64 rows: cpu_pointwise_int.c).
+/* unary and binary pointwise kernels for F32 and F64 (the I64 rows: cpu_pointwise_int.c), and
+ * where for every dtype.
  *
  * Each (kind, dtype) gets its own row function, generated from the kind lists
  * (ops/def/unary.def, binary.def), so the element math (ops/pointwise_math.h, shared with
@@ -174,6 +175,66 @@ tg_status tg_cpu_binary(tg_binary_kind kind, double alpha, tg_tensor *out, const
   tg_cpu_iter_init(&it, out->ndim, out->sizes, 3, ops);
   tg_cpu_scalars sc = {alpha, 0};
   tg_cpu_iter_run(&it, int_row ? int_row : binary_rows[kind][slot], &sc,
+                  tg_cpu_should_parallelize(it.numel, TG_CPU_PARALLEL_MIN));
+  return TG_OK;
+}
+
+/* ---- where: out = cond != 0 ? a : b, one row per (cond dtype, value dtype) ---- */
+
+/* A selection, not arithmetic: inf and NaN in the branch not taken never reach out. A NaN
+ * cond compares unequal to 0, so it picks a (as a bool cast does). The select is on the
+ * bits, (a & m) | (b & ~m) with m all ones where cond != 0: no branch (a mask of random
+ * bits mispredicts every other element), and a loop the compiler vectorizes. U: the
+ * unsigned integer of T's width. */
+#define TG_CPU_WHERE_ROW(NAME, C, T, U)                                                            \
+  TG_VF_CLONES static void NAME(int64_t n, char *const *p, const int64_t *s, const void *ctx) {    \
+    (void)ctx;                                                                                     \
+    _Static_assert(sizeof(T) == sizeof(U), "U must be T's width");                                 \
+    U *out = (U *)p[0];                                                                            \
+    const C *pc = (const C *)p[1];                                                                 \
+    const U *pa = (const U *)p[2], *pb = (const U *)p[3];                                          \
+    if (s[0] == 1 && s[1] == 1 && s[2] == 1 && s[3] == 1) {                                        \
+      for (int64_t i = 0; i < n; i++) {                                                            \
+        const U m = (U)0 - (U)(pc[i] != 0);                                                        \
+        out[i] = (pa[i] & m) | (pb[i] & ~m);                                                       \
+      }                                                                                            \
+    } else {                                                                                       \
+      for (int64_t i = 0; i < n; i++) {                                                            \
+        const U m = (U)0 - (U)(pc[i * s[1]] != 0);                                                 \
+        out[i * s[0]] = (pa[i * s[2]] & m) | (pb[i * s[3]] & ~m);                                  \
+      }                                                                                            \
+    }                                                                                              \
+  }
+#define TG_CPU_WHERE_ROWS(C, cname)                                                                \
+  TG_CPU_WHERE_ROW(where_##cname##_f32, C, float, uint32_t)                                        \
+  TG_CPU_WHERE_ROW(where_##cname##_f64, C, double, uint64_t)                                       \
+  TG_CPU_WHERE_ROW(where_##cname##_i64, C, int64_t, uint64_t)
+TG_CPU_WHERE_ROWS(float, f32)
+TG_CPU_WHERE_ROWS(double, f64)
+TG_CPU_WHERE_ROWS(int64_t, i64)
+
+/* [cond dtype][value dtype], indexed by tg_dtype */
+static const tg_cpu_row_fn where_rows[TG_NUM_DTYPES][TG_NUM_DTYPES] = {
+    [TG_F32] = {[TG_F32] = where_f32_f32, [TG_F64] = where_f32_f64, [TG_I64] = where_f32_i64},
+    [TG_F64] = {[TG_F32] = where_f64_f32, [TG_F64] = where_f64_f64, [TG_I64] = where_f64_i64},
+    [TG_I64] = {[TG_F32] = where_i64_f32, [TG_F64] = where_i64_f64, [TG_I64] = where_i64_i64},
+};
+
+tg_status tg_cpu_where(tg_tensor *out, const tg_tensor *cond, const tg_tensor *a,
+                       const tg_tensor *b) {
+  if ((unsigned)out->dtype >= TG_NUM_DTYPES || (unsigned)cond->dtype >= TG_NUM_DTYPES ||
+      a->dtype != out->dtype || b->dtype != out->dtype)
+    return tg_set_error(TG_ERR_DTYPE, "where: a is %s and b %s but out is %s (they must agree)",
+                        tg_dtype_name(a->dtype), tg_dtype_name(b->dtype),
+                        tg_dtype_name(out->dtype));
+  if (cond->ndim != out->ndim || a->ndim != out->ndim || b->ndim != out->ndim)
+    return tg_set_error(TG_ERR_SHAPE, "where: operands must be expanded to out's %d dims",
+                        out->ndim);
+  tg_cpu_operand ops[4] = {tg_cpu_operand_of(out), tg_cpu_operand_of(cond), tg_cpu_operand_of(a),
+                           tg_cpu_operand_of(b)};
+  tg_cpu_iter it;
+  tg_cpu_iter_init(&it, out->ndim, out->sizes, 4, ops);
+  tg_cpu_iter_run(&it, where_rows[cond->dtype][out->dtype], NULL,
                   tg_cpu_should_parallelize(it.numel, TG_CPU_PARALLEL_MIN));
   return TG_OK;
 }

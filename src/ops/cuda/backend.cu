@@ -61,6 +61,11 @@ tg_status binary(tg_binary_kind kind, double alpha, tg_tensor *out, const tg_ten
   return tg_cu_binary_op("cuda.binary", kind, alpha, v[0], v[1], v[2]);
 }
 
+tg_status where(tg_tensor *out, const tg_tensor *cond, const tg_tensor *a, const tg_tensor *b) {
+  VIEWS("cuda.where", out, cond, a, b);
+  return tg_cu_where("cuda.where", v[0], v[1], v[2], v[3]);
+}
+
 tg_status reduce(tg_reduce_kind kind, tg_tensor *values, tg_tensor *indices, const tg_tensor *x,
                  int dim) {
   if (!indices) {
@@ -107,6 +112,7 @@ const tg_backend tg_cuda_backend = {
     copy,
     unary,
     binary,
+    where,
     reduce,
     gemm,
     gather_rows,

@@ -1,7 +1,7 @@
 /* The elementwise kernel family: one thread per element (grid-stride), any strides on
  * every operand (stride 0 included, so broadcasting is an expanded view), different
  * element types per operand, the per-element work a functor. Fill, copy/convert, unary,
- * binary and random fills are all instances. */
+ * binary, where and random fills are all instances. */
 #ifndef TG_CUDA_ELEMENTWISE_CUH
 #define TG_CUDA_ELEMENTWISE_CUH
 
@@ -77,6 +77,16 @@ __global__ void tg_cu_binary_kernel(int64_t n, tg_cu_indexer<3> ix, out_t *out, 
   }
 }
 
+template <typename F, typename out_t, typename a_t, typename b_t, typename c_t>
+__global__ void tg_cu_ternary_kernel(int64_t n, tg_cu_indexer<4> ix, out_t *out, const a_t *a,
+                                     const b_t *b, const c_t *c, F f) {
+  TG_CU_GRID_STRIDE(i, n) {
+    int64_t o[4];
+    ix.offsets(i, o);
+    out[o[0]] = f(a[o[1]], b[o[2]], c[o[3]]);
+  }
+}
+
 /* out[i] = f(i) for the logical index i. */
 template <typename out_t, typename F>
 static tg_status tg_cu_nullary(const char *op, const tg_cu_view &out, F f) {
@@ -119,6 +129,22 @@ static tg_status tg_cu_binary(const char *op, const tg_cu_view &out, const tg_cu
   tg_cu_indexer<3> ix = tg_cu_make_indexer<3>(out.ndim, out.sizes, strides);
   TG_CU_LAUNCH(op, n, dev->stream, tg_cu_binary_kernel<F, out_t, a_t, b_t>, n, ix,
                (out_t *)out.data, (const a_t *)a.data, (const b_t *)b.data, f);
+  return TG_OK;
+}
+
+/* out = f(a, b, c); a, b and c have out's sizes. */
+template <typename out_t, typename a_t, typename b_t, typename c_t, typename F>
+static tg_status tg_cu_ternary(const char *op, const tg_cu_view &out, const tg_cu_view &a,
+                               const tg_cu_view &b, const tg_cu_view &c, F f) {
+  int64_t n = tg_cu_numel(out);
+  if (n == 0) return TG_OK;
+  tg_cu_device *dev;
+  tg_status st = tg_cu_device_get(op, out.device, &dev);
+  if (st != TG_OK) return st;
+  const int64_t *strides[4] = {out.strides, a.strides, b.strides, c.strides};
+  tg_cu_indexer<4> ix = tg_cu_make_indexer<4>(out.ndim, out.sizes, strides);
+  TG_CU_LAUNCH(op, n, dev->stream, tg_cu_ternary_kernel<F, out_t, a_t, b_t, c_t>, n, ix,
+               (out_t *)out.data, (const a_t *)a.data, (const b_t *)b.data, (const c_t *)c.data, f);
   return TG_OK;
 }
 

@@ -16,6 +16,9 @@ tg_status tg_cu_unary_op(const char *op, tg_unary_kind kind, double a, double b,
                          const tg_cu_view &out, const tg_cu_view &x);
 tg_status tg_cu_binary_op(const char *op, tg_binary_kind kind, double alpha, const tg_cu_view &out,
                           const tg_cu_view &a, const tg_cu_view &b);
+/* out = cond != 0 ? a : b; cond of any dtype, a and b of out's. */
+tg_status tg_cu_where(const char *op, const tg_cu_view &out, const tg_cu_view &cond,
+                      const tg_cu_view &a, const tg_cu_view &b);
 /* The reduction kind over dim (keepdim-form values; indices for a select kind, else NULL).
  * A sum is a cuBLAS gemv with a ones vector when x is a matrix cuBLAS can read in place,
  * else a kernel. */

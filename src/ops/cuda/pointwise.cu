@@ -1,4 +1,4 @@
-/* Fill, copy (with dtype conversion), unary, binary and random fills: instances of the
+/* Fill, copy (with dtype conversion), unary, binary, where and random fills: instances of the
  * elementwise kernel family. */
 #include "elementwise.cuh"
 #include "math.cuh"
@@ -62,6 +62,30 @@ tg_status tg_cu_binary_op(const char *op, tg_binary_kind kind, double alpha, con
     tg_cu_binary_fn<scalar_t> f{kind, (scalar_t)alpha};
     return tg_cu_binary<scalar_t, scalar_t, scalar_t>(op, out, a, b, f);
   });
+  return TG_OK;
+}
+
+/* A selection, not arithmetic: the branch not taken never reaches out; a NaN cond is
+ * nonzero, so it picks a (as a bool cast does). */
+template <typename T, typename C> struct tg_cu_where_fn {
+  TG_HOST_DEVICE T operator()(C c, T a, T b) const { return c != C(0) ? a : b; }
+};
+
+template <typename T>
+static tg_status where_with(const char *op, const tg_cu_view &out, const tg_cu_view &cond,
+                            const tg_cu_view &a, const tg_cu_view &b) {
+  TG_DISPATCH_ALL_TYPES(cond.dtype, op, {
+    return tg_cu_ternary<T, scalar_t, T, T>(op, out, cond, a, b, tg_cu_where_fn<T, scalar_t>{});
+  });
+  return TG_OK;
+}
+
+tg_status tg_cu_where(const char *op, const tg_cu_view &out, const tg_cu_view &cond,
+                      const tg_cu_view &a, const tg_cu_view &b) {
+  if (a.dtype != out.dtype || b.dtype != out.dtype)
+    return tg_set_error(TG_ERR_DTYPE, "%s: a is %s and b %s but out is %s (they must agree)", op,
+                        tg_dtype_name(a.dtype), tg_dtype_name(b.dtype), tg_dtype_name(out.dtype));
+  TG_DISPATCH_ALL_TYPES(out.dtype, op, { return where_with<scalar_t>(op, out, cond, a, b); });
   return TG_OK;
 }
 

@@ -188,3 +188,43 @@ COMPARE_SAMPLES(ne)
 COMPARE_SAMPLES(gt)
 COMPARE_SAMPLES(lt)
 COMPARE_SAMPLES(le)
+
+/* ---- where: cond (no grad; zeros and nonzeros, float or int64), a and b broadcast ---- */
+
+int tg__samples_where(const tg_sample_request *r, tg_sample *out) {
+  tg__samples b = tg__samples_begin(r, out);
+  tg_sample *s;
+  const double mask6[] = {1, 0, -2, 0, 0, 0.5};
+  if (r->bench) {
+    s = tg__sample_new(&b, "bench");
+    tg__sample_input(&b, s, tg__sample_indices(r, 2, TG_SHAPE(1024, TG__BENCH_NUMEL / 1024)));
+    tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 1024, TG__BENCH_NUMEL / 1024));
+    tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 1024, TG__BENCH_NUMEL / 1024));
+    return tg__samples_end(&b);
+  }
+  s = tg__sample_new(&b, "same sizes");
+  tg__sample_input(&b, s, tg__sample_values(r, false, TG_SHAPE(2, 3), mask6));
+  tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 2, 3));
+  tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 2, 3));
+  s = tg__sample_new(&b, "int64 cond, broadcast a and b");
+  tg__sample_input(&b, s, tg__sample_indices(r, 2, TG_SHAPE(2, 3, 4)));
+  tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 3, 1));
+  tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 4));
+  s = tg__sample_new(&b, "broadcast cond");
+  tg__sample_input(&b, s, tg__sample_values(r, false, TG_SHAPE(3, 1), (const double[]){0, 1, 0}));
+  tg__sample_input(&b, s, tg__sample_tensor(r, TG__TRANSPOSED, TG__ANY, true, TG_SHAPE(3, 4)));
+  tg__sample_input(&b, s, tg__sample_tensor(r, TG__STEPPED, TG__ANY, true, TG_SHAPE(3, 4)));
+  s = tg__sample_new(&b, "0-dim b");
+  tg__sample_input(&b, s, tg__sample_values(r, false, TG_SHAPE(2, 3), mask6));
+  tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 2, 3));
+  tg__sample_input(&b, s, tg__sample_tensor(r, TG__CONTIGUOUS, TG__ANY, true, TG_SHAPE()));
+  s = tg__sample_new(&b, "0-dim");
+  tg__sample_input(&b, s, tg__sample_values(r, false, 0, NULL, (const double[]){0}));
+  tg__sample_input(&b, s, tg__sample_tensor(r, TG__CONTIGUOUS, TG__ANY, true, TG_SHAPE()));
+  tg__sample_input(&b, s, tg__sample_tensor(r, TG__CONTIGUOUS, TG__ANY, true, TG_SHAPE()));
+  s = tg__sample_new(&b, "grad for a only");
+  tg__sample_input(&b, s, tg__sample_values(r, false, TG_SHAPE(2, 3), mask6));
+  tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 2, 3));
+  tg__sample_input(&b, s, TG__CONST(&b, TG__ANY, 2, 3));
+  return tg__samples_end(&b);
+}
