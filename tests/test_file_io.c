@@ -127,8 +127,9 @@ static bool kill_self(size_t written, void *user) {
   return true;
 }
 
-TG_TEST(file_io, killed_mid_write_keeps_the_previous_file) {
-  make_dir();
+/* Saves "previous" to path, then a big file in a child that is SIGKILLed after the first
+ * chunk: what a crash mid-save leaves behind. */
+static void save_then_kill_mid_write(void) {
   cr_assert_eq(tg__write_file_atomic("tg_test", path, "previous", 8), TG_OK);
   size_t n;
   unsigned char *data = big_data(&n);
@@ -144,6 +145,12 @@ TG_TEST(file_io, killed_mid_write_keeps_the_previous_file) {
   cr_assert_eq(waitpid(child, &status, 0), child);
   cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the child was not killed (%d)",
             status);
+  free(data);
+}
+
+TG_TEST(file_io, killed_mid_write_keeps_the_previous_file) {
+  make_dir();
+  save_then_kill_mid_write();
   expect_contents("previous", 8);
   /* what the crash left: a temporary file with one chunk, beside the intact file */
   char other[256];
@@ -154,7 +161,6 @@ TG_TEST(file_io, killed_mid_write_keeps_the_previous_file) {
   struct stat st;
   cr_assert_eq(stat(tmp, &st), 0);
   cr_assert_eq((size_t)st.st_size, TG__WRITE_CHUNK);
-  free(data);
   remove_dir();
 }
 
@@ -177,21 +183,7 @@ TG_TEST(file_io, fifo_is_refused_without_waiting, .timeout = 20) {
  * that a live writer holds (locked) stays, and so do files that only look alike. */
 TG_TEST(file_io, next_write_removes_stale_temporary_files) {
   make_dir();
-  cr_assert_eq(tg__write_file_atomic("tg_test", path, "previous", 8), TG_OK);
-  size_t n;
-  unsigned char *data = big_data(&n);
-  fflush(NULL);
-  pid_t child = fork();
-  cr_assert_neq(child, -1, "fork: %s", strerror(errno));
-  if (child == 0) {
-    tg__set_write_hook(kill_self, NULL);
-    tg__write_file_atomic("tg_test", path, data, n);
-    _exit(3);
-  }
-  int status;
-  cr_assert_eq(waitpid(child, &status, 0), child);
-  cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-  free(data);
+  save_then_kill_mid_write();
   char stale[256];
   cr_assert_eq(count_entries(stale, sizeof stale), 2);
   cr_assert(strncmp(stale, "data.bin.tmp.", 13) == 0, "left behind: %s", stale);
