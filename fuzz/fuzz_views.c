@@ -86,6 +86,9 @@ typedef struct node {
   int storage;           /* R_STRIDED: storage[offset + sum idx * strides] */
   int extra;             /* a cat's second input (its first is parent), else -1 */
   bool sums;             /* values are sums of inputs (not base indices): no grad check */
+  bool as_strided;       /* made by tg_as_strided, whose gradient (PyTorch's rule: read back
+                            through its input's geometry) this reference does not model: no
+                            grad check (tests/test_views_grad.c gradchecks it) */
   int64_t strides[TG_MAX_DIMS], offset;
 } node;
 
@@ -548,7 +551,8 @@ static void op_as_strided(reader *r, const entry *src) {
   for (int d = 0; d < n; d++) strides[d] = rd_i64(r);
   offset = rd_i64(r);
   const storage *s = &storages[src->storage];
-  bool valid = !grad_on && n <= TG_MAX_DIMS, empty = false;
+  /* Recorded (grad on), its parameters hold 7 dims at most: more is TG_ERR_UNSUPPORTED. */
+  bool valid = n <= (grad_on ? 7 : TG_MAX_DIMS), empty = false;
   for (int d = 0; valid && d < n; d++) {
     valid = sizes[d] >= 0;
     empty |= sizes[d] == 0;
@@ -569,6 +573,7 @@ static void op_as_strided(reader *r, const entry *src) {
   if (!agree(valid, t != NULL, "tg_as_strided", NULL)) return;
   int id = new_node(R_STRIDED, -1, n, sizes);
   nodes[id].storage = src->storage;
+  nodes[id].as_strided = true;
   memcpy(nodes[id].strides, strides, sizeof(int64_t) * (size_t)n);
   nodes[id].offset = offset;
   if (!tg_shares_storage(t, src->t)) FAIL("tg_as_strided copied");
@@ -620,11 +625,14 @@ static void op_split(reader *r, const entry *src, bool chunk) {
   int64_t split_size = chunk ? 0 : rd_i64(r);
   tg_tensor *out[16];
   int n_out = -1;
-  bool valid = pn->ndim > 0 && (chunk ? chunks > 0 : split_size > 0) && wrap(dim, pn->ndim, &d);
+  bool valid = pn->ndim > 0 && wrap(dim, pn->ndim, &d);
   i128 n = valid ? pn->sizes[d] : 0, piece = 0, count = 0;
+  /* As torch: split_size 0 splits only an empty dim; an empty dim gives `chunks` empty chunks
+   * but one empty split. */
+  valid = valid && (chunk ? chunks > 0 : split_size > 0 || (split_size == 0 && n == 0));
   if (valid) {
-    piece = chunk ? (n == 0 ? 1 : (n + chunks - 1) / chunks) : split_size;
-    count = n == 0 ? 1 : (n + piece - 1) / piece;
+    piece = chunk ? (n == 0 ? 0 : (n + chunks - 1) / chunks) : split_size;
+    count = n == 0 ? (chunk ? chunks : 1) : (n + piece - 1) / piece;
     valid = count <= (chunk ? chunks : max_out);
   }
   tg_status st = chunk ? tg_chunk(src->t, chunks, dim, out, &n_out)
@@ -702,6 +710,11 @@ static bool has_sums(int id) {
   return id >= 0 && (nodes[id].sums || has_sums(nodes[id].parent) || has_sums(nodes[id].extra));
 }
 
+static bool has_as_strided(int id) {
+  return id >= 0 && (nodes[id].as_strided || has_as_strided(nodes[id].parent) ||
+                     has_as_strided(nodes[id].extra));
+}
+
 /* sum_dim: a new tensor; the reference adds the input's values along the dim. Sums of sums
  * are left out: their values could pass 2^24 (F32) where the order of additions matters. */
 static void op_sum_dim(reader *r, const entry *src) {
@@ -709,7 +722,7 @@ static void op_sum_dim(reader *r, const entry *src) {
   int dim = rd_dim(r), d = 0;
   bool keepdim = rd_u8(r) & 1;
   if (pn->ndim == 0 || has_sums(src->node)) return;
-  bool valid = dtype != TG_I64 && wrap(dim, pn->ndim, &d);
+  bool valid = wrap(dim, pn->ndim, &d); /* every dtype: I64 sums to I64 (docs/dtypes.md) */
   int64_t sizes[TG_MAX_DIMS], keep[TG_MAX_DIMS];
   int n = 0;
   for (int k = 0; k < pn->ndim; k++) {
@@ -764,7 +777,7 @@ static void check_grad(const entry *e, const entry *base) {
   i128 n = numel_of(nd->ndim, nd->sizes);
   if (n == 0) return;
   /* Backward materializes gradients of every tensor on the way: keep them small. */
-  if (largest_on_path(e->node) > FULL_CHECK || has_sums(e->node)) return;
+  if (largest_on_path(e->node) > FULL_CHECK || has_sums(e->node) || has_as_strided(e->node)) return;
   tg_tensor *s = tg_sum(e->t);
   if (!s || tg_backward(s, NULL) != TG_OK) FAIL("sum/backward: %s", tg_last_error_message());
   int64_t len = storages[0].len;
