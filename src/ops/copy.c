@@ -111,7 +111,7 @@ static bool check_copy(const tg_tensor *dst, const tg_tensor *src) {
 /* dst = src broadcast and converted, off the tape; bumps dst's version. */
 static tg_status copy_values(tg_tensor *dst, const tg_tensor *src) {
   tg_tensor *view = broadcast_view(src, dst), *staged = NULL;
-  if (view && tg__may_overlap(dst, view) && !tg__same_layout(dst, view)) {
+  if (view && tg__needs_staging(dst, view)) {
     /* src overlaps dst differently (its transpose, a shifted window): read it whole into a
      * temporary first, so no element is overwritten before it is read. */
     staged = tg__empty_op("tg_copy_", src->ndim, src->sizes, src->dtype, src->storage->device);

@@ -29,12 +29,6 @@ static tg_status finish(tg_tensor *target, tg_tensor **out) {
   return TG_OK;
 }
 
-/* Whether reading b while writing a elementwise could read an element already written: b
- * overlaps a in memory but does not address the same elements in the same order. */
-static bool needs_copy_first(const tg_tensor *a, const tg_tensor *b) {
-  return tg__may_overlap(a, b) && !tg__same_layout(a, b);
-}
-
 /* a = a (op) b. A b that overlaps a differently (e.g. a row of a, or its transpose) is
  * copied first, so the write cannot change the elements still to be read. (The front end
  * already did so on the tape; this covers a direct tg_apply.) */
@@ -42,7 +36,7 @@ static tg_status binary_inplace(const char *op, tg_binary_kind kind, double alph
                                 const tg_tensor *const *in, tg_tensor **out) {
   tg_tensor *a = (tg_tensor *)in[0];
   const tg_tensor *b = in[1];
-  if (needs_copy_first(a, b) && !(b = tg_clone(b))) return tg_last_error();
+  if (tg__needs_staging(a, b) && !(b = tg_clone(b))) return tg_last_error();
   tg_status st = tg__binary_into(op, kind, alpha, a, a, b);
   return st != TG_OK ? st : finish(a, out);
 }
@@ -107,14 +101,14 @@ tg_status tg__fwd_mul_scalar_(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor
 
 /* Runs desc on (target[, other][, a copy of target's value before the write]) inside a
  * scope of its own, so the copies die with the call unless the tape keeps them. An other
- * that overlaps the target differently (needs_copy_first) is read through a copy made on
+ * that overlaps the target differently (tg__needs_staging) is read through a copy made on
  * the tape: the op then sees the values other had before the write, and its gradient flows
  * back through the copy to other (so to the target's old value when other is a view of it). */
 static tg_status run_inplace(const tg_op_desc *desc, tg_tensor *target, const tg_tensor *other,
                              bool with_old, int n_scalars, const double *scalars) {
   tg_scope s = tg_scope_begin();
   tg_tensor *old = with_old ? tg_clone(target) : NULL;
-  const tg_tensor *source = other && needs_copy_first(target, other) ? tg_clone(other) : other;
+  const tg_tensor *source = other && tg__needs_staging(target, other) ? tg_clone(other) : other;
   const tg_tensor *inputs[3] = {target, source};
   int n = other ? 2 : 1;
   if (old) inputs[n++] = old;

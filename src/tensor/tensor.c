@@ -157,7 +157,7 @@ static void byte_range(const tg_tensor *t, uintptr_t *lo, uintptr_t *hi) {
   *hi = base + (uintptr_t)((last + 1) * es);
 }
 
-bool tg__may_overlap(const tg_tensor *a, const tg_tensor *b) {
+static bool may_overlap(const tg_tensor *a, const tg_tensor *b) {
   if (!tg_device_equal(a->storage->device, b->storage->device)) return false;
   if (!a->storage->data || !b->storage->data || tg__numel(a->ndim, a->sizes) == 0 ||
       tg__numel(b->ndim, b->sizes) == 0)
@@ -168,7 +168,7 @@ bool tg__may_overlap(const tg_tensor *a, const tg_tensor *b) {
   return alo < bhi && blo < ahi;
 }
 
-bool tg__same_layout(const tg_tensor *a, const tg_tensor *b) {
+static bool same_layout(const tg_tensor *a, const tg_tensor *b) {
   if (a->dtype != b->dtype || a->ndim != b->ndim || tg_data_ptr(a) != tg_data_ptr(b) ||
       !tg_device_equal(a->storage->device, b->storage->device))
     return false;
@@ -176,6 +176,10 @@ bool tg__same_layout(const tg_tensor *a, const tg_tensor *b) {
     if (a->sizes[d] != b->sizes[d] || (a->sizes[d] > 1 && a->strides[d] != b->strides[d]))
       return false;
   return true;
+}
+
+bool tg__needs_staging(const tg_tensor *dst, const tg_tensor *src) {
+  return may_overlap(dst, src) && !same_layout(dst, src);
 }
 
 tg_status tg_accessor_of(const tg_tensor *t, int ndim, tg_dtype dtype, tg_accessor *out) {

@@ -127,13 +127,12 @@ int tg__wrap_dim(const char *op, const char *arg, int dim, int ndim);
 /* True if some two distinct index tuples map to the same element (stride 0 on a dim > 1,
  * or an as_strided overlap). Conservative: may say true for exotic non-overlapping views. */
 bool tg__has_internal_overlap(const tg_tensor *t);
-/* Whether a and b may reach a common byte: one device and overlapping [first, last] byte
- * ranges (which also catches two storages wrapping the same memory). Conservative: an
- * interleaved pair (even and odd columns) says true. Empty views overlap nothing. */
-bool tg__may_overlap(const tg_tensor *a, const tg_tensor *b);
-/* Whether a and b address exactly the same elements in the same order: the one case where
- * an elementwise in-place write reading b is safe although they overlap. */
-bool tg__same_layout(const tg_tensor *a, const tg_tensor *b);
+/* Whether an elementwise write of dst that reads src must read src whole first (into a
+ * temporary): they may reach a common byte (one device, overlapping byte ranges; also two
+ * storages wrapping the same memory; conservative: an interleaved pair says true) but do not
+ * address the same elements in the same order. Empty views overlap nothing. The one rule
+ * tg_copy_ and the in-place ops share. */
+bool tg__needs_staging(const tg_tensor *dst, const tg_tensor *src);
 
 /* Bumps the storage's version counter: call after every in-place write. */
 static inline void tg__bump_version(tg_tensor *t) { atomic_fetch_add(&t->storage->version, 1); }
