@@ -139,7 +139,7 @@ TG_TEST(extension, loading_one_twice_is_refused) {
 TG_TEST(extension, abi_mismatch) {
   cr_assert_null(tg_extension_load(ext_path("ext_abi")));
   tg_expect_error(TG_ERR_EXTENSION, "ext_abi", "built for extension ABI 999", "this tg",
-                  "has ABI 1", "rebuild it");
+                  "has ABI 2", "rebuild it");
 }
 
 TG_TEST(extension, missing_entry_point) {

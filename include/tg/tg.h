@@ -116,5 +116,6 @@
 #include "nn.h"
 #include "dlpack.h"
 #include "cuda.h"
+#include "device.h"
 
 #endif

@@ -1,7 +1,8 @@
-/* The one registration point of the device backends: which backend serves which device
- * type, and the default allocators. This file is compiled once per library (not in
- * tg_core): TG_WITH_CUDA=1 when that library links src/ops/cuda/ (real or emulated), so
- * there is no stub and no weak symbol: a build without CUDA names no CUDA code at all. */
+/* The built-in devices this library has (the registry, src/ops/device_registry.c, asks
+ * once per type) and the tg/cuda.h functions of a library without CUDA. This file is compiled once
+ * per library (not in tg_core): TG_WITH_CUDA=1 when that library links src/ops/cuda/ (real or
+ * emulated), so there is no stub and no weak symbol: a build without CUDA names no CUDA code at
+ * all. */
 #include "ops/backend.h"
 #include "tg/cuda.h"
 
@@ -9,22 +10,17 @@
 #error "src/ops/backend.c needs TG_WITH_CUDA (0 or 1) from the build"
 #endif
 
-static const tg_backend *const backends[TG_NUM_DEVICE_TYPES] = {
-    [TG_CPU] = &tg_cpu_backend,
+const tg_device_ops *tg__builtin_device(tg_device_type type) {
+  switch (type) {
+  case TG_CPU:
+    return &tg_cpu_device;
 #if TG_WITH_CUDA
-    [TG_CUDA] = &tg_cuda_backend,
+  case TG_CUDA:
+    return &tg_cuda_device;
 #endif
-};
-
-const tg_backend *tg__backend(const char *op, tg_device device) {
-  const tg_backend *be = (unsigned)device.type < TG_NUM_DEVICE_TYPES ? backends[device.type] : NULL;
-  if (!be && device.type == TG_CUDA)
-    tg_set_error(TG_ERR_DEVICE, "%s: device cuda:%d requested but tg was built without CUDA", op,
-                 device.index);
-  else if (!be)
-    tg_set_error(TG_ERR_DEVICE, "%s: device %s is not available in this build", op,
-                 tg_device_type_name(device.type));
-  return be;
+  default:
+    return NULL;
+  }
 }
 
 bool tg__cuda_is_emulated(void) {
@@ -33,26 +29,6 @@ bool tg__cuda_is_emulated(void) {
 #else
   return false;
 #endif
-}
-
-/* ---- allocators (tg/tensor.h) ---- */
-
-static const tg_allocator *installed[TG_NUM_DEVICE_TYPES];
-
-const tg_allocator *tg_get_allocator(tg_device_type type) {
-  if ((unsigned)type >= TG_NUM_DEVICE_TYPES) return NULL;
-  if (installed[type]) return installed[type];
-  return backends[type] ? backends[type]->allocator : NULL;
-}
-
-const tg_allocator *tg_set_allocator(tg_device_type type, const tg_allocator *allocator) {
-  if ((unsigned)type >= TG_NUM_DEVICE_TYPES) {
-    tg_set_error(TG_ERR_ARGUMENT, "tg_set_allocator: invalid device type %d", (int)type);
-    return NULL;
-  }
-  const tg_allocator *previous = tg_get_allocator(type);
-  installed[type] = allocator;
-  return previous;
 }
 
 #if !TG_WITH_CUDA

@@ -17,9 +17,9 @@
  * (and so any graph) exists. */
 static tg_storage *storage_new(const char *op, size_t nbytes, tg_device device) {
   tg__grad_arith_install(&tg__ops_grad_arith);
-  const tg_backend *be = tg__backend(op, device);
-  if (!be || be->check_device(op, device) != TG_OK) return NULL;
-  return tg__storage_new_op(op, nbytes, device, tg_get_allocator(device.type), be->copy_bytes);
+  const tg_device_ops *dev = tg__device_ready(op, device);
+  if (!dev) return NULL;
+  return tg__storage_new_op(op, nbytes, device, tg_get_allocator(device.type), dev->copy_bytes);
 }
 
 tg_storage *tg__storage_new(size_t nbytes, tg_device device) {

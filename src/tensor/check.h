@@ -44,6 +44,10 @@ bool tg__check_ndim(const char *fn, const char *arg, const tg_tensor *t, int ndi
  * evaluated only on failure. */
 #define tg__check(cond, code, fn, ...) ((cond) || tg__fail((code), (fn), __VA_ARGS__))
 
+/* A pointer argument that is not a tensor: false with TG_ERR_ARGUMENT "<fn>: <arg> is NULL". */
+#define tg__check_not_null(fn, arg, p)                                                             \
+  tg__check((p) != NULL, TG_ERR_ARGUMENT, fn, "%s is NULL", arg)
+
 /* Records code and "<fn>: <message>"; returns false. The failure half of tg__check. */
 bool tg__fail(tg_status code, const char *fn, const char *fmt, ...)
 #if defined(__GNUC__)

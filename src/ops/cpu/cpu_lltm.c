@@ -172,6 +172,16 @@ tg_status tg_cpu_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tenso
   return TG_OK;
 }
 
+/* ---- as the LLTM's kernels (TG_OP_KERNEL lines in src/ops/def/lltm.def) ---- */
+tg_status tg__kernel_lltm_forward_pointwise_cpu(int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("lltm.forward_pointwise", n, 5);
+  return tg_cpu_lltm_forward_pointwise(t[0], t[1], t[2], t[3], t[4]);
+}
+tg_status tg__kernel_lltm_backward_pointwise_cpu(int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("lltm.backward_pointwise", n, 7);
+  return tg_cpu_lltm_backward_pointwise(t[0], t[1], t[2], t[3], t[4], t[5], t[6]);
+}
+
 #else /* ---- template section: the passes over element type T = TG_CPU_LLTM_T ---- */
 
 /* Plain names in this section, suffixed per type by the macros set before the include
