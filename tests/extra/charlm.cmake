@@ -70,7 +70,7 @@ function(charlm_cli_test name regex)
            COMMAND sh -c "out=$(\"$0\" \"$@\" 2>&1); echo \"exit $?: $out\""
                    $<TARGET_FILE:train_charlm> ${ARGN})
   set_tests_properties(charlm_cli_${name} PROPERTIES PASS_REGULAR_EXPRESSION "${regex}")
-  tg_test_labels(charlm_cli_${name} LABELS slow)
+  tg_test_labels(charlm_cli_${name} LABELS fast)
 endfunction()
 charlm_cli_test(help "^exit 0: usage: train_charlm" --help)
 charlm_cli_test(steps_word "^exit 2: train_charlm: --steps: 'abc' is not an integer" --steps abc)

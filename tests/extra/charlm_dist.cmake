@@ -90,7 +90,7 @@ function(charlm_dist_cli_test name regex)
            COMMAND sh -c "out=$(\"$0\" \"$@\" 2>&1); echo \"exit $?: $out\""
                    $<TARGET_FILE:train_charlm> ${ARGN})
   set_tests_properties(charlm_dist_cli_${name} PROPERTIES PASS_REGULAR_EXPRESSION "${regex}")
-  tg_test_labels(charlm_dist_cli_${name} LABELS slow)
+  tg_test_labels(charlm_dist_cli_${name} LABELS fast)
 endfunction()
 charlm_dist_cli_test(bucket_without_dist
   "^exit 2: train_charlm: --bucket-kb and --no-overlap need --dist" --bucket-kb 64)
@@ -108,7 +108,7 @@ if(NOT TG_HAVE_MPI)
                    $<TARGET_FILE:train_charlm> --dist --steps 1)
   set_tests_properties(charlm_dist_without_mpi PROPERTIES PASS_REGULAR_EXPRESSION
     "^exit 1: train_charlm: --dist: this tg_dist was built without MPI")
-  tg_test_labels(charlm_dist_without_mpi LABELS slow)
+  tg_test_labels(charlm_dist_without_mpi LABELS fast)
   return()
 endif()
 
