@@ -110,7 +110,7 @@ if(TG_BUILD_TESTS)
   add_library(tg_emu STATIC $<TARGET_OBJECTS:tg_core> $<TARGET_OBJECTS:tg_emu_objects>)
   # The same as a shared library, libtg_emu.so: a program that loads extensions needs tg as a
   # shared library, and the JIT compiles an extension's .cu sources for the emulation when
-  # the running tg is this one (tests/test_jit_emu.c).
+  # the running tg is this one (tests/ext/test_jit_emu.c).
   add_library(tg_emu_shared SHARED $<TARGET_OBJECTS:tg_core> $<TARGET_OBJECTS:tg_emu_objects>)
   set_target_properties(tg_emu_shared PROPERTIES OUTPUT_NAME tg_emu)
   foreach(lib tg_emu tg_emu_shared)

@@ -137,7 +137,7 @@ enum {
 
 /* ---- sample inputs (tg's OpInfo) ----
  * An op may describe calls that exercise it: small inputs for checking (gradcheck,
- * gradgradcheck, CPU against CUDA: tg_op_check, tests/test_opinfo.c, `tg-op gradcheck`) and
+ * gradgradcheck, CPU against CUDA: tg_op_check, tests/ops/test_opinfo.c, `tg-op gradcheck`) and
  * one call at a size worth timing (`tg-op bench`). */
 #define TG_SAMPLE_MAX_INPUTS 8
 #define TG_SAMPLE_MAX 16

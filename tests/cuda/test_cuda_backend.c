@@ -113,9 +113,12 @@ TG_CUDA_TEST(cuda_backend, unary_is_stable_for_large_inputs) {
 }
 
 TG_CUDA_TEST(cuda_backend, binary_every_kind_with_broadcasting) {
-  const tg_binary_kind kinds[] = {TG_BINARY_ADD, TG_BINARY_SUB, TG_BINARY_MUL, TG_BINARY_DIV,
-                                  TG_BINARY_EQ,  TG_BINARY_GE,  TG_BINARY_NE,  TG_BINARY_GT,
-                                  TG_BINARY_LT,  TG_BINARY_LE};
+  /* Every kind of src/ops/def/binary.def. */
+  static const tg_binary_kind kinds[] = {
+#define TG_BINARY_KIND(KIND, name) TG_BINARY_##KIND,
+#include "ops/def/binary.def"
+  };
+  _Static_assert(sizeof kinds / sizeof kinds[0] == TG_NUM_BINARY, "one entry per binary kind");
   for (int k = 0; k < TG_NUM_BINARY; k++)
     for (int d = 0; d < 2; d++)
       for (int la = 0; la < TG_L_NUM; la++)

@@ -37,7 +37,7 @@ OUTSIDE = {
     "tg_blis_large_kernels": "BLIS setup", "tg_small_gemm_engine": "BLIS setup",
     "tg_accessor_of": "a C access path, no values of its own",
     "tg_result_type": "a dtype, not values: every promoted case checks the dtype it picks; "
-                      "its table and 0-dim rule are tests/test_promotion.c's",
+                      "its table and 0-dim rule are tests/ops/test_promotion.c's",
 }
 
 

@@ -1,4 +1,4 @@
-/* A two-rank job that goes wrong on purpose, for tests/dist/faults.sh:
+/* A two-rank job that goes wrong on purpose, for tests/distributed/faults.sh:
  *   dist_fault stop   rank 1 stops itself (SIGSTOP) after step 2: rank 0's next collective
  *                     must fail with TG_ERR_DIST within the timeout, the next one at once,
  *                     and tg_dist_finalize must end the job (MPI_Abort);

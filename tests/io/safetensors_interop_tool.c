@@ -1,4 +1,4 @@
-/* The C side of tests/python/safetensors_interop.py:
+/* The C side of tests/io/python/safetensors_interop.py:
  *   safetensors_interop_tool write PATH   writes a fixed dict (values from formulas the
  *                                         script computes too) with tg_safetensors_save
  *   safetensors_interop_tool dump PATH    reads PATH with tg_safetensors_load and prints

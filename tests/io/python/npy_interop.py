@@ -1,11 +1,11 @@
 """NumPy interop for tg's .npy reader and writer, both ways, compared exactly.
 
-Run by ctest (tests/extra/npy.cmake) as
+Run by ctest (tests/io/CMakeLists.txt) as
     /usr/bin/python3 npy_interop.py NPY_INTEROP_TOOL SCRATCH_DIR
 
 1. numpy writes files (float32/float64/int64, '<' and '>', C and Fortran order, 0-dim,
    zero-size, odd shapes up to 8 dims, format versions 1.0, 2.0 and 3.0); the tool
-   (tests/npy_interop_tool.c) loads each and prints dtype, sizes and element bits, which
+   (tests/io/npy_interop_tool.c) loads each and prints dtype, sizes and element bits, which
    must equal numpy's. Files tg must refuse (float16, int32, object, structured, 9 dims) must
    fail with the expected status and message.
 2. The tool writes tensors made in tg (transposed, sliced, expanded, special values...);

@@ -1,6 +1,6 @@
 /* tg_extension_jit and tg_extension_jit_inline: building, the cache (hits without a compiler
  * run, rebuilds, the lock between processes, what is refused), errors, and the loaded op
- * running and gradchecking. The C compiler is tests/jit/logging_cc.sh, which logs each
+ * running and gradchecking. The C compiler is tests/ext/jit/logging_cc.sh, which logs each
  * run: a cache hit is observed as no new line. Each test has its own cache directory and
  * unloads what it loaded. */
 #define _GNU_SOURCE /* mkdtemp, setenv */
@@ -19,7 +19,7 @@
 
 /* ---- helpers ---- */
 
-/* tests/jit/, found from this file's path (CMake compiles it by its absolute path). */
+/* tests/ext/jit/, found from this file's path (CMake compiles it by its absolute path). */
 static const char *fixture(const char *file) {
   static char path[4096];
   const char *slash = strrchr(__FILE__, '/');

@@ -449,7 +449,7 @@ TG_TEST(reduce, dims_out_of_range_are_rejected) {
   tg_scope_end(sc);
 }
 
-/* int64: sums and selections keep int64 (tests/test_promotion.c has the values); a mean
+/* int64: sums and selections keep int64 (tests/ops/test_promotion.c has the values); a mean
  * refuses it, as PyTorch does, naming the cast to write. */
 TG_TEST(reduce, int64_inputs_sum_select_or_refuse_the_mean) {
   tg_scope sc = tg_scope_begin();

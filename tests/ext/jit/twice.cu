@@ -1,4 +1,4 @@
-/* A CUDA JIT test extension (tests/test_jit.c, where tg has real CUDA): jit_twice(x) = 2x,
+/* A CUDA JIT test extension (tests/ext/test_jit.c, where tg has real CUDA): jit_twice(x) = 2x,
  * a kernel on CUDA (F64, contiguous), tg ops on the CPU and in backward. */
 #include <tg/cuda_ext.cuh>
 #include <tg/extension.h>

@@ -1,4 +1,4 @@
-/* A JIT test source that does not compile: tests/test_jit.c looks for this identifier in
+/* A JIT test source that does not compile: tests/ext/test_jit.c looks for this identifier in
  * the error message. */
 #include <tg/extension.h>
 

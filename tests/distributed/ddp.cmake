@@ -1,5 +1,5 @@
 # tg_ddp's tests (src/dist/ddp*.c), at np 1 (with the allocation sweep) and np 2. Included
-# from tests/dist/CMakeLists.txt once tg_dist_program and tg_dist_test exist (MPI found).
+# from tests/distributed/CMakeLists.txt once tg_dist_program and tg_dist_test exist (MPI found).
 tg_dist_program(test_ddp test_ddp.c)
 tg_dist_test(NAME dist_ddp_np1 NP 1 COMMAND $<TARGET_FILE:test_ddp>)
 tg_dist_test(NAME dist_ddp_np2 NP 2 COMMAND $<TARGET_FILE:test_ddp>)
@@ -25,9 +25,11 @@ if(TARGET tg_dist_emu)
   tg_ddp_cuda_program(test_ddp_cuda_emu tg_dist_emu)
   tg_dist_test(NAME dist_ddp_cuda_emu_np1 NP 1 COMMAND $<TARGET_FILE:test_ddp_cuda_emu>)
   tg_dist_test(NAME dist_ddp_cuda_emu_np2 NP 2 COMMAND $<TARGET_FILE:test_ddp_cuda_emu>)
+  tg_test_labels(dist_ddp_cuda_emu_np1 dist_ddp_cuda_emu_np2 LABELS cuda)
 endif()
 if(TG_HAVE_CUDA)
   tg_ddp_cuda_program(test_ddp_cuda_gpu tg_dist)
   tg_dist_test(NAME dist_ddp_cuda_gpu_np1 NP 1 COMMAND $<TARGET_FILE:test_ddp_cuda_gpu>)
   set_tests_properties(dist_ddp_cuda_gpu_np1 PROPERTIES SKIP_RETURN_CODE 77)
+  tg_test_labels(dist_ddp_cuda_gpu_np1 LABELS cuda)
 endif()

@@ -1,4 +1,4 @@
-/* A JIT test extension (tests/test_jit.c): jit_square(x) = JIT_SCALE * x * x, written with
+/* A JIT test extension (tests/ext/test_jit.c): jit_square(x) = JIT_SCALE * x * x, written with
  * tg ops so that it is twice differentiable. Compile with -DJIT_SCALE=k for another one. */
 #include <tg/extension.h>
 #include <tg/tg.h>

@@ -119,6 +119,7 @@ static const unary_case unary_cases[] = {
     {"mul_scalar_", mul_scalar_3_, mul_scalar_3, {0.1, 2.0, true}},
     {"abs_", tg_abs_, tg_abs, {0.1, 2.0, true}},
     {"reciprocal_", tg_reciprocal_, tg_reciprocal, {0.5, 2.0, true}},
+    {"softplus_", tg_softplus_, tg_softplus, {0.1, 2.0, true}},
 };
 #define N_UNARY (int)(sizeof unary_cases / sizeof unary_cases[0])
 
@@ -231,6 +232,40 @@ static const binary_case binary_cases[] = {
     {"add_scaled_", add_scaled_m1_5_, add_scaled_m1_5},
 };
 #define N_BINARY (int)(sizeof binary_cases / sizeof binary_cases[0])
+
+/* Whether a case is named op (the in-place name, "exp_"), alone or followed by its scalar. */
+static bool names_op(const char *name, const char *op) {
+  const size_t n = strlen(op);
+  return strncmp(name, op, n) == 0 && (name[n] == '\0' || name[n] == ' ');
+}
+
+/* Every differentiable kind of src/ops/def/unary.def and binary.def is a public op with an
+ * in-place form, tg_<name>_: each has a case above, so a new kind cannot be left out. */
+TG_TEST(inplace, every_kind_with_an_in_place_op_has_a_case) {
+  static const char *const unary_ops[] = {
+#define TG_UNARY_KERNEL(KIND, name, cost)
+#define TG_UNARY_NOGRAD(KIND, name, cost)
+#define TG_UNARY_OP(KIND, name, cost, saves, grad) #name "_",
+#define TG_UNARY_OP1(KIND, name, cost, param, saves, grad) #name "_",
+#include "ops/def/unary.def"
+  };
+  static const char *const binary_ops[] = {
+#define TG_BINARY_KERNEL(KIND, name)
+#define TG_BINARY_CMP(KIND, name)
+#define TG_BINARY_OP(KIND, name, saves_a, saves_b, grad_a, grad_b) #name "_",
+#include "ops/def/binary.def"
+  };
+  for (size_t i = 0; i < sizeof unary_ops / sizeof unary_ops[0]; i++) {
+    bool found = false;
+    for (int k = 0; k < N_UNARY; k++) found |= names_op(unary_cases[k].name, unary_ops[i]);
+    cr_assert(found, "%s (src/ops/def/unary.def) has no case in unary_cases", unary_ops[i]);
+  }
+  for (size_t i = 0; i < sizeof binary_ops / sizeof binary_ops[0]; i++) {
+    bool found = false;
+    for (int k = 0; k < N_BINARY; k++) found |= names_op(binary_cases[k].name, binary_ops[i]);
+    cr_assert(found, "%s (src/ops/def/binary.def) has no case in binary_cases", binary_ops[i]);
+  }
+}
 
 static tg_status run_binary_(void *user, const tg_tensor *const *in, tg_tensor **out) {
   const binary_case *c = user;

@@ -1,7 +1,7 @@
 /* .npy: round trips of every dtype and layout, files built by hand (big-endian, Fortran
  * order, versions 2.0 and 3.0, numpy's tolerated spellings), every malformed file with its
  * code and message, allocation-failure sweeps and I/O errors. NumPy itself reads and writes
- * the files in tests/python/npy_interop.py. */
+ * the files in tests/io/python/npy_interop.py. */
 #define _GNU_SOURCE /* mkdtemp */
 #include <errno.h>
 #include <math.h>

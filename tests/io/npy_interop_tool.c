@@ -1,4 +1,4 @@
-/* tg's side of tests/python/npy_interop.py (NumPy interop for .npy):
+/* tg's side of tests/io/python/npy_interop.py (NumPy interop for .npy):
  *
  *   npy_interop_tool write DIR     saves tensors made in tg (every dtype, 0-dim, zero-size,
  *                                  transposed, sliced, expanded, special values) into DIR

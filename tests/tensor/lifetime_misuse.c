@@ -1,4 +1,4 @@
-/* Misuses the lifetime checker must stop (tests/test_lifetime_check.c runs one per process
+/* Misuses the lifetime checker must stop (tests/tensor/test_lifetime_check.c runs one per process
  * and reads what it prints before the abort). Usage: lifetime_misuse <case>. */
 #include <stdio.h>
 #include <string.h>

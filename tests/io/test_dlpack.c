@@ -1,7 +1,7 @@
 /* DLPack export and import (tg/dlpack.h): shared memory both ways, geometry kept, every bad
  * field refused with the managed tensor left to its owner, deleters run exactly once. Built
  * twice: against tg (no CUDA here) and against the emulated CUDA build
- * (test_dlpack_cuda_emu, tests/extra/dlpack.cmake), where the CUDA tests run. */
+ * (test_dlpack_cuda_emu, tests/io/CMakeLists.txt), where the CUDA tests run. */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <dlpack/dlpack.h>
 #include <stdlib.h>
@@ -338,7 +338,7 @@ static guarded guarded_matrix(hand *h, int64_t rows, int64_t cols, bool f64) {
 /* Foreign memory has no tail pad behind it (tg's own CPU storages do, for the BLIS 0.9
  * small-matrix kernels that read past an operand: src/ops/cpu/cpu_gemm.c): GEMM must copy
  * such an operand rather than let BLIS read past it. The matrices end at a guard page; the
- * haswell kernels (pinned, as tests/test_blis_guard.c does) are the ones that overread. */
+ * haswell kernels (pinned, as tests/ops/test_blis_guard.c does) are the ones that overread. */
 TG_TEST(dlpack, gemm_on_foreign_memory_stays_inside_it) {
   cr_assert_eq(setenv("BLIS_ARCH_TYPE", "3", 1), 0);
   if (!tg_blis_kernels()) {

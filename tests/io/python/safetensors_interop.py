@@ -3,7 +3,7 @@
 
     safetensors_interop.py TOOL
 
-TOOL is tests/safetensors_interop_tool.c built (write PATH / dump PATH). Python writes files
+TOOL is tests/io/safetensors_interop_tool.c built (write PATH / dump PATH). Python writes files
 that tg reads (tensors in shuffled header and data order, every dtype tg reads, 0-dim,
 zero-size, NaN payloads, metadata) and tg writes files that Python reads (values from
 formulas computed here as well); Python also re-writes tg's file and tg reads it back.

@@ -564,7 +564,7 @@ TG_TEST(pointwise, same_tensor_as_both_operands) {
 
 /* ---- errors ---- */
 
-/* Mixed dtypes promote (docs/dtypes.md; tests/test_promotion.c has the rules). */
+/* Mixed dtypes promote (docs/dtypes.md; tests/ops/test_promotion.c has the rules). */
 TG_TEST(pointwise, mismatched_dtypes_promote) {
   tg_scope sc = tg_scope_begin();
   tg_tensor *f = tg_ones(TG_SHAPE(2, 3), (tg_options){.dtype = TG_F32});

@@ -246,7 +246,7 @@ TG_TEST(fast_mode, an_error_of_fn_is_returned_and_the_input_restored) {
   cr_assert(memcmp(before, after, sizeof before) == 0);
 }
 
-/* ---- nondet_tol in fast mode (full mode: tests/test_gradcheck.c) ---- */
+/* ---- nondet_tol in fast mode (full mode: tests/autograd/test_gradcheck.c) ---- */
 
 TG_TEST(fast_mode, nondet_tol_bounds_the_difference_of_two_backward_runs) {
   tg_tensor *x = leaf(TG_SHAPE(3), 11);
