@@ -127,3 +127,18 @@ function(tg_check_test_labels)
                         "${unlabelled}")
   endif()
 endfunction()
+
+# tg_add_remaining_tests(LABELS label...)
+#   registers every test_*.c of the calling folder that no tg_add_test above made a target,
+#   as a Criterion suite of that name with these labels: a new suite is a new file and
+#   nothing else (docs/adding-a-fused-op.md); one that needs more is listed above the call.
+function(tg_add_remaining_tests)
+  cmake_parse_arguments(PARSE_ARGV 0 ARG "" "" "LABELS")
+  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/test_*.c)
+  foreach(source ${sources})
+    get_filename_component(name ${source} NAME_WE)
+    if(NOT TARGET ${name})
+      tg_add_test(NAME ${name} LABELS ${ARG_LABELS})
+    endif()
+  endforeach()
+endfunction()
