@@ -2,7 +2,7 @@
 # Keeps docs/design.md's "Layers" true: every `#include "..."` of a file under src/ must
 # point along the stated direction
 #
-#   tensor  <-  autograd  <-  ops  <-  io  <-  nn  <-  dist   (a layer includes only layers to
+#   tensor  <-  autograd  <-  ops  <-  io  <-  nn  <-  distributed (a layer includes only layers to
 #                              ops  <-  ext                       its left)
 #               ops/cpu, ops/cuda: backends, reached by ops only through the vtable
 #                                  (ops/backend.h); they include tensor/ and ops/ headers
@@ -26,7 +26,7 @@ layer_of() {
   io/*) echo io ;;
   nn/*) echo nn ;;
   ext/*) echo ext ;;
-  dist/*) echo dist ;;
+  distributed/*) echo distributed ;;
   *) echo other ;;
   esac
 }
@@ -42,7 +42,7 @@ allowed() {
   io) echo "tensor autograd ops io" ;;
   nn) echo "tensor autograd ops io nn" ;;
   ext) echo "tensor autograd ops ext" ;;
-  dist) echo "tensor autograd ops io nn dist" ;;
+  distributed) echo "tensor autograd ops io nn distributed" ;;
   esac
 }
 
@@ -87,7 +87,7 @@ check_objects() {
   done < <(nm -A -u "$@" | awk 'function rel(p) { sub(/:[0-9a-f]*$/, "", p); sub(/^.*\/src\//, "", p); sub(/\.o$/, "", p); return p } NF == 3 {print rel($1), $3}' |
     awk 'NR == FNR { if (!($1 in def)) def[$1] = $2; next } ($2 in def) {print $1, $2, def[$2]}' "$defs" -)
   rm -f "$defs"
-  [ $bad = 0 ] && echo "layers: every call follows tensor <- autograd <- ops <- io <- nn <- dist, and ops <- ext"
+  [ $bad = 0 ] && echo "layers: every call follows tensor <- autograd <- ops <- io <- nn <- distributed, and ops <- ext"
   return $bad
 }
 
@@ -124,9 +124,9 @@ while IFS= read -r file; do
       bad=1
     fi
   done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$file")
-done < <(find $(for d in tensor autograd ops io nn ext dist; do [ -d $d ] && echo $d; done) -type f \
+done < <(find $(for d in tensor autograd ops io nn ext distributed; do [ -d $d ] && echo $d; done) -type f \
            \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' -o -name '*.cpp' \
               -o -name '*.def' \) | sort)
 
-if [ $bad = 0 ]; then echo "layers: every include follows tensor <- autograd <- ops <- io <- nn <- dist, and ops <- ext"; fi
+if [ $bad = 0 ]; then echo "layers: every include follows tensor <- autograd <- ops <- io <- nn <- distributed, and ops <- ext"; fi
 exit $bad

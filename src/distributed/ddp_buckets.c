@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dist/comm.h"
-#include "dist/ddp_internal.h"
-#include "dist/fnv1a.h"
+#include "distributed/comm.h"
+#include "distributed/ddp_internal.h"
+#include "distributed/fnv1a.h"
 #include "tensor/host_memory.h"
 
 /* Whether parameter p may join bucket b (same dtype and device). */

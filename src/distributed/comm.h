@@ -1,4 +1,4 @@
-/* The transport under tg_dist (internal to src/dist/): MPI when tg_dist is built with it
+/* The transport under tg_dist (internal to src/distributed/): MPI when tg_dist is built with it
  * (comm_mpi.c), otherwise comm_none.c, whose every call is TG_ERR_UNSUPPORTED.
  *
  * One thread at a time makes these calls: the caller's, or the DDP's communication thread

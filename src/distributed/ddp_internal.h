@@ -1,5 +1,5 @@
 /* The DDP's state, shared by ddp.c (the public calls and the hooks), ddp_buckets.c (the
- * layout) and ddp_comm_thread.c (the communication thread). Internal to src/dist/. */
+ * layout) and ddp_comm_thread.c (the communication thread). Internal to src/distributed/. */
 #ifndef TG_DIST_DDP_INTERNAL_H
 #define TG_DIST_DDP_INTERNAL_H
 

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dist/comm.h"
-#include "dist/ddp_internal.h"
+#include "distributed/comm.h"
+#include "distributed/ddp_internal.h"
 
 /* Reduces one bucket (on the thread); records the first error with its message. */
 static void reduce(tg_ddp *ddp, int b) {

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dist/comm.h"
-#include "dist/ddp_internal.h"
+#include "distributed/comm.h"
+#include "distributed/ddp_internal.h"
 #include "tensor/host_memory.h"
 
 #define DEFAULT_BUCKET_CAP ((size_t)1 << 20)

@@ -1,6 +1,6 @@
 /* 64-bit FNV-1a: the fingerprints ranks compare to find out cheaply whether they agree (a
  * module's description, module_sync.c; the DDP's bucket layout, ddp_buckets.c). Not a
- * defence against anyone: every rank is ours. Internal to src/dist/. */
+ * defence against anyone: every rank is ours. Internal to src/distributed/. */
 #ifndef TG_DIST_FNV1A_H
 #define TG_DIST_FNV1A_H
 
