@@ -1,7 +1,7 @@
 /* Sample inputs of the view ops (ops/def/views.def) and of the backwards of slice and
  * select. Their ints are what the front ends pass: dims already wrapped, slice bounds
  * already clamped. */
-#include "ops/samples/samples_internal.h"
+#include "testing/samples/samples_internal.h"
 
 /* One sample: x (requires grad) in layout, then the ints. */
 static void add(tg__samples *b, const char *label, tg__layout layout, int ndim,

@@ -1,7 +1,7 @@
 /* Sample inputs of the in-place ops (TG_OP_INPLACE_OF in ops.def): those of the base op
  * whose result keeps input 0's sizes and dtype, since an in-place op writes its result into
  * input 0 (b broadcasts to a, never a to b). tg_op_check runs them on a clone of input 0. */
-#include "ops/samples/samples_internal.h"
+#include "testing/samples/samples_internal.h"
 #include "tensor/check.h"
 #include "tensor/tensor_impl.h"
 

@@ -1,5 +1,5 @@
 /* Shared steps of the built-in ops' sample inputs (tg's OpInfo: tg_sample_fn in
- * include/tg/autograd.h, checked by tg_op_check in src/ops/op_check.c).
+ * include/tg/autograd.h, checked by tg_op_check in src/testing/op_check.c).
  *
  * Values are drawn on the CPU in F64 from the request's generator, shaped on the host (kept
  * away from a kink, positive for a domain) and only then converted to the request's dtype

@@ -1,5 +1,5 @@
 /* Sample inputs of the copies and conversions (ops/def/tensor.def). */
-#include "ops/samples/samples_internal.h"
+#include "testing/samples/samples_internal.h"
 
 /* x in each layout, with the ints. */
 static int copy_samples(const tg_sample_request *r, tg_sample *out, int n_ints,

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/gradcheck_internal.h"
+#include "testing/gradcheck_internal.h"
 #include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
 

@@ -27,7 +27,8 @@
 #include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
 #include "tg/cuda.h"
-#include "tg/tg.h"
+#include "tg/ops.h"
+#include "tg/testing.h"
 
 #define CHECK_SEED 0x6f70696e666full /* "opinfo": samples of every run are the same */
 #define UPSTREAM_SEED 0x75707374ull  /* the CPU-vs-CUDA upstream gradients */

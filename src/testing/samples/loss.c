@@ -1,5 +1,5 @@
 /* Sample inputs of softmax and the losses (ops/def/loss.def). */
-#include "ops/samples/samples_internal.h"
+#include "testing/samples/samples_internal.h"
 
 /* ints: dim (wrapped; 0 for a 0-dim input). */
 static int softmax_samples(const tg_sample_request *r, tg_sample *out) {

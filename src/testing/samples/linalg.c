@@ -1,7 +1,7 @@
 /* Sample inputs of the matrix products (ops/def/linalg.def): operand layouts (the GEMM
  * takes row- and column-major operands as they are), size-1 dims, alpha and beta. The bench
  * call reads request->sizes as M, K, N. */
-#include "ops/samples/samples_internal.h"
+#include "testing/samples/samples_internal.h"
 
 /* Bench: request->sizes = M, K, N of [M, K] @ [K, N] when given (all three, positive), else
  * 256, 512, 512. -1 with an error for sizes that are not positive. */

@@ -1,7 +1,7 @@
 /* Shared steps of the built-in ops' sample inputs: building the list, making inputs. */
 #include <math.h>
 
-#include "ops/samples/samples_internal.h"
+#include "testing/samples/samples_internal.h"
 #include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
 

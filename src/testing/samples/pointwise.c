@@ -1,7 +1,7 @@
 /* Sample inputs of the pointwise ops: unary (ops/def/unary.def), binary and comparisons
  * (ops/def/binary.def), and the scalar-operand ops (ops/def/pointwise.def). In-place forms
  * take these through tg__samples_inplace. */
-#include "ops/samples/samples_internal.h"
+#include "testing/samples/samples_internal.h"
 
 /* ---- unary ---- */
 

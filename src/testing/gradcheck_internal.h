@@ -5,7 +5,7 @@
 #ifndef TG_GRADCHECK_INTERNAL_H
 #define TG_GRADCHECK_INTERNAL_H
 
-#include "tg/autograd.h"
+#include "tg/testing.h"
 
 typedef struct gc_output {
   int ndim;

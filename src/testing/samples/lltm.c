@@ -1,7 +1,7 @@
 /* Sample inputs of the fused LLTM cell (ops/def/lltm.def): input [B, I], weights
  * [3S, S + I], bias [3S] or [1, 3S], old_h and old_cell [B, S]; outputs new_h, new_cell.
  * Bench: request->sizes = B, I, S when given (all three), else the tutorial's 16, 32, 128. */
-#include "ops/samples/samples_internal.h"
+#include "testing/samples/samples_internal.h"
 
 static void cell(tg__samples *b, const char *label, int64_t B, int64_t I, int64_t S, bool bias_row,
                  tg__layout weights_layout, unsigned grads) {

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/gradcheck_internal.h"
+#include "testing/gradcheck_internal.h"
 #include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
 

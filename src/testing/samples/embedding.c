@@ -1,6 +1,6 @@
 /* Sample inputs of embedding and its backward (ops/def/embedding.def). Indices drawn from a
  * range smaller than their count repeat, so the backward's sums over repeats are checked. */
-#include "ops/samples/samples_internal.h"
+#include "testing/samples/samples_internal.h"
 
 /* A transposed (non-contiguous) I64 index [rows, cols] in [0, bound). */
 static tg_tensor *transposed_indices(const tg_sample_request *r, int64_t bound, int64_t rows,

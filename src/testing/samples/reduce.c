@@ -1,6 +1,6 @@
 /* Sample inputs of the reductions (ops/def/reduce.def, ops/def/reduction.def). Values are
  * distinct random numbers, so max and min have no ties to split a gradient between. */
-#include "ops/samples/samples_internal.h"
+#include "testing/samples/samples_internal.h"
 
 /* <name>: all elements to 0-dim. */
 static int all_samples(const tg_sample_request *r, tg_sample *out) {

@@ -3,8 +3,8 @@
  * broadcasting, outside the tape; temporaries live in a scope of the function's own. */
 #include <math.h>
 
-#include "broadcast.h"
-#include "tg/autograd.h"
+#include "ops/broadcast.h"
+#include "tg/testing.h"
 #include "tensor/check.h"
 #include "tensor/error_impl.h"
 

@@ -1,5 +1,5 @@
 /* Sample inputs of cat (ops/def/shape.def): ints dim (wrapped); any number of inputs. */
-#include "ops/samples/samples_internal.h"
+#include "testing/samples/samples_internal.h"
 
 int tg__samples_cat(const tg_sample_request *r, tg_sample *out) {
   tg__samples b = tg__samples_begin(r, out);
