@@ -54,7 +54,7 @@ __global__ void backward_kernel(int64_t batch, int64_t state, mat<T> grad_h, mat
     T gc = grad_cell.p ? grad_cell(b, j) : T(0);
     T d0, d1, d2, doc;
     tg__lltm_math_backward_from_act(gh, gc, old_cell(b, j), gates(b, j), gates(b, state + j),
-                                   gates(b, 2 * state + j), &d0, &d1, &d2, &doc);
+                                    gates(b, 2 * state + j), &d0, &d1, &d2, &doc);
     d_gates(b, j) = d0;
     d_gates(b, state + j) = d1;
     d_gates(b, 2 * state + j) = d2;
