@@ -83,7 +83,9 @@ function(_tg_dist_library name type base mpi nccl)
   if(type STREQUAL "SHARED")
     # libtg.so does not export tg's internal allocator (tg__host_*): a shared tg_dist holds
     # its own copy of it (hidden), with a fault injector of its own.
-    list(APPEND sources ${CMAKE_CURRENT_SOURCE_DIR}/src/tensor/host_memory.c)
+    # The same for the argument checks' failure half (tg__fail, src/tensor/check_fail.c).
+    list(APPEND sources ${CMAKE_CURRENT_SOURCE_DIR}/src/tensor/host_memory.c
+                        ${CMAKE_CURRENT_SOURCE_DIR}/src/tensor/check_fail.c)
   endif()
   add_library(${name} ${type} ${sources})
   target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)

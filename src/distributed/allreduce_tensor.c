@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "comm.h"
+#include "tensor/check.h"
 #if TG_WITH_NCCL
 #include "nccl_comm.h"
 #endif
@@ -43,9 +44,9 @@ static tg_status allreduce_staged(const char *name, tg_tensor *t, tg_reduce_op o
 
 tg_status tg__dist_allreduce_contiguous(const char *name, tg_tensor *t, tg_reduce_op op) {
   if (!tg__dist_ready(name)) return tg_last_error();
-  if (!t) return tg_set_error(TG_ERR_ARGUMENT, "%s: tensor is NULL", name);
-  if (!tg_is_contiguous(t))
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: the tensor must be contiguous", name);
+  if (!tg__check_not_null(name, "tensor", t) ||
+      !tg__check(tg_is_contiguous(t), TG_ERR_ARGUMENT, name, "the tensor must be contiguous"))
+    return tg_last_error();
   if (tg_tensor_device(t).type == TG_CPU)
     return tg__dist_allreduce_host(name, tg_data_ptr(t), tg_numel(t), tg_tensor_dtype(t), op);
 #if TG_WITH_NCCL

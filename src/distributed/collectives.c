@@ -5,6 +5,7 @@
  * bumped like any in-place write. The copy is made before the cross-rank check: a rank that
  * cannot make it says so in the check instead of leaving the others waiting. */
 #include "check.h"
+#include "tensor/check.h"
 #include "tg/autograd.h"
 #if TG_WITH_NCCL
 #include "nccl_comm.h"
@@ -25,14 +26,11 @@ static void keep_if_failed(tg_tensor *w) {
 }
 
 static tg_status check_tensor(const char *name, const tg_tensor *t) {
-  if (!t) return tg_set_error(TG_ERR_ARGUMENT, "%s: t is NULL", name);
-  if (tg_requires_grad(t) && tg_is_grad_enabled())
-    return tg_set_error(TG_ERR_STATE,
-                        "%s: t requires grad and grad mode is on: a collective writes t in "
-                        "place outside the tape; call it under tg_no_grad_begin (like an "
-                        "optimizer's update)",
-                        name);
-  return TG_OK;
+  if (!tg__check_not_null(name, "t", t)) return tg_last_error();
+  return tg__check_status(!(tg_requires_grad(t) && tg_is_grad_enabled()), TG_ERR_STATE, name,
+                          "t requires grad and grad mode is on: a collective writes t in place "
+                          "outside the tape; call it under tg_no_grad_begin (like an "
+                          "optimizer's update)");
 }
 
 tg_status tg_dist_all_reduce(tg_tensor *t, tg_reduce_op op) {
@@ -41,11 +39,13 @@ tg_status tg_dist_all_reduce(tg_tensor *t, tg_reduce_op op) {
   tg_scope s = tg_scope_begin();
   tg_tensor *w = NULL;
   tg_status st = check_tensor(name, t);
-  if (st == TG_OK && (op < TG_REDUCE_SUM || op > TG_REDUCE_MIN))
-    st = tg_set_error(TG_ERR_ARGUMENT, "%s: unknown reduce op %d", name, (int)op);
-  if (st == TG_OK && op == TG_REDUCE_MEAN && !tg_dtype_is_floating(tg_tensor_dtype(t)))
-    st = tg_set_error(TG_ERR_DTYPE, "%s: TG_REDUCE_MEAN needs a floating dtype, t is %s", name,
-                      tg_dtype_name(tg_tensor_dtype(t)));
+  if (st == TG_OK)
+    st = tg__check_status(op >= TG_REDUCE_SUM && op <= TG_REDUCE_MIN, TG_ERR_ARGUMENT, name,
+                          "unknown reduce op %d", (int)op);
+  if (st == TG_OK)
+    st = tg__check_status(op != TG_REDUCE_MEAN || tg_dtype_is_floating(tg_tensor_dtype(t)),
+                          TG_ERR_DTYPE, name, "TG_REDUCE_MEAN needs a floating dtype, t is %s",
+                          tg_dtype_name(tg_tensor_dtype(t)));
 #if TG_WITH_NCCL
   /* NCCL's device, checked here: past the cross-rank check a rank's failure leaves the
    * others' streams waiting. */
@@ -70,9 +70,9 @@ tg_status tg_dist_broadcast(tg_tensor *t, int root) {
   tg_scope s = tg_scope_begin();
   tg_tensor *w = NULL;
   tg_status st = check_tensor(name, t);
-  if (st == TG_OK && (root < 0 || root >= tg_dist_world_size()))
-    st = tg_set_error(TG_ERR_ARGUMENT, "%s: root %d is not a rank (world size %d)", name, root,
-                      tg_dist_world_size());
+  if (st == TG_OK)
+    st = tg__check_status(root >= 0 && root < tg_dist_world_size(), TG_ERR_ARGUMENT, name,
+                          "root %d is not a rank (world size %d)", root, tg_dist_world_size());
   /* Through host memory, also for CUDA tensors: a broadcast is for setup, not per step. The
    * root sends from t's own memory where it is a contiguous CPU tensor (MPI only reads it). */
   const bool is_root = root == tg_dist_rank();

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "comm.h"
+#include "tensor/check.h"
 #include "transport.h"
 
 /* How long a wait polls without sleeping (see wait_request). */
@@ -82,17 +83,12 @@ static bool mpi_finalized(void) {
 }
 
 bool tg__dist_ready(const char *name) {
-  if (!tg_dist_is_initialized()) {
-    tg_set_error(TG_ERR_STATE, "%s: tg_dist_init has not been called", name);
+  if (!tg__check(tg_dist_is_initialized(), TG_ERR_STATE, name,
+                 "tg_dist_init has not been called") ||
+      !tg__check(!mpi_finalized(), TG_ERR_STATE, name,
+                 "MPI was finalized (MPI_Finalize) while tg_dist was initialised: call "
+                 "tg_dist_finalize before MPI_Finalize"))
     return false;
-  }
-  if (mpi_finalized()) {
-    tg_set_error(TG_ERR_STATE,
-                 "%s: MPI was finalized (MPI_Finalize) while tg_dist was initialised: call "
-                 "tg_dist_finalize before MPI_Finalize",
-                 name);
-    return false;
-  }
   if (atomic_load(&failed)) {
     tg_set_error(TG_ERR_DIST,
                  "%s: an earlier collective failed on rank %d (a rank died, hangs, or called a "
@@ -150,12 +146,11 @@ tg_status tg__dist_allreduce_host(const char *name, void *buf, int64_t count, tg
   default:
     return tg_set_error(TG_ERR_ARGUMENT, "%s: unknown reduce op %d", name, (int)op);
   }
-  if (op == TG_REDUCE_MEAN && !tg_dtype_is_floating(dtype))
-    return tg_set_error(TG_ERR_DTYPE, "%s: TG_REDUCE_MEAN needs a floating dtype, got %s", name,
-                        tg_dtype_name(dtype));
-  if (count < 0 || (count > 0 && !buf))
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: bad host buffer (%p, %lld elements)", name, buf,
-                        (long long)count);
+  if (!tg__check(op != TG_REDUCE_MEAN || tg_dtype_is_floating(dtype), TG_ERR_DTYPE, name,
+                 "TG_REDUCE_MEAN needs a floating dtype, got %s", tg_dtype_name(dtype)) ||
+      !tg__check(count == 0 || (count > 0 && buf), TG_ERR_ARGUMENT, name,
+                 "bad host buffer (%p, %lld elements)", buf, (long long)count))
+    return tg_last_error();
   const size_t esize = tg_dtype_size(dtype);
   for (int64_t done = 0; done < count;) {
     const int n = (int)(count - done < TG_DIST_CHUNK ? count - done : TG_DIST_CHUNK);
@@ -181,12 +176,11 @@ tg_status tg__dist_allreduce_host(const char *name, void *buf, int64_t count, tg
 
 tg_status tg__dist_broadcast_host(const char *name, void *buf, int64_t bytes, int root) {
   if (!tg__dist_ready(name)) return tg_last_error();
-  if (root < 0 || root >= n_ranks)
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: root %d is not a rank (world size %d)", name, root,
-                        n_ranks);
-  if (bytes < 0 || (bytes > 0 && !buf))
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: bad host buffer (%p, %lld bytes)", name, buf,
-                        (long long)bytes);
+  if (!tg__check(root >= 0 && root < n_ranks, TG_ERR_ARGUMENT, name,
+                 "root %d is not a rank (world size %d)", root, n_ranks) ||
+      !tg__check(bytes == 0 || (bytes > 0 && buf), TG_ERR_ARGUMENT, name,
+                 "bad host buffer (%p, %lld bytes)", buf, (long long)bytes))
+    return tg_last_error();
   for (int64_t done = 0; done < bytes;) {
     const int n = (int)(bytes - done < TG_DIST_CHUNK ? bytes - done : TG_DIST_CHUNK);
     MPI_Request req;
@@ -211,9 +205,9 @@ tg_status tg__dist_transport_init(int *argc, char ***argv, double timeout_second
                                   int *size) {
   int finalized = 0, running = 0, provided = MPI_THREAD_SINGLE;
   MPI_Finalized(&finalized);
-  if (finalized)
-    return tg_set_error(TG_ERR_STATE,
-                        "tg_dist_init: MPI was finalized already (it cannot start twice)");
+  if (!tg__check(!finalized, TG_ERR_STATE, "tg_dist_init",
+                 "MPI was finalized already (it cannot start twice)"))
+    return tg_last_error();
   MPI_Initialized(&running);
   if (!running) {
     if (!argc || !argv) argc = NULL, argv = NULL; /* MPI takes both or neither */

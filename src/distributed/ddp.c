@@ -6,6 +6,7 @@
 
 #include "distributed/comm.h"
 #include "distributed/ddp_internal.h"
+#include "tensor/check.h"
 #include "tensor/host_memory.h"
 
 #define DEFAULT_BUCKET_CAP ((size_t)1 << 20)
@@ -207,12 +208,12 @@ static tg_status synchronize(tg_ddp *ddp, const char *name) {
 }
 
 tg_status tg_ddp_synchronize(tg_ddp *ddp) {
-  if (!ddp) return tg_set_error(TG_ERR_ARGUMENT, "tg_ddp_synchronize: ddp is NULL");
+  if (!tg__check_not_null("tg_ddp_synchronize", "ddp", ddp)) return tg_last_error();
   return synchronize(ddp, "tg_ddp_synchronize");
 }
 
 tg_status tg_ddp_backward(tg_ddp *ddp, const tg_tensor *loss) {
-  if (!ddp) return tg_set_error(TG_ERR_ARGUMENT, "tg_ddp_backward: ddp is NULL");
+  if (!tg__check_not_null("tg_ddp_backward", "ddp", ddp)) return tg_last_error();
   tg_status st = tg_backward(loss, NULL);
   if (!ddp->sync && !ddp->round_begun) return st;
   /* Synchronize even when backward failed, so that the other ranks are not left waiting for
@@ -226,8 +227,9 @@ void tg_ddp_set_sync(tg_ddp *ddp, bool sync) {
 }
 
 tg_status tg_ddp_stats_get(const tg_ddp *ddp, tg_ddp_stats *out) {
-  if (!ddp || !out)
-    return tg_set_error(TG_ERR_ARGUMENT, "tg_ddp_stats_get: %s is NULL", ddp ? "out" : "ddp");
+  if (!tg__check_not_null("tg_ddp_stats_get", "ddp", ddp) ||
+      !tg__check_not_null("tg_ddp_stats_get", "out", out))
+    return tg_last_error();
   *out = ddp->stats;
   return TG_OK;
 }
@@ -292,10 +294,7 @@ static tg_status warm_up_nccl(tg_ddp *ddp) {
 }
 
 tg_ddp *tg_ddp_new(tg_module *m, tg_ddp_options opts) {
-  if (!m) {
-    tg_set_error(TG_ERR_ARGUMENT, "tg_ddp_new: m is NULL");
-    return NULL;
-  }
+  if (!tg__check_not_null("tg_ddp_new", "m", m)) return NULL;
   if (!tg__dist_ready("tg_ddp_new")) return NULL;
   if (!opts.no_broadcast && tg_dist_broadcast_module(m, 0) != TG_OK) return NULL;
   size_t cap = opts.bucket_cap_bytes ? opts.bucket_cap_bytes : DEFAULT_BUCKET_CAP;
@@ -312,10 +311,9 @@ tg_ddp *tg_ddp_new(tg_module *m, tg_ddp_options opts) {
   /* Every rank learns whether all succeeded and laid the buckets out alike. */
   tg_ddp none = {0};
   st = tg__ddp_agree(ddp ? ddp : &none, st);
-  if (st == TG_OK && ddp->n_params == 0)
-    st = tg_set_error(TG_ERR_ARGUMENT,
-                      "tg_ddp_new: the module (%s) has no parameter that requires grad",
-                      tg_module_type(m));
+  if (st == TG_OK)
+    st = tg__check_status(ddp->n_params > 0, TG_ERR_ARGUMENT, "tg_ddp_new",
+                          "the module (%s) has no parameter that requires grad", tg_module_type(m));
   if (st == TG_OK) st = warm_up_nccl(ddp);
   if (st != TG_OK) {
     destroy(ddp);

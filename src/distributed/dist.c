@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "comm.h"
+#include "tensor/check.h"
 #include "transport.h"
 #if TG_WITH_NCCL
 #include "nccl_comm.h"
@@ -24,11 +25,11 @@ bool tg_dist_has_nccl(void) { return TG_WITH_NCCL; }
 
 /* The timeout: the options', else TG_DIST_TIMEOUT's, else 300 s. */
 static tg_status resolve_timeout(double requested, double *out) {
-  if (!isfinite(requested) || requested < 0)
-    return tg_set_error(TG_ERR_ARGUMENT,
-                        "tg_dist_init: opts.timeout_seconds must be a finite number of seconds "
-                        ">= 0 (0: TG_DIST_TIMEOUT or %g), got %g",
-                        TG_DIST_DEFAULT_TIMEOUT, requested);
+  if (!tg__check(isfinite(requested) && requested >= 0, TG_ERR_ARGUMENT, "tg_dist_init",
+                 "opts.timeout_seconds must be a finite number of seconds >= 0 (0: "
+                 "TG_DIST_TIMEOUT or %g), got %g",
+                 TG_DIST_DEFAULT_TIMEOUT, requested))
+    return tg_last_error();
   if (requested > 0) {
     *out = requested;
     return TG_OK;
@@ -41,20 +42,18 @@ static tg_status resolve_timeout(double requested, double *out) {
   char *end = NULL;
   errno = 0;
   const double v = strtod(env, &end);
-  if (end == env || *end != '\0' || errno != 0 || !isfinite(v) || v <= 0)
-    return tg_set_error(TG_ERR_ARGUMENT,
-                        "tg_dist_init: TG_DIST_TIMEOUT='%s' is not a number of seconds > 0", env);
+  if (!tg__check(end != env && *end == '\0' && errno == 0 && isfinite(v) && v > 0, TG_ERR_ARGUMENT,
+                 "tg_dist_init", "TG_DIST_TIMEOUT='%s' is not a number of seconds > 0", env))
+    return tg_last_error();
   *out = v;
   return TG_OK;
 }
 
 tg_status tg_dist_init(int *argc, char ***argv, tg_dist_options opts) {
   if (!tg_dist_is_built()) return tg__dist_transport_init(argc, argv, 0, NULL, NULL);
-  if (initialized)
-    return tg_set_error(TG_ERR_STATE,
-                        "tg_dist_init: called twice (tg_dist is initialised "
-                        "already: rank %d of %d)",
-                        my_rank, n_ranks);
+  if (!tg__check(!initialized, TG_ERR_STATE, "tg_dist_init",
+                 "called twice (tg_dist is initialised already: rank %d of %d)", my_rank, n_ranks))
+    return tg_last_error();
   double timeout = 0;
   tg_status st = resolve_timeout(opts.timeout_seconds, &timeout);
   if (st != TG_OK) return st;

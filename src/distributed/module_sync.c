@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "fnv1a.h"
+#include "tensor/check.h"
 #include "tg/autograd.h"
 #include "tensor/host_memory.h"
 
@@ -181,7 +182,7 @@ static tg_status name_difference(const char *fn, const text *mine) {
 /* Every rank's module alike, and every rank's local status fine (local's error pending). */
 static tg_status check_module(const char *fn, const tg_module *m, tg_status local) {
   text mine = {0};
-  if (local == TG_OK && !m) local = tg_set_error(TG_ERR_ARGUMENT, "%s: m is NULL", fn);
+  if (local == TG_OK) local = tg__check_not_null(fn, "m", m) ? TG_OK : TG_ERR_ARGUMENT;
   if (local == TG_OK) local = describe(fn, m, &mine);
   tg_status st = tg__dist_agree(fn, local);
   if (st == TG_OK) {
@@ -205,10 +206,9 @@ tg_status tg_dist_check_module(const tg_module *m) {
 tg_status tg_dist_broadcast_module(tg_module *m, int root) {
   const char *fn = "tg_dist_broadcast_module";
   if (!tg__dist_ready(fn)) return tg_last_error();
-  tg_status local = TG_OK;
-  if (root < 0 || root >= tg_dist_world_size())
-    local = tg_set_error(TG_ERR_ARGUMENT, "%s: root %d is not a rank (world size %d)", fn, root,
-                         tg_dist_world_size());
+  tg_status local =
+      tg__check_status(root >= 0 && root < tg_dist_world_size(), TG_ERR_ARGUMENT, fn,
+                       "root %d is not a rank (world size %d)", root, tg_dist_world_size());
   tg_status st = check_module(fn, m, local);
   if (st != TG_OK) return st;
   /* Every rank has the same entries in the same order: broadcast them one by one. */
