@@ -7,6 +7,7 @@
 #include "tg/testing.h"
 #include "tensor/check.h"
 #include "tensor/error_impl.h"
+#include "tensor/internal_assert.h"
 
 /* Element idx (from offset, in elements) of a host tensor, as a double. */
 static double value_at(const tg_tensor *t, int64_t idx) {
@@ -17,6 +18,7 @@ static double value_at(const tg_tensor *t, int64_t idx) {
   case TG_F64:
     return ((const double *)base)[idx];
   default:
+    TG_INTERNAL_ASSERT(t->dtype == TG_I64); /* every entry point validated the dtype */
     return (double)((const int64_t *)base)[idx];
   }
 }
