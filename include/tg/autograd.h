@@ -1,5 +1,5 @@
-/* tg — the reverse-mode tape: grad mode, backward, custom functions (gradcheck and
- * op_check: tg/testing.h). */
+/* tg — the reverse-mode tape: grad mode, backward, custom functions, the op registry.
+ * Gradient checking and op_check are in tg/testing.h. */
 #ifndef TG_AUTOGRAD_H
 #define TG_AUTOGRAD_H
 

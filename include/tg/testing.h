@@ -1,6 +1,6 @@
-/* tg — testing tools (src/testing/): comparing tensors, gradient checking and checking an op
- * by its sample inputs (tg's OpInfo; the sample types are in tg/autograd.h, next to
- * tg_op_desc). Included by tg/tg.h. */
+/* tg — testing tools: comparing tensors, gradient checking, checking an op by its samples.
+ * Implemented in src/testing/; the sample types (tg's OpInfo) are in tg/autograd.h, next to
+ * tg_op_desc. Included by tg/tg.h. */
 #ifndef TG_TESTING_H
 #define TG_TESTING_H
 
