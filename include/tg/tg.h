@@ -116,5 +116,7 @@
 #include "nn.h"
 #include "dlpack.h"
 #include "cuda.h"
+#include "cpu.h"
+#include "testing.h"
 
 #endif
