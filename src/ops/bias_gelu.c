@@ -8,7 +8,6 @@
 #include "autograd/node.h"
 #include "ops/backend.h"
 #include "ops/registry.h"
-#include "ops/samples/samples_internal.h"
 #include "tensor/check.h"
 #include "tensor/tensor_impl.h"
 #include "tg/ops.h"
@@ -58,25 +57,50 @@ tg_status tg__bwd_bias_gelu(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **
   return TG_OK;
 }
 
+/* ---- sample inputs (tg's OpInfo), written with the public API ---- */
+
+/* Values drawn on the CPU in F64 and then converted, so every device and dtype gets the same
+ * ones; made with grad off, so a transposed or stepped view is a leaf that can require grad. */
+static tg_tensor *sample_input(const tg_sample_request *r, int64_t rows, int64_t cols,
+                               bool transposed, bool stepped, bool grad) {
+  const int64_t sizes[2] = {transposed ? cols : rows, transposed ? rows
+                                                      : stepped  ? 2 * cols
+                                                                 : cols};
+  const int ndim = rows < 0 ? 1 : 2;
+  tg_tensor *t =
+      tg_randn(ndim, ndim == 1 ? sizes + 1 : sizes, (tg_options){.dtype = TG_F64}, r->gen);
+  if (t && transposed) t = tg_t(t);
+  if (t && stepped) t = tg_slice(t, ndim - 1, 0, sizes[1], 2);
+  if (t) t = tg_to_dtype(t, r->dtype);
+  if (t) t = tg_to_device(t, r->device);
+  if (t && grad && tg_set_requires_grad(t, true) != TG_OK) return NULL;
+  return t;
+}
+
 /* x [m, n] in several layouts, bias [n]; the bench call at a GPT-2 MLP's hidden size. */
 int tg__samples_bias_gelu(const tg_sample_request *r, tg_sample *out) {
-  tg__samples b = tg__samples_begin(r, out);
-  tg_sample *s;
-#define BIAS_GELU(label, x, bias)                                                                  \
-  s = tg__sample_new(&b, label);                                                                   \
-  tg__sample_input(&b, s, x);                                                                      \
-  tg__sample_input(&b, s, bias);
-  if (r->bench) {
-    BIAS_GELU("bench", TG__GRAD(&b, TG__ANY, 1024, 3072), TG__GRAD(&b, TG__ANY, 3072))
-    return tg__samples_end(&b);
+  struct {
+    const char *label;
+    int64_t m, n;
+    bool x_transposed, bias_stepped, bias_grad;
+  } const cases[] = {
+      {"2-D", 3, 5, false, false, true},         {"transposed x", 3, 4, true, false, true},
+      {"stepped bias", 2, 4, false, true, true}, {"bias without grad", 2, 3, false, false, false},
+      {"zero rows", 0, 3, false, false, true},
+  };
+  const int count = r->bench ? 1 : (int)(sizeof cases / sizeof cases[0]);
+  tg_no_grad_begin();
+  int made = 0;
+  for (; made < count; made++) {
+    const int64_t m = r->bench ? 1024 : cases[made].m, n = r->bench ? 3072 : cases[made].n;
+    tg_tensor *x = sample_input(r, m, n, !r->bench && cases[made].x_transposed, false, true);
+    tg_tensor *bias = x ? sample_input(r, -1, n, false, !r->bench && cases[made].bias_stepped,
+                                       r->bench || cases[made].bias_grad)
+                        : NULL;
+    if (!bias) break;
+    out[made] = (tg_sample){
+        .label = r->bench ? "bench" : cases[made].label, .n_inputs = 2, .inputs = {x, bias}};
   }
-  BIAS_GELU("2-D", TG__GRAD(&b, TG__ANY, 3, 5), TG__GRAD(&b, TG__ANY, 5))
-  BIAS_GELU("transposed x", tg__sample_tensor(r, TG__TRANSPOSED, TG__ANY, true, TG_SHAPE(4, 3)),
-            TG__GRAD(&b, TG__ANY, 3))
-  BIAS_GELU("stepped bias", TG__GRAD(&b, TG__ANY, 2, 4),
-            tg__sample_tensor(r, TG__STEPPED, TG__ANY, true, TG_SHAPE(4)))
-  BIAS_GELU("bias without grad", TG__GRAD(&b, TG__ANY, 2, 3), TG__CONST(&b, TG__ANY, 3))
-  BIAS_GELU("zero rows", TG__GRAD(&b, TG__ANY, 0, 3), TG__GRAD(&b, TG__ANY, 3))
-#undef BIAS_GELU
-  return tg__samples_end(&b);
+  tg_no_grad_end();
+  return made == count ? count : -1;
 }

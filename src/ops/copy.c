@@ -7,6 +7,7 @@
 #include "ops/creation.h"
 #include "ops/registry.h"
 #include "tensor/checked.h"
+#include "tensor/internal_assert.h"
 #include "tensor/tensor_impl.h"
 #include "tg/ops.h"
 
@@ -332,6 +333,7 @@ static double load(tg_dtype dtype, const void *p) {
   case TG_F64:
     return *(const double *)p;
   default:
+    TG_INTERNAL_ASSERT(dtype == TG_I64); /* every entry point validated the dtype */
     return (double)*(const int64_t *)p;
   }
 }
@@ -345,6 +347,7 @@ static void store(tg_dtype dtype, void *p, double v) {
     *(double *)p = v;
     break;
   default:
+    TG_INTERNAL_ASSERT(dtype == TG_I64); /* every entry point validated the dtype */
     *(int64_t *)p = tg__f64_to_i64(v);
     break; /* a plain cast of NaN is undefined */
   }

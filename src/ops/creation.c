@@ -10,6 +10,7 @@
 #include "ops/backend.h"
 #include "ops/creation.h"
 #include "tensor/checked.h"
+#include "tensor/internal_assert.h"
 #include "tensor/tensor_impl.h"
 
 /* Makes device current and allocates there with its allocator (an installed one first).
@@ -186,7 +187,8 @@ tg_tensor *tg_arange(double start, double end, double step, tg_options opts) {
                  start, end, step, span);
     return NULL;
   }
-  int64_t n = (int64_t)span; /* >= 0: end - start has the sign of step, or is 0 */
+  int64_t n = (int64_t)span;
+  TG_INTERNAL_ASSERT(n >= 0); /* end - start has the sign of step, or is 0 (checked above) */
   if (n > 0 && !tg_dtype_is_floating(opts.dtype)) {
     double last = start + (double)(n - 1) * step;
     double lo = start < last ? start : last, hi = start < last ? last : start;
@@ -209,6 +211,7 @@ tg_tensor *tg_arange(double start, double end, double step, tg_options opts) {
       ((double *)host->storage->data)[i] = v;
       break;
     default:
+      TG_INTERNAL_ASSERT(opts.dtype == TG_I64); /* tg__empty_op validated it */
       ((int64_t *)host->storage->data)[i] = (int64_t)v;
       break;
     }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "host_memory.h"
+#include "internal_assert.h"
 #include "tensor_impl.h"
 
 enum { PRINT_THRESHOLD = 1000, EDGE_ITEMS = 3 };
@@ -131,6 +132,7 @@ static double load_value(tg_dtype dtype, const char *base, int64_t i) {
   case TG_F64:
     return ((const double *)(const void *)base)[i];
   default:
+    TG_INTERNAL_ASSERT(dtype == TG_I64); /* every entry point validated the dtype */
     return (double)((const int64_t *)(const void *)base)[i];
   }
 }

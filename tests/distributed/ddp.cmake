@@ -1,4 +1,4 @@
-# tg_ddp's tests (src/dist/ddp*.c), at np 1 (with the allocation sweep) and np 2. Included
+# tg_ddp's tests (src/distributed/ddp*.c), at np 1 (with the allocation sweep) and np 2. Included
 # from tests/distributed/CMakeLists.txt once tg_dist_program and tg_dist_test exist (MPI found).
 tg_dist_program(test_ddp test_ddp.c)
 tg_dist_test(NAME dist_ddp_np1 NP 1 COMMAND $<TARGET_FILE:test_ddp>)

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "dist/comm.h"
+#include "distributed/comm.h"
 #include "dist_check.h"
 #include "tensor/host_memory.h"
 

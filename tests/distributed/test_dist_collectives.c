@@ -7,8 +7,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "dist/comm.h"
-#include "dist/transport.h"
+#include "distributed/comm.h"
+#include "distributed/transport.h"
 #include "dist_check.h"
 #include "tensor/host_memory.h"
 

@@ -5,7 +5,7 @@
  * (NCCL takes one GPU per rank), exiting 77 (skipped) without a GPU. */
 #include <math.h>
 
-#include "dist/comm.h"
+#include "distributed/comm.h"
 #include "tensor/host_memory.h"
 #include "dist_check.h"
 #include "tg/cuda.h"

@@ -3,7 +3,7 @@
  * dtype, a name, an extra entry) is the same error on every rank, naming the entry, the
  * rank and both sides; one rank's own error or failed allocation never leaves the others
  * waiting. */
-#include "dist/comm.h"
+#include "distributed/comm.h"
 #include "dist_check.h"
 #include "tensor/host_memory.h"
 

@@ -6,8 +6,8 @@
  * are TG_ERR_STATE. Run at np 2. */
 #include <mpi.h>
 
-#include "dist/comm.h"
-#include "dist/transport.h"
+#include "distributed/comm.h"
+#include "distributed/transport.h"
 #include "dist_check.h"
 
 int main(int argc, char **argv) {

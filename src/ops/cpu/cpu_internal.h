@@ -12,6 +12,7 @@
 #include "ops/backend.h"
 #include "ops/coalesce.h"
 #include "tensor/tensor_impl.h"
+#include "tg/cpu.h"
 
 /* Element counts from which loops fork an OpenMP team, per kind of pass, measured with
  * bench/parallel_thresholds.c (F32, 2 cores, 50 us of one-thread work before each pass, as

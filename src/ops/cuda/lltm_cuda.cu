@@ -34,7 +34,7 @@ __global__ void forward_kernel(int64_t batch, int64_t state, mat<T> gates, mat<T
     T g1 = gates(b, state + j) + bias(0, state + j);
     T g2 = gates(b, 2 * state + j) + bias(0, 2 * state + j);
     T ig, og, cand, nc, nh;
-    tg_lltm_cell_forward(g0, g1, g2, old_cell(b, j), &ig, &og, &cand, &nc, &nh);
+    tg__lltm_math_forward(g0, g1, g2, old_cell(b, j), &ig, &og, &cand, &nc, &nh);
     gates(b, j) = ig;
     gates(b, state + j) = og;
     gates(b, 2 * state + j) = cand;
@@ -53,8 +53,8 @@ __global__ void backward_kernel(int64_t batch, int64_t state, mat<T> grad_h, mat
     T gh = grad_h.p ? grad_h(b, j) : T(0);
     T gc = grad_cell.p ? grad_cell(b, j) : T(0);
     T d0, d1, d2, doc;
-    tg_lltm_cell_backward_from_act(gh, gc, old_cell(b, j), gates(b, j), gates(b, state + j),
-                                   gates(b, 2 * state + j), &d0, &d1, &d2, &doc);
+    tg__lltm_math_backward_from_act(gh, gc, old_cell(b, j), gates(b, j), gates(b, state + j),
+                                    gates(b, 2 * state + j), &d0, &d1, &d2, &doc);
     d_gates(b, j) = d0;
     d_gates(b, state + j) = d1;
     d_gates(b, 2 * state + j) = d2;
