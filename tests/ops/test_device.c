@@ -389,6 +389,10 @@ TG_TEST(meta, reading_values_is_an_error_and_checks_of_values_are_skipped) {
   tg_expect_error(TG_ERR_UNSUPPORTED, "tg_to_device", "no data", "cpu");
   cr_assert_null(tg_to_dlpack(m));
   tg_expect_error(TG_ERR_UNSUPPORTED, "DLPack");
+  char *text = tg_to_string(m);
+  cr_assert_not_null(text, "%s", tg_last_error_message());
+  cr_assert_str_eq(text, "tensor(..., size=[2, 3], device=meta)");
+  free(text);
   /* index range: not checked (no values); geometry: checked as everywhere */
   tg_tensor *w = tg_zeros(TG_SHAPE(4, 3), META_F32);
   tg_tensor *idx = tg_full(TG_SHAPE(5), 99, META_I64);
