@@ -1,38 +1,35 @@
 /* The one registration point of the device backends: which backend serves which device
- * type, and the default allocators. This file is compiled once per library (not in
- * tg_core): TG_WITH_CUDA=1 when that library links src/ops/cuda/ (real or emulated), so
- * there is no stub and no weak symbol: a build without CUDA names no CUDA code at all. */
+ * type, and the default allocators. The CUDA backend lives in a module that libtg loads on
+ * its first use (ops/cuda_module.c): a CPU-only program never maps the CUDA runtime. */
 #include "ops/backend.h"
-#include "tg/cuda.h"
 
-#ifndef TG_WITH_CUDA
-#error "src/ops/backend.c needs TG_WITH_CUDA (0 or 1) from the build"
-#endif
+#include <stdio.h>
+
+#include "ops/cuda_module.h"
+#include "tg/cuda.h"
 
 static const tg_backend *const backends[TG_NUM_DEVICE_TYPES] = {
     [TG_CPU] = &tg_cpu_backend,
-#if TG_WITH_CUDA
-    [TG_CUDA] = &tg_cuda_backend,
-#endif
 };
 
+/* The CUDA module's backend; quiet: NULL without recording an error. */
+static const tg_backend *cuda_backend(void) {
+  const tg_device_module *m = tg__cuda_module_quiet();
+  return m ? m->backend : NULL;
+}
+
 const tg_backend *tg__backend(const char *op, tg_device device) {
+  if (device.type == TG_CUDA) {
+    char what[160];
+    snprintf(what, sizeof what, "%s: device cuda:%d", op, device.index);
+    const tg_device_module *m = tg__cuda_module(what);
+    return m ? m->backend : NULL;
+  }
   const tg_backend *be = (unsigned)device.type < TG_NUM_DEVICE_TYPES ? backends[device.type] : NULL;
-  if (!be && device.type == TG_CUDA)
-    tg_set_error(TG_ERR_DEVICE, "%s: device cuda:%d requested but tg was built without CUDA", op,
-                 device.index);
-  else if (!be)
+  if (!be)
     tg_set_error(TG_ERR_DEVICE, "%s: device %s is not available in this build", op,
                  tg_device_type_name(device.type));
   return be;
-}
-
-bool tg__cuda_is_emulated(void) {
-#ifdef TG_CUDA_EMULATION
-  return true;
-#else
-  return false;
-#endif
 }
 
 /* ---- allocators (tg/tensor.h) ---- */
@@ -42,7 +39,8 @@ static const tg_allocator *installed[TG_NUM_DEVICE_TYPES];
 const tg_allocator *tg_get_allocator(tg_device_type type) {
   if ((unsigned)type >= TG_NUM_DEVICE_TYPES) return NULL;
   if (installed[type]) return installed[type];
-  return backends[type] ? backends[type]->allocator : NULL;
+  const tg_backend *be = type == TG_CUDA ? cuda_backend() : backends[type];
+  return be ? be->allocator : NULL;
 }
 
 const tg_allocator *tg_set_allocator(tg_device_type type, const tg_allocator *allocator) {
@@ -54,39 +52,3 @@ const tg_allocator *tg_set_allocator(tg_device_type type, const tg_allocator *al
   installed[type] = allocator;
   return previous;
 }
-
-#if !TG_WITH_CUDA
-/* tg/cuda.h in a library without CUDA: every request for the device is a clean error. */
-bool tg_cuda_is_built(void) { return false; }
-int tg_cuda_device_count(void) { return 0; }
-bool tg_cuda_is_available(void) { return false; }
-tg_status tg_cuda_synchronize(void) {
-  return tg_set_error(TG_ERR_DEVICE, "tg_cuda_synchronize: tg was built without CUDA");
-}
-tg_status tg_cuda_stream(int device_index, void **stream) {
-  if (stream) *stream = NULL;
-  return tg_set_error(TG_ERR_DEVICE, "tg_cuda_stream: tg was built without CUDA (device %d)",
-                      device_index);
-}
-tg_status tg_cuda_memory_stats_get(tg_cuda_memory_stats *out) {
-  if (out) *out = (tg_cuda_memory_stats){0};
-  return tg_set_error(TG_ERR_DEVICE, "tg_cuda_memory_stats_get: tg was built without CUDA");
-}
-tg_status tg_cuda_empty_cache(void) {
-  return tg_set_error(TG_ERR_DEVICE, "tg_cuda_empty_cache: tg was built without CUDA");
-}
-/* There is no device to time: the timer cannot be made, and nothing can be timed. */
-tg_cuda_timer *tg_cuda_timer_new(void) {
-  tg_set_error(TG_ERR_DEVICE, "tg_cuda_timer_new: tg was built without CUDA");
-  return NULL;
-}
-tg_status tg_cuda_timer_start(tg_cuda_timer *timer) {
-  (void)timer;
-  return tg_set_error(TG_ERR_DEVICE, "tg_cuda_timer_start: tg was built without CUDA");
-}
-tg_status tg_cuda_timer_elapsed_ms(tg_cuda_timer *timer, double *ms) {
-  (void)timer, (void)ms;
-  return tg_set_error(TG_ERR_DEVICE, "tg_cuda_timer_elapsed_ms: tg was built without CUDA");
-}
-void tg_cuda_timer_free(tg_cuda_timer *timer) { (void)timer; }
-#endif

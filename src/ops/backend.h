@@ -106,16 +106,17 @@ typedef struct tg_backend {
 } tg_backend;
 
 /* The backend of a device type: NULL with TG_ERR_DEVICE recorded (naming op) when that
- * device is not built in. The one registration point is src/ops/backend.c. */
+ * device is not built in (for CUDA: when its module cannot be loaded, ops/cuda_module.h).
+ * The one registration point is src/ops/backend.c. */
 const tg_backend *tg__backend(const char *op, tg_device device);
 
-/* Whether this library's CUDA device is the CPU emulation (tg_emu, the tests' build):
- * what the JIT compiles an extension's .cu sources for. */
+/* Whether the loaded CUDA module is the CPU emulation (libtg_cuda_emu.so, the tests'):
+ * what the JIT compiles an extension's .cu sources for. Loads the module (ops/cuda_module.c). */
 bool tg__cuda_is_emulated(void);
 
 /* The backend tables (src/ops/cpu/backend_cpu.c, src/ops/cuda/backend.cu). Ops reach them
- * through tg__backend; only src/ops/backend.c (the CUDA one only when the library is built
- * with a CUDA device, TG_WITH_CUDA) and the backends' tests name them. */
+ * through tg__backend; only src/ops/backend.c, the CUDA module's entry (module_entry.cu) and
+ * the backends' tests name them (tg_cuda_backend is inside the CUDA module, not libtg). */
 extern const tg_backend tg_cpu_backend;
 extern const tg_backend tg_cuda_backend;
 
