@@ -3,8 +3,9 @@
 # The CUDA device is a module of its own that libtg dlopen()s on the first use of a CUDA
 # device (src/ops/device_module.h, src/ops/cuda_module.c): libtg never links cudart or cuBLAS.
 # Sets, for the main library:
-#   TG_DEVICE_LOADER       src/ops/cuda_module.c, compiled per library (not in tg_core) with
-#   TG_DEVICE_LOADER_DEFS  the module's file name and the directory baked in for it;
+#   TG_DEVICE_LOADER_DEFS  for src/ops/cuda_module.c (the loader, in TG_BACKEND_REGISTRY,
+#                          compiled per library): the module's file name and the directory
+#                          baked in for it;
 #   TG_HAVE_CUDA           ON when the real CUDA module, tg_cuda (libtg_cuda.so), is built.
 # TG_CUDA=OFF: no CUDA module. ON: the real one, or a configure error. AUTO: the real one when
 # nvcc and cuBLAS are found (and not under TG_SANITIZE: the sanitizers' shadow memory and the
@@ -19,7 +20,6 @@ set(_tg_cuda_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/ops/cuda)
 file(GLOB TG_CUDA_SOURCES CONFIGURE_DEPENDS ${_tg_cuda_dir}/*.cu)
 # What the CUDA sources include: tg's headers and src/ (ops/..., tensor/...).
 set(_tg_cuda_includes ${CMAKE_CURRENT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR}/src)
-set(TG_DEVICE_LOADER ${CMAKE_CURRENT_SOURCE_DIR}/src/ops/cuda_module.c)
 
 # ---- decide ----
 set(TG_HAVE_CUDA OFF)
@@ -127,8 +127,8 @@ if(TG_BUILD_TESTS)
   # that loads extensions needs tg as a shared library, and the JIT compiles an extension's
   # .cu sources for the emulation when the running tg's module is it, tests/test_jit_emu.c).
   # They link the module too, so that the tests reach the emulation's controls.
-  add_library(tg_emu STATIC $<TARGET_OBJECTS:tg_core> ${TG_DEVICE_LOADER})
-  add_library(tg_emu_shared SHARED $<TARGET_OBJECTS:tg_core> ${TG_DEVICE_LOADER})
+  add_library(tg_emu STATIC $<TARGET_OBJECTS:tg_core> ${TG_BACKEND_REGISTRY})
+  add_library(tg_emu_shared SHARED $<TARGET_OBJECTS:tg_core> ${TG_BACKEND_REGISTRY})
   set_target_properties(tg_emu_shared PROPERTIES OUTPUT_NAME tg_emu)
   foreach(lib tg_emu tg_emu_shared)
     target_compile_definitions(${lib} PRIVATE TG_CUDA_MODULE_FILE="libtg_cuda_emu.so"

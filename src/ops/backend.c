@@ -1,6 +1,7 @@
 /* The one registration point of the device backends: which backend serves which device
  * type, and the default allocators. The CUDA backend lives in a module that libtg loads on
- * its first use (ops/cuda_module.c): a CPU-only program never maps the CUDA runtime. */
+ * its first use (ops/cuda_module.c): a CPU-only program never maps the CUDA runtime. Not in
+ * tg_core: the one place allowed to name every backend, it is compiled into each library. */
 #include "ops/backend.h"
 
 #include <stdio.h>

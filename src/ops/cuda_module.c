@@ -75,8 +75,10 @@ static bool find_default(char *path, size_t size) {
   if (dladdr((void *)tg__cuda_module_quiet, &info) && info.dli_fname) {
     snprintf(self_dir, sizeof self_dir, "%s", info.dli_fname);
     char *slash = strrchr(self_dir, '/');
-    if (slash) *slash = '\0';
-    else snprintf(self_dir, sizeof self_dir, ".");
+    if (slash)
+      *slash = '\0';
+    else
+      snprintf(self_dir, sizeof self_dir, ".");
   }
   if (candidate(path, size, self_dir, "") || candidate(path, size, self_dir, "tg/") ||
       candidate(path, size, TG_CUDA_MODULE_DIR, ""))
@@ -110,8 +112,8 @@ static bool check_module(const char *path, const tg_device_module *m) {
              "the CUDA device module '%s' was built for tg %s, this is tg %s", path,
              m->tg_version ? m->tg_version : "(none)", version);
   else if (!m->backend || !m->device_name || strcmp(m->device_name, "cuda") != 0)
-    snprintf(why_not, sizeof why_not, "the CUDA device module '%s' is not a CUDA device (%s)",
-             path, m->device_name ? m->device_name : "no name");
+    snprintf(why_not, sizeof why_not, "the CUDA device module '%s' is not a CUDA device (%s)", path,
+             m->device_name ? m->device_name : "no name");
   else
     return true;
   return false;
@@ -138,9 +140,8 @@ static void load(void) {
   *(void **)&entry = dlsym(handle, TG_DEVICE_MODULE_ENTRY_NAME);
   if (!entry) {
     const char *why = dlerror();
-    snprintf(why_not, sizeof why_not,
-             "'%s' is not a tg device module (no entry point %s: %s)", path,
-             TG_DEVICE_MODULE_ENTRY_NAME, why ? why : "not found");
+    snprintf(why_not, sizeof why_not, "'%s' is not a tg device module (no entry point %s: %s)",
+             path, TG_DEVICE_MODULE_ENTRY_NAME, why ? why : "not found");
     dlclose(handle);
     return;
   }

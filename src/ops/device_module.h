@@ -74,10 +74,10 @@ typedef struct tg_cuda_module_api {
 
 /* What the module gives libtg. */
 typedef struct tg_device_module {
-  uint32_t abi;          /* TG_DEVICE_MODULE_ABI the module was built with */
-  uint32_t size;         /* sizeof(tg_device_module) */
-  uint32_t backend_size; /* sizeof(tg_backend) */
-  const char *tg_version; /* the tg version (tg_version_string) it was built from */
+  uint32_t abi;            /* TG_DEVICE_MODULE_ABI the module was built with */
+  uint32_t size;           /* sizeof(tg_device_module) */
+  uint32_t backend_size;   /* sizeof(tg_backend) */
+  const char *tg_version;  /* the tg version (tg_version_string) it was built from */
   const char *device_name; /* "cuda" */
   bool emulated;           /* the CPU emulation of CUDA (what the JIT compiles .cu for) */
   const tg_backend *backend;
