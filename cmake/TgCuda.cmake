@@ -125,7 +125,7 @@ if(TG_BUILD_TESTS)
 
   # libtg with the emulated module as its default (static and shared, libtg_emu.so: a program
   # that loads extensions needs tg as a shared library, and the JIT compiles an extension's
-  # .cu sources for the emulation when the running tg's module is it, tests/test_jit_emu.c).
+  # .cu sources for the emulation when the running tg's module is it, tests/ext/test_jit_emu.c).
   # They link the module too, so that the tests reach the emulation's controls.
   add_library(tg_emu STATIC $<TARGET_OBJECTS:tg_core> ${TG_BACKEND_REGISTRY})
   add_library(tg_emu_shared SHARED $<TARGET_OBJECTS:tg_core> ${TG_BACKEND_REGISTRY})

@@ -1,11 +1,11 @@
-# tg_dist: data-parallel training over MPI (include/tg/dist.h, src/dist/). Included by the
+# tg_dist: data-parallel training over MPI (include/tg/dist.h, src/distributed/). Included by the
 # top-level CMakeLists.txt after the tg libraries exist.
 #
 # TG_MPI=AUTO: with MPI when FindMPI finds its C binding; ON: MPI or a configure error; OFF:
 # without. tg_dist is built either way: without MPI it holds the stub transport
-# (src/dist/comm_none.c) and every call answers TG_ERR_UNSUPPORTED.
+# (src/distributed/comm_none.c) and every call answers TG_ERR_UNSUPPORTED.
 # TG_NCCL (only where the CUDA device is built, TG_HAVE_CUDA, and with MPI, which carries
-# NCCL's unique id): NCCL reduces CUDA tensors on tg's stream (src/dist/nccl.c); without it
+# NCCL's unique id): NCCL reduces CUDA tensors on tg's stream (src/distributed/nccl.c); without it
 # CUDA tensors go through host memory.
 #
 # Targets:
@@ -61,10 +61,10 @@ if(TG_NCCL STREQUAL "ON" AND NOT TG_HAVE_NCCL)
                       "(nccl.h, libnccl) with the CUDA toolkit")
 endif()
 
-# The sources: every src/dist/*.c but the two transports and nccl.c, which each library adds
+# The sources: every src/distributed/*.c but the two transports and nccl.c, which each library adds
 # as it is built.
-file(GLOB TG_DIST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/dist/*.c)
-set(_tg_dist_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/dist)
+file(GLOB TG_DIST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/distributed/*.c)
+set(_tg_dist_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/distributed)
 list(REMOVE_ITEM TG_DIST_SOURCES ${_tg_dist_dir}/comm_none.c ${_tg_dist_dir}/comm_mpi.c
                                  ${_tg_dist_dir}/nccl.c)
 
@@ -83,7 +83,9 @@ function(_tg_dist_library name type base mpi nccl)
   if(type STREQUAL "SHARED")
     # libtg.so does not export tg's internal allocator (tg__host_*): a shared tg_dist holds
     # its own copy of it (hidden), with a fault injector of its own.
-    list(APPEND sources ${CMAKE_CURRENT_SOURCE_DIR}/src/tensor/host_memory.c)
+    # The same for the argument checks' failure half (tg__fail, src/tensor/check_fail.c).
+    list(APPEND sources ${CMAKE_CURRENT_SOURCE_DIR}/src/tensor/host_memory.c
+                        ${CMAKE_CURRENT_SOURCE_DIR}/src/tensor/check_fail.c)
   endif()
   add_library(${name} ${type} ${sources})
   target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)

@@ -88,7 +88,7 @@ typedef struct node {
   bool sums;             /* values are sums of inputs (not base indices): no grad check */
   bool as_strided;       /* made by tg_as_strided, whose gradient (PyTorch's rule: read back
                             through its input's geometry) this reference does not model: no
-                            grad check (tests/test_views_grad.c gradchecks it) */
+                            grad check (tests/ops/test_views_grad.c gradchecks it) */
   int64_t strides[TG_MAX_DIMS], offset;
 } node;
 

@@ -2,7 +2,7 @@
 # Builds the threading tests with ThreadSanitizer into build-tsan/ and runs them, from any
 # directory. Fails on a failed test and on any ThreadSanitizer report.
 #   - TG_SANITIZE=thread, CPU only (TG_CUDA=OFF), no examples; only the programs named in
-#     TSAN_TESTS are built and run (default: threads_standalone, tests/test_threads.c built
+#     TSAN_TESTS are built and run (default: threads_standalone, tests/autograd/test_threads.c built
 #     without Criterion: Criterion's runner cannot start under TSan, its shared arena wants
 #     address space that TSan reserves).
 #   - OMP_NUM_THREADS=1 and BLIS_NUM_THREADS=1: libgomp and Debian's BLIS are not built with

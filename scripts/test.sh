@@ -88,7 +88,7 @@ if [ "$quick" -eq 0 ]; then
 fi
 
 if [ "$quick" -eq 0 ]; then
-  step "build-tsan/ (ThreadSanitizer): tests/test_threads.c"
+  step "build-tsan/ (ThreadSanitizer): tests/autograd/test_threads.c"
   scripts/test-tsan.sh
   step "build-fuzz/ (libFuzzer, clang): fuzz/ targets for ${TG_FUZZ_SECONDS:-20} s each"
   scripts/fuzz-smoke.sh "${TG_FUZZ_SECONDS:-20}"

@@ -1,4 +1,4 @@
-/* The allocation-failure sweep shared by tests/test_alloc_failure.c and the CUDA suite: a
+/* The allocation-failure sweep shared by tests/tensor/test_alloc_failure.c and the CUDA suite: a
  * step runs once cleanly, counting its host allocations N (tensor/host_memory.h) and
  * recording its results, then once more for every k in 1..N+2 with the k-th allocation
  * failing. Each run must report TG_ERR_MEMORY with a message or give the recorded results,

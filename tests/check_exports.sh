@@ -28,7 +28,9 @@ declared=$(perl -ne 'print "$1\n" while /\b(tg_[A-Za-z0-9_]+)\s*\(/g;
   <<<"$headers" | sort -u)
 [ -n "$declared" ] || { say "no declarations found in ${api_headers[*]}"; exit 1; }
 # Type names (typedef ... tg_x; and } tg_x;), to leave out of the superset above.
-types=$(perl -0777 -ne 'print "$1\n" while /(?:\}\s*|typedef\s[^;{}]*?\b)(tg_[A-Za-z0-9_]+)\s*;/g' \
+# Function pointer types too (typedef R (*tg_x)(...);), which may return another such type.
+types=$(perl -0777 -ne 'print "$1\n" while /(?:\}\s*|typedef\s[^;{}]*?\b)(tg_[A-Za-z0-9_]+)\s*;/g;
+                        print "$1\n" while /typedef\s[^;{}]*?\(\s*\*\s*(tg_[A-Za-z0-9_]+)\s*\)/g' \
   <<<"$headers" | sort -u)
 
 exported=$("${NM:-nm}" -D --defined-only "$lib" | awk 'NF >= 3 { sub(/@.*/, "", $3); print $3 }' | sort -u)

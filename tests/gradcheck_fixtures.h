@@ -1,6 +1,6 @@
-/* Fixtures of tests/test_gradcheck.c and tests/test_gradcheck_fast.c: custom ops whose
- * kernels are plain loops over contiguous F64 copies, so that a deliberately wrong
- * derivative is easy to plant, and the inputs and fns gradcheck is called with. */
+/* Fixtures of tests/autograd/test_gradcheck.c and tests/autograd/test_gradcheck_fast.c: custom ops
+ * whose kernels are plain loops over contiguous F64 copies, so that a deliberately wrong derivative
+ * is easy to plant, and the inputs and fns gradcheck is called with. */
 #ifndef TG_TESTS_GRADCHECK_FIXTURES_H
 #define TG_TESTS_GRADCHECK_FIXTURES_H
 

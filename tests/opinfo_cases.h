@@ -1,4 +1,4 @@
-/* Sample functions that tg_op_check must refuse, shared by tests/test_opinfo.c (on the CPU)
+/* Sample functions that tg_op_check must refuse, shared by tests/ops/test_opinfo.c (on the CPU)
  * and tests/cuda/test_cuda_opinfo.c (samples that differ between devices). */
 #ifndef TG_TESTS_OPINFO_CASES_H
 #define TG_TESTS_OPINFO_CASES_H

@@ -9,7 +9,7 @@
  * outputs before the kernel wrote them. On tg's stream everything runs in order, and
  * nothing waits on the host. They launch through tg_cuda_launch (tg/cuda_ext.cuh), which is
  * the <<<>>> launch under nvcc and lets the same file run on tg's CPU emulation of CUDA,
- * where tg's tests run these kernels (tests/test_jit_emu.c). */
+ * where tg's tests run these kernels (tests/ext/test_jit_emu.c). */
 #include <math.h>
 #include <tg/cuda_ext.cuh>
 

@@ -1,4 +1,5 @@
-/* tg — the reverse-mode tape: grad mode, backward, custom functions, gradcheck. */
+/* tg — the reverse-mode tape: grad mode, backward, custom functions, the op registry.
+ * Gradient checking and op_check are in tg/testing.h. */
 #ifndef TG_AUTOGRAD_H
 #define TG_AUTOGRAD_H
 
@@ -89,6 +90,15 @@ tg_status tg_autograd_grad(int n_outputs, const tg_tensor *const *outputs,
                            const tg_tensor *const *inputs, tg_tensor **grads_out,
                            tg_backward_options opts, bool allow_unused);
 
+/* ---- the graph's memory ---- */
+/* Bytes the autograd graph behind outputs keeps for backward: the sizes of the distinct
+ * storages of every tensor saved by the nodes reachable from outputs, leaving out the
+ * storages of the n_exclude tensors given (typically the graph's inputs, which exist
+ * anyway). 0 for tensors without history; -1 with an error on bad arguments. Used to
+ * compare what the fused and composed LLTM save (src/autograd/saved_bytes.c). */
+int64_t tg_graph_saved_bytes(int n_outputs, const tg_tensor *const *outputs, int n_exclude,
+                             const tg_tensor *const *exclude);
+
 /* ---- hooks: a leaf's gradient is final for this pass ----
  * A hook on a leaf that tg_backward, _ex and _multi call once per pass, right after the last
  * gradient the pass adds into the leaf's .grad (every node that could still add to it has
@@ -137,7 +147,7 @@ enum {
 
 /* ---- sample inputs (tg's OpInfo) ----
  * An op may describe calls that exercise it: small inputs for checking (gradcheck,
- * gradgradcheck, CPU against CUDA: tg_op_check, tests/test_opinfo.c, `tg-op gradcheck`) and
+ * gradgradcheck, CPU against CUDA: tg_op_check, tests/ops/test_opinfo.c, `tg-op gradcheck`) and
  * one call at a size worth timing (`tg-op bench`). */
 #define TG_SAMPLE_MAX_INPUTS 8
 #define TG_SAMPLE_MAX 16
@@ -226,60 +236,6 @@ tg_device tg_ctx_input_device(const tg_ctx *ctx, int index);
 /* Call from forward with one of its outputs. */
 tg_status tg_ctx_mark_non_differentiable(tg_ctx *ctx, const tg_tensor *output);
 void tg_ctx_set_materialize_grads(tg_ctx *ctx, bool materialize);
-
-/* ---- gradient checking (in F64) ---- */
-typedef struct tg_gradcheck_options {
-  double eps;  /* 0 = 1e-6 */
-  double atol; /* 0 = 1e-5 */
-  double rtol; /* 0 = 1e-3 */
-  bool quiet;  /* do not print the failure report to stderr (it is in the error message) */
-  /* Fast mode: compares v^T J u for random unit u, v (one backward, two evaluations per
-   * input) instead of the full Jacobian, for ops at realistic sizes. A mismatch is checked
-   * again in full mode, for the element-naming report, when the Jacobian has at most
-   * fast_mode_report_limit (0 = 2^20) cells; otherwise the report names the projection. */
-  bool fast_mode;
-  uint64_t fast_mode_report_limit;
-  uint64_t seed; /* of fast mode's u, v, gradgradcheck's upstream gradients and the
-                    undefined-grad check's random gradients; 0 = a fixed seed */
-  /* Backward must be re-entrant: two runs over one graph agree within this (0 = bitwise). */
-  double nondet_tol;
-  /* Skips the check that backward copes with outputs that received no gradient (for an op
-   * with several differentiable outputs, each left out of the roots once: the result must
-   * equal backward with a zero gradient for it). */
-  bool skip_undefined_grad_check;
-} tg_gradcheck_options;
-
-/* A function of tensors: fills outputs[0..n_outputs) (scope-owned results are fine). */
-typedef tg_status (*tg_gradcheck_fn)(void *user, const tg_tensor *const *inputs,
-                                     tg_tensor **outputs);
-
-/* Compares backward against central differences for every input that requires grad.
- * TG_OK when they agree; TG_ERR_GRADCHECK with a report naming input, output, element and
- * both values otherwise. Inputs must be F64 without overlapping elements. */
-tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_inputs, tg_tensor *const *inputs,
-                       int n_outputs, tg_gradcheck_options opts);
-/* Checks the gradient of the gradient, with random upstream gradients. */
-tg_status tg_gradgradcheck(tg_gradcheck_fn fn, void *user, int n_inputs, tg_tensor *const *inputs,
-                           int n_outputs, tg_gradcheck_options opts);
-
-/* ---- checking an op by its samples ---- */
-typedef struct tg_op_check_options {
-  tg_gradcheck_options gradcheck; /* defaults and flags for every sample (a sample's own
-                                     atol/rtol win) */
-  bool skip_gradgradcheck;
-  bool skip_cuda; /* else, when a CUDA device is present and the op has a CUDA kernel, CPU and
-                     CUDA forward outputs (F32, F64) and gradients (F64) must agree */
-  bool verbose;   /* a line per sample and check on stdout */
-} tg_op_check_options;
-
-/* Runs every sample of op (F64, CPU): gradcheck when the op is differentiable;
- * gradgradcheck, or for TG_OP_ONCE_DIFFERENTIABLE that double backward is refused; and
- * CPU-vs-CUDA agreement. TG_ERR_UNSUPPORTED when the op has no samples; otherwise the first
- * failure, its message naming op, sample and check. In-place ops are checked on a clone of
- * their input 0 (one taking any number of inputs also gets a second clone appended: input
- * 0's old value, which the built-in in-place forms' backward reads). A sample's n_outputs
- * of 0 means the op's own count. */
-tg_status tg_op_check(const tg_op_desc *op, tg_op_check_options opts);
 
 #ifdef __cplusplus
 }

@@ -34,7 +34,7 @@ extern "C" {
 
 /* The extension ABI: tg_op_desc, tg_extension_api and what the entry point may assume.
  * It changes whenever any of them changes layout or meaning. */
-#define TG_EXTENSION_ABI_VERSION 1u
+#define TG_EXTENSION_ABI_VERSION 2u
 /* The entry point and the ABI marker an extension exports (TG_EXTENSION defines both). */
 #define TG_EXTENSION_INIT_SYMBOL "tg_extension_init"
 #define TG_EXTENSION_ABI_SYMBOL "tg_extension_abi"

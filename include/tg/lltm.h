@@ -33,14 +33,6 @@ tg_status tg_lltm(const tg_tensor *input, const tg_tensor *weights, const tg_ten
                   const tg_tensor *old_h, const tg_tensor *old_cell, tg_tensor **new_h,
                   tg_tensor **new_cell);
 
-/* Bytes the autograd graph behind outputs keeps for backward: the sizes of the distinct
- * storages of every tensor saved by the nodes reachable from outputs, leaving out the
- * storages of the n_exclude tensors given (typically the graph's inputs, which exist
- * anyway). 0 for tensors without history; -1 with an error on bad arguments. Used to
- * compare what the fused and composed LLTM save. */
-int64_t tg_graph_saved_bytes(int n_outputs, const tg_tensor *const *outputs, int n_exclude,
-                             const tg_tensor *const *exclude);
-
 #ifdef __cplusplus
 }
 #endif

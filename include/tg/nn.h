@@ -159,7 +159,7 @@ tg_status tg_optimizer_load_state_dict(tg_optimizer *opt, const tg_tensor_dict *
  * a load), as everywhere in tg. Training resumed from a checkpoint gives bit-identical
  * results to the run that never stopped at the same thread count with
  * tg_set_deterministic(true) (or one thread): by default tg may run one-threaded for a while
- * on a busy machine, which rounds differently (tests/test_checkpoint.c). */
+ * on a busy machine, which rounds differently (tests/nn/test_checkpoint.c). */
 tg_status tg_checkpoint_save(const char *path, const tg_module *m, const tg_optimizer *opt,
                              int64_t step, int n_generators, tg_generator *const *generators);
 tg_status tg_checkpoint_load(const char *path, tg_module *m, tg_optimizer *opt, int64_t *step,

@@ -31,6 +31,8 @@ tg_dtype tg_result_type(const tg_tensor *a, const tg_tensor *b);
  * whole number s (within int64) keeps int64, like a Python int; any other s is
  * TG_ERR_DTYPE (PyTorch would promote to float: cast first with tg_to_dtype(a, TG_F32)).
  * div_scalar of int64 is true division, in F32. */
+/* Generated: tg_add, tg_sub, tg_mul, tg_div and their in-place forms are defined by
+ * TG_BINARY_OP in src/ops/pointwise_binary.c from src/ops/def/binary.def. */
 tg_tensor *tg_add(const tg_tensor *a, const tg_tensor *b);
 tg_tensor *tg_sub(const tg_tensor *a, const tg_tensor *b);
 tg_tensor *tg_mul(const tg_tensor *a, const tg_tensor *b);
@@ -49,6 +51,9 @@ tg_tensor *tg_div_scalar(const tg_tensor *a, double s);
  * int64 for a whole exponent >= 0 (wrapping), gives F32 for a fractional one and refuses a
  * negative whole one (as PyTorch); elu and softplus refuse int64 (TG_ERR_DTYPE naming the
  * cast to write). */
+/* Generated: these (and abs, reciprocal, softplus below), with their in-place forms, are
+ * defined by TG_UNARY_OP / TG_UNARY_OP1 in src/ops/pointwise_unary.c from
+ * src/ops/def/unary.def. */
 tg_tensor *tg_neg(const tg_tensor *x);
 tg_tensor *tg_exp(const tg_tensor *x);
 tg_tensor *tg_log(const tg_tensor *x);
@@ -77,6 +82,9 @@ tg_tensor *tg_elu(const tg_tensor *x, double alpha);
  * an int64 a is TG_ERR_DTYPE (int64 a with a float b, div_ of int64, exp_ of int64, ...); a
  * float32 a with a float64 or int64 b is fine (b is cast to float32 first: PyTorch computes
  * float32 + float64 in float64 and rounds once, so the last bit can differ). */
+/* Generated: tg_add_ .. tg_div_ by TG_BINARY_OP (src/ops/pointwise_binary.c, from
+ * src/ops/def/binary.def); tg_neg_ .. tg_elu_ by TG_UNARY_OP / TG_UNARY_OP1
+ * (src/ops/pointwise_unary.c, from src/ops/def/unary.def). */
 tg_status tg_add_(tg_tensor *a, const tg_tensor *b);
 tg_status tg_sub_(tg_tensor *a, const tg_tensor *b);
 tg_status tg_mul_(tg_tensor *a, const tg_tensor *b);
@@ -100,6 +108,9 @@ tg_status tg_elu_(tg_tensor *x, double alpha);
  * holds and 0 elsewhere, in the promoted dtype (tg has no bool dtype: eq of two int64
  * tensors is an int64 of 1/0, which tg_sum counts); they are not differentiable (the
  * result does not require grad). NaN compares unequal to everything, itself included. */
+/* Generated: abs, reciprocal, softplus (and _) by TG_UNARY_OP in src/ops/pointwise_unary.c,
+ * the comparisons by TG_BINARY_CMP in src/ops/pointwise_binary.c, from
+ * src/ops/def/unary.def and src/ops/def/binary.def. */
 tg_tensor *tg_abs(const tg_tensor *x);
 tg_tensor *tg_reciprocal(const tg_tensor *x);
 tg_status tg_abs_(tg_tensor *x);
@@ -125,6 +136,9 @@ tg_tensor *tg_where(const tg_tensor *cond, const tg_tensor *a, const tg_tensor *
 /* ---- reductions ----
  * float32 and float64; int64 for sum, sum_dim, sum_to_size (an int64 sum, wrapping) and
  * max, min, max_dim, min_dim (int64 values); mean, mean_dim refuse int64 (as PyTorch). */
+/* Generated: sum, mean, max, min and their _dim forms are defined by TG_REDUCE_SUM,
+ * TG_REDUCE_SCALED and TG_REDUCE_SELECT in src/ops/reduce.c from src/ops/def/reduction.def
+ * (tg_sum_to_size is written out). */
 tg_tensor *tg_sum(const tg_tensor *x); /* all elements -> 0-dim */
 tg_tensor *tg_sum_dim(const tg_tensor *x, int dim, bool keepdim);
 tg_tensor *tg_mean(const tg_tensor *x);

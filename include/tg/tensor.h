@@ -238,54 +238,11 @@ tg_status tg_to_host_array(const tg_tensor *t, void *out, size_t out_bytes);
 tg_tensor *tg_to_dtype(const tg_tensor *t, tg_dtype dtype);
 tg_tensor *tg_to_device(const tg_tensor *t, tg_device device); /* t itself if equal */
 
-/* ---- comparing (tests, checks): any devices, dtypes and strides; a and b broadcast ----
- * tg_allclose: |a - b| <= atol + rtol * |b| everywhere, like torch.allclose (NaN is close
- * to nothing, unless equal_nan and both are NaN; infinities are close to themselves).
- * false with an error pending when a and b cannot be compared (check tg_last_error).
- * tg_max_abs_diff: max |a - b| (0 for no elements, NaN if any difference is NaN); -1 with
- * an error on bad arguments. tg_all_finite: no NaN or infinity in t (false + error for a
- * NULL t; I64 tensors are always finite). */
-bool tg_allclose(const tg_tensor *a, const tg_tensor *b, double rtol, double atol);
-bool tg_allclose_ex(const tg_tensor *a, const tg_tensor *b, double rtol, double atol,
-                    bool equal_nan);
-double tg_max_abs_diff(const tg_tensor *a, const tg_tensor *b);
-bool tg_all_finite(const tg_tensor *t);
-
 /* ---- printing (PyTorch style; the middle of large dims is elided) ---- */
 /* Returns a malloc'd string the caller frees with free(); NULL on error. */
 char *tg_to_string(const tg_tensor *t);
 tg_status tg_fprint(FILE *f, const tg_tensor *t);
 tg_status tg_print(const tg_tensor *t);
-
-/* ---- CPU threads (OpenMP loops and BLIS GEMM) ---- */
-/* n <= 0 restores the default (the OpenMP default, usually the core count). */
-void tg_set_num_threads(int n);
-int tg_get_num_threads(void);
-/* Deterministic mode (off by default): CPU results then depend only on the inputs and the
- * thread count, never on the machine's load. By default tg runs one-threaded for a while
- * when other processes keep the cores busy (faster then, src/ops/cpu/cpu_contention.c), and
- * one thread rounds sums and GEMMs differently from two: a run repeated or resumed from a
- * checkpoint on a busy machine may then differ in the last bits. Process-wide. */
-void tg_set_deterministic(bool deterministic);
-bool tg_is_deterministic(void);
-
-/* ---- BLIS, the CPU's GEMM engine ----
- * The kernel set BLIS runs ("zen3", "haswell", "skx", "generic", ...), chosen once, before
- * BLIS starts: BLIS_ARCH_TYPE if set (a number BLIS 0.9 reads as meant, for a set this CPU
- * can execute: otherwise every GEMM fails with TG_ERR_ARGUMENT saying why), else tg's choice
- * where it measured BLIS 0.9's own to be slower (AMD Zen 4 and Zen 5: haswell), else BLIS's.
- * NULL, with the error pending, while BLIS_ARCH_TYPE is invalid. */
-const char *tg_blis_kernels(void);
-/* Who chose it: "BLIS_ARCH_TYPE", "tg" or "BLIS"; NULL as above. */
-const char *tg_blis_kernels_source(void);
-/* The set large GEMMs (2^22 multiply-adds and more) run instead, where tg measured one
- * faster there ("skx" on Intel CPUs with AVX-512), or NULL: tg_blis_kernels() runs all
- * GEMMs (always so while BLIS_ARCH_TYPE is set, and when BLIS is not linked statically). */
-const char *tg_blis_large_kernels(void);
-/* "libxsmm" when tg is built with it (TG_XSMM): one-thread products of up to 2^28
- * multiply-adds whose layouts it takes run its JIT kernels, faster than BLIS's there;
- * unless BLIS_ARCH_TYPE pins BLIS for every GEMM. NULL otherwise. */
-const char *tg_small_gemm_engine(void);
 
 /* ---- accessors: the C form of ATen's accessor / packed_accessor ----
  * Passed by value to CPU loops and CUDA kernels alike; strides in elements; data already

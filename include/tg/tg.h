@@ -116,5 +116,8 @@
 #include "nn.h"
 #include "dlpack.h"
 #include "cuda.h"
+#include "cpu.h"
+#include "testing.h"
+#include "device.h"
 
 #endif

@@ -18,7 +18,14 @@ extern "C" {
 /* Element types. F32 is the zero value and the default. */
 typedef enum tg_dtype { TG_F32 = 0, TG_F64 = 1, TG_I64 = 2, TG_NUM_DTYPES } tg_dtype;
 
-typedef enum tg_device_type { TG_CPU = 0, TG_CUDA = 1, TG_NUM_DEVICE_TYPES } tg_device_type;
+/* Device types: the built-in ones, then those registered at run time (tg/device.h), up to
+ * TG_NUM_DEVICE_TYPES in all. */
+typedef enum tg_device_type {
+  TG_CPU = 0,
+  TG_CUDA = 1,
+  TG_META = 2, /* shapes, strides and dtypes without data (tg/device.h) */
+  TG_NUM_DEVICE_TYPES = 8
+} tg_device_type;
 
 typedef struct tg_device {
   tg_device_type type;
@@ -27,6 +34,7 @@ typedef struct tg_device {
 
 #define TG_DEVICE_CPU ((tg_device){TG_CPU, 0})
 #define TG_DEVICE_CUDA(i) ((tg_device){TG_CUDA, (i)})
+#define TG_DEVICE_META ((tg_device){TG_META, 0})
 
 /* Every failure has one of these codes; TG_OK is zero. */
 typedef enum tg_status {
@@ -57,6 +65,7 @@ bool tg_dtype_is_floating(tg_dtype dtype);
  * dtype gives TG_NUM_DTYPES (no error is recorded). See docs/dtypes.md; tg_result_type
  * (ops.h) adds the rule for 0-dim tensors. */
 tg_dtype tg_promote_types(tg_dtype a, tg_dtype b);
+/* The type's name ("cpu", "cuda", "meta", a registered one's); "invalid-device" if none. */
 const char *tg_device_type_name(tg_device_type type);
 bool tg_device_equal(tg_device a, tg_device b);
 const char *tg_status_name(tg_status status);

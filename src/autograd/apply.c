@@ -194,9 +194,14 @@ static tg_status check_inputs(apply_call *c) {
       return tg_last_error();
     }
   }
-  if ((unsigned)device->type >= TG_NUM_DEVICE_TYPES || !c->op->forward[device->type])
-    return tg_set_error(TG_ERR_DEVICE, "%s: no kernel for device %s", api_name(c),
-                        tg_device_type_name(device->type));
+  if ((unsigned)device->type >= TG_NUM_DEVICE_TYPES)
+    return tg_set_error(TG_ERR_DEVICE, "%s: invalid device type %d", api_name(c),
+                        (int)device->type);
+  /* A built-in op has a forward for every type: it asks the device for drivers and kernels
+   * and fails the same way when the device lacks them (tg_op_supported asks first). */
+  if (!c->op->forward[device->type])
+    return tg_set_error(TG_ERR_UNSUPPORTED, "%s: op '%s' has no kernel for device %s", api_name(c),
+                        c->op->name, tg_device_type_name(device->type));
   return TG_OK;
 }
 

@@ -210,7 +210,7 @@ static tg_status bwd_once_diff_guard(tg_ctx *ctx, const tg_tensor *const *g, tg_
 static const tg_op_desc once_diff_guard = {.name = "once_differentiable_guard",
                                            .n_inputs = 1,
                                            .n_outputs = 1,
-                                           .forward = {fwd_once_diff_guard, fwd_once_diff_guard},
+                                           .forward = TG__ON_EVERY_DEVICE(fwd_once_diff_guard),
                                            .backward = bwd_once_diff_guard};
 
 static tg_tensor *guard_once_differentiable(const tg_tensor *g, const char *op_name) {

@@ -72,6 +72,14 @@ struct tg_node {
 /* A flag the registry (src/ops/registry.c) sets on the built-in ops, whose errors name
  * their front end (tg_<name>); tg_op_register clears it on user ops. */
 #define TG__OP_BUILTIN (1u << 31)
+/* A built-in op that needs only a device's memory functions, no drivers (to_device). */
+#define TG__OP_MEMORY_ONLY (1u << 30)
+
+/* An internal op's forward on every device type: it runs over the device's drivers, so
+ * the type decides nothing (tg_op_supported checks the device has them). */
+#define TG__ON_EVERY_DEVICE(fn)                                                                    \
+  { fn, fn, fn, fn, fn, fn, fn, fn }
+_Static_assert(TG_NUM_DEVICE_TYPES == 8, "TG__ON_EVERY_DEVICE names one forward per type");
 
 /* Releases a node; long chains are released with a work list, not recursion (the
  * header's destroy, see apply.c). */

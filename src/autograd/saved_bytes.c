@@ -5,7 +5,7 @@
 
 #include "autograd/node.h"
 #include "tensor/host_memory.h"
-#include "tg/lltm.h"
+#include "tg/autograd.h"
 
 /* A set of pointers: open addressing, linear probing, grown at half full. */
 typedef struct ptr_set {

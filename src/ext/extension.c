@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "ops/registry.h"
+#include "tensor/check.h"
 #include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
 #include "tg/extension.h"
@@ -39,14 +40,14 @@ static void free_pending(pending_ops *p) {
 }
 
 static tg_status offer_op(const tg_extension_api *api, const tg_op_desc *desc) {
-  if (!api || !api->loader)
-    return tg_set_error(TG_ERR_ARGUMENT, "register_op: api is NULL or not the one tg passed");
+  if (!tg__check(api && api->loader, TG_ERR_ARGUMENT, "register_op",
+                 "api is NULL or not the one tg passed"))
+    return tg_last_error();
   pending_ops *p = api->loader;
   tg_status st = tg__op_validate("register_op", desc);
   for (int i = 0; st == TG_OK && i < p->count; i++)
-    if (strcmp(p->descs[i].name, desc->name) == 0)
-      st = tg_set_error(TG_ERR_ARGUMENT, "register_op: op '%s' is offered twice by '%s'",
-                        desc->name, p->path);
+    st = tg__check_status(strcmp(p->descs[i].name, desc->name) != 0, TG_ERR_ARGUMENT, "register_op",
+                          "op '%s' is offered twice by '%s'", desc->name, p->path);
   if (st == TG_OK && p->count == p->capacity) {
     int cap = p->capacity ? p->capacity * 2 : 4;
     tg_op_desc *grown =
@@ -78,11 +79,9 @@ static const char *file_of(const void *symbol) {
 /* The checks between dlopen and the entry point; returns the entry point or NULL. */
 static tg_extension_init_fn check_library(const char *path, void *handle) {
   for (int i = 0; i < n_loaded; i++)
-    if (loaded[i]->handle == handle) {
-      tg_set_error(TG_ERR_STATE, "tg_extension_load: '%s' is already loaded (as '%s')", path,
-                   loaded[i]->path);
+    if (!tg__check(loaded[i]->handle != handle, TG_ERR_STATE, "tg_extension_load",
+                   "'%s' is already loaded (as '%s')", path, loaded[i]->path))
       return NULL;
-    }
   const uint32_t *abi = dlsym(handle, TG_EXTENSION_ABI_SYMBOL);
   tg_extension_init_fn init;
   *(void **)&init = dlsym(handle, TG_EXTENSION_INIT_SYMBOL); /* object to function pointer */
@@ -191,10 +190,8 @@ static tg_status run_entry_point(tg_extension *ext, tg_extension_init_fn init) {
 }
 
 tg_extension *tg_extension_load(const char *path) {
-  if (!path || !path[0]) {
-    tg_set_error(TG_ERR_ARGUMENT, "tg_extension_load: path is NULL or empty");
+  if (!tg__check(path && path[0], TG_ERR_ARGUMENT, "tg_extension_load", "path is NULL or empty"))
     return NULL;
-  }
   /* dlopen would block forever opening a FIFO; a path with a slash names the file itself
    * (without one, dlopen searches its directories). What does not exist dlopen reports. */
   struct stat file;
@@ -238,7 +235,8 @@ tg_status tg_extension_unload(tg_extension *ext) {
   if (!ext) return TG_OK;
   bool known = false;
   for (int i = 0; i < n_loaded; i++) known |= loaded[i] == ext;
-  if (!known) return tg_set_error(TG_ERR_ARGUMENT, "tg_extension_unload: not a loaded extension");
+  if (!tg__check(known, TG_ERR_ARGUMENT, "tg_extension_unload", "not a loaded extension"))
+    return tg_last_error();
   char who[512];
   snprintf(who, sizeof who, "tg_extension_unload: '%s'", ext->path);
   tg_status st = tg__op_unregister_all(who, ext->n_ops, ext->ops);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ext/jit.h"
+#include "tensor/check.h"
 #include "tensor/error_impl.h"
 #include "tensor/host_memory.h"
 
@@ -21,21 +22,21 @@ static _Thread_local bool last_call_compiled;
 bool tg_extension_jit_compiled(void) { return last_call_compiled; }
 
 static tg_status check_name(const char *fn, const char *name) {
-  if (!name) return tg_set_error(TG_ERR_ARGUMENT, "%s: name is NULL", fn);
+  if (!tg__check_not_null(fn, "name", name)) return tg_last_error();
   size_t len = strlen(name);
   size_t ok = strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
-  if (len == 0 || len > TG_JIT_NAME_MAX || ok != len)
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: name '%s' must be 1 to %d characters of [A-Za-z0-9_]",
-                        fn, name, TG_JIT_NAME_MAX);
-  return TG_OK;
+  return tg__check_status(len > 0 && len <= TG_JIT_NAME_MAX && ok == len, TG_ERR_ARGUMENT, fn,
+                          "name '%s' must be 1 to %d characters of [A-Za-z0-9_]", name,
+                          TG_JIT_NAME_MAX);
 }
 
 static tg_status check_flags(const char *fn, const char *what, int n, const char *const *flags) {
-  if (n < 0 || (n > 0 && !flags))
-    return tg_set_error(TG_ERR_ARGUMENT, "%s: opts.n_%s is %d with opts.%s %s", fn, what, n, what,
-                        flags ? "given" : "NULL");
+  if (!tg__check(n >= 0 && (n == 0 || flags), TG_ERR_ARGUMENT, fn,
+                 "opts.n_%s is %d with opts.%s %s", what, n, what, flags ? "given" : "NULL"))
+    return tg_last_error();
   for (int i = 0; i < n; i++)
-    if (!flags[i]) return tg_set_error(TG_ERR_ARGUMENT, "%s: opts.%s[%d] is NULL", fn, what, i);
+    if (!tg__check(flags[i], TG_ERR_ARGUMENT, fn, "opts.%s[%d] is NULL", what, i))
+      return tg_last_error();
   return TG_OK;
 }
 
@@ -120,17 +121,17 @@ tg_extension *tg_extension_jit(const char *name, int n_sources, const char *cons
   last_call_compiled = false;
   tg_status st = check_name(rq.fn, name);
   if (!st) st = check_options(rq.fn, &opts);
-  if (!st && (n_sources < 1 || !sources))
-    st = tg_set_error(TG_ERR_ARGUMENT, "%s: '%s' needs at least one source (n_sources %d%s)", rq.fn,
-                      name, n_sources, sources ? "" : ", sources NULL");
+  if (!st)
+    st = tg__check_status(n_sources >= 1 && sources, TG_ERR_ARGUMENT, rq.fn,
+                          "'%s' needs at least one source (n_sources %d%s)", name, n_sources,
+                          sources ? "" : ", sources NULL");
   if (!st) st = alloc_sources(&rq, n_sources);
   for (int i = 0; !st && i < n_sources; i++) {
     tg__jit_source *src = &rq.sources[i];
-    if (!sources[i])
-      st = tg_set_error(TG_ERR_ARGUMENT, "%s: sources[%d] is NULL", rq.fn, i);
-    else if (!ends_with(sources[i], ".c") && !ends_with(sources[i], ".cu"))
-      st =
-          tg_set_error(TG_ERR_ARGUMENT, "%s: source '%s' is neither .c nor .cu", rq.fn, sources[i]);
+    if (!tg__check(sources[i], TG_ERR_ARGUMENT, rq.fn, "sources[%d] is NULL", i) ||
+        !tg__check(ends_with(sources[i], ".c") || ends_with(sources[i], ".cu"), TG_ERR_ARGUMENT,
+                   rq.fn, "source '%s' is neither .c nor .cu", sources[i]))
+      st = tg_last_error();
     else
       st = tg__jit_path(rq.fn, src->name, sizeof src->name, "%s", sources[i]);
     if (!st) {
@@ -148,8 +149,9 @@ tg_extension *tg_extension_jit_inline(const char *name, const char *c_source,
   last_call_compiled = false;
   tg_status st = check_name(rq.fn, name);
   if (!st) st = check_options(rq.fn, &opts);
-  if (!st && !c_source && !cuda_source)
-    st = tg_set_error(TG_ERR_ARGUMENT, "%s: '%s' needs c_source or cuda_source", rq.fn, name);
+  if (!st)
+    st = tg__check_status(c_source || cuda_source, TG_ERR_ARGUMENT, rq.fn,
+                          "'%s' needs c_source or cuda_source", name);
   if (!st) st = alloc_sources(&rq, (c_source != NULL) + (cuda_source != NULL));
   /* Written into the entry as <name>.c / <name>.cu: the name the compiler's messages show. */
   for (int i = 0; !st && i < rq.n_sources; i++) {

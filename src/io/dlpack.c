@@ -42,6 +42,11 @@ static const DLDataType dl_dtypes[TG_NUM_DTYPES] = {
 DLManagedTensor *tg_to_dlpack(const tg_tensor *t) {
   if (!tg__check_arg(export_op, "t", t)) return NULL;
   tg_storage *s = t->storage;
+  if (s->device.type != TG_CPU && s->device.type != TG_CUDA) {
+    tg_set_error(TG_ERR_UNSUPPORTED, "%s: t is on device %s, which DLPack has no type for",
+                 export_op, tg_device_type_name(s->device.type));
+    return NULL;
+  }
   /* DLPack has no stream: what tg queued on the tensor must be done when a consumer reads. */
   if (s->device.type == TG_CUDA && tg_cuda_synchronize() != TG_OK) return NULL;
   exported *e = tg__host_calloc(1, sizeof *e);
@@ -226,8 +231,8 @@ static void release_managed(void *ctx) {
 tg_tensor *tg_from_dlpack(DLManagedTensor *m) {
   layout l;
   if (!check_managed(m, &l)) return NULL;
-  const tg_backend *be = tg__backend(import_op, l.device);
-  if (!be || be->check_device(import_op, l.device) != TG_OK) return NULL;
+  const tg_device_ops *dev = tg__device_ready(import_op, l.device);
+  if (!dev) return NULL;
   /* Room in the scope first: once m's ownership passed to tg, nothing may fail. */
   if (tg__scope_reserve(1) != TG_OK) return NULL;
 
@@ -242,7 +247,7 @@ tg_tensor *tg_from_dlpack(DLManagedTensor *m) {
 
   /* Backward over these tensors needs the engine's arithmetic, installed with a storage. */
   tg__grad_arith_install(&tg__ops_grad_arith);
-  tg_storage *s = tg__storage_wrap(import_op, (void *)l.base, l.nbytes, l.device, be->copy_bytes,
+  tg_storage *s = tg__storage_wrap(import_op, (void *)l.base, l.nbytes, l.device, dev->copy_bytes,
                                    release_managed, m);
   if (!s) return NULL;
   tg_tensor *t = tg__tensor_new(s, l.offset, l.ndim, l.sizes, l.strides, l.dtype);

@@ -7,6 +7,7 @@
 #include "ops/creation.h"
 #include "ops/registry.h"
 #include "tensor/checked.h"
+#include "tensor/internal_assert.h"
 #include "tensor/tensor_impl.h"
 #include "tg/ops.h"
 
@@ -14,8 +15,8 @@
  * device side's backend (the CPU backend for host to host). */
 static tg_status move_bytes(const char *op, void *dst, tg_device dd, const void *src, tg_device sd,
                             size_t nbytes) {
-  const tg_backend *be = tg__backend(op, dd.type != TG_CPU ? dd : sd);
-  return be ? be->copy_bytes(op, dst, dd, src, sd, nbytes) : tg_last_error();
+  const tg_device_ops *dev = tg__device(op, dd.type != TG_CPU ? dd : sd);
+  return dev ? dev->copy_bytes(op, dst, dd, src, sd, nbytes) : tg_last_error();
 }
 
 tg_tensor *tg__host_contiguous(const char *op, const tg_tensor *t) {
@@ -48,19 +49,36 @@ static tg_status copy_same_sizes(const char *op, tg_tensor *dst, const tg_tensor
     const tg_backend *be = tg__backend(op, dd);
     return be ? be->copy(dst, src) : tg_last_error();
   }
-  /* Across devices: convert on the source side, move one dense buffer, scatter on arrival. */
+  /* Across devices: convert on the source side, move one dense buffer, scatter on arrival.
+   * A device without drivers (tg/device.h) can still send a dense tensor of the target's
+   * dtype and receive into a dense one: moving bytes is all it needs. */
   tg_tensor *staged = NULL, *dense = NULL;
   tg_status st = TG_OK;
-  const tg_backend *src_be = tg__backend(op, sd), *dst_be = tg__backend(op, dd);
-  if (!src_be || !dst_be) return tg_last_error();
-  staged = tg__empty_op(op, src->ndim, src->sizes, dst->dtype, sd);
-  if (!staged || src_be->copy(staged, src) != TG_OK) goto fail;
+  const tg_device_ops *src_dev = tg__device(op, sd), *dst_dev = tg__device(op, dd);
+  if (!src_dev || !dst_dev) return tg_last_error();
   bool direct = tg_is_contiguous(dst) && !tg__has_internal_overlap(dst);
+  if (!src_dev->drivers && !(tg_is_contiguous(src) && src->dtype == dst->dtype))
+    return tg_set_error(TG_ERR_UNSUPPORTED,
+                        "%s: device %s has no drivers to make a dense %s copy of a %s tensor "
+                        "with strides %s",
+                        op, src_dev->name, tg_dtype_name(dst->dtype), tg_dtype_name(src->dtype),
+                        tg__dims_str(src->ndim, src->strides));
+  if (!direct && !dst_dev->drivers)
+    return tg_set_error(TG_ERR_UNSUPPORTED,
+                        "%s: device %s has no drivers to scatter into a "
+                        "non-contiguous destination",
+                        op, dst_dev->name);
+  if (src_dev->drivers) {
+    staged = tg__empty_op(op, src->ndim, src->sizes, dst->dtype, sd);
+    if (!staged || src_dev->drivers->copy(staged, src) != TG_OK) goto fail;
+  } else {
+    staged = tg_retain(src);
+  }
   dense = direct ? tg_retain(dst) : tg__empty_op(op, dst->ndim, dst->sizes, dst->dtype, dd);
   if (!dense) goto fail;
   st = move_bytes(op, tg_data_ptr(dense), dd, tg_data_ptr(staged), sd,
                   (size_t)tg__numel(dst->ndim, dst->sizes) * tg_dtype_size(dst->dtype));
-  if (st == TG_OK && !direct) st = dst_be->copy(dst, dense);
+  if (st == TG_OK && !direct) st = dst_dev->drivers->copy(dst, dense);
   tg_release(staged);
   tg_release(dense);
   return st;
@@ -253,8 +271,7 @@ tg_status tg__fwd_to_device(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor *
     return tg_set_error(TG_ERR_DEVICE, "tg_to_device: invalid device type %lld, index %lld",
                         (long long)type, (long long)index);
   tg_device device = {(tg_device_type)type, (int)index};
-  const tg_backend *be = tg__backend("tg_to_device", device);
-  if (!be || be->check_device("tg_to_device", device) != TG_OK) return tg_last_error();
+  if (!tg__device_ready("tg_to_device", device)) return tg_last_error();
   tg_tensor *o = tg__empty_op("tg_to_device", t->ndim, t->sizes, t->dtype, device);
   if (!o || copy_same_sizes("tg_to_device", o, t) != TG_OK) {
     tg_release(o);
@@ -275,8 +292,7 @@ tg_tensor *tg_to_device(const tg_tensor *t, tg_device device) {
     tg_set_error(TG_ERR_DEVICE, "tg_to_device: invalid device type %d", (int)device.type);
     return NULL;
   }
-  const tg_backend *be = tg__backend("tg_to_device", device);
-  if (!be || be->check_device("tg_to_device", device) != TG_OK) return NULL;
+  if (!tg__device_ready("tg_to_device", device)) return NULL;
   if (tg_device_equal(device, t->storage->device)) return tg__scoped(tg_retain(t));
   /* The forward runs with the tensor's device kernel table; both slots point at it. */
   tg_tensor *out = NULL;
@@ -317,6 +333,7 @@ static double load(tg_dtype dtype, const void *p) {
   case TG_F64:
     return *(const double *)p;
   default:
+    TG_INTERNAL_ASSERT(dtype == TG_I64); /* every entry point validated the dtype */
     return (double)*(const int64_t *)p;
   }
 }
@@ -330,6 +347,7 @@ static void store(tg_dtype dtype, void *p, double v) {
     *(double *)p = v;
     break;
   default:
+    TG_INTERNAL_ASSERT(dtype == TG_I64); /* every entry point validated the dtype */
     *(int64_t *)p = tg__f64_to_i64(v);
     break; /* a plain cast of NaN is undefined */
   }

@@ -10,6 +10,7 @@
 #include "ops/backend.h"
 #include "ops/creation.h"
 #include "tensor/checked.h"
+#include "tensor/internal_assert.h"
 #include "tensor/tensor_impl.h"
 
 /* Makes device current and allocates there with its allocator (an installed one first).
@@ -17,9 +18,9 @@
  * (and so any graph) exists. */
 static tg_storage *storage_new(const char *op, size_t nbytes, tg_device device) {
   tg__grad_arith_install(&tg__ops_grad_arith);
-  const tg_backend *be = tg__backend(op, device);
-  if (!be || be->check_device(op, device) != TG_OK) return NULL;
-  return tg__storage_new_op(op, nbytes, device, tg_get_allocator(device.type), be->copy_bytes);
+  const tg_device_ops *dev = tg__device_ready(op, device);
+  if (!dev) return NULL;
+  return tg__storage_new_op(op, nbytes, device, tg_get_allocator(device.type), dev->copy_bytes);
 }
 
 tg_storage *tg__storage_new(size_t nbytes, tg_device device) {
@@ -186,7 +187,8 @@ tg_tensor *tg_arange(double start, double end, double step, tg_options opts) {
                  start, end, step, span);
     return NULL;
   }
-  int64_t n = (int64_t)span; /* >= 0: end - start has the sign of step, or is 0 */
+  int64_t n = (int64_t)span;
+  TG_INTERNAL_ASSERT(n >= 0); /* end - start has the sign of step, or is 0 (checked above) */
   if (n > 0 && !tg_dtype_is_floating(opts.dtype)) {
     double last = start + (double)(n - 1) * step;
     double lo = start < last ? start : last, hi = start < last ? last : start;
@@ -209,6 +211,7 @@ tg_tensor *tg_arange(double start, double end, double step, tg_options opts) {
       ((double *)host->storage->data)[i] = v;
       break;
     default:
+      TG_INTERNAL_ASSERT(opts.dtype == TG_I64); /* tg__empty_op validated it */
       ((int64_t *)host->storage->data)[i] = (int64_t)v;
       break;
     }

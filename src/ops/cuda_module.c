@@ -102,16 +102,22 @@ static bool check_module(const char *path, const tg_device_module *m) {
              "the CUDA device module '%s' has module ABI %u, this tg needs %u (rebuild it "
              "with this tg)",
              path, m->abi, TG_DEVICE_MODULE_ABI);
-  else if (m->size != sizeof(tg_device_module) || m->backend_size != sizeof(tg_backend))
+  else if (m->size != sizeof(tg_device_module) || m->device_size != sizeof(tg_device_ops) ||
+           m->drivers_size != sizeof(tg_device_drivers))
     snprintf(why_not, sizeof why_not,
-             "the CUDA device module '%s' has other struct sizes (module %u, backend %u; this "
-             "tg: %zu, %zu)",
-             path, m->size, m->backend_size, sizeof(tg_device_module), sizeof(tg_backend));
+             "the CUDA device module '%s' has other struct sizes (module %u, device %u, drivers "
+             "%u; this tg: %zu, %zu, %zu)",
+             path, m->size, m->device_size, m->drivers_size, sizeof(tg_device_module),
+             sizeof(tg_device_ops), sizeof(tg_device_drivers));
   else if (!m->tg_version || strcmp(m->tg_version, version) != 0)
     snprintf(why_not, sizeof why_not,
              "the CUDA device module '%s' was built for tg %s, this is tg %s", path,
              m->tg_version ? m->tg_version : "(none)", version);
-  else if (!m->backend || !m->device_name || strcmp(m->device_name, "cuda") != 0)
+  else if (!m->device || m->device->abi != TG_DEVICE_ABI)
+    snprintf(why_not, sizeof why_not,
+             "the CUDA device module '%s' has no device table of this tg's device ABI %u", path,
+             TG_DEVICE_ABI);
+  else if (!m->device_name || strcmp(m->device_name, "cuda") != 0)
     snprintf(why_not, sizeof why_not, "the CUDA device module '%s' is not a CUDA device (%s)", path,
              m->device_name ? m->device_name : "no name");
   else

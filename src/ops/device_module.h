@@ -4,13 +4,14 @@
  *
  * The module exports one symbol, TG_DEVICE_MODULE_ENTRY_NAME, of type
  * tg_device_module_entry_fn. libtg calls it once with its import table (tg_module_host) and
- * checks the answer: the ABI number, the struct sizes and the tg version must all be libtg's.
+ * checks the answer: the ABI numbers, the struct sizes and the tg version must all be libtg's.
  * The module does not link libtg (a program may hold libtg statically; two copies of tg's
  * state would be a bug): what its sources call of tg reaches it through the import table
  * (src/ops/cuda/module_host.cu forwards each function to it).
  *
- * Bump TG_DEVICE_MODULE_ABI whenever tg_device_module, tg_module_host or tg_backend changes
- * (the asserts below fail to compile when tg_backend's size does). Included by C (the loader)
+ * Bump TG_DEVICE_MODULE_ABI whenever tg_device_module, tg_module_host or the device tables
+ * (tg_device_ops, tg_device_drivers) change (the asserts below fail to compile when their
+ * sizes do). Included by C (the loader)
  * and by C++ (the module's .cu sources). */
 #ifndef TG_DEVICE_MODULE_H
 #define TG_DEVICE_MODULE_H
@@ -28,14 +29,18 @@ extern "C" {
 #define TG_DEVICE_MODULE_ABI 1u
 #define TG_DEVICE_MODULE_ENTRY_NAME "tg_device_module_entry"
 
-/* tg_backend has 19 pointer-sized entries (the name and 18 functions/tables) at ABI 1. */
+/* The device tables at ABI 1: tg_device_ops (tg/device.h, 64 bytes) and its drivers
+ * (tg_device_drivers, 72 bytes) on a 64-bit target. */
 #ifdef __cplusplus
-static_assert(sizeof(tg_backend) == 19 * sizeof(void *),
-              "tg_backend changed: bump TG_DEVICE_MODULE_ABI and this count");
+#define TG__MODULE_ASSERT static_assert
 #else
-_Static_assert(sizeof(tg_backend) == 19 * sizeof(void *),
-               "tg_backend changed: bump TG_DEVICE_MODULE_ABI and this count");
+#define TG__MODULE_ASSERT _Static_assert
 #endif
+TG__MODULE_ASSERT(sizeof(void *) != 8 || sizeof(tg_device_ops) == 64,
+                  "tg_device_ops changed: bump TG_DEVICE_MODULE_ABI and this size");
+TG__MODULE_ASSERT(sizeof(void *) != 8 || sizeof(tg_device_drivers) == 72,
+                  "tg_device_drivers changed: bump TG_DEVICE_MODULE_ABI and this size");
+#undef TG__MODULE_ASSERT
 
 /* What libtg gives the module: the tg functions its sources use. */
 typedef struct tg_module_host {
@@ -74,13 +79,14 @@ typedef struct tg_cuda_module_api {
 
 /* What the module gives libtg. */
 typedef struct tg_device_module {
-  uint32_t abi;            /* TG_DEVICE_MODULE_ABI the module was built with */
-  uint32_t size;           /* sizeof(tg_device_module) */
-  uint32_t backend_size;   /* sizeof(tg_backend) */
-  const char *tg_version;  /* the tg version (tg_version_string) it was built from */
-  const char *device_name; /* "cuda" */
-  bool emulated;           /* the CPU emulation of CUDA (what the JIT compiles .cu for) */
-  const tg_backend *backend;
+  uint32_t abi;                /* TG_DEVICE_MODULE_ABI the module was built with */
+  uint32_t size;               /* sizeof(tg_device_module) */
+  uint32_t device_size;        /* sizeof(tg_device_ops) */
+  uint32_t drivers_size;       /* sizeof(tg_device_drivers) */
+  const char *tg_version;      /* the tg version (tg_version_string) it was built from */
+  const char *device_name;     /* "cuda" */
+  bool emulated;               /* the CPU emulation of CUDA (what the JIT compiles .cu for) */
+  const tg_device_ops *device; /* its drivers, kernels and memory functions (tg/device.h) */
   tg_cuda_module_api cuda;
 } tg_device_module;
 

@@ -5,10 +5,11 @@
  *
  * Each op's forward checks its inputs, indices in range included (read on the host), since
  * tg_apply is public: the front end checks only what tg_apply would name worse (NULLs and
- * devices). The forwards then flatten the indices to [m] and run the backend's
- * index_select_rows / index_add_rows over [m, d]. The backwards apply the two ops through
- * unchecked copies of their descriptors (same names): the indices they pass were checked
- * when the forward pass ran, so training reads them to the host once per step, not twice. */
+ * devices). The forwards then flatten the indices to [m] and run the device's
+ * kernels embedding.index_select_rows / embedding_backward.index_add_rows over [m, d]. The
+ * backwards apply the two ops through unchecked copies of their descriptors (same names): the
+ * indices they pass were checked when the forward pass ran, so training reads them to the host once
+ * per step, not twice. */
 #include "autograd/node.h"
 #include "ops/backend.h"
 #include "ops/op_params.h"
@@ -36,7 +37,8 @@ static bool check_index_dtype(const char *op, const tg_tensor *indices) {
 
 static tg_status embedding_kernel(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   const tg_tensor *weight = in[0], *indices = in[1];
-  const tg_backend *be = tg__backend("tg_embedding", weight->storage->device);
+  tg_kernel_fn be =
+      tg__kernel("tg_embedding", "embedding.index_select_rows", weight->storage->device);
   const int64_t d = weight->sizes[1];
   int64_t sizes[TG_MAX_DIMS];
   for (int k = 0; k < indices->ndim; k++) sizes[k] = indices->sizes[k];
@@ -44,7 +46,7 @@ static tg_status embedding_kernel(tg_ctx *ctx, const tg_tensor *const *in, tg_te
   tg_tensor *o = be ? tg_empty(indices->ndim + 1, sizes, options_of(weight, weight->dtype)) : NULL;
   tg_tensor *flat = o ? flat_indices(indices) : NULL;
   tg_tensor *rows = flat ? tg_view(o, 2, (const int64_t[]){flat->sizes[0], d}) : NULL;
-  if (!rows || be->index_select_rows(rows, weight, flat) != TG_OK ||
+  if (!rows || be(3, (tg_tensor *const[]){rows, (tg_tensor *)weight, flat}) != TG_OK ||
       tg_ctx_save_for_backward(ctx, 1, &indices) != TG_OK)
     return tg_last_error();
   out[0] = o;
@@ -75,7 +77,7 @@ static const tg_op_desc unchecked_embedding = {
     .name = "embedding",
     .n_inputs = 2,
     .n_outputs = 1,
-    .forward = {embedding_kernel, embedding_kernel},
+    .forward = TG__ON_EVERY_DEVICE(embedding_kernel),
     .backward = tg__bwd_embedding,
     .flags = TG__OP_BUILTIN,
 };
@@ -83,7 +85,7 @@ static const tg_op_desc unchecked_embedding_backward = {
     .name = "embedding_backward",
     .n_inputs = 2,
     .n_outputs = 1,
-    .forward = {unchecked_embedding_backward_kernel, unchecked_embedding_backward_kernel},
+    .forward = TG__ON_EVERY_DEVICE(unchecked_embedding_backward_kernel),
     .backward = tg__bwd_embedding_backward,
     .flags = TG__OP_BUILTIN,
 };
@@ -111,12 +113,13 @@ tg_tensor *tg_embedding(const tg_tensor *weight, const tg_tensor *indices) {
 static tg_status unchecked_embedding_backward_kernel(tg_ctx *ctx, const tg_tensor *const *in,
                                                      tg_tensor **out) {
   const tg_tensor *grad = in[0], *indices = in[1];
-  const tg_backend *be = tg__backend("tg_embedding_backward", grad->storage->device);
+  tg_kernel_fn be = tg__kernel("tg_embedding_backward", "embedding_backward.index_add_rows",
+                               grad->storage->device);
   const int64_t n = tg_ctx_int(ctx, 0), d = grad->sizes[grad->ndim - 1];
   tg_tensor *o = be ? tg_zeros(2, (const int64_t[]){n, d}, options_of(grad, grad->dtype)) : NULL;
   tg_tensor *flat = o ? flat_indices(indices) : NULL;
   tg_tensor *rows = flat ? tg_reshape(grad, 2, (const int64_t[]){flat->sizes[0], d}) : NULL;
-  if (!rows || be->index_add_rows(o, rows, flat) != TG_OK ||
+  if (!rows || be(3, (tg_tensor *const[]){o, rows, flat}) != TG_OK ||
       tg_ctx_save_for_backward(ctx, 1, &indices) != TG_OK)
     return tg_last_error();
   out[0] = o;

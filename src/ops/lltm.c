@@ -155,7 +155,9 @@ tg_status tg__fwd_lltm(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out)
   if (st != TG_OK) return st;
   const int64_t B = input->sizes[0], S = old_h->sizes[1];
   const tg_backend *be = tg__backend("tg_lltm", input->storage->device);
-  if (!be) return tg_last_error();
+  tg_kernel_fn pointwise =
+      be ? tg__kernel("tg_lltm", "lltm.forward_pointwise", input->storage->device) : NULL;
+  if (!pointwise) return tg_last_error();
 
   /* One GEMM over a temporary X = [old_h, input] beats two GEMMs into the same gates
    * (measured with BLIS: 25 vs 34 us at the tutorial's size; BLIS packs the other
@@ -166,7 +168,9 @@ tg_status tg__fwd_lltm(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out)
   tg_tensor *w_t = block(W, 0, 0, 3 * S, W->sizes[1], true);
   if (!X || !gates || !new_h || !new_cell || !w_t) return tg_last_error();
   st = be->gemm(gates, X, w_t, 1.0, 0.0);
-  if (st == TG_OK) st = be->lltm_forward_pointwise(gates, bias, old_cell, new_h, new_cell);
+  if (st == TG_OK)
+    st = pointwise(
+        5, (tg_tensor *const[]){gates, (tg_tensor *)bias, (tg_tensor *)old_cell, new_h, new_cell});
   if (st != TG_OK) return st;
 
   const saved_plan p = plan_of(ctx);
@@ -224,7 +228,9 @@ tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **g
   const int64_t B = old_cell->sizes[0], S = old_cell->sizes[1];
   const int64_t I = tg_ctx_input_sizes(ctx, IN_INPUT)[1];
   const tg_backend *be = tg__backend("tg_lltm", gates->storage->device);
-  if (!be) return tg_last_error();
+  tg_kernel_fn pointwise =
+      be ? tg__kernel("tg_lltm", "lltm.backward_pointwise", gates->storage->device) : NULL;
+  if (!pointwise) return tg_last_error();
 
   /* The elementwise pass. Large d_gates [B, 3S] are stored transposed (d_gates_t [3S, B]
    * contiguous): BLIS runs d_weights = d_gates_t @ X up to 1.45x faster from that layout
@@ -240,8 +246,8 @@ tg_status tg__bwd_lltm(tg_ctx *ctx, const tg_tensor *const *grads, tg_tensor **g
   tg_tensor *d_old_cell = need_c ? matrix_like(gates, B, S) : NULL;
   if (!d_gates || !d_gates_t || (need_b && !d_bias) || (need_c && !d_old_cell))
     return tg_last_error();
-  tg_status st =
-      be->lltm_backward_pointwise(grads[0], grads[1], gates, old_cell, d_gates, d_old_cell, d_bias);
+  tg_status st = pointwise(7, (tg_tensor *const[]){(tg_tensor *)grads[0], (tg_tensor *)grads[1],
+                                                   gates, old_cell, d_gates, d_old_cell, d_bias});
   if (st != TG_OK) return st;
 
   /* d_weights = d_gates^T @ X, X = [old_h, input] rebuilt: one GEMM packs d_gates once

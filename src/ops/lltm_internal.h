@@ -17,8 +17,8 @@ tg_status tg__lltm_check(const char *op, const tg_tensor *input, const tg_tensor
                          const tg_tensor *bias, const tg_tensor *old_h, const tg_tensor *old_cell,
                          tg_lltm_dims *dims);
 
-/* The CPU backend's LLTM passes (src/ops/cpu/cpu_lltm.c); the contract is
- * tg_backend.lltm_forward_pointwise / lltm_backward_pointwise in ops/backend.h. */
+/* The CPU device's LLTM passes (src/ops/cpu/cpu_lltm.c), behind its kernels
+ * lltm.forward_pointwise / lltm.backward_pointwise (the contract: src/ops/def/lltm.def). */
 tg_status tg_cpu_lltm_forward_pointwise(tg_tensor *gates, const tg_tensor *bias,
                                         const tg_tensor *old_cell, tg_tensor *new_h,
                                         tg_tensor *new_cell);

@@ -202,13 +202,18 @@ tg_status tg__fwd_cross_entropy(tg_ctx *ctx, const tg_tensor *const *in, tg_tens
   const tg_tensor *logits = in[0], *target = in[1];
   if (!check_cross_entropy(logits, target)) return tg_last_error();
   const tg_backend *be = tg__backend("tg_cross_entropy", logits->storage->device);
+  tg_kernel_fn gather_rows =
+      be ? tg__kernel("tg_cross_entropy", "cross_entropy.gather_rows", logits->storage->device)
+         : NULL;
   const int64_t n = logits->sizes[0];
-  tg_tensor *lsm = be ? tg_empty(2, logits->sizes, options_of(logits, logits->dtype)) : NULL;
+  tg_tensor *lsm =
+      gather_rows ? tg_empty(2, logits->sizes, options_of(logits, logits->dtype)) : NULL;
   tg_tensor *picked = lsm ? tg_empty(1, &n, options_of(logits, logits->dtype)) : NULL;
   tg_tensor *o = picked ? tg_empty(0, NULL, options_of(logits, logits->dtype)) : NULL;
   if (!o ||
-      (n > 0 && (log_softmax_into(be, lsm, logits, 1) != TG_OK ||
-                 be->gather_rows(picked, lsm, target) != TG_OK)) ||
+      (n > 0 &&
+       (log_softmax_into(be, lsm, logits, 1) != TG_OK ||
+        gather_rows(3, (tg_tensor *const[]){picked, lsm, (tg_tensor *)target}) != TG_OK)) ||
       scaled_sum_into(be, o, picked, -1.0 / (double)n) != TG_OK ||
       tg_ctx_save_for_backward(ctx, 2, in) != TG_OK)
     return tg_last_error();
@@ -223,10 +228,13 @@ tg_status tg__bwd_cross_entropy(tg_ctx *ctx, const tg_tensor *const *g, tg_tenso
   tg_tensor *logits = tg_ctx_saved(ctx, 0), *target = tg_ctx_saved(ctx, 1);
   if (!logits || !target) return tg_last_error();
   const int64_t n = logits->sizes[0];
-  const tg_backend *be = tg__backend("tg_cross_entropy", logits->storage->device);
-  tg_tensor *one_hot = be ? tg_zeros(2, logits->sizes, options_of(logits, logits->dtype)) : NULL;
+  tg_kernel_fn scatter_add_rows =
+      tg__kernel("tg_cross_entropy", "cross_entropy.scatter_add_rows", logits->storage->device);
+  tg_tensor *one_hot =
+      scatter_add_rows ? tg_zeros(2, logits->sizes, options_of(logits, logits->dtype)) : NULL;
   tg_tensor *ones = one_hot ? tg_ones(1, &n, options_of(logits, logits->dtype)) : NULL;
-  if (!ones || be->scatter_add_rows(one_hot, ones, target) != TG_OK) return tg_last_error();
+  if (!ones || scatter_add_rows(3, (tg_tensor *const[]){one_hot, ones, target}) != TG_OK)
+    return tg_last_error();
   gi[0] = tg_mul(tg_sub(tg_softmax(logits, 1), one_hot), tg_mul_scalar(g[0], 1.0 / (double)n));
   return gi[0] ? TG_OK : tg_last_error();
 }

@@ -8,12 +8,14 @@
 #include "registry.h"
 #include "tensor/host_memory.h"
 
-/* One entry: the forward on every device, the backward, the flags and the sample inputs. */
+/* One entry: the forward on every device type (it runs over the device's drivers and
+ * kernels; tg_op_supported says where they exist), the backward, the flags and the sample inputs.
+ */
 #define TG__BUILTIN(op, nin, nout, bwd, fl)                                                        \
   [TG_OP_ID_##op] = {.name = #op,                                                                  \
                      .n_inputs = nin,                                                              \
                      .n_outputs = nout,                                                            \
-                     .forward = {tg__fwd_##op, tg__fwd_##op},                                      \
+                     .forward = TG__ON_EVERY_DEVICE(tg__fwd_##op),                                 \
                      .backward = bwd,                                                              \
                      .flags = (fl) | TG__OP_BUILTIN,                                               \
                      .sample_inputs = tg__samples_##op},

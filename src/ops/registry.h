@@ -27,7 +27,7 @@ typedef enum tg_op_id {
 #undef TG_OP_NOGRAD
 #undef TG_OP_INPLACE_OF
 
-/* Sample inputs (tg's OpInfo), one function per op: src/ops/samples/, the in-place ops'
+/* Sample inputs (tg's OpInfo), one function per op: src/testing/samples/, the in-place ops'
  * from their base op's (samples/inplace.c). Declared for every entry, so that a built-in op
  * without samples does not link. */
 #define TG_OP(name, nin, nout, flags)                                                              \

@@ -1,5 +1,4 @@
 /* The argument checks of check.h. Failure paths only format; success paths only compare. */
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "tensor/check.h"
@@ -15,16 +14,6 @@ const char *tg__dims_str(int ndim, const int64_t *sizes) {
 }
 
 const char *tg__sizes_str(const tg_tensor *t) { return tg__dims_str(t->ndim, t->sizes); }
-
-bool tg__fail(tg_status code, const char *fn, const char *fmt, ...) {
-  char msg[1024]; /* the size of the error message itself (error.c) */
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  tg_set_error(code, "%s: %s", fn, msg);
-  return false;
-}
 
 bool tg__check_arg(const char *fn, const char *arg, const tg_tensor *t) {
   if (t) {

@@ -44,6 +44,18 @@ bool tg__check_ndim(const char *fn, const char *arg, const tg_tensor *t, int ndi
  * evaluated only on failure. */
 #define tg__check(cond, code, fn, ...) ((cond) || tg__fail((code), (fn), __VA_ARGS__))
 
+/* tg__check for a function that returns a status: TG_OK when cond holds, else code (recorded
+ * with "<fn>: " and the message), as `return tg_set_error(...)` would. For status chains:
+ * `if (st == TG_OK) st = tg__check_status(n > 0, TG_ERR_ARGUMENT, fn, "n is %d", n);`. */
+#define tg__check_status(cond, code, fn, ...)                                                      \
+  (tg__check((cond), (code), (fn), __VA_ARGS__) ? TG_OK : (code))
+
+/* A pointer argument that is not a tensor (a path, a name, an out pointer, a handle):
+ * TG_ERR_ARGUMENT "<fn>: <arg> is NULL" unless p is set. Unlike tg__check_arg it always
+ * records: such a NULL never comes from a failed tg call. */
+#define tg__check_not_null(fn, arg, p)                                                             \
+  tg__check((p) != NULL, TG_ERR_ARGUMENT, (fn), "%s is NULL", (arg))
+
 /* Records code and "<fn>: <message>"; returns false. The failure half of tg__check. */
 bool tg__fail(tg_status code, const char *fn, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_names.h"
 #include "host_memory.h"
+#include "internal_assert.h"
 #include "tensor_impl.h"
 
 enum { PRINT_THRESHOLD = 1000, EDGE_ITEMS = 3 };
@@ -131,6 +133,7 @@ static double load_value(tg_dtype dtype, const char *base, int64_t i) {
   case TG_F64:
     return ((const double *)(const void *)base)[i];
   default:
+    TG_INTERNAL_ASSERT(dtype == TG_I64); /* every entry point validated the dtype */
     return (double)((const int64_t *)(const void *)base)[i];
   }
 }
@@ -183,9 +186,11 @@ static double *read_values(const tg_tensor *t, int64_t numel) {
 
 char *tg_to_string(const tg_tensor *t) {
   if (!tg__check_arg("tg_to_string", "t", t)) return NULL;
-  int64_t numel = tg__numel(t->ndim, t->sizes);
-  double *values = read_values(t, numel);
-  if (!values) return NULL;
+  /* A device without data (meta) prints its geometry only, as PyTorch does. */
+  const bool has_data = tg__device_type_has_data(t->storage->device.type);
+  int64_t numel = has_data ? tg__numel(t->ndim, t->sizes) : 0;
+  double *values = has_data ? read_values(t, numel) : NULL;
+  if (has_data && !values) return NULL;
 
   strbuf sb = {0};
   printer p = {t, values, numel > PRINT_THRESHOLD, {t->dtype, true, false, 1}, &sb};
@@ -207,13 +212,17 @@ char *tg_to_string(const tg_tensor *t) {
   p.fmt.width = width;
 
   sb_printf(&sb, "tensor(");
-  if (numel == 0)
+  if (!has_data)
+    sb_printf(&sb, "...");
+  else if (numel == 0)
     sb_printf(&sb, "[]");
   else
     emit(&p, 0, 0, (int)strlen("tensor("));
   sb_printf(&sb, ", size=%s", tg__sizes_str(t));
   if (t->dtype != TG_F32) sb_printf(&sb, ", dtype=%s", tg_dtype_name(t->dtype));
-  if (t->storage->device.type != TG_CPU)
+  if (t->storage->device.type == TG_META)
+    sb_printf(&sb, ", device=meta"); /* one meta device: no index */
+  else if (t->storage->device.type != TG_CPU)
     sb_printf(&sb, ", device=%s:%d", tg_device_type_name(t->storage->device.type),
               t->storage->device.index);
   if (t->grad_fn)

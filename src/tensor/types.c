@@ -37,19 +37,11 @@ tg_dtype tg_promote_types(tg_dtype a, tg_dtype b) {
   return TG_F64; /* F32 and F64 */
 }
 
-const char *tg_device_type_name(tg_device_type type) {
-  switch (type) {
-  case TG_CPU:
-    return "cpu";
-  case TG_CUDA:
-    return "cuda";
-  default:
-    return "invalid-device";
-  }
-}
+/* tg_device_type_name: src/tensor/device_names.c */
 
 bool tg_device_equal(tg_device a, tg_device b) {
-  return a.type == b.type && (a.type == TG_CPU || a.index == b.index);
+  /* one host and one meta device: any index names them */
+  return a.type == b.type && (a.type == TG_CPU || a.type == TG_META || a.index == b.index);
 }
 
 const char *tg_version_string(void) { return TG_VERSION_STRING; }

@@ -41,14 +41,14 @@ TG_CUDA_TEST(cuda_faults, copies_past_a_buffer_are_errors) {
   tg_tensor *c = tg_zeros(TG_SHAPE(4), TG_OPTS(.device = TG_CUDA0));
   float host[1024] = {0};
   /* the class is 512 B; 4 KiB reach past the buffer */
-  cr_assert_eq(tg__backend("test", TG_CUDA0)
+  cr_assert_eq(tg__device("test", TG_CUDA0)
                    ->copy_bytes("test", host, TG_DEVICE_CPU, tg_data_ptr(c), TG_CUDA0, sizeof host),
                TG_ERR_DEVICE);
   tg_expect_error(TG_ERR_DEVICE, "cudaMemcpyAsync failed", "invalid argument");
   /* a host pointer named as device memory */
-  cr_assert_eq(tg__backend("test", TG_CUDA0)
-                   ->copy_bytes("test", host, TG_CUDA0, host + 8, TG_DEVICE_CPU, 16),
-               TG_ERR_DEVICE);
+  cr_assert_eq(
+      tg__device("test", TG_CUDA0)->copy_bytes("test", host, TG_CUDA0, host + 8, TG_DEVICE_CPU, 16),
+      TG_ERR_DEVICE);
   tg_expect_error(TG_ERR_DEVICE);
 }
 

@@ -1,4 +1,4 @@
-/* A test extension built for another extension ABI (by hand: TG_EXTENSION would say 1). */
+/* A test extension built for another extension ABI (by hand: TG_EXTENSION would say 2). */
 #include <tg/extension.h>
 
 TG_EXTENSION_EXPORT const uint32_t tg_extension_abi = 999;

@@ -40,11 +40,13 @@ endif()
 # Learns: 300 steps, fused and composed side by side, --check on both.
 add_test(NAME charlm_learns COMMAND train_charlm --steps 300 --both --check ${CHARLM_SMALL})
 set_tests_properties(charlm_learns PROPERTIES PASS_REGULAR_EXPRESSION "check passed" TIMEOUT 120)
+tg_test_labels(charlm_learns LABELS slow)
 
 add_test(NAME charlm_resume_bit_identical
          COMMAND ${CMAKE_COMMAND} -DPROG=$<TARGET_FILE:train_charlm>
                  -DDIR=${CMAKE_CURRENT_BINARY_DIR}/charlm_resume -P ${CMAKE_CURRENT_LIST_FILE})
 set_tests_properties(charlm_resume_bit_identical PROPERTIES TIMEOUT 120)
+tg_test_labels(charlm_resume_bit_identical LABELS slow)
 
 # Sampling and the CSV run through (a few steps; the output is not checked for sense).
 add_test(NAME charlm_sample_and_csv
@@ -52,6 +54,7 @@ add_test(NAME charlm_sample_and_csv
                  ${CHARLM_SMALL})
 set_tests_properties(charlm_sample_and_csv PROPERTIES
   PASS_REGULAR_EXPRESSION "--- sample \\(40 characters, temperature 0.8\\) ---\nThe .*--- end of sample ---")
+tg_test_labels(charlm_sample_and_csv LABELS slow)
 
 # Without gnuplot on PATH the plot is skipped with a note, and the run still succeeds.
 add_test(NAME charlm_plot_without_gnuplot
@@ -59,6 +62,7 @@ add_test(NAME charlm_plot_without_gnuplot
                  --plot ${CMAKE_CURRENT_BINARY_DIR}/charlm.png ${CHARLM_SMALL})
 set_tests_properties(charlm_plot_without_gnuplot PROPERTIES
   PASS_REGULAR_EXPRESSION "note: gnuplot is not on PATH, so no plot")
+tg_test_labels(charlm_plot_without_gnuplot LABELS slow)
 
 # Bad values: exit 2 and a message naming the option and the value (examples/common/cli_parse.h).
 function(charlm_cli_test name regex)
@@ -66,6 +70,7 @@ function(charlm_cli_test name regex)
            COMMAND sh -c "out=$(\"$0\" \"$@\" 2>&1); echo \"exit $?: $out\""
                    $<TARGET_FILE:train_charlm> ${ARGN})
   set_tests_properties(charlm_cli_${name} PROPERTIES PASS_REGULAR_EXPRESSION "${regex}")
+  tg_test_labels(charlm_cli_${name} LABELS fast)
 endfunction()
 charlm_cli_test(help "^exit 0: usage: train_charlm" --help)
 charlm_cli_test(steps_word "^exit 2: train_charlm: --steps: 'abc' is not an integer" --steps abc)

@@ -90,6 +90,7 @@ function(charlm_dist_cli_test name regex)
            COMMAND sh -c "out=$(\"$0\" \"$@\" 2>&1); echo \"exit $?: $out\""
                    $<TARGET_FILE:train_charlm> ${ARGN})
   set_tests_properties(charlm_dist_cli_${name} PROPERTIES PASS_REGULAR_EXPRESSION "${regex}")
+  tg_test_labels(charlm_dist_cli_${name} LABELS fast)
 endfunction()
 charlm_dist_cli_test(bucket_without_dist
   "^exit 2: train_charlm: --bucket-kb and --no-overlap need --dist" --bucket-kb 64)
@@ -107,15 +108,16 @@ if(NOT TG_HAVE_MPI)
                    $<TARGET_FILE:train_charlm> --dist --steps 1)
   set_tests_properties(charlm_dist_without_mpi PROPERTIES PASS_REGULAR_EXPRESSION
     "^exit 1: train_charlm: --dist: this tg_dist was built without MPI")
+  tg_test_labels(charlm_dist_without_mpi LABELS fast)
   return()
 endif()
 
 # Every run: Open MPI's switches for root (CI), a rank out of step fails within 30 s rather
 # than tg_dist's 300, and under a sanitizer build what Open MPI keeps until exit is not a
-# leak (tests/dist/lsan.supp, as tests/dist/CMakeLists.txt does).
+# leak (tests/distributed/lsan.supp, as tests/distributed/CMakeLists.txt does).
 set(_charlm_env ${CMAKE_COMMAND} -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     TG_DIST_TIMEOUT=30
-    LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/dist/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0)
+    LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/distributed/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0)
 set(_charlm_script ${_charlm_env} ${CMAKE_COMMAND} -DPROG=$<TARGET_FILE:train_charlm>
     -DMPIEXEC=${MPIEXEC_EXECUTABLE} -DNP_FLAG=${MPIEXEC_NUMPROC_FLAG})
 add_test(NAME charlm_dist_equals_single
@@ -126,6 +128,7 @@ add_test(NAME charlm_dist_resume_np2
                  -DDIR=${CMAKE_CURRENT_BINARY_DIR}/charlm_dist_resume -P ${CMAKE_CURRENT_LIST_FILE})
 set_tests_properties(charlm_dist_equals_single charlm_dist_resume_np2 PROPERTIES TIMEOUT 180
                                                                           LABELS dist)
+tg_test_labels(charlm_dist_equals_single charlm_dist_resume_np2 LABELS slow mpi)
 
 # mpirun -np N train_charlm --dist ARGS... (with the variables ENV); the test sees "exit S: OUTPUT" (stdout and
 # stderr of every rank) and passes when it matches PASS and matches none of FAIL.
@@ -137,6 +140,7 @@ function(charlm_dist_test name np)
                    ${T_ARGS})
   set_tests_properties(charlm_dist_${name} PROPERTIES PASS_REGULAR_EXPRESSION "${T_PASS}"
                                                       TIMEOUT 120 LABELS dist)
+  tg_test_labels(charlm_dist_${name} LABELS slow mpi)
   if(T_FAIL)
     set_tests_properties(charlm_dist_${name} PROPERTIES FAIL_REGULAR_EXPRESSION "${T_FAIL}")
   endif()

@@ -10,6 +10,7 @@ function(tg_cli_test name target regex)
            COMMAND sh -c "out=$(\"$0\" \"$@\" 2>&1); echo \"exit $?: $out\""
                    $<TARGET_FILE:${target}> ${ARGN})
   set_tests_properties(cli_${name} PROPERTIES PASS_REGULAR_EXPRESSION "${regex}")
+  tg_test_labels(cli_${name} LABELS fast)
 endfunction()
 
 tg_cli_test(train_lltm_help train_lltm "^exit 0: usage: train_lltm" --help)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fails when a public function of include/tg/ops.h or include/tg/tensor.h has no case in
+"""Fails when a public function of include/tg/ops.h, tensor.h or testing.h has no case in
 tests/parity/refs.txt and is not listed below as outside the comparison, so a new op joins
 the comparison with PyTorch when it lands (tests/parity/README.md). No torch needed.
 
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2]
-HEADERS = ["include/tg/ops.h", "include/tg/tensor.h"]
+HEADERS = ["include/tg/ops.h", "include/tg/tensor.h", "include/tg/testing.h"]  # allclose: testing.h
 # The op name of refs.txt where it is not the function's name less "tg_".
 ALIASES = {"tg_allclose_ex": "allclose_nan"}
 # Public functions outside the comparison, and why.
@@ -31,13 +31,11 @@ OUTSIDE = {
     "tg_tensor_device": "properties", "tg_is_contiguous": "properties",
     "tg_shares_storage": "properties", "tg_data_ptr": "properties", "tg_version": "properties",
     "tg_to_string": "printing", "tg_fprint": "printing", "tg_print": "printing",
-    "tg_set_num_threads": "threads", "tg_get_num_threads": "threads",
-    "tg_set_deterministic": "threads", "tg_is_deterministic": "threads",
-    "tg_blis_kernels": "BLIS setup", "tg_blis_kernels_source": "BLIS setup",
-    "tg_blis_large_kernels": "BLIS setup", "tg_small_gemm_engine": "BLIS setup",
+    "tg_gradcheck": "a testing tool: tg against itself", "tg_gradgradcheck": "a testing tool",
+    "tg_op_check": "a testing tool",
     "tg_accessor_of": "a C access path, no values of its own",
     "tg_result_type": "a dtype, not values: every promoted case checks the dtype it picks; "
-                      "its table and 0-dim rule are tests/test_promotion.c's",
+                      "its table and 0-dim rule are tests/ops/test_promotion.c's",
 }
 
 

@@ -1,4 +1,4 @@
-/* The op-by-op comparison with PyTorch (tests/test_parity.c): the cases of
+/* The op-by-op comparison with PyTorch (tests/ops/test_parity.c): the cases of
  * tests/parity/refs.txt as parsed, and the adapters that run each op on tg. */
 #ifndef TG_PARITY_H
 #define TG_PARITY_H

@@ -134,6 +134,7 @@ static bench_run run_of(const tgop_target *t, const tg_sample *s, tg_device devi
 
 typedef struct bench_result {
   double forward_us, full_us; /* full_us < 0: no backward */
+  size_t meta_peak_bytes;     /* on meta: the most a run held at once, beyond the inputs */
 } bench_result;
 
 static void print_table(int n, const tgop_target *targets, const bench_result *res) {
@@ -148,6 +149,12 @@ static void print_table(int n, const tgop_target *targets, const bench_result *r
     else
       printf(" %16s %7s\n", "-", "-");
   }
+}
+
+/* On meta the times are tg's overhead alone; what counts is the memory a run would take. */
+static void print_meta_bytes(int n, const tgop_target *targets, const bench_result *res) {
+  printf("meta: peak bytes a run allocates beyond its inputs (forward and backward)\n");
+  for (int k = 0; k < n; k++) printf("%-22s %14zu\n", targets[k].name, res[k].meta_peak_bytes);
 }
 
 static int bench_targets(const tgop_options *opts, int n, const tgop_target *targets,
@@ -182,13 +189,19 @@ static int bench_targets(const tgop_options *opts, int n, const tgop_target *tar
   tg_status st = TG_OK;
   for (int k = 0; k < n && st == TG_OK; k++) {
     bench_run r = run_of(&targets[k], s, opts->device);
+    tg_meta_memory_stats_reset();
+    tg_meta_memory_stats before, after;
+    tg_meta_memory_stats_get(&before);
     st = time_runs(&r, false, opts, &res[k].forward_us);
     res[k].full_us = -1;
     if (st == TG_OK && r.has_backward) st = time_runs(&r, true, opts, &res[k].full_us);
+    tg_meta_memory_stats_get(&after);
+    res[k].meta_peak_bytes = after.peak_bytes - before.allocated_bytes;
     if (st != TG_OK)
       fprintf(stderr, "tg-op bench: %s: %s\n", targets[k].name, tg_last_error_message());
   }
   if (st == TG_OK) print_table(n, targets, res);
+  if (st == TG_OK && opts->device.type == TG_META) print_meta_bytes(n, targets, res);
   free(res);
   return st == TG_OK ? TGOP_EXIT_OK : TGOP_EXIT_FAIL;
 }

@@ -64,9 +64,10 @@ int tgop_target_outputs(const tgop_target *t, const tg_sample *s) {
   return s->n_outputs; /* a variable number: the sample says how many this call gives */
 }
 
-bool tgop_target_runs_on(const tgop_target *t, tg_device_type type) {
-  if (t->op) return t->op->forward[type] != NULL;
-  return type == TG_CPU || tg_cuda_is_built(); /* a composite runs where tg's generic ops do */
+bool tgop_target_runs_on(const tgop_target *t, tg_device dev) {
+  if (t->op) return tg_op_supported(t->op, dev);
+  /* a composite runs where tg's generic ops do */
+  return tg_op_supported(tg_op_lookup("mm"), dev) && tg_op_supported(tg_op_lookup("lltm"), dev);
 }
 
 tg_status tgop_run(const tgop_target *t, const tg_sample *s, int n_outputs, tg_tensor **outputs) {
@@ -90,7 +91,7 @@ bool tgop_check_targets(const char *command, int n, const tgop_target *targets, 
               command, t->name, want, targets[0].name, s->n_inputs);
       return false;
     }
-    if (!tgop_target_runs_on(t, dev.type)) {
+    if (!tgop_target_runs_on(t, dev)) {
       fprintf(stderr, "tg-op %s: %s has no %s kernel\n", command, t->name,
               tg_device_type_name(dev.type));
       return false;

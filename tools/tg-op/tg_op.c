@@ -39,7 +39,8 @@ static void usage(FILE *f) {
       "      --iters N              timed runs, median reported (default 100)\n"
       "      --warmup N             untimed runs first (default 10)\n"
       "      --dtype f32|f64        of the floating inputs (default f32)\n"
-      "      --device cpu|cuda      (default cpu)\n"
+      "      --device DEV           cpu, cuda[:N], meta (shapes only: reports the bytes\n"
+      "                             a call allocates) or a registered device (default cpu)\n"
       "      --threads N            CPU threads (default: tg's)\n"
       "\n"
       "global options:\n"
@@ -254,12 +255,12 @@ static bool parse_option(int c, const char *arg, command_line *cl) {
     return true;
   case OPT_DEVICE:
     cl->sample_option = "--device";
-    if (strcmp(arg, "cpu") == 0)
-      o->device = TG_DEVICE_CPU;
-    else if (strcmp(arg, "cuda") == 0)
-      o->device = TG_DEVICE_CUDA(0);
-    else {
-      fprintf(stderr, "tg-op: --device: '%s' is not cpu or cuda\n", arg);
+    if (tg_device_parse(arg, &o->device) != TG_OK) {
+      fprintf(stderr,
+              "tg-op: --device: '%s' is not a device (cpu, cuda, cuda:N, meta or a "
+              "registered one)\n",
+              arg);
+      tg_clear_error();
       return false;
     }
     return true;

@@ -54,7 +54,7 @@ const tg_op_desc *tgop_sample_op(const tgop_target *t);
 int tgop_target_inputs(const tgop_target *t);
 int tgop_target_outputs(const tgop_target *t, const tg_sample *s);
 /* Whether t can run on devices of this type. */
-bool tgop_target_runs_on(const tgop_target *t, tg_device_type type);
+bool tgop_target_runs_on(const tgop_target *t, tg_device dev);
 /* Checks that every target can run on sample s on dev; false with a message naming the
  * command otherwise (a usage error). */
 bool tgop_check_targets(const char *command, int n, const tgop_target *targets, const tg_sample *s,

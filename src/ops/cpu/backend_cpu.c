@@ -1,8 +1,8 @@
-/* The CPU backend: every primitive of backend.h, implemented in src/ops/cpu/cpu_*.c. */
+/* The CPU device: its memory, the generic drivers and the ops' kernels, implemented in
+ * src/ops/cpu/cpu_*.c. */
 #include <string.h>
 
 #include "ops/cpu/cpu_internal.h"
-#include "ops/lltm_internal.h"
 #include "tensor/host_memory.h"
 
 /* ---- device memory ---- */
@@ -35,8 +35,8 @@ static tg_status cpu_check_device(const char *op, tg_device device) {
   return TG_OK;
 }
 
+/* The generic drivers (every built-in op is written over them). */
 const tg_backend tg_cpu_backend = {
-    .name = "cpu",
     .fill = tg_cpu_fill,
     .copy = tg_cpu_copy,
     .unary = tg_cpu_unary,
@@ -44,16 +44,25 @@ const tg_backend tg_cpu_backend = {
     .where = tg_cpu_where,
     .reduce = tg_cpu_reduce,
     .gemm = tg_cpu_gemm,
-    .gather_rows = tg_cpu_gather_rows,
-    .scatter_add_rows = tg_cpu_scatter_add_rows,
-    .index_select_rows = tg_cpu_index_select_rows,
-    .index_add_rows = tg_cpu_index_add_rows,
     .uniform = tg_cpu_uniform,
     .normal = tg_cpu_normal,
-    /* device memory */
+};
+
+/* The ops' kernels, one per TG_OP_KERNEL line (each defined next to its implementation). */
+static tg_kernel_fn cpu_kernel(const char *name) {
+#define TG_OP_KERNEL(op, kernel)                                                                   \
+  if (strcmp(name, #op "." #kernel) == 0) return tg__kernel_##op##_##kernel##_cpu;
+#include "ops/op_kernels.h"
+#undef TG_OP_KERNEL
+  return NULL;
+}
+
+const tg_device_ops tg_cpu_device = {
+    .abi = TG_DEVICE_ABI,
+    .name = "cpu",
     .allocator = &cpu_allocator,
     .copy_bytes = cpu_copy_bytes,
     .check_device = cpu_check_device,
-    .lltm_forward_pointwise = tg_cpu_lltm_forward_pointwise,
-    .lltm_backward_pointwise = tg_cpu_lltm_backward_pointwise,
+    .drivers = &tg_cpu_backend,
+    .kernel = cpu_kernel,
 };

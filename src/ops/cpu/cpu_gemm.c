@@ -9,7 +9,7 @@
  * stride (the k-edge loop of sgemmsup_rd_haswell_asm_1x16n loads the row after A's last,
  * flame/blis#821). Every CPU storage ends in an owned pad (tg__cpu_tail_pad) that covers
  * both for rows up to 16 KiB; an operand with less room than that behind it is copied
- * into a buffer that has it. tests/test_blis_guard.c ends every storage at a guard page
+ * into a buffer that has it. tests/ops/test_blis_guard.c ends every storage at a guard page
  * and runs GEMMs and the LLTM on each kernel set the CPU executes. */
 #include <blis.h>
 #include <string.h>

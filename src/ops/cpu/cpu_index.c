@@ -70,3 +70,13 @@ tg_status tg_cpu_scatter_add_rows(tg_tensor *out, const tg_tensor *src, const tg
     TG_CPU_SCATTER_ADD(double);
   return TG_OK;
 }
+
+/* ---- as cross-entropy's kernels (TG_OP_KERNEL lines in src/ops/def/loss.def) ---- */
+tg_status tg__kernel_cross_entropy_gather_rows_cpu(int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("cross_entropy.gather_rows", n, 3);
+  return tg_cpu_gather_rows(t[0], t[1], t[2]);
+}
+tg_status tg__kernel_cross_entropy_scatter_add_rows_cpu(int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("cross_entropy.scatter_add_rows", n, 3);
+  return tg_cpu_scatter_add_rows(t[0], t[1], t[2]);
+}

@@ -12,6 +12,7 @@
 #include "ops/backend.h"
 #include "ops/coalesce.h"
 #include "tensor/tensor_impl.h"
+#include "tg/cpu.h"
 
 /* Element counts from which loops fork an OpenMP team, per kind of pass, measured with
  * bench/parallel_thresholds.c (F32, 2 cores, 50 us of one-thread work before each pass, as
@@ -92,8 +93,8 @@ typedef struct tg_cpu_scalars {
 /* ---- primitives (one file each area) ---- */
 tg_status tg_cpu_fill(tg_tensor *out, double value);
 tg_status tg_cpu_copy(tg_tensor *out, const tg_tensor *src);
-tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out, const tg_tensor *x);
-tg_status tg_cpu_binary(tg_binary_kind kind, double alpha, tg_tensor *out, const tg_tensor *a,
+tg_status tg_cpu_unary(int kind, double a, double b, tg_tensor *out, const tg_tensor *x);
+tg_status tg_cpu_binary(int kind, double alpha, tg_tensor *out, const tg_tensor *a,
                         const tg_tensor *b);
 tg_status tg_cpu_where(tg_tensor *out, const tg_tensor *cond, const tg_tensor *a,
                        const tg_tensor *b);
@@ -101,8 +102,8 @@ tg_status tg_cpu_where(tg_tensor *out, const tg_tensor *cond, const tg_tensor *a
  * (cpu_pointwise_int.c). */
 tg_cpu_row_fn tg_cpu_unary_row_i64(tg_unary_kind kind);
 tg_cpu_row_fn tg_cpu_binary_row_i64(tg_binary_kind kind);
-tg_status tg_cpu_reduce(tg_reduce_kind kind, tg_tensor *values, tg_tensor *indices,
-                        const tg_tensor *x, int dim);
+tg_status tg_cpu_reduce(int kind, tg_tensor *values, tg_tensor *indices, const tg_tensor *x,
+                        int dim);
 tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, double alpha,
                       double beta);
 tg_status tg_cpu_gather_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index);

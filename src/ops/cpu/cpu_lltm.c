@@ -31,7 +31,7 @@
 #include "ops/lltm_cell.h"
 #include "ops/lltm_internal.h"
 
-/* tg_lltm_cell_*_vf: the LLTM cell over the vectorizable float math (cpu_vecmath.h). */
+/* tg__lltm_math_*_vf: the LLTM cell over the vectorizable float math (cpu_vecmath.h). */
 TG_LLTM_CELL_DEFINE(float, _vf, 1.0f, tg_vf_sigmoid, tg_vf_tanh, tg_vf_elu, tg_vf_d_elu)
 
 /* Columns per tile: the packing buffers live on the stack. */
@@ -172,6 +172,16 @@ tg_status tg_cpu_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tenso
   return TG_OK;
 }
 
+/* ---- as the LLTM's kernels (TG_OP_KERNEL lines in src/ops/def/lltm.def) ---- */
+tg_status tg__kernel_lltm_forward_pointwise_cpu(int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("lltm.forward_pointwise", n, 5);
+  return tg_cpu_lltm_forward_pointwise(t[0], t[1], t[2], t[3], t[4]);
+}
+tg_status tg__kernel_lltm_backward_pointwise_cpu(int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("lltm.backward_pointwise", n, 7);
+  return tg_cpu_lltm_backward_pointwise(t[0], t[1], t[2], t[3], t[4], t[5], t[6]);
+}
+
 #else /* ---- template section: the passes over element type T = TG_CPU_LLTM_T ---- */
 
 /* Plain names in this section, suffixed per type by the macros set before the include
@@ -187,8 +197,8 @@ tg_status tg_cpu_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tenso
 #define backward_columns_blocked TG_CPU_LLTM_FN(backward_columns_blocked)
 #define bias_zero TG_CPU_LLTM_FN(bias_zero)
 #define bias_add TG_CPU_LLTM_FN(bias_add)
-#define cell_forward TG_CPU_LLTM_CELL(tg_lltm_cell_forward)
-#define cell_backward_from_act TG_CPU_LLTM_CELL(tg_lltm_cell_backward_from_act)
+#define cell_forward TG_CPU_LLTM_CELL(tg__lltm_math_forward)
+#define cell_backward_from_act TG_CPU_LLTM_CELL(tg__lltm_math_backward_from_act)
 
 /* The cell over n unit-stride elements: bias added to the three gate blocks, which are
  * overwritten with the activations (input gate, output gate, candidate). */

@@ -83,7 +83,7 @@ static const bool unary_is_transcendental[TG_NUM_UNARY] = {
 /* 0 for F32, 1 for F64, -1 for a dtype the pointwise kernels do not support. */
 static int floating_slot(tg_dtype dtype) { return dtype == TG_F32 ? 0 : dtype == TG_F64 ? 1 : -1; }
 
-tg_status tg_cpu_unary(tg_unary_kind kind, double a, double b, tg_tensor *out, const tg_tensor *x) {
+tg_status tg_cpu_unary(int kind, double a, double b, tg_tensor *out, const tg_tensor *x) {
   if ((unsigned)kind >= (unsigned)TG_NUM_UNARY)
     return tg_set_error(TG_ERR_ARGUMENT, "unary: unknown kind %d", (int)kind);
   const int slot = floating_slot(out->dtype);
@@ -152,7 +152,7 @@ static const tg_cpu_row_fn binary_rows[TG_NUM_BINARY][2] = {
 #include "ops/def/binary.def"
 };
 
-tg_status tg_cpu_binary(tg_binary_kind kind, double alpha, tg_tensor *out, const tg_tensor *a,
+tg_status tg_cpu_binary(int kind, double alpha, tg_tensor *out, const tg_tensor *a,
                         const tg_tensor *b) {
   if ((unsigned)kind >= (unsigned)TG_NUM_BINARY)
     return tg_set_error(TG_ERR_ARGUMENT, "binary: unknown kind %d", (int)kind);

@@ -210,8 +210,8 @@ static tg_status select_dim(const reduce_kind_info *k, tg_tensor *values, tg_ten
   return TG_OK;
 }
 
-tg_status tg_cpu_reduce(tg_reduce_kind kind, tg_tensor *values, tg_tensor *indices,
-                        const tg_tensor *x, int dim) {
+tg_status tg_cpu_reduce(int kind, tg_tensor *values, tg_tensor *indices, const tg_tensor *x,
+                        int dim) {
   if ((unsigned)kind >= TG_NUM_REDUCE)
     return tg_set_error(TG_ERR_ARGUMENT, "reduce: unknown kind %d", (int)kind);
   const reduce_kind_info *k = &kinds[kind];

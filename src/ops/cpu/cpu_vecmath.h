@@ -9,7 +9,7 @@
  * exceptions; GCC inlines only functions compiled with the same options), and mark the
  * loop's function TG_VF_CLONES so it runs AVX-512 or AVX2 where the CPU has them.
  *
- * Accuracy against the correctly rounded result (tests/test_vecmath.c measures it over
+ * Accuracy against the correctly rounded result (tests/ops/test_vecmath.c measures it over
  * [-110, 90], near 0 and at the range ends, for every float of a fine sweep): exp <= 1.5
  * ulp; expm1, sigmoid, tanh, elu(x, 1) <= 3 ulp (ulp of the result, relative; float ulp =
  * 6e-8). Like libm's: exp underflows through the subnormals to 0 (below -103.97) and

@@ -83,3 +83,13 @@ tg_status tg_cpu_index_add_rows(tg_tensor *out, const tg_tensor *src, const tg_t
     TG_CPU_ADD_ROWS(double);
   return TG_OK;
 }
+
+/* ---- as embedding's kernels (TG_OP_KERNEL lines in src/ops/def/embedding.def) ---- */
+tg_status tg__kernel_embedding_index_select_rows_cpu(int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("embedding.index_select_rows", n, 3);
+  return tg_cpu_index_select_rows(t[0], t[1], t[2]);
+}
+tg_status tg__kernel_embedding_backward_index_add_rows_cpu(int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("embedding_backward.index_add_rows", n, 3);
+  return tg_cpu_index_add_rows(t[0], t[1], t[2]);
+}

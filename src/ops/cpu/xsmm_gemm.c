@@ -11,7 +11,7 @@
  * out[M, N] = a[M, K] @ b[K, N] is the column-major out^T = b^T @ a^T: A' = b (needs unit
  * column stride), B' = a (unit column stride, or unit row stride as TRANS_B), C' = out (unit
  * column stride). alpha must be 1 and beta 0 or 1. A pinned BLIS_ARCH_TYPE means "every GEMM
- * on that BLIS set", so libxsmm then stays out (and tests/test_blis_guard.c still drives
+ * on that BLIS set", so libxsmm then stays out (and tests/ops/test_blis_guard.c still drives
  * BLIS's own small-matrix kernels). */
 #include "ops/cpu/cpu_internal.h"
 

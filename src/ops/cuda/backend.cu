@@ -1,5 +1,7 @@
-/* The CUDA backend table (ops/backend.h): each primitive checks that its tensors share one
- * CUDA device, takes their views and runs the view-level op. */
+/* The CUDA device (tg/device.h, ops/backend.h): each driver and kernel checks that its
+ * tensors share one CUDA device, takes their views and runs the view-level op. */
+#include <string.h>
+
 #include "allocator.cuh"
 #include "context.cuh"
 #include "ops.cuh"
@@ -19,19 +21,6 @@ tg_status tg_cu_views_of(const char *op, int n, const tg_tensor *const *ts, tg_c
   return TG_OK;
 }
 
-/* The fused LLTM's elementwise passes (lltm_cuda.cu). */
-/* embedding's row gather and scatter-add (embedding.cu). */
-tg_status tg_cuda_index_select_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index);
-tg_status tg_cuda_index_add_rows(tg_tensor *out, const tg_tensor *src, const tg_tensor *index);
-
-tg_status tg_cuda_lltm_forward_pointwise(tg_tensor *gates, const tg_tensor *bias,
-                                         const tg_tensor *old_cell, tg_tensor *new_h,
-                                         tg_tensor *new_cell);
-tg_status tg_cuda_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tensor *grad_cell,
-                                          const tg_tensor *gates, const tg_tensor *old_cell,
-                                          tg_tensor *d_gates, tg_tensor *d_old_cell,
-                                          tg_tensor *d_bias);
-
 namespace {
 
 #define VIEWS(op, ...)                                                                             \
@@ -50,15 +39,14 @@ tg_status copy(tg_tensor *out, const tg_tensor *src) {
   return tg_cu_copy("cuda.copy", v[0], v[1]);
 }
 
-tg_status unary(tg_unary_kind kind, double a, double b, tg_tensor *out, const tg_tensor *x) {
+tg_status unary(int kind, double a, double b, tg_tensor *out, const tg_tensor *x) {
   VIEWS("cuda.unary", out, x);
-  return tg_cu_unary_op("cuda.unary", kind, a, b, v[0], v[1]);
+  return tg_cu_unary_op("cuda.unary", (tg_unary_kind)kind, a, b, v[0], v[1]);
 }
 
-tg_status binary(tg_binary_kind kind, double alpha, tg_tensor *out, const tg_tensor *a,
-                 const tg_tensor *b) {
+tg_status binary(int kind, double alpha, tg_tensor *out, const tg_tensor *a, const tg_tensor *b) {
   VIEWS("cuda.binary", out, a, b);
-  return tg_cu_binary_op("cuda.binary", kind, alpha, v[0], v[1], v[2]);
+  return tg_cu_binary_op("cuda.binary", (tg_binary_kind)kind, alpha, v[0], v[1], v[2]);
 }
 
 tg_status where(tg_tensor *out, const tg_tensor *cond, const tg_tensor *a, const tg_tensor *b) {
@@ -66,29 +54,18 @@ tg_status where(tg_tensor *out, const tg_tensor *cond, const tg_tensor *a, const
   return tg_cu_where("cuda.where", v[0], v[1], v[2], v[3]);
 }
 
-tg_status reduce(tg_reduce_kind kind, tg_tensor *values, tg_tensor *indices, const tg_tensor *x,
-                 int dim) {
+tg_status reduce(int kind, tg_tensor *values, tg_tensor *indices, const tg_tensor *x, int dim) {
   if (!indices) {
     VIEWS("cuda.reduce", values, x);
-    return tg_cu_reduce("cuda.reduce", kind, v[0], NULL, v[1], dim);
+    return tg_cu_reduce("cuda.reduce", (tg_reduce_kind)kind, v[0], NULL, v[1], dim);
   }
   VIEWS("cuda.reduce", values, indices, x);
-  return tg_cu_reduce("cuda.reduce", kind, v[0], &v[1], v[2], dim);
+  return tg_cu_reduce("cuda.reduce", (tg_reduce_kind)kind, v[0], &v[1], v[2], dim);
 }
 
 tg_status gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, double alpha, double beta) {
   VIEWS("cuda.gemm", out, a, b);
   return tg_cu_gemm("cuda.gemm", v[0], v[1], v[2], alpha, beta);
-}
-
-tg_status gather_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index) {
-  VIEWS("cuda.gather_rows", out, x, index);
-  return tg_cu_gather_rows("cuda.gather_rows", v[0], v[1], v[2]);
-}
-
-tg_status scatter_add_rows(tg_tensor *out, const tg_tensor *src, const tg_tensor *index) {
-  VIEWS("cuda.scatter_add_rows", out, src, index);
-  return tg_cu_scatter_add_rows("cuda.scatter_add_rows", v[0], v[1], v[2]);
 }
 
 tg_status uniform(tg_tensor *out, uint64_t seed, uint64_t offset, double a, double b) {
@@ -101,31 +78,41 @@ tg_status normal(tg_tensor *out, uint64_t seed, uint64_t offset, double a, doubl
   return tg_cu_random("cuda.normal", v[0], true, seed, offset, a, b);
 }
 
-#undef VIEWS
-
 } // namespace
 
-/* Named by src/ops/backend.c, the registration point (declared in ops/backend.h). */
+/* ---- cross-entropy's kernels (TG_OP_KERNEL lines in src/ops/def/loss.def) ---- */
+tg_status tg__kernel_cross_entropy_gather_rows_cuda(int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("cross_entropy.gather_rows", n, 3);
+  VIEWS("cuda.gather_rows", t[0], t[1], t[2]);
+  return tg_cu_gather_rows("cuda.gather_rows", v[0], v[1], v[2]);
+}
+
+tg_status tg__kernel_cross_entropy_scatter_add_rows_cuda(int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("cross_entropy.scatter_add_rows", n, 3);
+  VIEWS("cuda.scatter_add_rows", t[0], t[1], t[2]);
+  return tg_cu_scatter_add_rows("cuda.scatter_add_rows", v[0], v[1], v[2]);
+}
+
+#undef VIEWS
+
+namespace {
+/* The ops' kernels, one per TG_OP_KERNEL line (each defined next to its implementation). */
+tg_kernel_fn kernel(const char *name) {
+#define TG_OP_KERNEL(op, kernel)                                                                   \
+  if (strcmp(name, #op "." #kernel) == 0) return tg__kernel_##op##_##kernel##_cuda;
+#include "ops/op_kernels.h"
+#undef TG_OP_KERNEL
+  return NULL;
+}
+} // namespace
+
+/* The generic drivers and the device's table (named by src/ops/backend.c). Positional:
+ * C++17 has no designated initialisers; the order is tg/device.h's. */
 const tg_backend tg_cuda_backend = {
-    "cuda",
-    fill,
-    copy,
-    unary,
-    binary,
-    where,
-    reduce,
-    gemm,
-    gather_rows,
-    scatter_add_rows,
-    tg_cuda_index_select_rows,
-    tg_cuda_index_add_rows,
-    uniform,
-    normal,
-    /* device memory */
-    &tg_cu_storage_allocator,
-    tg_cu_memcpy,
-    tg_cu_check_device,
-    /* the fused LLTM's elementwise passes */
-    tg_cuda_lltm_forward_pointwise,
-    tg_cuda_lltm_backward_pointwise,
+    fill, copy, unary, binary, where, reduce, gemm, uniform, normal,
+};
+
+const tg_device_ops tg_cuda_device = {
+    TG_DEVICE_ABI,      "cuda",           0,      &tg_cu_storage_allocator, tg_cu_memcpy,
+    tg_cu_check_device, &tg_cuda_backend, kernel,
 };

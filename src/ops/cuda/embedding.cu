@@ -75,10 +75,13 @@ tg_status launch_rows(const char *op, bool add, const tg_tensor *table, const tg
 
 } // namespace
 
-tg_status tg_cuda_index_select_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index) {
-  return launch_rows("cuda.index_select_rows", false, x, out, index);
+/* embedding's kernels (TG_OP_KERNEL lines in src/ops/def/embedding.def) */
+tg_status tg__kernel_embedding_index_select_rows_cuda(int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("embedding.index_select_rows", n, 3);
+  return launch_rows("cuda.index_select_rows", false, t[1], t[0], t[2]);
 }
 
-tg_status tg_cuda_index_add_rows(tg_tensor *out, const tg_tensor *src, const tg_tensor *index) {
-  return launch_rows("cuda.index_add_rows", true, out, src, index);
+tg_status tg__kernel_embedding_backward_index_add_rows_cuda(int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("embedding_backward.index_add_rows", n, 3);
+  return launch_rows("cuda.index_add_rows", true, t[0], t[1], t[2]);
 }

@@ -34,7 +34,7 @@ __global__ void forward_kernel(int64_t batch, int64_t state, mat<T> gates, mat<T
     T g1 = gates(b, state + j) + bias(0, state + j);
     T g2 = gates(b, 2 * state + j) + bias(0, 2 * state + j);
     T ig, og, cand, nc, nh;
-    tg_lltm_cell_forward(g0, g1, g2, old_cell(b, j), &ig, &og, &cand, &nc, &nh);
+    tg__lltm_math_forward(g0, g1, g2, old_cell(b, j), &ig, &og, &cand, &nc, &nh);
     gates(b, j) = ig;
     gates(b, state + j) = og;
     gates(b, 2 * state + j) = cand;
@@ -53,8 +53,8 @@ __global__ void backward_kernel(int64_t batch, int64_t state, mat<T> grad_h, mat
     T gh = grad_h.p ? grad_h(b, j) : T(0);
     T gc = grad_cell.p ? grad_cell(b, j) : T(0);
     T d0, d1, d2, doc;
-    tg_lltm_cell_backward_from_act(gh, gc, old_cell(b, j), gates(b, j), gates(b, state + j),
-                                   gates(b, 2 * state + j), &d0, &d1, &d2, &doc);
+    tg__lltm_math_backward_from_act(gh, gc, old_cell(b, j), gates(b, j), gates(b, state + j),
+                                    gates(b, 2 * state + j), &d0, &d1, &d2, &doc);
     d_gates(b, j) = d0;
     d_gates(b, state + j) = d1;
     d_gates(b, 2 * state + j) = d2;
@@ -85,9 +85,11 @@ tg_status views_checked(const char *op, int n, const tg_tensor *const *ts, tg_cu
 
 } // namespace
 
-tg_status tg_cuda_lltm_forward_pointwise(tg_tensor *gates, const tg_tensor *bias,
-                                         const tg_tensor *old_cell, tg_tensor *new_h,
-                                         tg_tensor *new_cell) {
+/* The LLTM's kernels (TG_OP_KERNEL lines in src/ops/def/lltm.def). */
+tg_status tg__kernel_lltm_forward_pointwise_cuda(int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("lltm.forward_pointwise", n, 5);
+  tg_tensor *gates = t[0], *new_h = t[3], *new_cell = t[4];
+  const tg_tensor *bias = t[1], *old_cell = t[2];
   const char *op = "cuda.lltm_forward_pointwise";
   const tg_tensor *ts[5] = {gates, bias, old_cell, new_h, new_cell};
   tg_cu_view v[5];
@@ -105,10 +107,10 @@ tg_status tg_cuda_lltm_forward_pointwise(tg_tensor *gates, const tg_tensor *bias
   return TG_OK;
 }
 
-tg_status tg_cuda_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tensor *grad_cell,
-                                          const tg_tensor *gates, const tg_tensor *old_cell,
-                                          tg_tensor *d_gates, tg_tensor *d_old_cell,
-                                          tg_tensor *d_bias) {
+tg_status tg__kernel_lltm_backward_pointwise_cuda(int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("lltm.backward_pointwise", n, 7);
+  const tg_tensor *grad_h = t[0], *grad_cell = t[1], *gates = t[2], *old_cell = t[3];
+  tg_tensor *d_gates = t[4], *d_old_cell = t[5], *d_bias = t[6];
   const char *op = "cuda.lltm_backward_pointwise";
   const tg_tensor *ts[6] = {grad_h, grad_cell, gates, old_cell, d_gates, d_old_cell};
   tg_cu_view v[6] = {};

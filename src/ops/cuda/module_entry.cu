@@ -1,7 +1,7 @@
 /* The module's one exported symbol (ops/device_module.h): takes libtg's import table and
- * answers with the CUDA backend and the tg/cuda.h functions. It always answers, so that the
- * loader can read the ABI number and say what does not match; it keeps the table only when
- * the ABI is its own (the loader then uses nothing of a mismatched module). */
+ * answers with the CUDA device's table (tg_cuda_device) and the tg/cuda.h functions. It always
+ * answers, so that the loader can read the ABI number and say what does not match; it keeps the
+ * table only when the ABI is its own (the loader then uses nothing of a mismatched module). */
 #include "module_host.cuh"
 
 #ifndef TG_VERSION_STRING
@@ -11,7 +11,8 @@
 static const tg_device_module cuda_module = {
     TG_DEVICE_MODULE_ABI,
     sizeof(tg_device_module),
-    sizeof(tg_backend),
+    sizeof(tg_device_ops),
+    sizeof(tg_device_drivers),
     TG_VERSION_STRING,
     "cuda",
 #ifdef TG_CUDA_EMULATION
@@ -19,7 +20,7 @@ static const tg_device_module cuda_module = {
 #else
     false,
 #endif
-    &tg_cuda_backend,
+    &tg_cuda_device,
     {tg_cuda_device_count, tg_cuda_is_available, tg_cuda_synchronize, tg_cuda_stream,
      tg_cuda_memory_stats_get, tg_cuda_empty_cache, tg_cuda_timer_new, tg_cuda_timer_start,
      tg_cuda_timer_elapsed_ms, tg_cuda_timer_free},

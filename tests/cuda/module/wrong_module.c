@@ -1,6 +1,6 @@
 /* A tg device module that does not match the loading tg: compiled with WRONG_ABI it has another
  * module ABI number, with WRONG_VERSION another tg version. The loader must refuse it before
- * using anything in it (its backend is NULL: a use would crash). */
+ * using anything in it (its device table is NULL: a use would crash). */
 #include "ops/device_module.h"
 
 #if defined(WRONG_ABI)
@@ -14,7 +14,8 @@
 static const tg_device_module wrong = {
     .abi = ABI,
     .size = sizeof(tg_device_module),
-    .backend_size = sizeof(tg_backend),
+    .device_size = sizeof(tg_device_ops),
+    .drivers_size = sizeof(tg_device_drivers),
     .tg_version = VERSION,
     .device_name = "cuda",
 };
