@@ -42,11 +42,16 @@ install(TARGETS tg_dist_shared EXPORT tgTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(EXPORT tgTargets NAMESPACE tg:: DESTINATION ${TG_INSTALL_CMAKEDIR})
 
-# tgConfig.cmake finds CUDAToolkit again when tg links CUDA targets.
-set(TG_CONFIG_NEEDS_CUDA OFF)
-if(TG_HAVE_CUDA OR "${TG_DEVICE_LIBS}" MATCHES "CUDA::")
-  set(TG_CONFIG_NEEDS_CUDA ON)
+# The CUDA device module, libtg_cuda.so, beside libtg: libtg loads it on the first use of a
+# CUDA device (src/ops/cuda_module.c looks next to libtg.so, in its tg/ subfolder, then in this
+# libdir as baked in at configure time). Nothing links it, so it is in no export set.
+if(TARGET tg_cuda)
+  install(TARGETS tg_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
+
+# tgConfig.cmake finds CUDAToolkit again when tg has CUDA, for extensions' .cu sources
+# (tg_add_extension links CUDA::cudart); tg itself links no CUDA library.
+set(TG_CONFIG_NEEDS_CUDA ${TG_HAVE_CUDA})
 configure_package_config_file(cmake/tgConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/tgConfig.cmake INSTALL_DESTINATION ${TG_INSTALL_CMAKEDIR})
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/tgConfigVersion.cmake
@@ -74,7 +79,8 @@ foreach(dir LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 
-# What a static link needs beyond -ltg: BLIS, libcjson, the OpenMP runtime, threads, libm, CUDA.
+# What a static link needs beyond -ltg: BLIS, libcjson, the OpenMP runtime, threads, libm (not
+# CUDA: libtg.a loads the CUDA module at run time).
 set(TG_PC_LIBS_PRIVATE "")
 function(tg_pc_add_library path)
   get_filename_component(dir "${path}" DIRECTORY)
@@ -103,9 +109,6 @@ foreach(name IN LISTS OpenMP_C_LIB_NAMES)
 endforeach()
 if(CMAKE_THREAD_LIBS_INIT AND NOT TG_PC_LIBS_PRIVATE MATCHES "-lpthread")
   set(TG_PC_LIBS_PRIVATE "${TG_PC_LIBS_PRIVATE} ${CMAKE_THREAD_LIBS_INIT}")
-endif()
-if(TG_CONFIG_NEEDS_CUDA)
-  set(TG_PC_LIBS_PRIVATE "${TG_PC_LIBS_PRIVATE} -L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart")
 endif()
 if(TG_LIBM)
   set(TG_PC_LIBS_PRIVATE "${TG_PC_LIBS_PRIVATE} -lm")

@@ -1,5 +1,8 @@
 /* tg — the CUDA device. Every call works in a build without CUDA: it reports zero devices
- * or TG_ERR_DEVICE. CUDA is initialised lazily on first use. */
+ * or TG_ERR_DEVICE. The device is a module, libtg_cuda.so, that tg loads on the first use
+ * of a CUDA device (beside libtg, or the path in the environment variable TG_CUDA_MODULE);
+ * a program that never uses one never maps the CUDA runtime. A missing or mismatched module
+ * is TG_ERR_DEVICE naming its path and why. CUDA is initialised lazily on first use. */
 #ifndef TG_CUDA_H
 #define TG_CUDA_H
 
@@ -10,6 +13,7 @@ TG_API_BEGIN
 extern "C" {
 #endif
 
+/* Whether the CUDA module loads (and so whether tg was built with CUDA); loads it. */
 bool tg_cuda_is_built(void);
 /* Devices present (0 when not built, no driver, or no GPU). */
 int tg_cuda_device_count(void);

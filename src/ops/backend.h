@@ -69,16 +69,18 @@ tg_kernel_fn tg__kernel(const char *op, const char *kernel, tg_device device);
                           (expected));                                                             \
   } while (0)
 
-/* Whether this library's CUDA device is the CPU emulation (tg_emu, the tests' build):
- * what the JIT compiles an extension's .cu sources for. */
+/* Whether the loaded CUDA module is the CPU emulation (libtg_cuda_emu.so, the tests'):
+ * what the JIT compiles an extension's .cu sources for. Loads the module (ops/cuda_module.c). */
 bool tg__cuda_is_emulated(void);
 
 /* The built-in device types this library has (src/ops/backend.c, compiled per library):
- * NULL for a type it does not have. The registry (src/ops/device_registry.c) asks once. */
+ * NULL for a type it does not have. The registry (src/ops/device_registry.c) asks once. For
+ * CUDA that first ask loads the CUDA module (ops/cuda_module.h). */
 const tg_device_ops *tg__builtin_device(tg_device_type type);
 
 /* The built-in devices' tables: the CPU's (src/ops/cpu/backend_cpu.c), the CUDA one's
- * (src/ops/cuda/backend.cu) and their drivers, which the backends' tests call directly. */
+ * (src/ops/cuda/backend.cu: inside the CUDA module, not libtg; libtg reaches it through the
+ * module's entry point) and their drivers, which the backends' tests call directly. */
 extern const tg_device_ops tg_cpu_device;
 extern const tg_backend tg_cpu_backend;
 extern const tg_device_ops tg_cuda_device;

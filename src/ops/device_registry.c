@@ -1,12 +1,14 @@
 /* The device registry: which functions serve which device type (tg/device.h), the
  * allocators, and whether an op can run on a device. Built-in types take the first slots
  * (cpu, cuda, meta); registered ones the next free slot. The built-in CPU and CUDA tables
- * come from src/ops/backend.c (per library: the CUDA one only where that library has it);
+ * come from src/ops/backend.c (the CUDA one from the CUDA module, loaded on first use);
  * meta registers itself through tg_device_register, like any out-of-tree device. */
+#include <stdio.h>
 #include <string.h>
 
 #include "autograd/node.h"
 #include "ops/backend.h"
+#include "ops/cuda_module.h"
 #include "ops/meta/meta_device.h"
 #include "tensor/check.h"
 #include "tensor/device_names.h"
@@ -144,10 +146,11 @@ const tg_device_ops *tg_device_ops_of(tg_device_type type) {
 const tg_device_ops *tg__device(const char *op, tg_device device) {
   const tg_device_ops *ops = ops_of(device.type);
   if (ops) return ops;
-  if (device.type == TG_CUDA)
-    tg_set_error(TG_ERR_DEVICE, "%s: device cuda:%d requested but tg was built without CUDA", op,
-                 device.index);
-  else if ((unsigned)device.type >= TG_NUM_DEVICE_TYPES)
+  if (device.type == TG_CUDA) {
+    char what[160];
+    snprintf(what, sizeof what, "%s: device cuda:%d", op, device.index);
+    tg__cuda_module(what); /* records why the CUDA module is not there: path and reason */
+  } else if ((unsigned)device.type >= TG_NUM_DEVICE_TYPES)
     tg_set_error(TG_ERR_DEVICE, "%s: invalid device type %d", op, (int)device.type);
   else
     tg_set_error(TG_ERR_DEVICE, "%s: invalid device type %d (none is registered as %d)", op,

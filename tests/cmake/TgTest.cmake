@@ -84,6 +84,12 @@ function(tg_add_test)
     endif()
   endif()
   add_test(NAME ${ARG_NAME} COMMAND ${ARG_COMMAND})
+  # With the real CUDA module built, a program of the build tree that holds libtg.a does not
+  # find it by itself (libtg looks beside the program and in the install libdir): name it, so
+  # that the CUDA parts of these tests run on a GPU machine. (libtg_emu.so loads its own.)
+  if(TARGET tg_cuda AND NOT ARG_LINK STREQUAL "emu_shared")
+    set_property(TEST ${ARG_NAME} APPEND PROPERTY ENVIRONMENT "TG_CUDA_MODULE=$<TARGET_FILE:tg_cuda>")
+  endif()
   if(ARG_TIMEOUT)
     set_tests_properties(${ARG_NAME} PROPERTIES TIMEOUT ${ARG_TIMEOUT})
   endif()

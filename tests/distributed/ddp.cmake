@@ -30,6 +30,7 @@ endif()
 if(TG_HAVE_CUDA)
   tg_ddp_cuda_program(test_ddp_cuda_gpu tg_dist)
   tg_dist_test(NAME dist_ddp_cuda_gpu_np1 NP 1 COMMAND $<TARGET_FILE:test_ddp_cuda_gpu>)
-  set_tests_properties(dist_ddp_cuda_gpu_np1 PROPERTIES SKIP_RETURN_CODE 77)
+  set_tests_properties(dist_ddp_cuda_gpu_np1 PROPERTIES SKIP_RETURN_CODE 77
+                       ENVIRONMENT "TG_CUDA_MODULE=$<TARGET_FILE:tg_cuda>")
   tg_test_labels(dist_ddp_cuda_gpu_np1 LABELS cuda)
 endif()

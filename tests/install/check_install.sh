@@ -38,6 +38,11 @@ for f in include/tg/tg.h include/tg/dist.h "${libdir#"$prefix"/}"/libtg.a \
   "${libdir#"$prefix"/}"/pkgconfig/tg.pc; do
   [ -e "$prefix/$f" ] || { say "missing $f"; exit 1; }
 done
+# The CUDA device module, when built, sits beside libtg (where libtg looks for it).
+if [ -e "$build/libtg_cuda.so" ] && [ ! -e "$libdir/libtg_cuda.so" ]; then
+  say "missing ${libdir#"$prefix"/}/libtg_cuda.so (the CUDA device module)"
+  exit 1
+fi
 for f in tgConfig.cmake tgConfigVersion.cmake tgTargets.cmake FindBLIS.cmake; do
   [ -e "$(dirname "$config")/$f" ] || { say "missing $f beside tgConfig.cmake"; exit 1; }
 done

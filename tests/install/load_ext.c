@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <tg/extension.h>
+#include <tg/testing.h> /* tg_gradcheck (tg/testing.h since the src/testing move) */
 
 static tg_status cube(void *op, const tg_tensor *const *in, tg_tensor **out) {
   out[0] = tg_apply1(op, 1, in, 0, NULL);
