@@ -91,10 +91,6 @@ symbol_exceptions=(
   'ops/registry.c -> tg__samples_*'
   # The one place that names the built-in devices' tables (docs/design.md, "Three seams", 1).
   'ops/backend.c -> tg_*_device'
-  # tg/cuda.h's functions (home: ops) are defined by the CUDA device itself where it is
-  # linked (src/ops/cuda/context.cu), by backend.c otherwise. Drop these once the device is
-  # a module that backend.c's registry loads (issue 22 item 2).
-  '* -> tg_cuda_is_built' '* -> tg_cuda_is_available' '* -> tg_cuda_synchronize'
 )
 
 # --objects: OBJ paths contain /src/<folder>/<file>.o (CMake's object layout).
