@@ -4,6 +4,7 @@
  * come from src/ops/backend.c (the CUDA one from the CUDA module, loaded on first use);
  * meta registers itself through tg_device_register, like any out-of-tree device. */
 #include <stdio.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "autograd/node.h"
@@ -15,12 +16,10 @@
 
 typedef struct device_slot {
   const tg_device_ops *ops;
-  bool asked;                    /* built-in: tg__builtin_device was asked once */
   const tg_allocator *installed; /* tg_set_allocator's, or NULL */
 } device_slot;
 
 static device_slot slots[TG_NUM_DEVICE_TYPES];
-static bool meta_registered;
 
 static tg_status check_ops(const char *who, const tg_device_ops *ops) {
   if (!tg__check_not_null(who, "ops", ops)) return tg_last_error();
@@ -48,24 +47,30 @@ static tg_status check_ops(const char *who, const tg_device_ops *ops) {
   return TG_OK;
 }
 
-static void ensure_meta(void) {
-  if (meta_registered) return;
-  meta_registered = true;
-  /* Fails only for a bug in meta's table; the slot stays empty and says so. */
+/* The built-in types are filled once, on first use, from any thread (registering devices
+ * of one's own is documented as not thread-safe; asking for the built-ins is). */
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT, cuda_once = PTHREAD_ONCE_INIT,
+                      meta_once = PTHREAD_ONCE_INIT;
+
+static void ask_cpu(void) { slots[TG_CPU].ops = tg__builtin_device(TG_CPU); }
+static void ask_cuda(void) { slots[TG_CUDA].ops = tg__builtin_device(TG_CUDA); }
+static bool registering_meta; /* inside register_meta: meta's own call takes TG_META */
+static void register_meta(void) {
+  /* Fails only for a bug in meta's table; the slot then stays empty and says so. */
   tg_status saved = tg_last_error();
+  registering_meta = true;
   if (tg__meta_device_register() != TG_OK && saved == TG_OK) tg_clear_error();
+  registering_meta = false;
 }
+static void ensure_meta(void) { pthread_once(&meta_once, register_meta); }
 
 /* The ops of a registered or built-in type, or NULL (no error recorded). */
 static const tg_device_ops *ops_of(tg_device_type type) {
   if ((unsigned)type >= TG_NUM_DEVICE_TYPES) return NULL;
+  if (type == TG_CPU) pthread_once(&cpu_once, ask_cpu);
+  if (type == TG_CUDA) pthread_once(&cuda_once, ask_cuda);
   if (type == TG_META) ensure_meta();
-  device_slot *s = &slots[type];
-  if (!s->ops && !s->asked && (type == TG_CPU || type == TG_CUDA)) {
-    s->asked = true;
-    s->ops = tg__builtin_device(type);
-  }
-  return s->ops;
+  return slots[type].ops;
 }
 
 tg_status tg_device_register(const tg_device_ops *ops, tg_device_type *type) {
@@ -74,7 +79,7 @@ tg_status tg_device_register(const tg_device_ops *ops, tg_device_type *type) {
   *type = TG_NUM_DEVICE_TYPES;
   tg_status st = check_ops(who, ops);
   if (st != TG_OK) return st;
-  bool is_meta = strcmp(ops->name, "meta") == 0 && !slots[TG_META].ops;
+  const bool is_meta = registering_meta;
   if (!is_meta) ensure_meta();
   int free_slot = is_meta ? TG_META : -1;
   for (int t = 0; t < TG_NUM_DEVICE_TYPES; t++) {
