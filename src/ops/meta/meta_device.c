@@ -8,6 +8,7 @@
  * name with tg_device_register (src/ops/device_registry.c asks for it on first use). */
 #include "ops/meta/meta_device.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "tg/device.h"
@@ -19,24 +20,28 @@
  * distinct, 64-byte aligned ranges so that overlap checks see them apart. */
 #define META_ADDRESS_BASE ((uintptr_t)0xdead000000000000u)
 
-static uintptr_t next_address = META_ADDRESS_BASE;
-static tg_meta_memory_stats stats;
+/* Atomic: tensors may be made on meta from several threads at once. */
+static _Atomic uintptr_t next_address = META_ADDRESS_BASE;
+static _Atomic size_t allocated_bytes, peak_bytes;
+static _Atomic int64_t allocations;
 
 static void *meta_alloc(void *ctx, size_t nbytes) {
   (void)ctx;
+  if (nbytes > SIZE_MAX / 4) return NULL;
   size_t span = ((nbytes + 63) & ~(size_t)63) + 64; /* an empty storage gets its own address */
-  if (nbytes > SIZE_MAX / 2 || next_address > UINTPTR_MAX - span) return NULL;
-  void *p = (void *)next_address;
-  next_address += span;
-  stats.allocated_bytes += nbytes;
-  if (stats.allocated_bytes > stats.peak_bytes) stats.peak_bytes = stats.allocated_bytes;
-  stats.allocations++;
-  return p;
+  uintptr_t p = atomic_fetch_add(&next_address, span);
+  if (p > UINTPTR_MAX - span) return NULL; /* 2^60 bytes handed out: not in this process */
+  size_t now = atomic_fetch_add(&allocated_bytes, nbytes) + nbytes;
+  size_t peak = atomic_load(&peak_bytes);
+  while (now > peak && !atomic_compare_exchange_weak(&peak_bytes, &peak, now)) {
+  }
+  atomic_fetch_add(&allocations, 1);
+  return (void *)p;
 }
 
 static void meta_free(void *ctx, void *ptr, size_t nbytes) {
   (void)ctx, (void)ptr;
-  stats.allocated_bytes -= nbytes <= stats.allocated_bytes ? nbytes : stats.allocated_bytes;
+  atomic_fetch_sub(&allocated_bytes, nbytes);
 }
 
 static const tg_allocator meta_allocator = {"meta", meta_alloc, meta_free, NULL};
@@ -134,11 +139,12 @@ tg_status tg__meta_device_register(void) {
 
 tg_status tg_meta_memory_stats_get(tg_meta_memory_stats *out) {
   if (!out) return tg_set_error(TG_ERR_ARGUMENT, "tg_meta_memory_stats_get: out is NULL");
-  *out = stats;
+  *out = (tg_meta_memory_stats){atomic_load(&allocated_bytes), atomic_load(&peak_bytes),
+                                atomic_load(&allocations)};
   return TG_OK;
 }
 
 void tg_meta_memory_stats_reset(void) {
-  stats.peak_bytes = stats.allocated_bytes;
-  stats.allocations = 0;
+  atomic_store(&peak_bytes, atomic_load(&allocated_bytes));
+  atomic_store(&allocations, 0);
 }
