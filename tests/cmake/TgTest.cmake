@@ -87,7 +87,9 @@ function(tg_add_test)
   # With the real CUDA module built, a program of the build tree that holds libtg.a does not
   # find it by itself (libtg looks beside the program and in the install libdir): name it, so
   # that the CUDA parts of these tests run on a GPU machine. (libtg_emu.so loads its own.)
-  if(TARGET tg_cuda AND NOT ARG_LINK STREQUAL "emu_shared")
+  # A test of the emulation (LINK emu_shared, or a program over tg_emu named *_emu) keeps the
+  # emulated module its library names: TG_CUDA_MODULE would override it with the real one.
+  if(TARGET tg_cuda AND NOT ARG_LINK STREQUAL "emu_shared" AND NOT ARG_NAME MATCHES "_emu$")
     set_property(TEST ${ARG_NAME} APPEND PROPERTY ENVIRONMENT "TG_CUDA_MODULE=$<TARGET_FILE:tg_cuda>")
   endif()
   if(ARG_TIMEOUT)
