@@ -60,7 +60,7 @@ public_layer() {
   case $1 in
   tg/export.h | tg/types.h | tg/tensor.h | tg/dispatch.h) echo tensor ;;
   tg/autograd.h) echo autograd ;;
-  tg/ops.h | tg/lltm.h | tg/cuda.h | tg/device.h) echo ops ;;
+  tg/ops.h | tg/tensor_ops.h | tg/lltm.h | tg/cuda.h | tg/device.h) echo ops ;;
   tg/cpu.h) echo ops/cpu ;;
   tg/cuda_ext.cuh) echo ops/cuda ;;
   tg/testing.h) echo testing ;;

@@ -199,12 +199,8 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
 tg_tensor *tg_apply1_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const *inputs,
                         int n_scalars, const double *scalars, int n_ints, const int64_t *ints);
 
-/* Registry: built-in ops are always there; user ops are added at run time (the desc is
- * copied; its name must be new). */
-tg_status tg_op_register(const tg_op_desc *desc);
-const tg_op_desc *tg_op_lookup(const char *name); /* NULL + TG_ERR_ARGUMENT if unknown */
-int tg_op_count(void);
-const tg_op_desc *tg_op_at(int index);
+/* The registry that lists ops (tg_op_register, tg_op_lookup, tg_op_count, tg_op_at) is
+ * declared in tg/ops.h, with the ops it holds. */
 
 /* ---- the context of one op call ---- */
 int tg_ctx_num_inputs(const tg_ctx *ctx);

@@ -105,6 +105,11 @@ tg_status tg_device_parse(const char *text, tg_device *device);
  * cuda this loads the module. */
 const tg_device_ops *tg_device_ops_of(tg_device_type type);
 
+/* Installs an allocator for a device type (NULL restores the default); returns the previous.
+ * An unregistered type is TG_ERR_ARGUMENT. */
+const tg_allocator *tg_set_allocator(tg_device_type type, const tg_allocator *allocator);
+const tg_allocator *tg_get_allocator(tg_device_type type);
+
 /* Whether op runs on device's type: the op has a forward for it (tg_op_desc.forward), or it
  * is a built-in op, the device has the generic drivers and every kernel table the op needs.
  * Sets no error. Calling an op that is not supported is TG_ERR_UNSUPPORTED naming both. */

@@ -26,6 +26,7 @@
 #define TG_EXTENSION_H
 
 #include "autograd.h"
+#include "ops.h" /* tg_op_lookup and the registry */
 
 TG_API_BEGIN
 #ifdef __cplusplus

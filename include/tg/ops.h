@@ -17,6 +17,14 @@ TG_API_BEGIN
 extern "C" {
 #endif
 
+/* ---- the op registry ----
+ * Built-in ops are always there; user ops are added at run time (the desc is copied; its
+ * name must be new). Where an op runs: tg_op_supported (tg/device.h). */
+tg_status tg_op_register(const tg_op_desc *desc);
+const tg_op_desc *tg_op_lookup(const char *name); /* NULL + TG_ERR_ARGUMENT if unknown */
+int tg_op_count(void);
+const tg_op_desc *tg_op_at(int index);
+
 /* The dtype a binary op between a and b computes in (before div's int64 rule): the
  * promotion of both (tg_promote_types), except that a 0-dim operand counts only when its
  * category (int < float) is higher than the other's: F32[3] + F64 0-dim -> F32,

@@ -3,6 +3,7 @@
 #define TG_REGISTRY_H
 
 #include "tg/autograd.h"
+#include "tg/ops.h" /* the registry functions are declared there */
 
 #define TG_OP(name, nin, nout, flags) TG_OP_ID_##name,
 #define TG_OP_NOGRAD(name, nin, nout, flags) TG_OP_ID_##name,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fails when a public function of include/tg/ops.h, tensor.h or testing.h has no case in
+"""Fails when a public function of include/tg/ops.h, tensor.h, tensor_ops.h or testing.h has no case in
 tests/parity/refs.txt and is not listed below as outside the comparison, so a new op joins
 the comparison with PyTorch when it lands (tests/parity/README.md). No torch needed.
 
@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2]
-HEADERS = ["include/tg/ops.h", "include/tg/tensor.h", "include/tg/testing.h"]  # allclose: testing.h
+HEADERS = ["include/tg/ops.h", "include/tg/tensor.h", "include/tg/tensor_ops.h",
+           "include/tg/testing.h"]  # allclose: testing.h
 # The op name of refs.txt where it is not the function's name less "tg_".
 ALIASES = {"tg_allclose_ex": "allclose_nan"}
 # Public functions outside the comparison, and why.
@@ -24,7 +25,9 @@ OUTSIDE = {
     "tg_scope_begin": "lifetimes", "tg_scope_end": "lifetimes", "tg_scope_escape": "lifetimes",
     "tg_scope_depth": "lifetimes", "tg_retain": "lifetimes", "tg_release": "lifetimes",
     "tg_live_objects": "lifetimes",
-    "tg_set_allocator": "allocators", "tg_get_allocator": "allocators",
+    "tg_op_register": "the op registry (tests/autograd/test_custom_function.c)",
+    "tg_op_lookup": "the op registry", "tg_op_count": "the op registry",
+    "tg_op_at": "the op registry",
     "tg_ndim": "properties, checked with every output", "tg_size": "properties",
     "tg_stride": "properties", "tg_sizes": "properties", "tg_strides": "properties",
     "tg_offset": "properties", "tg_numel": "properties", "tg_tensor_dtype": "properties",
