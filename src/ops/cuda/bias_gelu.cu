@@ -28,15 +28,19 @@ __global__ void backward_kernel(int64_t m, int64_t n, T *dx, const T *g, const T
   }
 }
 
-/* Views of t[0..n), all on one CUDA device, one floating dtype; m, n from t[first_x]. */
-tg_status views_of(const char *op, int n, tg_tensor *const *t, tg_cu_view *v) {
-  tg_status st = tg_cu_views_of(op, n, (const tg_tensor *const *)t, v);
+/* What both kernels do first: views of t[0..n) (one CUDA device, one dtype), x's [m, n] from
+ * the view at x, and the device to launch on; *elements is 0 when there is nothing to do. */
+tg_status prepare(const char *op, int n_tensors, tg_tensor *const *t, int x, tg_cu_view *v,
+                  int64_t *m, int64_t *n, tg_cu_device **dev) {
+  tg_status st = tg_cu_views_of(op, n_tensors, (const tg_tensor *const *)t, v);
   if (st != TG_OK) return st;
-  for (int i = 1; i < n; i++)
+  for (int i = 1; i < n_tensors; i++)
     if (v[i].dtype != v[0].dtype)
       return tg_set_error(TG_ERR_DTYPE, "%s: tensors are %s and %s", op, tg_dtype_name(v[0].dtype),
                           tg_dtype_name(v[i].dtype));
-  return TG_OK;
+  *m = v[x].sizes[0];
+  *n = v[x].sizes[1];
+  return *m * *n == 0 ? TG_OK : tg_cu_device_get(op, v[0].device, dev);
 }
 
 } // namespace
@@ -45,12 +49,10 @@ tg_status tg__kernel_bias_gelu_forward_cuda(int n_tensors, tg_tensor *const *t) 
   TG__KERNEL_ARITY("bias_gelu.forward", n_tensors, 3);
   const char *op = "cuda.bias_gelu.forward";
   tg_cu_view v[3];
-  tg_status st = views_of(op, 3, t, v);
-  if (st != TG_OK) return st;
-  const int64_t m = v[1].sizes[0], n = v[1].sizes[1];
-  if (m * n == 0) return TG_OK;
-  tg_cu_device *dev;
-  if ((st = tg_cu_device_get(op, v[0].device, &dev)) != TG_OK) return st;
+  int64_t m, n;
+  tg_cu_device *dev = nullptr;
+  tg_status st = prepare(op, 3, t, 1, v, &m, &n, &dev);
+  if (st != TG_OK || m * n == 0) return st;
   TG_DISPATCH_FLOATING_TYPES(v[0].dtype, op, {
     TG_CU_LAUNCH(op, m * n, dev->stream, forward_kernel<scalar_t>, m, n, (scalar_t *)v[0].data,
                  (const scalar_t *)v[1].data, (const scalar_t *)v[2].data);
@@ -62,12 +64,10 @@ tg_status tg__kernel_bias_gelu_backward_cuda(int n_tensors, tg_tensor *const *t)
   TG__KERNEL_ARITY("bias_gelu.backward", n_tensors, 4);
   const char *op = "cuda.bias_gelu.backward";
   tg_cu_view v[4];
-  tg_status st = views_of(op, 4, t, v);
-  if (st != TG_OK) return st;
-  const int64_t m = v[2].sizes[0], n = v[2].sizes[1];
-  if (m * n == 0) return TG_OK;
-  tg_cu_device *dev;
-  if ((st = tg_cu_device_get(op, v[0].device, &dev)) != TG_OK) return st;
+  int64_t m, n;
+  tg_cu_device *dev = nullptr;
+  tg_status st = prepare(op, 4, t, 2, v, &m, &n, &dev);
+  if (st != TG_OK || m * n == 0) return st;
   TG_DISPATCH_FLOATING_TYPES(v[0].dtype, op, {
     TG_CU_LAUNCH(op, m * n, dev->stream, backward_kernel<scalar_t>, m, n, (scalar_t *)v[0].data,
                  (const scalar_t *)v[1].data, (const scalar_t *)v[2].data,
