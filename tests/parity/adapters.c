@@ -206,6 +206,12 @@ static tg_status pt_embedding(PT_ARGS) {
   PT_UNUSED;
   return one(out, nout, tg_embedding(in[0], in[1]));
 }
+/* bias_gelu has no front end: it is called by name, as docs/adding-a-fused-op.md shows. */
+static tg_status pt_bias_gelu(PT_ARGS) {
+  PT_UNUSED;
+  const tg_op_desc *op = tg_op_lookup("bias_gelu");
+  return one(out, nout, op ? tg_apply1(op, 2, (const tg_tensor *const *)in, 0, NULL) : NULL);
+}
 static tg_status pt_softmax(PT_ARGS) {
   PT_UNUSED;
   return one(out, nout, tg_softmax(in[0], (int)ip[0]));
@@ -449,6 +455,7 @@ static const struct {
     ROW(softmax),
     ROW(log_softmax),
     ROW(mse_loss),
+    ROW(bias_gelu),
     ROW(cross_entropy),
     ROW(view),
     ROW(reshape),

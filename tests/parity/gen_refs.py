@@ -350,6 +350,20 @@ def mse_cases(dt):
     return out
 
 
+def bias_gelu_cases(dt):
+    """bias_gelu (tg's fused y = gelu_tanh(x + bias), reached by name): torch's
+    F.gelu(x + bias, approximate="tanh") over layouts, empty rows and every edge value in x
+    and in bias."""
+    e = edge_vec(dt)
+    z = torch.zeros(e.numel(), dtype=DT[dt])
+    return [case("lay=c", [vals([3, 4], 1, dt), vals([4], 2, dt)]),
+            case("lay=t,s", [In(vals([3, 4], 1, dt), "t"), In(vals([4], 2, dt), "s")]),
+            case("empty", [vals([0, 4], 1, dt), vals([4], 2, dt)]),
+            case("badshape", [vals([3, 4], 1, dt), vals([5], 2, dt)]),
+            case("x=edges", [e.reshape(1, -1), z]),
+            case("bias=edges", [z.reshape(1, -1), e])]
+
+
 def ce_cases(dt):
     t = torch.tensor([0, 3, 1], dtype=torch.int64)
     out = [case("lay=c", [vals([3, 4], 1, dt), In(t)]),
@@ -751,6 +765,7 @@ op("embedding", lambda xs, p, ip: (F.embedding(xs[1], xs[0]),), emb_cases, 0)
 op("softmax", lambda xs, p, ip: (torch.softmax(xs[0], ip[0]),), softmax_cases, 4, "acc")
 op("log_softmax", lambda xs, p, ip: (torch.log_softmax(xs[0], ip[0]),), softmax_cases, 4, "acc")
 op("mse_loss", lambda xs, p, ip: (F.mse_loss(xs[0], xs[1]),), mse_cases, 4, "acc")
+op("bias_gelu", lambda xs, p, ip: (F.gelu(xs[0] + xs[1], approximate="tanh"),), bias_gelu_cases, 4)
 op("cross_entropy", lambda xs, p, ip: (F.cross_entropy(xs[0], xs[1]),), ce_cases, 4, "acc")
 VIEW_FNS = {
     "view": lambda xs, p, ip: (xs[0].view(ip[1:]),),
