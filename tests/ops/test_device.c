@@ -3,6 +3,7 @@
  * tg_op_supported, and the meta device walked over the whole op registry. */
 #include <stdlib.h>
 
+#include "ops/backend.h"
 #include "ops/registry.h"
 #include "tensor/tensor_impl.h"
 #include "testutil.h"
@@ -407,5 +408,85 @@ TG_TEST(meta, reading_values_is_an_error_and_checks_of_values_are_skipped) {
   tg_expect_error(TG_ERR_SHAPE, "tg_mm");
   cr_assert_null(tg_add(m, tg_ones(TG_SHAPE(2, 3), f64)));
   tg_expect_error(TG_ERR_DEVICE);
+  tg_scope_end(sc);
+}
+
+/* ---- the error paths of the registry and of devices without drivers ---- */
+
+TG_TEST(device, every_refusal_names_its_argument) {
+  tg_device_type t;
+  tg_device_ops ops = vault;
+  ops.name = "";
+  cr_assert_eq(tg_device_register(&ops, &t), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_device_register", "ops.name must have 1 to 32 characters");
+  ops.name = "a_name_of_thirty_three_characters";
+  cr_assert_eq(tg_device_register(&ops, &t), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_device_register", "1 to 32 characters");
+  tg_device_drivers partial = noop_drivers;
+  partial.gemm = NULL;
+  ops = vault;
+  ops.name = "partial";
+  ops.drivers = &partial;
+  cr_assert_eq(tg_device_register(&ops, &t), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "device 'partial' has drivers with a NULL entry", "all or none");
+  cr_assert_eq(tg_device_register(&vault, NULL), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_device_register", "type is NULL");
+  cr_assert_eq(tg_device_type_find("cpu", NULL), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_device_type_find", "type is NULL");
+  tg_device d;
+  cr_assert_eq(tg_device_parse(NULL, &d), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_device_parse", "text is NULL");
+  cr_assert_eq(tg_device_parse("cpu", NULL), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_device_parse", "device is NULL");
+  cr_assert_eq(tg_device_parse("cuda:x", &d), TG_ERR_DEVICE);
+  tg_expect_error(TG_ERR_DEVICE, "'cuda:x' has a bad index after ':'");
+  cr_assert_eq(tg_device_parse("npu:0", &d), TG_ERR_DEVICE);
+  tg_expect_error(TG_ERR_DEVICE, "'npu:0' names no device type");
+  cr_assert_null(tg_device_ops_of((tg_device_type)6));
+  tg_expect_error(TG_ERR_DEVICE, "tg_device_ops_of", "invalid device type 6 (none is registered");
+  cr_assert_null(tg_device_ops_of((tg_device_type)99));
+  tg_expect_error(TG_ERR_DEVICE, "tg_device_ops_of", "invalid device type 99");
+  cr_assert_not_null(tg_device_ops_of(TG_META));
+}
+
+TG_TEST(device, a_kernel_refuses_another_number_of_tensors) {
+  tg_kernel_fn k = tg__kernel("test", "embedding.index_select_rows", TG_DEVICE_CPU);
+  cr_assert_not_null(k);
+  cr_assert_eq(k(2, (tg_tensor *const[]){NULL, NULL}), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT,
+                  "embedding.index_select_rows: called with 2 tensors, expected 3");
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *i = tg_zeros(TG_SHAPE(2, 3), (tg_options){.dtype = TG_I64});
+  tg_tensor *b = tg_zeros(TG_SHAPE(3), (tg_options){.dtype = TG_I64});
+  tg_kernel_fn fwd = tg__kernel("test", "bias_gelu.forward", TG_DEVICE_CPU);
+  cr_assert_eq(fwd(3, (tg_tensor *const[]){i, i, b}), TG_ERR_DTYPE);
+  tg_expect_error(TG_ERR_DTYPE, "bias_gelu.forward: dtype int64 (F32, F64 only)");
+  tg_kernel_fn bwd = tg__kernel("test", "bias_gelu.backward", TG_DEVICE_CPU);
+  cr_assert_eq(bwd(4, (tg_tensor *const[]){i, i, i, b}), TG_ERR_DTYPE);
+  tg_expect_error(TG_ERR_DTYPE, "bias_gelu.backward: dtype int64 (F32, F64 only)");
+  tg_scope_end(sc);
+}
+
+TG_TEST(device, without_drivers_only_dense_bytes_move) {
+  tg_device_type type;
+  cr_assert_eq(tg_device_register(&vault, &type), TG_OK, "%s", tg_last_error_message());
+  const tg_device dev = {type, 0};
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *x = tg_arange(0, 6, 1, f64);
+  /* a strided CPU source is made dense by the CPU's drivers first */
+  tg_tensor *v = tg_to_device(tg_t(tg_reshape(x, TG_SHAPE(2, 3))), dev);
+  cr_assert_not_null(v, "%s", tg_last_error_message());
+  tg_assert_close(tg_to_device(v, TG_DEVICE_CPU), tg_t(tg_reshape(x, TG_SHAPE(2, 3))), 0, 0);
+  /* a strided vault source, or a dtype change on the way out, needs the vault's drivers */
+  cr_assert_null(tg_to_device(tg_t(v), TG_DEVICE_CPU));
+  tg_expect_error(TG_ERR_UNSUPPORTED, "device vault has no drivers to make a dense float64 copy",
+                  "strides [1, 2]");
+  tg_tensor *f = tg_zeros(TG_SHAPE(3, 2), (tg_options){.dtype = TG_F32});
+  cr_assert_eq(tg_copy_(f, v), TG_ERR_UNSUPPORTED);
+  tg_expect_error(TG_ERR_UNSUPPORTED, "device vault has no drivers to make a dense float32 copy");
+  /* and scattering into a strided vault destination too */
+  cr_assert_eq(tg_copy_(tg_t(v), tg_zeros(TG_SHAPE(2, 3), f64)), TG_ERR_UNSUPPORTED);
+  tg_expect_error(TG_ERR_UNSUPPORTED, "device vault has no drivers to scatter into a "
+                                      "non-contiguous destination");
   tg_scope_end(sc);
 }
