@@ -21,6 +21,27 @@ tg_status tg_cu_views_of(const char *op, int n, const tg_tensor *const *ts, tg_c
   return TG_OK;
 }
 
+tg_status tg_cu_views_floating(const char *op, int n, const tg_tensor *const *ts,
+                               tg_cu_view *views) {
+  const tg_tensor *present[16] = {};
+  int idx[16] = {}, m = 0;
+  for (int i = 0; i < n; i++)
+    if (ts[i]) present[m] = ts[i], idx[m++] = i;
+  tg_cu_view got[16];
+  tg_status st = tg_cu_views_of(op, m, present, got);
+  if (st != TG_OK) return st;
+  for (int i = 0; i < m; i++) {
+    if (got[i].dtype != got[0].dtype)
+      return tg_set_error(TG_ERR_DTYPE, "%s: tensors are %s and %s", op,
+                          tg_dtype_name(got[0].dtype), tg_dtype_name(got[i].dtype));
+    views[idx[i]] = got[i];
+  }
+  if (got[0].dtype != TG_F32 && got[0].dtype != TG_F64)
+    return tg_set_error(TG_ERR_DTYPE, "%s: dtype %s is not supported (F32, F64 only)", op,
+                        tg_dtype_name(got[0].dtype));
+  return TG_OK;
+}
+
 namespace {
 
 #define VIEWS(op, ...)                                                                             \

@@ -28,16 +28,12 @@ __global__ void backward_kernel(int64_t m, int64_t n, T *dx, const T *g, const T
   }
 }
 
-/* What both kernels do first: views of t[0..n) (one CUDA device, one dtype), x's [m, n] from
- * the view at x, and the device to launch on; *elements is 0 when there is nothing to do. */
+/* What both kernels do first: views of t[0..n) (one CUDA device, one floating dtype), x's
+ * [m, n] from the view at x, and the device to launch on (not when m * n is 0). */
 tg_status prepare(const char *op, int n_tensors, tg_tensor *const *t, int x, tg_cu_view *v,
                   int64_t *m, int64_t *n, tg_cu_device **dev) {
-  tg_status st = tg_cu_views_of(op, n_tensors, (const tg_tensor *const *)t, v);
+  tg_status st = tg_cu_views_floating(op, n_tensors, (const tg_tensor *const *)t, v);
   if (st != TG_OK) return st;
-  for (int i = 1; i < n_tensors; i++)
-    if (v[i].dtype != v[0].dtype)
-      return tg_set_error(TG_ERR_DTYPE, "%s: tensors are %s and %s", op, tg_dtype_name(v[0].dtype),
-                          tg_dtype_name(v[i].dtype));
   *m = v[x].sizes[0];
   *n = v[x].sizes[1];
   return *m * *n == 0 ? TG_OK : tg_cu_device_get(op, v[0].device, dev);

@@ -62,27 +62,6 @@ __global__ void backward_kernel(int64_t batch, int64_t state, mat<T> grad_h, mat
   }
 }
 
-/* Views of the non-NULL tensors, all on one CUDA device with one floating dtype. */
-tg_status views_checked(const char *op, int n, const tg_tensor *const *ts, tg_cu_view *views) {
-  const tg_tensor *present[16] = {};
-  int idx[16] = {}, m = 0;
-  for (int i = 0; i < n; i++)
-    if (ts[i]) present[m] = ts[i], idx[m++] = i;
-  tg_cu_view got[16];
-  tg_status st = tg_cu_views_of(op, m, present, got);
-  if (st != TG_OK) return st;
-  for (int i = 0; i < m; i++) {
-    if (got[i].dtype != got[0].dtype)
-      return tg_set_error(TG_ERR_DTYPE, "%s: tensors are %s and %s", op,
-                          tg_dtype_name(got[0].dtype), tg_dtype_name(got[i].dtype));
-    views[idx[i]] = got[i];
-  }
-  if (got[0].dtype != TG_F32 && got[0].dtype != TG_F64)
-    return tg_set_error(TG_ERR_DTYPE, "%s: dtype %s is not supported (F32, F64 only)", op,
-                        tg_dtype_name(got[0].dtype));
-  return TG_OK;
-}
-
 } // namespace
 
 /* The LLTM's kernels (TG_OP_KERNEL lines in src/ops/def/lltm.def). */
@@ -93,7 +72,7 @@ tg_status tg__kernel_lltm_forward_pointwise_cuda(int n, tg_tensor *const *t) {
   const char *op = "cuda.lltm_forward_pointwise";
   const tg_tensor *ts[5] = {gates, bias, old_cell, new_h, new_cell};
   tg_cu_view v[5];
-  tg_status st = views_checked(op, 5, ts, v);
+  tg_status st = tg_cu_views_floating(op, 5, ts, v);
   if (st != TG_OK) return st;
   const int64_t B = v[2].sizes[0], S = v[2].sizes[1];
   if (B * S == 0) return TG_OK;
@@ -114,7 +93,7 @@ tg_status tg__kernel_lltm_backward_pointwise_cuda(int n, tg_tensor *const *t) {
   const char *op = "cuda.lltm_backward_pointwise";
   const tg_tensor *ts[6] = {grad_h, grad_cell, gates, old_cell, d_gates, d_old_cell};
   tg_cu_view v[6] = {};
-  tg_status st = views_checked(op, 6, ts, v);
+  tg_status st = tg_cu_views_floating(op, 6, ts, v);
   if (st != TG_OK) return st;
   const int64_t B = v[3].sizes[0], S = v[3].sizes[1];
   if (B * S == 0) return TG_OK;

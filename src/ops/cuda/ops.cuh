@@ -8,6 +8,10 @@
 /* Views of n tensors that must all be on one CUDA device; TG_ERR_DEVICE naming op when one
  * is on the CPU or on another CUDA device. */
 tg_status tg_cu_views_of(const char *op, int n, const tg_tensor *const *ts, tg_cu_view *views);
+/* The same for n <= 16 tensors of which some may be NULL (their views are left as they are),
+ * which must also share one floating dtype (TG_ERR_DTYPE otherwise): what the op kernels ask. */
+tg_status tg_cu_views_floating(const char *op, int n, const tg_tensor *const *ts,
+                               tg_cu_view *views);
 
 tg_status tg_cu_fill(const char *op, const tg_cu_view &out, double value);
 /* out = src converting the dtype; src has out's sizes (may be expanded). */
