@@ -4,6 +4,8 @@
  * tests/cuda/test_cuda_opinfo.c with every other op's. */
 #include "testutil.h"
 
+#include "alloc_sweep.h"
+
 static const tg_op_desc *bias_gelu(void) {
   const tg_op_desc *op = tg_op_lookup("bias_gelu");
   cr_assert_not_null(op, "%s", tg_last_error_message());
@@ -103,4 +105,28 @@ TG_TEST(bias_gelu, runs_where_its_kernels_are) {
   cr_assert_not_null(y, "%s", tg_last_error_message());
   cr_assert(tg_device_equal(tg_tensor_device(y), TG_DEVICE_META));
   tg_scope_end(sc);
+}
+
+/* ---- allocation failures: every one of the op's allocations, forward and backward ---- */
+
+static tg_status bias_gelu_step(void *user, double *out, int *n_out) {
+  (void)user;
+  tg_tensor *x = tg_from_data(TG_SHAPE(2, 3), (const double[]){-1.5, -0.25, 0, 0.5, 1, 3},
+                              TG_OPTS(.dtype = TG_F64, .requires_grad = true));
+  tg_tensor *b = x ? tg_from_data(TG_SHAPE(3), (const double[]){0.1, -0.2, 0.3},
+                                  TG_OPTS(.dtype = TG_F64, .requires_grad = true))
+                   : NULL;
+  /* through a transpose, so the op also copies x to make it contiguous */
+  tg_tensor *xt = b ? tg_t(tg_contiguous(tg_t(x))) : NULL;
+  tg_tensor *y = xt ? fused(xt, b) : NULL;
+  tg_status st = status_of(y);
+  if (st == TG_OK) st = append(y, out, n_out);
+  if (st == TG_OK) st = clean(tg_backward(tg_sum(tg_mul(y, y)), NULL));
+  if (st == TG_OK) st = append(tg_grad(x), out, n_out);
+  if (st == TG_OK) st = append(tg_grad(b), out, n_out);
+  return st;
+}
+
+TG_TEST(bias_gelu, allocation_failures) {
+  sweep("bias_gelu forward and backward", bias_gelu_step, NULL);
 }
