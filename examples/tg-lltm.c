@@ -294,12 +294,21 @@ static void make_inputs(const config *cfg, tg_lltm_cell *cell, bool inputs_grad,
 static void print_text(const config *cfg, const double diffs[N_COMPARED], const char *gc_fused,
                        const char *gc_composed, const timing *fused, const timing *composed) {
   printf("tg-lltm: LLTM cell, batch %lld, features %lld, state %lld, %s on %s:%d, %d thread(s), "
-         "BLIS %s kernels (chosen by %s)%s%s\n\n",
+         "BLIS %s kernels (chosen by %s)%s%s\n",
          (long long)cfg->batch, (long long)cfg->features, (long long)cfg->state,
          tg_dtype_name(cfg->dtype), tg_device_type_name(cfg->device.type), cfg->device.index,
          tg_get_num_threads(), tg_blis_kernels(), tg_blis_kernels_source(),
          tg_blis_large_kernels() ? ", large GEMMs on " : "",
          tg_blis_large_kernels() ? tg_blis_large_kernels() : "");
+  if (cfg->device.type == TG_CPU) {
+    char engines[1024];
+    tg_gemm_engine_report(engines, sizeof engines, false);
+    /* The gate GEMM [B, I+S] @ W^T, on this run's threads. */
+    const int64_t k = cfg->features + cfg->state;
+    printf("%s\nthe gate GEMM (%lld x %lld x %lld) runs on %s\n\n", engines, (long long)cfg->batch,
+           (long long)(3 * cfg->state), (long long)k,
+           tg_gemm_engine_for(cfg->batch, 3 * cfg->state, k, false, true, tg_get_num_threads()));
+  }
   printf("fused vs composed, max |difference| (gradients of sum(new_h) + sum(new_cell)):\n");
   for (int i = 0; i < N_COMPARED; i++) printf("  %-11s %.3g\n", compared_names[i], diffs[i]);
   printf("\ngradcheck (F64, batch 3, features 17, state 5, all five inputs):\n");

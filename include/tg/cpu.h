@@ -35,10 +35,46 @@ const char *tg_blis_kernels_source(void);
  * faster there ("skx" on Intel CPUs with AVX-512), or NULL: tg_blis_kernels() runs all
  * GEMMs (always so while BLIS_ARCH_TYPE is set, and when BLIS is not linked statically). */
 const char *tg_blis_large_kernels(void);
-/* "libxsmm" when tg is built with it (TG_XSMM): one-thread products of up to 2^28
- * multiply-adds whose layouts it takes run its JIT kernels, faster than BLIS's there;
- * unless BLIS_ARCH_TYPE pins BLIS for every GEMM. NULL otherwise. */
+/* "libxsmm" when tg is built with it (TG_XSMM) and BLIS_ARCH_TYPE does not pin BLIS for every
+ * GEMM: its JIT kernels are then one of the engines (one thread, row-major out and b). NULL
+ * otherwise. */
 const char *tg_small_gemm_engine(void);
+
+/* ---- The GEMM engine per shape class ----
+ * Every CPU GEMM runs on one of the engines this process has: BLIS's kernel set, other BLIS
+ * sets the CPU executes ("blis-haswell", "blis-zen3", "blis-skx"; BLIS linked statically),
+ * "libxsmm" (built with it) and "mkl" (MKL's libmkl_rt found at run time: TG_MKL_LIBRARY,
+ * the loader's path or $VIRTUAL_ENV/lib; never required). Which one is decided per shape
+ * class (size by multiply-adds, which of m, n, k is short, the layouts of a and b, one thread
+ * or more), once per process, on the first GEMM:
+ *   BLIS_ARCH_TYPE set: that set for everything;
+ *   TG_GEMM_ENGINE=builtin: tg's fixed rules (libxsmm for one-thread products up to 2^28
+ *     multiply-adds, tg_blis_large_kernels() from 2^22, else BLIS's set);
+ *   TG_GEMM_ENGINE=<engine>: that engine for every product it takes, the rules for the rest
+ *     (a name this process lacks: every GEMM fails with TG_ERR_ARGUMENT listing the engines);
+ *   otherwise: the engine measured fastest per class on this CPU, read from the cache
+ *     (TG_GEMM_CACHE, else $XDG_CACHE_HOME/tg or ~/.cache/tg, one file per CPU model, thread
+ *     count and library versions; "off": none), else measured now (seconds) and cached
+ *     (written atomically). A cache that is corrupt or another machine's is ignored with a
+ *     message on stderr. Times are taken in F32; F64 products follow the same choice. */
+/* Measures every engine on every class now, uses the result and writes the cache (a failed
+ * write is reported on stderr). TG_ERR_MEMORY when the operands cannot be allocated. */
+tg_status tg_gemm_calibrate(void);
+/* How the engines are chosen: "calibrated" (measured in this process), "cache",
+ * "TG_GEMM_ENGINE", "BLIS_ARCH_TYPE", or "builtin" (a calibration failed). Makes the choice
+ * if no GEMM has yet. NULL, with the error pending, while TG_GEMM_ENGINE or BLIS_ARCH_TYPE is
+ * invalid. */
+const char *tg_gemm_engine_source(void);
+/* The engine a product out[m, n] = a[m, k] @ b[k, n] runs on: a_transposed / b_transposed
+ * for a column-major operand, threads the team it would get (products under 2^22
+ * multiply-adds always run one thread). NULL with the error pending for negative sizes or
+ * threads < 1. */
+const char *tg_gemm_engine_for(int64_t m, int64_t n, int64_t k, bool a_transposed,
+                               bool b_transposed, int threads);
+/* Writes a description of the choice into buf (snprintf's rules: the length it needed is
+ * returned, buf may be NULL with size 0): the engines, who chose and the classes per engine;
+ * with per_class, a line per class with each engine's measured time. */
+size_t tg_gemm_engine_report(char *buf, size_t size, bool per_class);
 
 #ifdef __cplusplus
 }

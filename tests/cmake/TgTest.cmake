@@ -44,6 +44,15 @@ function(tg_test_labels)
   endif()
   _tg_record_labels("${ARG_LABELS}" ${ARG_UNPARSED_ARGUMENTS})
   set_property(TEST ${ARG_UNPARSED_ARGUMENTS} APPEND PROPERTY LABELS ${ARG_LABELS})
+  # Every test (each gets its cost label here, once) runs GEMMs on tg's fixed engine rules: a
+  # calibration on first use (seconds, per CPU) would slow the suite, write to the user's
+  # cache and make results depend on the machine's load. tests/ops/test_gemm_choice.c and the
+  # guard-page sweep over every engine (test_blis_guard.c) set it themselves.
+  foreach(label ${ARG_LABELS})
+    if(label IN_LIST _tg_cost_labels)
+      set_property(TEST ${ARG_UNPARSED_ARGUMENTS} APPEND PROPERTY ENVIRONMENT "TG_GEMM_ENGINE=builtin")
+    endif()
+  endforeach()
 endfunction()
 
 function(tg_add_test)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ops/cpu/blis_kernels.h"
+#include "ops/cpu/gemm_engine.h"
 #include "testutil.h"
 
 /* ---- an allocator whose blocks end at a guard page ---- */
@@ -254,6 +255,53 @@ TG_TEST(blis_guard, skx_for_large_gemms) {
   if (strcmp(tg_blis_kernels(), "skx") != 0) cr_assert_str_eq(tg_blis_large_kernels(), "skx");
 #endif
 }
+/* ---- every engine the GEMM choice can pick (src/ops/cpu/gemm_choice.c) ---- */
+
+/* Pins TG_GEMM_ENGINE to name before the first GEMM, or skips where this process lacks it. */
+static void pin_engine(const char *name) {
+  cr_assert_eq(setenv("TG_GEMM_ENGINE", name, 1), 0);
+  unsetenv("BLIS_ARCH_TYPE");
+  if (tg_blis_kernels() && tg__gemm_engine_named(name) < 0)
+    cr_skip_test("this process has no GEMM engine %s (it depends on the CPU and the build)", name);
+  cr_assert_str_eq(tg_gemm_engine_source(), "TG_GEMM_ENGINE", "%s", tg_last_error_message());
+}
+
+TG_TEST(blis_guard, engine_blis_haswell) {
+  pin_engine("blis-haswell");
+  run_all(NULL, NULL);
+}
+TG_TEST(blis_guard, engine_blis_zen3) {
+  pin_engine("blis-zen3");
+  run_all(NULL, NULL);
+}
+TG_TEST(blis_guard, engine_blis_skx) {
+  pin_engine("blis-skx");
+  run_all(NULL, NULL);
+}
+TG_TEST(blis_guard, engine_libxsmm) {
+  pin_engine("libxsmm");
+  run_all(NULL, NULL);
+}
+/* MKL from TG_MKL_LIBRARY, $VIRTUAL_ENV, or the PyTorch venv the benchmarks use. */
+TG_TEST(blis_guard, engine_mkl) {
+  if (!getenv("TG_MKL_LIBRARY")) {
+    char path[512];
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(path, sizeof path, "%s/torchvenv/lib/libmkl_rt.so.3", tmp);
+    if (access(path, R_OK) == 0) setenv("TG_MKL_LIBRARY", path, 1);
+  }
+  pin_engine("mkl");
+  run_all(NULL, NULL);
+}
+/* The calibrated choice (at tiny shapes: any engine may win any class). */
+TG_TEST(blis_guard, engine_calibrated) {
+  cr_assert_eq(setenv("TG_GEMM_ENGINE", "auto", 1), 0);
+  cr_assert_eq(setenv("TG_GEMM_CACHE", "off", 1), 0);
+  tg__gemm_calibration_quick(true);
+  cr_assert_str_eq(tg_gemm_engine_source(), "calibrated", "%s", tg_last_error_message());
+  run_all(NULL, NULL);
+}
+
 TG_TEST(blis_guard, skx) { run_all("0", "skx"); }
 TG_TEST(blis_guard, knl) { run_all("1", "knl"); }
 TG_TEST(blis_guard, haswell) { run_all("3", "haswell"); }

@@ -42,6 +42,11 @@ static void usage(FILE *f) {
       "      --device DEV           cpu, cuda[:N], meta (shapes only: reports the bytes\n"
       "                             a call allocates) or a registered device (default cpu)\n"
       "      --threads N            CPU threads (default: tg's)\n"
+      "  gemm-engines               the CPU GEMM engines and which runs each shape class\n"
+      "                             (measured on first use, or read from the cache)\n"
+      "      --calibrate            measure every engine on every class now (seconds) and\n"
+      "                             write the cache\n"
+      "      --threads N            the thread count the classes of more than one thread use\n"
       "\n"
       "global options:\n"
       "  --load LIB.so              load an extension first (repeatable)\n"
@@ -75,6 +80,7 @@ enum {
   OPT_DTYPE,
   OPT_DEVICE,
   OPT_THREADS,
+  OPT_CALIBRATE,
   OPT_RTOL,
   OPT_ATOL,
 };
@@ -97,6 +103,7 @@ static const struct option long_options[] = {
     {"dtype", required_argument, NULL, OPT_DTYPE},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"calibrate", no_argument, NULL, OPT_CALIBRATE},
     {"rtol", required_argument, NULL, OPT_RTOL},
     {"atol", required_argument, NULL, OPT_ATOL},
     {NULL, 0, NULL, 0},
@@ -115,7 +122,7 @@ typedef struct command_line {
   char **names;
   bool help;
   /* which command each option belongs to, to refuse it elsewhere */
-  const char *gradcheck_option, *bench_option, *compare_option, *sample_option;
+  const char *gradcheck_option, *bench_option, *compare_option, *sample_option, *threads_option;
 } command_line;
 
 /* A decimal integer in [min, max]; false with a message naming the option otherwise. */
@@ -231,8 +238,11 @@ static bool parse_option(int c, const char *arg, command_line *cl) {
     if (!parse_int("--warmup", arg, 0, 100000000, &v)) return false;
     o->warmup = (int)v;
     return true;
+  case OPT_CALIBRATE:
+    o->calibrate = true;
+    return true;
   case OPT_THREADS:
-    cl->bench_option = "--threads";
+    cl->threads_option = "--threads";
     if (!parse_int("--threads", arg, 1, 4096, &v)) return false;
     o->threads = (int)v;
     return true;
@@ -282,7 +292,7 @@ static bool parse_command_line(int argc, char **argv, command_line *cl) {
     if (!parse_option(c, optarg, cl)) return false;
   if (cl->help) return true;
   if (optind >= argc) {
-    fprintf(stderr, "tg-op: no command (list, gradcheck, compare or bench)\n");
+    fprintf(stderr, "tg-op: no command (list, gradcheck, compare, bench or gemm-engines)\n");
     return false;
   }
   cl->command = argv[optind];
@@ -291,8 +301,20 @@ static bool parse_command_line(int argc, char **argv, command_line *cl) {
   const bool is_gradcheck = strcmp(cl->command, "gradcheck") == 0;
   const bool is_bench = strcmp(cl->command, "bench") == 0;
   const bool is_compare = strcmp(cl->command, "compare") == 0;
-  if (!is_gradcheck && !is_bench && !is_compare && strcmp(cl->command, "list") != 0) {
-    fprintf(stderr, "tg-op: unknown command '%s' (list, gradcheck, compare or bench)\n",
+  const bool is_engines = strcmp(cl->command, "gemm-engines") == 0;
+  if (!is_gradcheck && !is_bench && !is_compare && !is_engines &&
+      strcmp(cl->command, "list") != 0) {
+    fprintf(stderr,
+            "tg-op: unknown command '%s' (list, gradcheck, compare, bench or gemm-engines)\n",
+            cl->command);
+    return false;
+  }
+  if (!is_engines && cl->opts.calibrate) {
+    fprintf(stderr, "tg-op: --calibrate is an option of gemm-engines, not %s\n", cl->command);
+    return false;
+  }
+  if (!is_bench && !is_engines && cl->threads_option) {
+    fprintf(stderr, "tg-op: --threads is an option of bench and gemm-engines, not %s\n",
             cl->command);
     return false;
   }
@@ -315,7 +337,7 @@ static bool parse_command_line(int argc, char **argv, command_line *cl) {
     return false;
   }
   if (!is_gradcheck && !is_bench && !is_compare && cl->n_names > 0) {
-    fprintf(stderr, "tg-op: list takes no op names (got '%s')\n", cl->names[0]);
+    fprintf(stderr, "tg-op: %s takes no op names (got '%s')\n", cl->command, cl->names[0]);
     return false;
   }
   if ((cl->jit_name || cl->n_cflags) && !cl->jit_sources) {
@@ -407,6 +429,7 @@ static bool unload_extensions(void) {
 
 static int run_command(const command_line *cl) {
   if (strcmp(cl->command, "list") == 0) return tgop_list(&cl->opts);
+  if (strcmp(cl->command, "gemm-engines") == 0) return tgop_gemm_engines(&cl->opts);
   if (strcmp(cl->command, "gradcheck") == 0)
     return tgop_gradcheck(&cl->opts, cl->n_names, cl->names);
   if (strcmp(cl->command, "compare") == 0) return tgop_compare(&cl->opts, cl->n_names, cl->names);

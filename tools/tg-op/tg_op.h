@@ -27,6 +27,8 @@ typedef struct tgop_options {
   tg_device device;
   /* compare: tolerances, < 0 for the dtype's default */
   double rtol, atol;
+  /* gemm-engines */
+  bool calibrate;
 } tgop_options;
 
 /* Something tg-op can run by name: a registered op, or a composite reference (a function of
@@ -64,6 +66,8 @@ tg_status tgop_run(const tgop_target *t, const tg_sample *s, int n_outputs, tg_t
 
 /* The subcommands; each returns an exit code. */
 int tgop_list(const tgop_options *opts);
+/* gemm-engines: the GEMM engine choice (tg_gemm_engine_report), after --calibrate. */
+int tgop_gemm_engines(const tgop_options *opts);
 int tgop_gradcheck(const tgop_options *opts, int n_names, char *const *names);
 int tgop_bench(const tgop_options *opts, int n_names, char *const *names);
 int tgop_compare(const tgop_options *opts, int n_names, char *const *names);

@@ -232,6 +232,11 @@ static cntx_t *context_of(const kernel_set *set) {
 #endif
 }
 
+void *tg__blis_context_named(const char *name) {
+  const kernel_set *set = set_named(name);
+  return set ? context_of(set) : NULL;
+}
+
 static void choose_large(const tg_cpu_features *f, const kernel_set *in_use) {
   const kernel_set *large = large_override[0] ? set_named(large_override) : NULL;
   if (!large && !large_override[0]) large = tg_large_choice(f, in_use);
@@ -281,10 +286,6 @@ const char *tg_blis_kernels_source(void) {
 
 const char *tg_blis_large_kernels(void) {
   return tg_cpu_blis_ready("tg_blis_large_kernels") == TG_OK ? state.large : NULL;
-}
-
-void *tg_cpu_blis_context(int64_t macs) {
-  return state.large_cntx && macs >= TG_BLIS_LARGE_MIN_MACS ? state.large_cntx : NULL;
 }
 
 bool tg_cpu_blis_pinned(void) {

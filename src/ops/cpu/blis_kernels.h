@@ -19,4 +19,9 @@ const char *tg__blis_large_kernels(const tg_cpu_features *f, const char *in_use)
  * BLIS_ARCH_TYPE is set, the CPU cannot run the set, or this build cannot reach it. */
 void tg__blis_prefer_large_kernels(const char *name);
 
+/* The BLIS context (a cntx_t *) of the named set, or NULL where this build cannot reach it
+ * (BLIS not linked statically) or the name is unknown. The caller checks that the CPU runs
+ * it (tg__blis_can_run). */
+void *tg__blis_context_named(const char *name);
+
 #endif

@@ -30,6 +30,7 @@ tg_cpu_features tg_cpu_features_read(void) {
   const unsigned base_family = (a >> 8) & 0xf, ext_family = (a >> 20) & 0xff;
   f.family = (int)(base_family == 0xf ? base_family + ext_family : base_family);
   f.model = (int)(((a >> 4) & 0xf) | (base_family >= 0x6 ? ((a >> 16) & 0xf) << 4 : 0));
+  f.stepping = (int)(a & 0xf);
   f.sse3 = bit(c, 0);
   f.ssse3 = bit(c, 9);
   f.sse41 = bit(c, 19);
@@ -50,7 +51,16 @@ tg_cpu_features tg_cpu_features_read(void) {
     f.avx512bw = bit(b, 30) && f.avx512f;
     f.avx512vl = bit(b, 31) && f.avx512f;
   }
-  if (__get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x80000001) {
+  const unsigned max_ext = __get_cpuid(0x80000000, &a, &b, &c, &d) ? a : 0;
+  if (max_ext >= 0x80000004) {
+    for (unsigned leaf = 0; leaf < 3; leaf++) { /* 48 bytes: 3 leaves of 4 registers */
+      unsigned regs[4];
+      __get_cpuid(0x80000002 + leaf, &regs[0], &regs[1], &regs[2], &regs[3]);
+      memcpy(f.brand + 16 * leaf, regs, sizeof regs);
+    }
+    f.brand[48] = '\0';
+  }
+  if (max_ext >= 0x80000001) {
     __get_cpuid(0x80000001, &a, &b, &c, &d);
     f.fma4 = bit(c, 16) && f.avx;
     f.xop = bit(c, 11) && f.avx;

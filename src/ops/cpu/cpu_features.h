@@ -8,6 +8,8 @@ typedef struct tg_cpu_features {
   char vendor[13]; /* "GenuineIntel", "AuthenticAMD", ... ("" off x86) */
   int family;      /* base + extended family, as the vendors document it */
   int model;
+  int stepping;
+  char brand[49]; /* the processor's brand string, as cpuid gives it ("" where it has none) */
   bool sse3, ssse3, sse41, avx, fma3, avx2, fma4, xop;
   bool avx512f, avx512dq, avx512bw, avx512vl, avx512pf, avx512er;
 } tg_cpu_features;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ops/cpu/cpu_internal.h"
+#include "ops/cpu/gemm_engine.h"
 #include "tensor/checked.h"
 #include "tensor/host_memory.h"
 
@@ -125,43 +126,16 @@ static tg_status scale_output(tg_tensor *out, double beta) {
   return tg_cpu_unary(TG_UNARY_MUL_SCALAR, beta, 0, out, out);
 }
 
-/* Products below this many multiply-adds run on one thread: on 2 cores a BLIS thread team
- * costs more than it saves there, and far more when the other core is busy (a 16x384x160
- * GEMM measured 0.1 ms on one thread, 0.4 to 12 ms on two under load). */
-#define TG_CPU_GEMM_PARALLEL_MIN_MACS ((int64_t)1 << 22)
-
-static void run_blis(tg_dtype dtype, const matrix *c, const matrix *a, const matrix *b, int64_t k,
-                     int64_t macs, bool one_thread, double alpha, double beta) {
-  /* NULL: BLIS's global thread count (tg_set_num_threads); else a one-thread runtime. */
-  rntm_t one_thread_rntm = BLIS_RNTM_INITIALIZER;
-  bli_rntm_set_num_threads(1, &one_thread_rntm);
-  rntm_t *rntm = one_thread ? &one_thread_rntm : NULL;
-  cntx_t *cntx = tg_cpu_blis_context(macs); /* NULL: the process's kernel set */
-  if (dtype == TG_F32) {
-    float al = (float)alpha, be = (float)beta;
-    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c->rows, c->cols, k, &al, (float *)a->data,
-                 a->rs, a->cs, (float *)b->data, b->rs, b->cs, &be, (float *)c->data, c->rs, c->cs,
-                 cntx, rntm);
-  } else {
-    double al = alpha, be = beta;
-    bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c->rows, c->cols, k, &al, (double *)a->data,
-                 a->rs, a->cs, (double *)b->data, b->rs, b->cs, &be, (double *)c->data, c->rs,
-                 c->cs, cntx, rntm);
-  }
-}
-
-/* libxsmm where it takes the product (xsmm_gemm.c), else BLIS. Small products run on one
- * thread, as do all when BLIS's count is 1 or the cores are contended (cpu_contention.c). */
-static void run_gemm(tg_dtype dtype, const matrix *c, const matrix *a, const matrix *b, int64_t k,
-                     double alpha, double beta) {
+/* The product on the engine chosen for its class (gemm_choice.c), or where that engine does
+ * not take it (a layout, libxsmm on more than one thread) on the engine tg's built-in rules
+ * name; BLIS's own set takes everything. Small products run on one thread, as do all when
+ * BLIS's count is 1 or the cores are contended (cpu_contention.c). */
+static tg_status run_gemm(tg_dtype dtype, const matrix *c, const matrix *a, const matrix *b,
+                          int64_t k, double alpha, double beta) {
   int64_t macs;
   if (tg__mul_ovf(c->rows, c->cols, &macs) || tg__mul_ovf(macs, k, &macs)) macs = INT64_MAX;
   const bool one_thread = macs < TG_CPU_GEMM_PARALLEL_MIN_MACS ||
                           bli_thread_get_num_threads() == 1 || tg_cpu_contended();
-  if (c->cs == 1 && b->cs == 1 &&
-      tg_cpu_xsmm_gemm(dtype, c->data, c->rs, a->data, a->rs, a->cs, b->data, b->rs, c->rows,
-                       c->cols, k, macs, one_thread, alpha, beta))
-    return;
   /* BLIS's haswell/zen small-matrix kernels run a column-major left operand of many rows and
    * a short inner dimension up to 1.3x slower than a row-major one (the weight gradient
    * [1536, 128] @ [128, 768], 2 threads: 1818 against 1404 us; 1 thread 3664 against 2806):
@@ -177,10 +151,23 @@ static void run_gemm(tg_dtype dtype, const matrix *c, const matrix *a, const mat
       a = &row_major_a;
     }
   }
-  const int64_t t0 = one_thread ? 0 : tg_cpu_now_ns();
-  run_blis(dtype, c, a, b, k, macs, one_thread, alpha, beta);
-  if (!one_thread) tg_cpu_note_parallel_gemm(macs, tg_cpu_now_ns() - t0);
+  const tg_gemm_problem p = {
+      dtype,   c->rows, c->cols, k,
+      c->data, c->rs,   c->cs,   a->data,
+      a->rs,   a->cs,   b->data, b->rs,
+      b->cs,   alpha,   beta,    one_thread ? 1 : bli_thread_get_num_threads()};
+  tg_status st;
+  int engine = tg__gemm_engine_choice(&p, &st);
+  if (st == TG_OK) {
+    const int64_t t0 = one_thread ? 0 : tg_cpu_now_ns();
+    if (engine < 0 || !tg__gemm_engine_run(engine, &p)) {
+      engine = tg__gemm_builtin_engine(&p);
+      if (!tg__gemm_engine_run(engine, &p)) tg__gemm_engine_run(0, &p); /* BLIS takes all */
+    }
+    if (!one_thread) tg_cpu_note_parallel_gemm(macs, tg_cpu_now_ns() - t0);
+  }
   tg__host_free(row_major_a.data);
+  return st;
 }
 
 tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, double alpha,
@@ -225,8 +212,8 @@ tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, do
     if (copy_b) copy_matrix(&cb, &mb, elsize);
     if (copy_c && beta != 0) copy_matrix(&cc, &mc, elsize);
     tg_cpu_blis_threads_init();
-    run_gemm(out->dtype, &cc, &ca, &cb, k, alpha, beta);
-    if (copy_c) copy_matrix(&mc, &cc, elsize);
+    st = run_gemm(out->dtype, &cc, &ca, &cb, k, alpha, beta);
+    if (copy_c && st == TG_OK) copy_matrix(&mc, &cc, elsize);
   }
   if (copy_a) tg__host_free(ca.data);
   if (copy_b) tg__host_free(cb.data);

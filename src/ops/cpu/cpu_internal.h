@@ -121,21 +121,16 @@ tg_status tg_cpu_blis_ready(const char *op);
 /* GEMMs of at least this many multiply-adds may run a second kernel set (blis_kernels.c).
  * Between the sizes measured (1M: the first set 2x faster; 28M: the second up to 1.7x). */
 #define TG_BLIS_LARGE_MIN_MACS ((int64_t)1 << 22)
-/* The BLIS context (a cntx_t *) for a GEMM of macs multiply-adds, after tg_cpu_blis_ready:
- * NULL for BLIS's own. */
-void *tg_cpu_blis_context(int64_t macs);
 /* Whether the user pinned BLIS's kernel set (BLIS_ARCH_TYPE): then BLIS runs every GEMM. */
 bool tg_cpu_blis_pinned(void);
 
-/* Products past this many multiply-adds stay with BLIS (libxsmm has no cache blocking). */
+/* Products past this many multiply-adds stay with BLIS under the built-in rules (libxsmm has no
+ * cache blocking; gemm_engines.c). */
 #define TG_XSMM_MAX_MACS ((int64_t)1 << 28)
-/* out[m, n] = a[m, k] @ b[k, n] (+ out when beta is 1) through libxsmm, when tg is built
- * with it, the product runs on one thread, alpha is 1, beta 0 or 1, out and b have unit
- * column stride and a unit column or row stride (xsmm_gemm.c). false: not taken, nothing
- * written. Strides in elements. */
-bool tg_cpu_xsmm_gemm(tg_dtype dtype, char *out, int64_t out_rs, const char *a, int64_t a_rs,
-                      int64_t a_cs, const char *b, int64_t b_rs, int64_t m, int64_t n, int64_t k,
-                      int64_t macs, bool one_thread, double alpha, double beta);
+/* Products below this many multiply-adds run on one thread: on 2 cores a BLIS thread team
+ * costs more than it saves there, and far more when the other core is busy (a 16x384x160
+ * GEMM measured 0.1 ms on one thread, 0.4 to 12 ms on two under load). */
+#define TG_CPU_GEMM_PARALLEL_MIN_MACS ((int64_t)1 << 22)
 
 /* Sets BLIS's thread count to tg's default once, unless the user chose one (through
  * tg_set_num_threads or BLIS's environment variables). Called before every GEMM, after

@@ -1,0 +1,176 @@
+/* Calibration: every engine timed on every measured shape class, on this CPU, now.
+ *
+ * Per class, at its representative shape (gemm_classes.c) in F32: one untimed run per engine
+ * (which also checks its result against the first engine's: an engine that disagrees is
+ * never chosen), then TG_CALIBRATION_ROUNDS rounds in which the engines alternate, one timed
+ * run each; an engine's time is its median. An engine already 3x slower than the best on its
+ * untimed run is not timed further. The engine the built-in rules run keeps the class unless
+ * another is more than TG_CALIBRATION_MARGIN faster, so noise does not move choices about.
+ * F64 products use the F32 choice. About 2 s on 2 Zen 3 cores. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/cpu/cpu_internal.h"
+#include "ops/cpu/gemm_engine.h"
+#include "tensor/host_memory.h"
+
+#define TG_CALIBRATION_ROUNDS 3
+#define TG_CALIBRATION_MARGIN 0.03
+#define TG_CALIBRATION_SKIP_RATIO 3.0
+
+static atomic_bool quick;
+
+void tg__gemm_calibration_quick(bool on) { atomic_store(&quick, on); }
+
+/* A matrix of rows x cols (column-major when transposed), with the room behind it that BLIS's
+ * kernels may read (cpu_gemm.c pads every storage the same way), filled from a generator. */
+typedef struct buffer {
+  float *data;
+  int64_t rs, cs;
+} buffer;
+
+static bool make(buffer *b, int64_t rows, int64_t cols, bool transposed, uint64_t *seed) {
+  const int64_t longer = rows > cols ? rows : cols;
+  const size_t elems = (size_t)(rows * cols + longer + 64);
+  b->data = tg__host_aligned_alloc(64, elems * sizeof(float));
+  if (!b->data) return false;
+  for (size_t i = 0; i < elems; i++) {
+    *seed = *seed * 6364136223846793005u + 1442695040888963407u;
+    b->data[i] = (float)((double)(*seed >> 40) / (double)(1u << 24) * 2.0 - 1.0);
+  }
+  b->rs = transposed ? 1 : cols;
+  b->cs = transposed ? rows : 1;
+  return true;
+}
+
+static int cmp_float(const void *x, const void *y) {
+  const float a = *(const float *)x, b = *(const float *)y;
+  return (a > b) - (a < b);
+}
+
+/* One timed run in microseconds; negative when the engine does not take p. */
+static float time_run(int e, const tg_gemm_problem *p) {
+  const int64_t t0 = tg_cpu_now_ns();
+  if (!tg__gemm_engine_run(e, p)) return -1;
+  return (float)(tg_cpu_now_ns() - t0) / 1000.0f;
+}
+
+static bool agrees(const float *c, const float *ref, int64_t count, int64_t k) {
+  const double tol = 1e-5 * (double)(k + 16);
+  for (int64_t i = 0; i < count; i++)
+    if (!(fabs((double)c[i] - (double)ref[i]) <= tol)) return false;
+  return true;
+}
+
+static tg_status measure_class(int cls, int threads, tg_gemm_table *table, int builtin) {
+  int64_t m, n, k;
+  bool a_t, b_t, many;
+  tg__gemm_class_shape(cls, &m, &n, &k, &a_t, &b_t, &many);
+  if (atomic_load(&quick)) { /* tests: the tiny class's shape, same aspect and layout */
+    m = m > 32 ? 32 : m, n = n > 32 ? 32 : n, k = k > 32 ? 32 : k;
+  }
+  uint64_t seed = (uint64_t)cls * 2654435761u + 1;
+  buffer a = {0}, b = {0}, c = {0}, ref = {0};
+  tg_status st = TG_OK;
+  if (!make(&a, m, k, a_t, &seed) || !make(&b, k, n, b_t, &seed) || !make(&c, m, n, false, &seed) ||
+      !make(&ref, m, n, false, &seed)) {
+    st = tg_set_error(TG_ERR_MEMORY,
+                      "tg_gemm_calibrate: out of memory for a %ld x %ld x %ld "
+                      "product's operands",
+                      (long)m, (long)n, (long)k);
+    goto done;
+  }
+  tg_gemm_problem p = {TG_F32,
+                       m,
+                       n,
+                       k,
+                       (char *)c.data,
+                       c.rs,
+                       c.cs,
+                       (const char *)a.data,
+                       a.rs,
+                       a.cs,
+                       (const char *)b.data,
+                       b.rs,
+                       b.cs,
+                       1.0,
+                       0.0,
+                       many ? threads : 1};
+  const int engines = tg__gemm_engine_count();
+  float first[TG_GEMM_MAX_ENGINES], runs[TG_GEMM_MAX_ENGINES][TG_CALIBRATION_ROUNDS] = {{0}};
+  bool have_ref = false;
+  float best_first = INFINITY;
+  for (int e = 0; e < engines; e++) {
+    first[e] = time_run(e, &p);
+    if (first[e] < 0) continue;
+    if (!have_ref) {
+      memcpy(ref.data, c.data, (size_t)(m * n) * sizeof(float));
+      have_ref = true;
+    } else if (!agrees(c.data, ref.data, m * n, k)) {
+      char name[48];
+      tg__gemm_class_name(cls, name, sizeof name);
+      fprintf(stderr, "tg: GEMM calibration: %s disagrees with %s at %s: never chosen there\n",
+              tg__gemm_engine_at(e)->name, tg__gemm_engine_at(0)->name, name);
+      first[e] = -2;
+      continue;
+    }
+    if (first[e] < best_first) best_first = first[e];
+  }
+  for (int r = 0; r < TG_CALIBRATION_ROUNDS; r++)
+    for (int e = 0; e < engines; e++)
+      if (first[e] >= 0 && first[e] <= TG_CALIBRATION_SKIP_RATIO * best_first)
+        runs[e][r] = time_run(e, &p);
+  int best = -1;
+  for (int e = 0; e < TG_GEMM_MAX_ENGINES; e++) {
+    float us = -1;
+    if (e < engines && first[e] >= 0) {
+      if (first[e] <= TG_CALIBRATION_SKIP_RATIO * best_first) {
+        qsort(runs[e], TG_CALIBRATION_ROUNDS, sizeof(float), cmp_float);
+        us = runs[e][TG_CALIBRATION_ROUNDS / 2];
+      } else {
+        us = first[e]; /* too slow to time: its untimed run */
+      }
+    }
+    table->us[cls][e] = us;
+    if (us >= 0 && (best < 0 || us < table->us[cls][best])) best = e;
+  }
+  /* The built-in choice stays unless beaten by the margin. */
+  if (best >= 0 && builtin >= 0 && table->us[cls][builtin] >= 0 &&
+      table->us[cls][best] * (1 + TG_CALIBRATION_MARGIN) >= table->us[cls][builtin])
+    best = builtin;
+  table->chosen[cls] = best >= 0 ? best : 0;
+done:
+  tg__host_free(a.data);
+  tg__host_free(b.data);
+  tg__host_free(c.data);
+  tg__host_free(ref.data);
+  return st;
+}
+
+tg_status tg__gemm_calibrate(tg_gemm_table *table, const int builtin[TG_GEMM_CLASSES]) {
+  const int threads = tg_get_num_threads();
+  table->threads = threads;
+  for (int cls = 0; cls < TG_GEMM_CLASSES; cls++) {
+    for (int e = 0; e < TG_GEMM_MAX_ENGINES; e++) table->us[cls][e] = -1;
+    table->chosen[cls] = 0;
+  }
+  for (int cls = 0; cls < TG_GEMM_CLASSES; cls++) {
+    if (!tg__gemm_class_measured(cls)) continue;
+    bool many = cls % TG_GEMM_THREAD_CLASSES;
+    if (many && threads <= 1) continue; /* copied from the one-thread twin below */
+    tg_status st = measure_class(cls, threads, table, builtin[cls]);
+    if (st != TG_OK) return st;
+  }
+  for (int cls = 0; cls < TG_GEMM_CLASSES; cls++) {
+    bool many = cls % TG_GEMM_THREAD_CLASSES;
+    if (!tg__gemm_class_measured(cls) || (many && threads <= 1)) {
+      const int twin = cls - 1;
+      table->chosen[cls] = table->chosen[twin];
+      memcpy(table->us[cls], table->us[twin], sizeof table->us[cls]);
+    }
+  }
+  return TG_OK;
+}

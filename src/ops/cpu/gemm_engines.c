@@ -1,0 +1,172 @@
+/* The GEMM engines this process can run, listed once: BLIS's own kernel set, the other BLIS
+ * sets worth trying that the CPU executes (through their contexts: needs BLIS linked
+ * statically, blis_kernels.c), libxsmm (when tg is built with it) and MKL (when found at run
+ * time). Each takes a tg_gemm_problem or says it does not. */
+#include <blis.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/cpu/blis_kernels.h"
+#include "ops/cpu/cpu_internal.h"
+#include "ops/cpu/gemm_engine.h"
+
+#if TG_WITH_XSMM
+#include <libxsmm.h>
+#endif
+
+static struct {
+  pthread_once_t once;
+  int count;
+  tg_gemm_engine list[TG_GEMM_MAX_ENGINES];
+} engines = {PTHREAD_ONCE_INIT, 0, {{{0}, 0, NULL}}};
+
+static void add(const char *name, tg_gemm_engine_kind kind, void *cntx) {
+  if (engines.count == TG_GEMM_MAX_ENGINES) return;
+  tg_gemm_engine *e = &engines.list[engines.count++];
+  snprintf(e->name, sizeof e->name, "%s", name);
+  e->kind = kind;
+  e->blis_cntx = cntx;
+}
+
+/* The BLIS sets with fast x86-64 kernels; the older ones (sandybridge, penryn, the FMA4
+ * families) lose to these wherever these run. */
+static const char *const blis_candidates[] = {"haswell", "zen3", "skx"};
+
+static void list_once(void) {
+  char name[24];
+  const char *own = tg_blis_kernels(); /* after tg_cpu_blis_ready: never NULL here */
+  snprintf(name, sizeof name, "blis-%s", own ? own : "?");
+  add(name, TG_GEMM_ENGINE_BLIS, NULL);
+  if (!tg_cpu_blis_pinned()) { /* a pinned BLIS_ARCH_TYPE means that set, alone */
+    const tg_cpu_features f = tg_cpu_features_read();
+    for (size_t i = 0; i < sizeof blis_candidates / sizeof blis_candidates[0]; i++) {
+      if ((own && strcmp(own, blis_candidates[i]) == 0) ||
+          !tg__blis_can_run(&f, blis_candidates[i]))
+        continue;
+      void *cntx = tg__blis_context_named(blis_candidates[i]);
+      snprintf(name, sizeof name, "blis-%s", blis_candidates[i]);
+      if (cntx) add(name, TG_GEMM_ENGINE_BLIS, cntx);
+    }
+#if TG_WITH_XSMM
+    add("libxsmm", TG_GEMM_ENGINE_XSMM, NULL);
+#endif
+    if (tg__mkl_available()) add("mkl", TG_GEMM_ENGINE_MKL, NULL);
+  }
+}
+
+static void ensure_listed(void) { pthread_once(&engines.once, list_once); }
+
+int tg__gemm_engine_count(void) {
+  ensure_listed();
+  return engines.count;
+}
+
+const tg_gemm_engine *tg__gemm_engine_at(int index) {
+  ensure_listed();
+  return index >= 0 && index < engines.count ? &engines.list[index] : NULL;
+}
+
+int tg__gemm_engine_named(const char *name) {
+  ensure_listed();
+  for (int i = 0; i < engines.count; i++)
+    if (strcmp(engines.list[i].name, name) == 0) return i;
+  return -1;
+}
+
+static void run_blis(void *cntx, const tg_gemm_problem *p) {
+  rntm_t rntm = BLIS_RNTM_INITIALIZER;
+  bli_rntm_set_num_threads(p->threads, &rntm);
+  if (p->dtype == TG_F32) {
+    float al = (float)p->alpha, be = (float)p->beta;
+    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, p->m, p->n, p->k, &al, (float *)p->a,
+                 p->a_rs, p->a_cs, (float *)p->b, p->b_rs, p->b_cs, &be, (float *)p->c, p->c_rs,
+                 p->c_cs, cntx, &rntm);
+  } else {
+    double al = p->alpha, be = p->beta;
+    bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, p->m, p->n, p->k, &al, (double *)p->a,
+                 p->a_rs, p->a_cs, (double *)p->b, p->b_rs, p->b_cs, &be, (double *)p->c, p->c_rs,
+                 p->c_cs, cntx, &rntm);
+  }
+}
+
+/* libxsmm (1.17, Debian's libxsmm-dev), where tg is built with it. Measured on Zen 4, 1 thread
+ * (bench/gemm_engines.c): the LLTM's backward products at 16 x 32 x 128 take 16.7-17.9 us
+ * against BLIS haswell's 19.5-20.0; at 256 x 1024 x 1024 it falls to 32 GF/s where k is 3072
+ * (no cache blocking). Its kernels run one thread.
+ *
+ * libxsmm is column-major and takes C = A @ op(B), A not transposed: the row-major
+ * out[M, N] = a[M, K] @ b[K, N] is out^T = b^T @ a^T, so b and out need unit column stride
+ * and a a unit column stride (B') or a unit row stride (TRANS_B). alpha 1, beta 0 or 1. */
+static bool run_xsmm(const tg_gemm_problem *p) {
+#if TG_WITH_XSMM
+  if (p->threads != 1 || p->alpha != 1 || (p->beta != 0 && p->beta != 1) || p->c_cs != 1 ||
+      p->b_cs != 1)
+    return false;
+  if (p->m > INT_MAX || p->n > INT_MAX || p->k > INT_MAX || p->c_rs > INT_MAX ||
+      p->b_rs > INT_MAX || p->a_rs > INT_MAX || p->a_cs > INT_MAX)
+    return false;
+  int flags = LIBXSMM_GEMM_FLAG_NONE, prefetch = LIBXSMM_PREFETCH_NONE;
+  libxsmm_blasint lda = (libxsmm_blasint)p->b_rs, ldc = (libxsmm_blasint)p->c_rs, ldb;
+  if (p->a_cs == 1 && p->a_rs >= p->k) {
+    ldb = (libxsmm_blasint)p->a_rs;
+  } else if (p->a_rs == 1 && p->a_cs >= p->m) {
+    ldb = (libxsmm_blasint)p->a_cs;
+    flags |= LIBXSMM_GEMM_FLAG_TRANS_B;
+  } else {
+    return false;
+  }
+  if (lda < p->n || ldc < p->n) return false;
+  const libxsmm_blasint mm = (libxsmm_blasint)p->n, nn = (libxsmm_blasint)p->m,
+                        kk = (libxsmm_blasint)p->k;
+  if (p->dtype == TG_F32) {
+    const float al = 1, be = (float)p->beta;
+    libxsmm_smmfunction f =
+        libxsmm_smmdispatch(mm, nn, kk, &lda, &ldb, &ldc, &al, &be, &flags, &prefetch);
+    if (!f) return false;
+    f((const float *)p->b, (const float *)p->a, (float *)p->c);
+  } else {
+    const double al = 1, be = p->beta;
+    libxsmm_dmmfunction f =
+        libxsmm_dmmdispatch(mm, nn, kk, &lda, &ldb, &ldc, &al, &be, &flags, &prefetch);
+    if (!f) return false;
+    f((const double *)p->b, (const double *)p->a, (double *)p->c);
+  }
+  return true;
+#else
+  (void)p;
+  return false;
+#endif
+}
+
+bool tg__gemm_engine_run(int index, const tg_gemm_problem *p) {
+  const tg_gemm_engine *e = tg__gemm_engine_at(index);
+  if (!e) return false;
+  switch (e->kind) {
+  case TG_GEMM_ENGINE_BLIS:
+    run_blis(e->blis_cntx, p);
+    return true;
+  case TG_GEMM_ENGINE_XSMM:
+    return run_xsmm(p);
+  case TG_GEMM_ENGINE_MKL:
+    return tg__mkl_gemm(p);
+  }
+  return false;
+}
+
+void tg__gemm_engine_versions(char *buf, size_t size) {
+  const char *mkl = tg__mkl_version();
+#if TG_WITH_XSMM
+  const char *xsmm = "libxsmm " LIBXSMM_CONFIG_VERSION;
+#else
+  const char *xsmm = "no libxsmm";
+#endif
+  snprintf(buf, size, "BLIS %s, %s, %s%s", bli_info_get_version_str(), xsmm,
+           mkl ? "MKL " : "no MKL", mkl ? mkl : "");
+}
+
+const char *tg_small_gemm_engine(void) {
+  if (tg_cpu_blis_ready("tg_small_gemm_engine") != TG_OK) return NULL;
+  return tg__gemm_engine_named("libxsmm") >= 0 ? "libxsmm" : NULL;
+}

@@ -1,0 +1,341 @@
+/* The GEMM engine per shape class (src/ops/cpu/gemm_choice.c): calibrated, cached, read back,
+ * a corrupt or foreign cache ignored with a message, pinned from the environment, refused
+ * with a clear error for an engine the process lacks, and the classes consistent with the
+ * shapes they are timed at. Calibrations here run at tiny shapes (tg__gemm_calibration_quick):
+ * what is tested is the machinery, not the speed (bench/gemm_engines.c measures that). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ops/cpu/gemm_engine.h"
+#include "tensor/host_memory.h"
+#include "testutil.h"
+
+static char dir[256], cache[300];
+
+/* A private cache file in a fresh directory; auto engine choice; quick calibrations. */
+static void setup(void) {
+  snprintf(dir, sizeof dir, "%s/tg-gemm-choice-XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  cr_assert(mkdtemp(dir), "mkdtemp");
+  snprintf(cache, sizeof cache, "%s/engines.txt", dir);
+  cr_assert_eq(setenv("TG_GEMM_CACHE", cache, 1), 0);
+  unsetenv("TG_GEMM_ENGINE");
+  unsetenv("BLIS_ARCH_TYPE");
+  tg__gemm_calibration_quick(true);
+}
+
+static void teardown(void) {
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *e;
+    char path[600];
+    while ((e = readdir(d)))
+      if (e->d_name[0] != '.') {
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+      }
+    closedir(d);
+  }
+  rmdir(dir);
+}
+
+TestSuite(gemm_choice, .init = setup, .fini = teardown);
+
+/* Runs the choice again with stderr captured into out (up to size bytes). */
+static void choose_capturing_stderr(char *out, size_t size) {
+  char path[320];
+  snprintf(path, sizeof path, "%s/stderr.txt", dir);
+  fflush(stderr);
+  const int saved = dup(2), fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  cr_assert(saved >= 0 && fd >= 0);
+  dup2(fd, 2);
+  tg__gemm_choice_again();
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  lseek(fd, 0, SEEK_SET);
+  const ssize_t n = read(fd, out, size - 1);
+  out[n > 0 ? n : 0] = '\0';
+  close(fd);
+  unlink(path);
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  cr_assert(f, "cannot open %s", path);
+  static char text[65536];
+  const size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  return text;
+}
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  cr_assert(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* The engine for each measured class's own shape: what a reload must reproduce. */
+static void engines_per_class(const char *names[TG_GEMM_CLASSES]) {
+  for (int cls = 0; cls < TG_GEMM_CLASSES; cls++) {
+    int64_t m, n, k;
+    bool a_t, b_t, many;
+    tg__gemm_class_shape(cls, &m, &n, &k, &a_t, &b_t, &many);
+    names[cls] = tg_gemm_engine_for(m, n, k, a_t, b_t, many ? 2 : 1);
+    cr_assert(names[cls], "%s", tg_last_error_message());
+    cr_assert_geq(tg__gemm_engine_named(names[cls]), 0, "engine %s is not listed", names[cls]);
+  }
+}
+
+/* mm against a plain loop in F64, for the engine in use. */
+static void check_products(void) {
+  static const int64_t shapes[][3] = {{1, 1, 1}, {7, 33, 17}, {64, 48, 5}, {3, 200, 129}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int layout = 0; layout < 4; layout++) {
+      tg_scope sc = tg_scope_begin();
+      const int64_t m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
+      tg_manual_seed((uint64_t)(s * 4 + (size_t)layout + 1));
+      tg_tensor *a = layout & 1 ? tg_t(tg_randn(TG_SHAPE(k, m), (tg_options){0}, NULL))
+                                : tg_randn(TG_SHAPE(m, k), (tg_options){0}, NULL);
+      tg_tensor *b = layout & 2 ? tg_t(tg_randn(TG_SHAPE(n, k), (tg_options){0}, NULL))
+                                : tg_randn(TG_SHAPE(k, n), (tg_options){0}, NULL);
+      tg_tensor *c = tg_mm(a, b);
+      cr_assert(c, "%s", tg_last_error_message());
+      tg_tensor *want = tg_mm(tg_to_dtype(a, TG_F64), tg_to_dtype(b, TG_F64));
+      tg_assert_close(tg_to_dtype(c, TG_F64), want, 1e-4, 1e-4 * (double)k);
+      tg_scope_end(sc);
+    }
+}
+
+TG_TEST(gemm_choice, calibrates_on_first_use_then_reads_the_cache) {
+  tg__gemm_choice_again();
+  cr_assert_str_eq(tg_gemm_engine_source(), "calibrated");
+  const char *text = read_file(cache);
+  cr_assert(strncmp(text, "tg gemm engines 1, 160 classes\nkey ", 35) == 0, "cache starts: %.40s",
+            text);
+  cr_assert(strstr(text, "\nend\n"), "the cache has no end line");
+  const char *first[TG_GEMM_CLASSES], *second[TG_GEMM_CLASSES];
+  engines_per_class(first);
+  check_products();
+
+  tg__gemm_choice_again();
+  cr_assert_str_eq(tg_gemm_engine_source(), "cache");
+  engines_per_class(second);
+  for (int cls = 0; cls < TG_GEMM_CLASSES; cls++) {
+    char name[48];
+    tg__gemm_class_name(cls, name, sizeof name);
+    cr_assert_str_eq(first[cls], second[cls], "class %s", name);
+  }
+  /* Written atomically: nothing but the cache is left in its directory. */
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.') cr_assert_str_eq(e->d_name, "engines.txt");
+  closedir(d);
+  check_products();
+}
+
+TG_TEST(gemm_choice, report_names_every_class) {
+  cr_assert_eq(tg_gemm_calibrate(), TG_OK, "%s", tg_last_error_message());
+  const size_t need = tg_gemm_engine_report(NULL, 0, true);
+  char *buf = malloc(need + 1);
+  cr_assert_eq(tg_gemm_engine_report(buf, need + 1, true), need);
+  cr_assert(strstr(buf, "chosen by calibrated"), "%s", buf);
+  int lines = 0;
+  for (int cls = 0; cls < TG_GEMM_CLASSES; cls++) {
+    char name[48], line[64];
+    tg__gemm_class_name(cls, name, sizeof name);
+    snprintf(line, sizeof line, "\n%s ", name);
+    if (tg__gemm_class_measured(cls)) {
+      cr_assert(strstr(buf, line), "no line for %s in:\n%s", name, buf);
+      lines++;
+    }
+  }
+  cr_assert_eq(lines, 128); /* 2 one-thread sizes x 16, 3 sizes x 16 x 2 thread classes */
+  /* Truncated output keeps snprintf's rules. */
+  char small[16];
+  cr_assert_eq(tg_gemm_engine_report(small, sizeof small, false),
+               tg_gemm_engine_report(NULL, 0, false));
+  cr_assert_eq(strlen(small), sizeof small - 1);
+  free(buf);
+}
+
+/* Each way a cache can be wrong: ignored with a message, calibrated again, rewritten. */
+TG_TEST(gemm_choice, corrupt_or_foreign_caches_are_ignored_with_a_message) {
+  cr_assert_eq(tg_gemm_calibrate(), TG_OK, "%s", tg_last_error_message());
+  char good[65536];
+  snprintf(good, sizeof good, "%s", read_file(cache));
+  const size_t len = strlen(good);
+  char bad[65536 + 64];
+  for (int variant = 0; variant < 8; variant++) {
+    snprintf(bad, sizeof bad, "%s", good);
+    switch (variant) {
+    case 0: /* empty */
+      bad[0] = '\0';
+      break;
+    case 1: /* truncated mid-line */
+      bad[len / 2] = '\0';
+      break;
+    case 2: /* another machine's key */
+      memcpy(strstr(bad, "\nkey ") + 5, "Z", 1);
+      break;
+    case 3: /* an engine this process does not have */
+      memcpy(strstr(bad, "\nengines ") + 9, "nope-", 5);
+      break;
+    case 4: /* a class line repeated over the next */
+    {
+      char *l1 = strstr(strstr(bad, "\nengines ") + 1, "\n") + 1;
+      char *l2 = strchr(l1, '\n') + 1;
+      const size_t n1 = (size_t)(l2 - l1);
+      char *l3 = strchr(l2, '\n') + 1;
+      memmove(l2 + n1, l3, strlen(l3) + 1);
+      memcpy(l2, l1, n1);
+      break;
+    }
+    case 5: /* something after the end */
+      strcat(bad, "more\n");
+      break;
+    case 6: /* a time that is not a number */
+      memcpy(strrchr(bad, '\n') - 8, "x", 1);
+      break;
+    case 7: /* binary */
+      memset(bad, 0xff, 100);
+      break;
+    }
+    write_file(cache, bad);
+    char err[2048];
+    choose_capturing_stderr(err, sizeof err);
+    cr_assert(strstr(err, "tg: ignoring the GEMM engine cache"), "variant %d: stderr: %s", variant,
+              err);
+    cr_assert_str_eq(tg_gemm_engine_source(), "calibrated", "variant %d", variant);
+    tg__gemm_choice_again(); /* the rewritten cache is this machine's again */
+    cr_assert_str_eq(tg_gemm_engine_source(), "cache", "variant %d", variant);
+  }
+}
+
+TG_TEST(gemm_choice, an_unwritable_cache_is_reported_and_the_choice_still_made) {
+  char file[400], path[450];
+  snprintf(file, sizeof file, "%s/a-file", dir); /* a directory that cannot be made under it */
+  write_file(file, "");
+  snprintf(path, sizeof path, "%s/sub/engines.txt", file);
+  cr_assert_eq(setenv("TG_GEMM_CACHE", path, 1), 0);
+  char err[2048];
+  choose_capturing_stderr(err, sizeof err);
+  cr_assert(strstr(err, "could not write the GEMM engine cache"), "stderr: %s", err);
+  cr_assert_str_eq(tg_gemm_engine_source(), "calibrated");
+  check_products();
+  /* "off": no cache at all, nothing printed. */
+  cr_assert_eq(setenv("TG_GEMM_CACHE", "off", 1), 0);
+  choose_capturing_stderr(err, sizeof err);
+  cr_assert_str_eq(err, "");
+  cr_assert_str_eq(tg_gemm_engine_source(), "calibrated");
+}
+
+TG_TEST(gemm_choice, every_engine_can_be_pinned) {
+  const int engines = tg__gemm_engine_count();
+  cr_assert_geq(engines, 1);
+  for (int e = 0; e < engines; e++) {
+    const char *name = tg__gemm_engine_at(e)->name;
+    cr_assert_eq(setenv("TG_GEMM_ENGINE", name, 1), 0);
+    tg__gemm_choice_again();
+    cr_assert_str_eq(tg_gemm_engine_source(), "TG_GEMM_ENGINE");
+    cr_assert_str_eq(tg_gemm_engine_for(64, 64, 64, false, false, 1), name);
+    check_products();
+    cr_log_info("pinned %s: products agree with F64", name);
+  }
+  cr_assert_neq(access(cache, F_OK), 0, "a pinned engine must not calibrate or write a cache");
+}
+
+TG_TEST(gemm_choice, builtin_rules_measure_nothing) {
+  cr_assert_eq(setenv("TG_GEMM_ENGINE", "builtin", 1), 0);
+  tg__gemm_choice_again();
+  cr_assert_str_eq(tg_gemm_engine_source(), "TG_GEMM_ENGINE");
+  const char *small = tg_gemm_engine_for(16, 160, 384, false, false, 1);
+  cr_assert_str_eq(small, tg_small_gemm_engine() ? "libxsmm" : tg__gemm_engine_at(0)->name);
+  /* libxsmm takes no transposed b and no second thread: BLIS does. */
+  cr_assert_str_eq(tg_gemm_engine_for(16, 160, 384, false, true, 1), tg__gemm_engine_at(0)->name);
+  cr_assert_neq(access(cache, F_OK), 0, "builtin rules wrote a cache");
+  check_products();
+}
+
+TG_TEST(gemm_choice, an_unknown_engine_fails_every_gemm_clearly) {
+  cr_assert_eq(setenv("TG_GEMM_ENGINE", "cublas-on-cpu", 1), 0);
+  tg__gemm_choice_again();
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *a = tg_ones(TG_SHAPE(4, 5), (tg_options){0});
+  cr_assert_null(tg_mm(a, tg_t(a)));
+  cr_assert_eq(tg_last_error(), TG_ERR_ARGUMENT);
+  const char *msg = tg_last_error_message();
+  cr_assert(strstr(msg, "TG_GEMM_ENGINE='cublas-on-cpu'") && strstr(msg, "blis-"), "%s", msg);
+  tg_clear_error();
+  cr_assert_null(tg_gemm_engine_source());
+  cr_assert_eq(tg_last_error(), TG_ERR_ARGUMENT);
+  tg_clear_error();
+  tg_scope_end(sc);
+  unsetenv("TG_GEMM_ENGINE");
+  tg__gemm_choice_again();
+  cr_assert_str_eq(tg_gemm_engine_source(), "calibrated");
+}
+
+TG_TEST(gemm_choice, engine_for_refuses_bad_arguments) {
+  cr_assert_null(tg_gemm_engine_for(-1, 2, 3, false, false, 1));
+  cr_assert_eq(tg_last_error(), TG_ERR_ARGUMENT);
+  cr_assert(strstr(tg_last_error_message(), "tg_gemm_engine_for"));
+  tg_clear_error();
+  cr_assert_null(tg_gemm_engine_for(2, 2, 3, false, false, 0));
+  cr_assert_eq(tg_last_error(), TG_ERR_ARGUMENT);
+  tg_clear_error();
+}
+
+/* An allocation that fails mid-calibration: TG_ERR_MEMORY, and the previous choice stays. */
+TG_TEST(gemm_choice, a_failed_calibration_keeps_the_previous_choice) {
+  cr_assert_eq(tg_gemm_calibrate(), TG_OK, "%s", tg_last_error_message());
+  const char *before[TG_GEMM_CLASSES], *after[TG_GEMM_CLASSES];
+  engines_per_class(before);
+  for (int64_t k = 1; k <= 8; k++) {
+    tg__host_fail_allocation(k);
+    const tg_status st = tg_gemm_calibrate();
+    tg__host_fail_allocation(0);
+    cr_assert_eq(st, TG_ERR_MEMORY, "failing allocation %ld", (long)k);
+    cr_assert(strstr(tg_last_error_message(), "tg_gemm_calibrate: out of memory"), "%s",
+              tg_last_error_message());
+    tg_clear_error();
+    engines_per_class(after);
+    for (int cls = 0; cls < TG_GEMM_CLASSES; cls++) cr_assert_str_eq(before[cls], after[cls]);
+  }
+}
+
+/* Each measured class's own shape falls in that class; the LLTM's products fall where
+ * gemm_classes.c says. */
+TG_TEST(gemm_choice, classes_hold_their_shapes) {
+  for (int cls = 0; cls < TG_GEMM_CLASSES; cls++) {
+    if (!tg__gemm_class_measured(cls)) continue;
+    int64_t m, n, k;
+    bool a_t, b_t, many;
+    tg__gemm_class_shape(cls, &m, &n, &k, &a_t, &b_t, &many);
+    char name[48];
+    tg__gemm_class_name(cls, name, sizeof name);
+    cr_assert_eq(tg__gemm_class_of(m, n, k, a_t, b_t, many ? 2 : 1), cls, "%s: %ld x %ld x %ld",
+                 name, (long)m, (long)n, (long)k);
+    cr_assert_eq(tg__gemm_class_named(name), cls);
+  }
+  char name[48];
+  tg__gemm_class_name(tg__gemm_class_of(64, 384, 1152, false, true, 2), name, sizeof name);
+  cr_assert_str_eq(name, "mid/m-short/NT/tN"); /* the forward X @ W^T at 64 x 1024 x 128 */
+  tg__gemm_class_name(tg__gemm_class_of(384, 1152, 64, true, false, 1), name, sizeof name);
+  cr_assert_str_eq(name, "mid/k-short/TN/t1"); /* d_W = d_gates^T @ X */
+  tg__gemm_class_name(tg__gemm_class_of(16, 16, 16, false, false, 2), name, sizeof name);
+  cr_assert_str_eq(name, "tiny/even/NN/tN");
+  cr_assert_eq(tg__gemm_class_canonical(tg__gemm_class_of(16, 16, 16, false, false, 2)),
+               tg__gemm_class_of(16, 16, 16, false, false, 1));
+  cr_assert_eq(tg__gemm_class_named("giant/even/NN/t1"), -1);
+  cr_assert_eq(tg__gemm_class_named("huge/even/NN/t3"), -1);
+}
