@@ -3,7 +3,9 @@
  * For each B x I x S, the five products the fused LLTM runs (forward X @ W^T, backward
  * d_W = d_gates^T @ X from the transposed or the row-major d_gates, d_X = d_gates @ W from
  * either layout), timed on every engine this machine has:
- *   tg            tg_mm through the public API, grad mode off (output allocation included)
+ *   tg            tg_mm through the public API, grad mode off (output allocation included), on
+ *                 the engine tg chose for the product's class (calibrated on first use;
+ *                 TG_GEMM_ENGINE=builtin: the fixed rules), named after tg/best
  *   blis-<set>    BLIS's expert API with the context of one kernel set (haswell, zen3, skx
  *                 where the CPU runs them): needs BLIS linked statically (TG_BLIS_STATIC)
  *   openblas      cblas_sgemm of Debian's OpenBLAS (libopenblas0-openmp), when installed
@@ -107,6 +109,8 @@ static void add_cblas(const char *name, const char *const *paths, const char *se
     void (*set)(int) = (void (*)(int))dlsym(h, set_threads);
     if (!e.cblas) continue;
     if (set) set(threads);
+    /* tg's own MKL engine (src/ops/cpu/mkl_gemm.c) loads the same library. */
+    if (strcmp(name, "mkl") == 0) setenv("TG_MKL_LIBRARY", *p, 0);
     snprintf(e.name, sizeof e.name, "%s", name);
     add_engine(e);
     return;
@@ -223,7 +227,9 @@ static void bench_size(int64_t B, int64_t I, int64_t S, int iters, int rounds, b
                 (long long)B, (long long)I, (long long)S, p->name, engines[e].name, threads, med[e],
                 flop / med[e] / 1e3);
     }
-    if (engines[0].is_tg) printf(" tg/best %.2f", med[0] / med[best]);
+    if (engines[0].is_tg)
+      printf(" tg/best %.2f (tg on %s)", med[0] / med[best],
+             tg_gemm_engine_for(p->m, p->n, p->k, p->a_cs != 1, p->b_cs != 1, threads));
     printf("\n");
     free(all);
   }
@@ -314,9 +320,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gemm_engines: no engine left (--engines %s)\n", only);
     return 2;
   }
-  printf("# sgemm, %d thread(s), median us over %d rounds x %d iterations; tg runs %s%s%s\n",
-         threads, rounds, iters, tg_blis_kernels(), tg_blis_large_kernels() ? " + large: " : "",
-         tg_blis_large_kernels() ? tg_blis_large_kernels() : "");
+  char choice[512];
+  tg_gemm_engine_report(choice, sizeof choice, false);
+  printf("# sgemm, %d thread(s), median us over %d rounds x %d iterations; BLIS runs %s\n# %s\n",
+         threads, rounds, iters, tg_blis_kernels(), choice);
   for (int k = 0; k < n_sizes; k++)
     bench_size(sizes[k][0], sizes[k][1], sizes[k][2], iters, rounds, jsonl);
   return 0;

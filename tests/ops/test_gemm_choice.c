@@ -239,6 +239,20 @@ TG_TEST(gemm_choice, an_unwritable_cache_is_reported_and_the_choice_still_made) 
   cr_assert_str_eq(tg_gemm_engine_source(), "calibrated");
 }
 
+/* A calibration on a busy machine is used, not cached. */
+TG_TEST(gemm_choice, a_noisy_calibration_is_not_cached) {
+  tg__gemm_calibration_assume_noisy(true);
+  char err[2048];
+  choose_capturing_stderr(err, sizeof err);
+  cr_assert(strstr(err, "timings were disturbed") && strstr(err, "not cached"), "stderr: %s", err);
+  cr_assert_str_eq(tg_gemm_engine_source(), "calibrated");
+  cr_assert_neq(access(cache, F_OK), 0, "a noisy calibration was cached");
+  check_products();
+  tg__gemm_calibration_assume_noisy(false);
+  cr_assert_eq(tg_gemm_calibrate(), TG_OK);
+  cr_assert_eq(access(cache, F_OK), 0, "a quiet calibration was not cached");
+}
+
 TG_TEST(gemm_choice, every_engine_can_be_pinned) {
   const int engines = tg__gemm_engine_count();
   cr_assert_geq(engines, 1);

@@ -3,15 +3,25 @@
  * Per class, at its representative shape (gemm_classes.c) in F32: one untimed run per engine
  * (which also checks its result against the first engine's: an engine that disagrees is
  * never chosen), then TG_CALIBRATION_ROUNDS rounds in which the engines alternate, one timed
- * run each; an engine's time is its median. An engine already 3x slower than the best on its
- * untimed run is not timed further. The engine the built-in rules run keeps the class unless
- * another is more than TG_CALIBRATION_MARGIN faster, so noise does not move choices about.
- * F64 products use the F32 choice. About 2 s on 2 Zen 3 cores. */
+ * run each; an engine's time is its fastest run. An engine already 3x slower than the best on
+ * its untimed run is not timed further. The engine the built-in rules run keeps the class
+ * unless another is more than TG_CALIBRATION_MARGIN faster, so noise does not move choices
+ * about. F64 products use the F32 choice. About 3 s on 2 idle Zen 3 cores.
+ *
+ * A busy machine: one-thread runs are timed in the thread's CPU time, which a descheduled
+ * thread does not accumulate, and every time is a minimum; two-thread runs can only be timed
+ * on the wall clock. Measured while two compilers held both cores, two-thread runs took up
+ * to 20x as long as one-thread ones, and chose at random. So a calibration is used by this
+ * process but not cached (the next process measures again) when more than a quarter of its
+ * classes were disturbed: runs spread widely (the median over 1.5x the fastest), or more
+ * threads were not faster than one (over 0.9x the one-thread twin's time). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ops/cpu/cpu_internal.h"
 #include "ops/cpu/gemm_engine.h"
@@ -21,9 +31,10 @@
 #define TG_CALIBRATION_MARGIN 0.03
 #define TG_CALIBRATION_SKIP_RATIO 3.0
 
-static atomic_bool quick;
+static atomic_bool quick, assume_noisy;
 
 void tg__gemm_calibration_quick(bool on) { atomic_store(&quick, on); }
+void tg__gemm_calibration_assume_noisy(bool on) { atomic_store(&assume_noisy, on); }
 
 /* A matrix of rows x cols (column-major when transposed), with the room behind it that BLIS's
  * kernels may read (cpu_gemm.c pads every storage the same way), filled from a generator. */
@@ -51,11 +62,20 @@ static int cmp_float(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
+/* Nanoseconds on the thread's CPU clock (one-thread runs) or the wall clock. */
+static int64_t now_ns(bool thread_clock) {
+  if (!thread_clock) return tg_cpu_now_ns();
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* One timed run in microseconds; negative when the engine does not take p. */
 static float time_run(int e, const tg_gemm_problem *p) {
-  const int64_t t0 = tg_cpu_now_ns();
+  const bool thread_clock = p->threads == 1;
+  const int64_t t0 = now_ns(thread_clock);
   if (!tg__gemm_engine_run(e, p)) return -1;
-  return (float)(tg_cpu_now_ns() - t0) / 1000.0f;
+  return (float)(now_ns(thread_clock) - t0) / 1000.0f;
 }
 
 static bool agrees(const float *c, const float *ref, int64_t count, int64_t k) {
@@ -65,7 +85,13 @@ static bool agrees(const float *c, const float *ref, int64_t count, int64_t k) {
   return true;
 }
 
-static tg_status measure_class(int cls, int threads, tg_gemm_table *table, int builtin) {
+/* Whether a class's runs spread widely (a busy machine). */
+static bool spread_widely(float runs[TG_CALIBRATION_ROUNDS]) {
+  return runs[TG_CALIBRATION_ROUNDS / 2] > 1.5f * runs[0];
+}
+
+static tg_status measure_class(int cls, int threads, tg_gemm_table *table, int builtin,
+                               bool *noisy) {
   int64_t m, n, k;
   bool a_t, b_t, many;
   tg__gemm_class_shape(cls, &m, &n, &k, &a_t, &b_t, &many);
@@ -129,7 +155,8 @@ static tg_status measure_class(int cls, int threads, tg_gemm_table *table, int b
     if (e < engines && first[e] >= 0) {
       if (first[e] <= TG_CALIBRATION_SKIP_RATIO * best_first) {
         qsort(runs[e], TG_CALIBRATION_ROUNDS, sizeof(float), cmp_float);
-        us = runs[e][TG_CALIBRATION_ROUNDS / 2];
+        us = runs[e][0];
+        if (spread_widely(runs[e])) *noisy = true;
       } else {
         us = first[e]; /* too slow to time: its untimed run */
       }
@@ -150,8 +177,17 @@ done:
   return st;
 }
 
-tg_status tg__gemm_calibrate(tg_gemm_table *table, const int builtin[TG_GEMM_CLASSES]) {
+static float fastest(const tg_gemm_table *t, int cls) {
+  float best = INFINITY;
+  for (int e = 0; e < TG_GEMM_MAX_ENGINES; e++)
+    if (t->us[cls][e] >= 0 && t->us[cls][e] < best) best = t->us[cls][e];
+  return best;
+}
+
+tg_status tg__gemm_calibrate(tg_gemm_table *table, const int builtin[TG_GEMM_CLASSES],
+                             bool *noisy) {
   const int threads = tg_get_num_threads();
+  int measured = 0, noisy_classes = 0;
   table->threads = threads;
   for (int cls = 0; cls < TG_GEMM_CLASSES; cls++) {
     for (int e = 0; e < TG_GEMM_MAX_ENGINES; e++) table->us[cls][e] = -1;
@@ -161,9 +197,18 @@ tg_status tg__gemm_calibrate(tg_gemm_table *table, const int builtin[TG_GEMM_CLA
     if (!tg__gemm_class_measured(cls)) continue;
     bool many = cls % TG_GEMM_THREAD_CLASSES;
     if (many && threads <= 1) continue; /* copied from the one-thread twin below */
-    tg_status st = measure_class(cls, threads, table, builtin[cls]);
+    bool class_noisy = false;
+    tg_status st = measure_class(cls, threads, table, builtin[cls], &class_noisy);
     if (st != TG_OK) return st;
+    measured++;
+    /* More threads no faster than one (the twin class, measured just before): the other
+     * threads were not running. */
+    const int twin = cls - 1;
+    if (many && fastest(table, cls) > 0.9f * fastest(table, twin)) class_noisy = true;
+    noisy_classes += class_noisy;
   }
+  /* Quick (test) calibrations time microseconds, too short to judge the spread of. */
+  *noisy = atomic_load(&assume_noisy) || (!atomic_load(&quick) && 4 * noisy_classes > measured);
   for (int cls = 0; cls < TG_GEMM_CLASSES; cls++) {
     bool many = cls % TG_GEMM_THREAD_CLASSES;
     if (!tg__gemm_class_measured(cls) || (many && threads <= 1)) {

@@ -78,12 +78,18 @@ static tg_status calibrate_now(void) {
   builtin_per_class(builtin, tg_get_num_threads());
   static tg_gemm_table t; /* 4 KB: not on the caller's stack; guarded by lock/once */
   const int64_t t0 = tg_cpu_now_ns();
-  tg_status st = tg__gemm_calibrate(&t, builtin);
+  bool noisy = false;
+  tg_status st = tg__gemm_calibrate(&t, builtin, &noisy);
   if (st != TG_OK) return st;
   state.seconds = (double)(tg_cpu_now_ns() - t0) / 1e9;
   use_table(&t, "calibrated");
   char why[256];
-  if (state.have_path && !tg__gemm_cache_write(state.path, &t, why, sizeof why))
+  if (state.have_path && noisy)
+    fprintf(stderr,
+            "tg: the GEMM calibration's timings were disturbed (other programs busy on these "
+            "cores?): its choice is not cached in %s\n",
+            state.path);
+  else if (state.have_path && !tg__gemm_cache_write(state.path, &t, why, sizeof why))
     fprintf(stderr, "tg: could not write the GEMM engine cache %s: %s\n", state.path, why);
   return TG_OK;
 }
@@ -146,6 +152,8 @@ static void choose_once(void) { choose(); }
 
 static void ensure_chosen(void) { pthread_once(&state.once, choose_once); }
 
+static void nothing(void) {}
+
 int tg__gemm_engine_choice(const tg_gemm_problem *p, tg_status *status) {
   ensure_chosen();
   *status = TG_OK;
@@ -170,8 +178,11 @@ int tg__gemm_engine_choice(const tg_gemm_problem *p, tg_status *status) {
 
 tg_status tg_gemm_calibrate(void) {
   if (tg_cpu_blis_ready("tg_gemm_calibrate") != TG_OK) return tg_last_error();
-  ensure_chosen();
+  /* Where no GEMM chose yet, this calibration is the choice (not one on first use, then
+   * this one); a failure leaves the built-in rules. */
+  pthread_once(&state.once, nothing);
   pthread_mutex_lock(&state.lock);
+  if (!state.source) state.source = "builtin";
   if (!state.have_path) state.have_path = tg__gemm_cache_path(state.path, sizeof state.path);
   const tg_status st = calibrate_now();
   pthread_mutex_unlock(&state.lock);
@@ -278,8 +289,6 @@ size_t tg_gemm_engine_report(char *buf, size_t size, bool per_class) {
   pthread_mutex_unlock(&state.lock);
   return used;
 }
-
-static void nothing(void) {}
 
 void tg__gemm_choice_again(void) {
   pthread_once(&state.once, nothing); /* the first choice is this one */

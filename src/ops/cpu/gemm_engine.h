@@ -109,10 +109,14 @@ typedef struct tg_gemm_table {
 
 /* ---- calibration (gemm_calibrate.c) ---- */
 /* Measures every engine on every measured class: TG_OK, or TG_ERR_MEMORY. The engine the
- * built-in rules would run (builtin[cls]) keeps a class unless another is 3% faster. */
-tg_status tg__gemm_calibrate(tg_gemm_table *table, const int builtin[TG_GEMM_CLASSES]);
-/* Tests: calibrate at each class's tiny shape (milliseconds instead of seconds). */
+ * built-in rules would run (builtin[cls]) keeps a class unless another is 3% faster. *noisy:
+ * the runs spread too widely to keep the result beyond this process (a busy machine). */
+tg_status tg__gemm_calibrate(tg_gemm_table *table, const int builtin[TG_GEMM_CLASSES], bool *noisy);
+/* Tests: calibrate at shapes of at most 32 x 32 x 32 (milliseconds instead of seconds; the
+ * spread of their runs is not judged). */
 void tg__gemm_calibration_quick(bool quick);
+/* Tests: every calibration counts as noisy (not cached). */
+void tg__gemm_calibration_assume_noisy(bool noisy);
 
 /* ---- the cache (gemm_choice_cache.c) ---- */
 /* The cache file for this CPU and these libraries: TG_GEMM_CACHE (a file; "off": none), else
