@@ -5,7 +5,7 @@
  * either layout), timed on every engine this machine has:
  *   tg            tg_mm through the public API, grad mode off (output allocation included), on
  *                 the engine tg chose for the product's class (calibrated on first use;
- *                 TG_GEMM_ENGINE=builtin: the fixed rules), named after tg/best
+ *                 TG_GEMM_ENGINE=builtin: the fixed rules), named after the ratio of tg to the best
  *   blis-<set>    BLIS's expert API with the context of one kernel set (haswell, zen3, skx
  *                 where the CPU runs them): needs BLIS linked statically (TG_BLIS_STATIC)
  *   openblas      cblas_sgemm of Debian's OpenBLAS (libopenblas0-openmp), when installed
