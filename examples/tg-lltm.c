@@ -342,10 +342,11 @@ static void print_json(const config *cfg, const double diffs[N_COMPARED], const 
                        const char *gc_composed, const timing *fused, const timing *composed) {
   printf("{\"batch\": %lld, \"features\": %lld, \"state\": %lld, \"dtype\": \"%s\", "
          "\"device\": \"%s:%d\", \"threads\": %d, \"mode\": \"%s\", \"iters\": %d, "
-         "\"blis_kernels\": \"%s\", ",
+         "\"blis_kernels\": \"%s\", \"gemm_engines_chosen_by\": \"%s\", ",
          (long long)cfg->batch, (long long)cfg->features, (long long)cfg->state,
          tg_dtype_name(cfg->dtype), tg_device_type_name(cfg->device.type), cfg->device.index,
-         tg_get_num_threads(), cfg->grad_all ? "all" : "params", cfg->iters, tg_blis_kernels());
+         tg_get_num_threads(), cfg->grad_all ? "all" : "params", cfg->iters, tg_blis_kernels(),
+         tg_gemm_engine_source());
   printf("\"max_abs_diff\": {");
   for (int i = 0; i < N_COMPARED; i++)
     printf("%s\"%s\": %.6g", i ? ", " : "", compared_names[i], diffs[i]);
