@@ -28,7 +28,7 @@
  * (cpu_gemm.c). */
 #define TG_CPU_PARALLEL_MIN 131072
 #define TG_CPU_PARALLEL_MIN_REDUCE 65536
-#define TG_CPU_PARALLEL_MIN_TRANSCENDENTAL 8192
+#define TG_CPU_PARALLEL_MIN_TRANSCENDENTAL 16384
 
 /* ---- the strided-loop driver ----
  * An iteration over the elements of up to TG_CPU_MAX_OPERANDS operands of the same
@@ -62,15 +62,20 @@ tg_cpu_operand tg_cpu_operand_of(const tg_tensor *t);
 /* Builds the iteration over sizes (ndim may be 0: one element). */
 void tg_cpu_iter_init(tg_cpu_iter *it, int ndim, const int64_t *sizes, int nops,
                       const tg_cpu_operand *ops);
-/* Runs fn over every row, split into contiguous ranges of elements across the OpenMP
- * team when parallel is true (each thread gets one range: static schedule). */
+/* Runs fn over every row, split into contiguous ranges of elements (multiples of 16) run
+ * on the thread pool (thread_pool.h) when parallel is true. */
 void tg_cpu_iter_run(const tg_cpu_iter *it, tg_cpu_row_fn fn, const void *ctx, bool parallel);
+/* The same with ranges of a multiple of `align` elements. */
+void tg_cpu_iter_run_aligned(const tg_cpu_iter *it, tg_cpu_row_fn fn, const void *ctx,
+                             bool parallel, int64_t align);
 /* True when a loop over numel elements should fork a team (and we are not in one). */
 bool tg_cpu_should_parallelize(int64_t numel, int64_t min_numel);
 
 /* ---- contended cores (cpu_contention.c) ----
- * When other processes keep the cores busy, every fork waits for a descheduled thread; tg
- * then runs one-threaded for a while, judged from samples of its parallel GEMMs. */
+ * When other processes keep the cores busy, BLIS's thread teams wait for a descheduled
+ * thread at every fork, and the pool's joins for a worker preempted inside a chunk; tg then
+ * runs one-threaded for a while, judged from samples of its parallel GEMMs and from late
+ * joins in a row. */
 #define TG_CONTENDED_NS ((int64_t)100 * 1000 * 1000)
 #define TG_CONTENDED_GEMM_MIN_MACS_PER_US 6000
 #define TG_CONTENDED_WARMUP 2
@@ -82,6 +87,10 @@ bool tg_cpu_contended(void);
 void tg_cpu_note_contention(void);
 /* After a GEMM that ran on more than one thread. */
 void tg_cpu_note_parallel_gemm(int64_t macs, int64_t elapsed_ns);
+/* After a thread-pool loop's join; late: it waited TG_POOL_LATE_JOIN_NS or more for a
+ * worker (thread_pool.c). */
+#define TG_CONTENDED_LATE_LOOPS 3
+void tg_cpu_note_loop_join(bool late);
 /* Tests: clears what was noticed. */
 void tg__cpu_forget_contention(void);
 

@@ -87,9 +87,14 @@ static void run_iter_range(int64_t begin, int64_t end, void *arg) {
   run_range(j->it, begin, end, j->fn, j->ctx);
 }
 
+void tg_cpu_iter_run_aligned(const tg_cpu_iter *it, tg_cpu_row_fn fn, const void *ctx,
+                             bool parallel, int64_t align) {
+  iter_job j = {it, fn, ctx};
+  tg_cpu_parallel_ranges(it->numel, align, parallel, run_iter_range, &j);
+}
+
 void tg_cpu_iter_run(const tg_cpu_iter *it, tg_cpu_row_fn fn, const void *ctx, bool parallel) {
   /* Ranges are multiples of 16 elements so threads do not share cache lines of a
    * contiguous output and vector loops keep their alignment. */
-  iter_job j = {it, fn, ctx};
-  tg_cpu_parallel_ranges(it->numel, 16, parallel, run_iter_range, &j);
+  tg_cpu_iter_run_aligned(it, fn, ctx, parallel, 16);
 }

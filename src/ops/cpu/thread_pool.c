@@ -7,28 +7,35 @@
  * next < count. The caller publishes a job only after all chunks of the previous one ran, so
  * a successful exchange proves the fn and ctx read just before it are that job's. Each run
  * chunk adds one to `done`; the caller, after taking what is left, waits until done equals
- * the count: only for chunks other threads already took.
+ * the count: only for chunks other threads already took (polling about two chunks' time,
+ * then on a futex: a worker preempted inside a chunk then gets the caller's core).
  *
  * Idle workers spin TG_POOL_SPIN_NS on the claim word (back-to-back loops of a step start
  * without a wake-up), then sleep on a futex; the caller wakes them only when some sleep. */
 #define _GNU_SOURCE /* syscall, sched_yield */
 #include "ops/cpu/thread_pool.h"
 
+#include "ops/cpu/cpu_internal.h"
+
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <time.h>
 #ifdef __linux__
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
 
-/* How long an idle worker polls for the next job before it sleeps: a few loops of a step
- * come this close together, and a worker woken from a futex starts 5-50 us late. */
-#define TG_POOL_SPIN_NS 30000
+/* How long an idle worker polls for the next job before it sleeps: the loops of a step come
+ * this close together (GEMMs and small ops between them), and a worker woken from a futex
+ * starts 5-50 us late. parallel_thresholds (50 us between loops), 2-core Zen 3 guest: with
+ * 30 us a 4096-element copy took 17 us on 2 threads (0.6 on 1), with 100 us 2.4 us. */
+#define TG_POOL_SPIN_NS 100000
 #define TG_POOL_MAX_WORKERS 255
+/* A join that waited this long, and 8 chunks' time, waited for a preempted worker: a sign of
+ * contended cores (cpu_contention.c). A scheduler time slice is 0.75-3 ms. */
+#define TG_POOL_LATE_JOIN_NS 1000000
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -38,18 +45,13 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* ---- the job ---- */
 static _Atomic uint64_t claim; /* generation << 32 | next chunk */
 static _Atomic uint64_t desc;  /* generation << 32 | chunk count */
 static _Atomic(tg_cpu_chunk_fn) job_fn;
 static _Atomic(void *) job_ctx;
-static _Atomic int64_t job_done; /* chunks of the current job that ran */
+static atomic_uint job_done;      /* chunks of the current job that ran; a futex word */
+static atomic_bool caller_asleep; /* the caller sleeps on job_done: wake it */
 
 /* ---- the workers ---- */
 static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER; /* held by the thread running a job */
@@ -89,16 +91,36 @@ static void wake_all(void) {
 #endif
 }
 
+static void wake_caller(void) {
+#ifdef __linux__
+  syscall(SYS_futex, &job_done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+#else
+  pthread_mutex_lock(&sleep_lock);
+  pthread_cond_broadcast(&sleep_cond);
+  pthread_mutex_unlock(&sleep_lock);
+#endif
+}
+
+static void caller_sleep_while(unsigned done) {
+#ifdef __linux__
+  syscall(SYS_futex, &job_done, FUTEX_WAIT_PRIVATE, done, NULL, NULL, 0);
+#else
+  pthread_mutex_lock(&sleep_lock);
+  while (atomic_load(&job_done) == done) pthread_cond_wait(&sleep_cond, &sleep_lock);
+  pthread_mutex_unlock(&sleep_lock);
+#endif
+}
+
 /* Whether claim word c has a chunk left (desc of the same generation). */
 static bool has_chunk(uint64_t c) {
   const uint64_t d = atomic_load_explicit(&desc, memory_order_relaxed);
   return d >> 32 == c >> 32 && (uint32_t)c < (uint32_t)d;
 }
 
-/* Takes and runs chunks of the current job until none is left; true if it ran any. A worker
+/* Takes and runs chunks of the current job until none is left; how many it ran. A worker
  * stops while the workers are held (tests). */
-static bool run_chunks(bool worker) {
-  bool ran = false;
+static unsigned run_chunks(bool worker) {
+  unsigned ran = 0;
   uint64_t c = atomic_load_explicit(&claim, memory_order_acquire);
   while (has_chunk(c) && !(worker && atomic_load_explicit(&held, memory_order_relaxed))) {
     const tg_cpu_chunk_fn fn = atomic_load_explicit(&job_fn, memory_order_relaxed);
@@ -109,8 +131,10 @@ static bool run_chunks(bool worker) {
                                                memory_order_acquire))
       continue;
     fn((int64_t)(uint32_t)c, ctx);
-    atomic_fetch_add_explicit(&job_done, 1, memory_order_release);
-    ran = true;
+    /* Sequentially consistent, against the caller's caller_asleep (finish_job). */
+    atomic_fetch_add(&job_done, 1);
+    if (atomic_load(&caller_asleep)) wake_caller();
+    ran++;
     c = atomic_load_explicit(&claim, memory_order_acquire);
   }
   return ran;
@@ -128,14 +152,15 @@ static void *worker_main(void *arg) {
   for (;;) {
     if (index >= atomic_load(&active)) return NULL;
     if (run_chunks(true)) continue;
-    /* Idle: poll a while, giving the core to a runnable thread (BLIS's) now and then. */
-    const int64_t until = now_ns() + TG_POOL_SPIN_NS;
+    /* Idle: poll a while, yielding every microsecond or so: a woken worker often lands on
+     * its caller's core, and BLIS's threads need the cores for the GEMMs in between. */
+    const int64_t until = tg_cpu_now_ns() + TG_POOL_SPIN_NS;
     bool work = false;
     for (int spins = 1; !(work = worker_has_work(index)); spins++) {
       cpu_relax();
-      if (spins % 64 == 0) {
-        if (now_ns() > until) break;
-        if (spins % 1024 == 0) sched_yield();
+      if (spins % 16 == 0) {
+        if (tg_cpu_now_ns() > until) break;
+        sched_yield();
       }
     }
     if (work) continue;
@@ -213,6 +238,28 @@ __attribute__((destructor)) static void pool_shutdown(void) {
 }
 
 /* ---- jobs ---- */
+/* Every chunk is taken: waits for those that other threads are running. Polls for about two
+ * chunks' time (chunk_ns: the caller's own), then sleeps: a worker still not done was likely
+ * preempted by another process, and a core left idle lets the scheduler move it there. */
+static void finish_job(unsigned n_chunks, int64_t chunk_ns) {
+  const int64_t start = tg_cpu_now_ns();
+  const int64_t until = start + (chunk_ns > 2500 ? 2 * chunk_ns : 5000);
+  unsigned done;
+  for (int spins = 1; (done = atomic_load_explicit(&job_done, memory_order_acquire)) < n_chunks;
+       spins++) {
+    cpu_relax();
+    if (spins % 16 == 0 && tg_cpu_now_ns() > until) break;
+  }
+  while (done < n_chunks) {
+    atomic_store(&caller_asleep, true);
+    done = atomic_load(&job_done);
+    if (done < n_chunks) caller_sleep_while(done);
+    done = atomic_load_explicit(&job_done, memory_order_acquire);
+  }
+  const int64_t waited = tg_cpu_now_ns() - start;
+  tg_cpu_note_loop_join(waited > TG_POOL_LATE_JOIN_NS && waited > 8 * chunk_ns);
+}
+
 static void run_serially(int64_t n_chunks, tg_cpu_chunk_fn fn, void *ctx) {
   for (int64_t i = 0; i < n_chunks; i++) fn(i, ctx);
 }
@@ -233,14 +280,15 @@ void tg_cpu_parallel_for(int64_t n_chunks, tg_cpu_chunk_fn fn, void *ctx) {
   in_pool = true;
   const uint64_t gen = (atomic_load_explicit(&claim, memory_order_relaxed) >> 32) + 1;
   atomic_store_explicit(&job_done, 0, memory_order_relaxed);
+  atomic_store_explicit(&caller_asleep, false, memory_order_relaxed);
   atomic_store_explicit(&job_fn, fn, memory_order_relaxed);
   atomic_store_explicit(&job_ctx, ctx, memory_order_relaxed);
   atomic_store_explicit(&desc, gen << 32 | (uint64_t)n_chunks, memory_order_relaxed);
   atomic_store(&claim, gen << 32); /* sequentially consistent: against sleepers below */
   if (atomic_load(&sleepers) > 0) wake_all();
-  run_chunks(false);
-  /* Every chunk is taken: wait for those that other threads are running. */
-  while (atomic_load_explicit(&job_done, memory_order_acquire) < n_chunks) cpu_relax();
+  const int64_t t0 = tg_cpu_now_ns();
+  const unsigned own = run_chunks(false);
+  finish_job((unsigned)n_chunks, own ? (tg_cpu_now_ns() - t0) / own : 0);
   in_pool = false;
   pthread_mutex_unlock(&busy);
 }
