@@ -10,8 +10,10 @@ TG_API_BEGIN
 extern "C" {
 #endif
 
-/* ---- CPU threads (OpenMP loops and BLIS GEMM) ---- */
-/* n <= 0 restores the default (the OpenMP default, usually the core count). */
+/* ---- CPU threads (tg's thread pool for its loops, BLIS's OpenMP threads for GEMMs) ----
+ * One count for both, process-wide (every thread's ops use it). n <= 0 restores the default:
+ * TG_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may run on
+ * (sched_getaffinity). */
 void tg_set_num_threads(int n);
 int tg_get_num_threads(void);
 /* Deterministic mode (off by default): CPU results then depend only on the inputs and the

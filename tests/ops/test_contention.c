@@ -112,3 +112,17 @@ TG_TEST(contention, deterministic_mode_keeps_the_thread_count) {
   cr_assert_not(tg_is_deterministic());
   done();
 }
+
+/* The thread pool's joins (thread_pool.c): TG_CONTENDED_LATE_LOOPS late ones in a row start a
+ * period; an on-time join in between starts the count again. */
+TG_TEST(contention, late_loop_joins_in_a_row_start_a_period) {
+  fresh();
+  for (int i = 0; i < TG_CONTENDED_LATE_LOOPS - 1; i++) tg_cpu_note_loop_join(true);
+  tg_cpu_note_loop_join(false);
+  for (int i = 0; i < TG_CONTENDED_LATE_LOOPS - 1; i++) tg_cpu_note_loop_join(true);
+  cr_assert_not(tg_cpu_contended(), "an on-time join breaks the row");
+  tg_cpu_note_loop_join(true);
+  cr_assert(tg_cpu_contended());
+  cr_assert_not(tg_cpu_should_parallelize((int64_t)1 << 30, 1));
+  done();
+}

@@ -78,7 +78,26 @@ void tg_cpu_note_parallel_gemm(int64_t macs, int64_t elapsed_ns) {
   note_region(elapsed_ns > 0 && macs / (elapsed_ns / 1000 + 1) < TG_CONTENDED_GEMM_MIN_MACS_PER_US);
 }
 
+/* Joins of the thread pool's loops (thread_pool.c) that waited for a preempted worker, in a
+ * row: TG_CONTENDED_LATE_LOOPS of them start a one-thread period as a late GEMM sample does
+ * (a loop saves microseconds on a second thread; each such wait costs a millisecond or more). */
+static atomic_int late_loops;
+
+void tg_cpu_note_loop_join(bool late) {
+  if (!late) {
+    if (atomic_load_explicit(&late_loops, memory_order_relaxed) != 0)
+      atomic_store_explicit(&late_loops, 0, memory_order_relaxed);
+    return;
+  }
+  if (atomic_fetch_add_explicit(&late_loops, 1, memory_order_relaxed) + 1 >=
+      TG_CONTENDED_LATE_LOOPS) {
+    atomic_store_explicit(&late_loops, 0, memory_order_relaxed);
+    tg_cpu_note_contention();
+  }
+}
+
 void tg__cpu_forget_contention(void) {
+  atomic_store_explicit(&late_loops, 0, memory_order_relaxed);
   atomic_store_explicit(&contended_until, 0, memory_order_relaxed);
   atomic_store_explicit(&sample_regions, 0, memory_order_relaxed);
   atomic_store_explicit(&sample_late, 0, memory_order_relaxed);

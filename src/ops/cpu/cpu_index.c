@@ -1,7 +1,8 @@
 /* gather_rows and scatter_add_rows: one element per row of a 2-D tensor, chosen by an I64
  * index (the picking step of nll_loss and its backward). Indices were checked by the
- * caller. Each row touches its own element, so rows run in parallel without races. */
+ * caller. Each row touches its own element, so rows run in parallel (the pool) without races. */
 #include "ops/cpu/cpu_internal.h"
+#include "ops/cpu/thread_pool.h"
 
 static tg_status check_index(const char *op, const tg_tensor *index, int64_t rows) {
   if (index->dtype != TG_I64)
@@ -13,14 +14,24 @@ static tg_status check_index(const char *op, const tg_tensor *index, int64_t row
   return TG_OK;
 }
 
-#define TG_CPU_GATHER(T)                                                                           \
-  do {                                                                                             \
-    T *o = (T *)tg_cpu_data(out);                                                                  \
-    const T *xs = (const T *)tg_cpu_data(x);                                                       \
-    const int64_t os = out->strides[0], xs0 = x->strides[0], xs1 = x->strides[1];                  \
-    _Pragma("omp parallel for schedule(static) if (parallel)") for (int64_t i = 0; i < n; i++)     \
-        o[i * os] = xs[i * xs0 + idx[i * is] * xs1];                                               \
-  } while (0)
+/* One pass over rows: out, x (or src), the index and their strides. */
+typedef struct rows_pass {
+  void *out;
+  const void *x;
+  const int64_t *idx;
+  int64_t is, os0, os1, xs0, xs1;
+} rows_pass;
+
+/* Rows [i0, i1): out[i] = x[i, idx[i]]. */
+#define TG_CPU_GATHER(name, T)                                                                     \
+  static void name(int64_t i0, int64_t i1, void *ctx) {                                            \
+    const rows_pass *p = ctx;                                                                      \
+    T *o = p->out;                                                                                 \
+    const T *xs = p->x;                                                                            \
+    for (int64_t i = i0; i < i1; i++) o[i * p->os0] = xs[i * p->xs0 + p->idx[i * p->is] * p->xs1]; \
+  }
+TG_CPU_GATHER(gather_f32, float)
+TG_CPU_GATHER(gather_f64, double)
 
 tg_status tg_cpu_gather_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index) {
   if ((x->dtype != TG_F32 && x->dtype != TG_F64) || out->dtype != x->dtype)
@@ -34,22 +45,24 @@ tg_status tg_cpu_gather_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor
   if (st != TG_OK) return st;
   const int64_t *idx = (const int64_t *)tg_cpu_data(index);
   const int64_t is = index->strides[0];
-  const bool parallel = tg_cpu_should_parallelize(n, TG_CPU_PARALLEL_MIN);
-  if (x->dtype == TG_F32)
-    TG_CPU_GATHER(float);
-  else
-    TG_CPU_GATHER(double);
+  rows_pass p = {tg_cpu_data(out), tg_cpu_data(x), idx, is, out->strides[0], 0,
+                 x->strides[0],    x->strides[1]};
+  tg_cpu_parallel_ranges(n, 16, tg_cpu_should_parallelize(n, TG_CPU_PARALLEL_MIN),
+                         x->dtype == TG_F32 ? gather_f32 : gather_f64, &p);
   return TG_OK;
 }
 
-#define TG_CPU_SCATTER_ADD(T)                                                                      \
-  do {                                                                                             \
-    T *o = (T *)tg_cpu_data(out);                                                                  \
-    const T *ss = (const T *)tg_cpu_data(src);                                                     \
-    const int64_t os0 = out->strides[0], os1 = out->strides[1], s0 = src->strides[0];              \
-    _Pragma("omp parallel for schedule(static) if (parallel)") for (int64_t i = 0; i < n; i++)     \
-        o[i * os0 + idx[i * is] * os1] += ss[i * s0];                                              \
-  } while (0)
+/* Rows [i0, i1): out[i, idx[i]] += src[i]. */
+#define TG_CPU_SCATTER_ADD(name, T)                                                                \
+  static void name(int64_t i0, int64_t i1, void *ctx) {                                            \
+    const rows_pass *p = ctx;                                                                      \
+    T *o = p->out;                                                                                 \
+    const T *ss = p->x;                                                                            \
+    for (int64_t i = i0; i < i1; i++)                                                              \
+      o[i * p->os0 + p->idx[i * p->is] * p->os1] += ss[i * p->xs0];                                \
+  }
+TG_CPU_SCATTER_ADD(scatter_add_f32, float)
+TG_CPU_SCATTER_ADD(scatter_add_f64, double)
 
 tg_status tg_cpu_scatter_add_rows(tg_tensor *out, const tg_tensor *src, const tg_tensor *index) {
   if ((out->dtype != TG_F32 && out->dtype != TG_F64) || src->dtype != out->dtype)
@@ -63,11 +76,10 @@ tg_status tg_cpu_scatter_add_rows(tg_tensor *out, const tg_tensor *src, const tg
   if (st != TG_OK) return st;
   const int64_t *idx = (const int64_t *)tg_cpu_data(index);
   const int64_t is = index->strides[0];
-  const bool parallel = tg_cpu_should_parallelize(n, TG_CPU_PARALLEL_MIN);
-  if (out->dtype == TG_F32)
-    TG_CPU_SCATTER_ADD(float);
-  else
-    TG_CPU_SCATTER_ADD(double);
+  rows_pass p = {tg_cpu_data(out), tg_cpu_data(src), idx, is, out->strides[0],
+                 out->strides[1],  src->strides[0],  0};
+  tg_cpu_parallel_ranges(n, 1, tg_cpu_should_parallelize(n, TG_CPU_PARALLEL_MIN),
+                         out->dtype == TG_F32 ? scatter_add_f32 : scatter_add_f64, &p);
   return TG_OK;
 }
 

@@ -14,21 +14,25 @@
 #include "tensor/tensor_impl.h"
 #include "tg/cpu.h"
 
-/* Element counts from which loops fork an OpenMP team, per kind of pass, measured with
- * bench/parallel_thresholds.c (F32, 2 cores, 50 us of one-thread work before each pass, as
- * in a training step, so the team wakes cold: a fork/join costs 2-4 us). 1-thread time over
- * 2-thread time:
- *   memory-bound (add, copy, fill, cheap unary, gather): 0.65 at 32768, 1.00-1.14 at
- *     65536, 1.5 at 131072;
- *   reductions (sum over a dim): 1.08 at 32768, 1.5-2.3 at 65536;
- *   libm per element (exp, tanh, Philox...): 1.5-2.0 from 4096.
- * Below a threshold the fork costs more than it saves; and when another process holds the
- * second core a team waits for it (up to a scheduler time slice), which is why they err
- * on the high side. The fused LLTM's passes have their own (cpu_lltm.c), as do GEMMs
- * (cpu_gemm.c). */
+/* Element counts from which loops run on the thread pool (thread_pool.h), per kind of pass,
+ * measured with bench/parallel_thresholds.c on the 2-core AMD EPYC (Zen 3) KVM guest this
+ * was written on (F32, 50 us of one-thread work before each pass, as in a training step;
+ * the pool's workers poll 100 us, so they are still awake). 1-thread time over 2-thread
+ * time, quiet machine (others' jobs ran now and then: single points are noisy):
+ *   memory-bound (add_, copy): 0.68-0.96 up to 16384, 0.79-1.36 at 32768-65536, 1.09-1.33
+ *     at 131072, 1.18-1.26 at 262144, 1.9 at 4M;
+ *   exp (libm-like per element): 1.09 at 4096, 1.42 at 8192, 1.54 at 16384, 1.8-2.0 above;
+ *   sum over dim 0 (strided): 1.02 at 8192, 1.25-1.34 at 32768-65536, then 0.75-0.9 and
+ *     1.59 between 131072 and 4M (each range walks every row of x).
+ * Beside a busy core (`--busy`) the pool's late joins soon run loops on one thread
+ * (cpu_contention.c): 0.65-0.95 below 16384, 0.97-1.1 above (exp 1.19 at 16384). OpenMP's
+ * team waited up to a time slice for a descheduled member at every join there (7.9 ms per
+ * pass of any size while other processes held both cores). So the memory-bound threshold
+ * stays where the busy case stops losing; libm-heavy passes pay from 16384. The fused
+ * LLTM's passes have their own (cpu_lltm.c), as do GEMMs (cpu_gemm.c). */
 #define TG_CPU_PARALLEL_MIN 131072
 #define TG_CPU_PARALLEL_MIN_REDUCE 65536
-#define TG_CPU_PARALLEL_MIN_TRANSCENDENTAL 8192
+#define TG_CPU_PARALLEL_MIN_TRANSCENDENTAL 16384
 
 /* ---- the strided-loop driver ----
  * An iteration over the elements of up to TG_CPU_MAX_OPERANDS operands of the same
@@ -62,15 +66,20 @@ tg_cpu_operand tg_cpu_operand_of(const tg_tensor *t);
 /* Builds the iteration over sizes (ndim may be 0: one element). */
 void tg_cpu_iter_init(tg_cpu_iter *it, int ndim, const int64_t *sizes, int nops,
                       const tg_cpu_operand *ops);
-/* Runs fn over every row, split into contiguous ranges of elements across the OpenMP
- * team when parallel is true (each thread gets one range: static schedule). */
+/* Runs fn over every row, split into contiguous ranges of elements (multiples of 16) run
+ * on the thread pool (thread_pool.h) when parallel is true. */
 void tg_cpu_iter_run(const tg_cpu_iter *it, tg_cpu_row_fn fn, const void *ctx, bool parallel);
+/* The same with ranges of a multiple of `align` elements. */
+void tg_cpu_iter_run_aligned(const tg_cpu_iter *it, tg_cpu_row_fn fn, const void *ctx,
+                             bool parallel, int64_t align);
 /* True when a loop over numel elements should fork a team (and we are not in one). */
 bool tg_cpu_should_parallelize(int64_t numel, int64_t min_numel);
 
 /* ---- contended cores (cpu_contention.c) ----
- * When other processes keep the cores busy, every fork waits for a descheduled thread; tg
- * then runs one-threaded for a while, judged from samples of its parallel GEMMs. */
+ * When other processes keep the cores busy, BLIS's thread teams wait for a descheduled
+ * thread at every fork, and the pool's joins for a worker preempted inside a chunk; tg then
+ * runs one-threaded for a while, judged from samples of its parallel GEMMs and from late
+ * joins in a row. */
 #define TG_CONTENDED_NS ((int64_t)100 * 1000 * 1000)
 #define TG_CONTENDED_GEMM_MIN_MACS_PER_US 6000
 #define TG_CONTENDED_WARMUP 2
@@ -82,6 +91,10 @@ bool tg_cpu_contended(void);
 void tg_cpu_note_contention(void);
 /* After a GEMM that ran on more than one thread. */
 void tg_cpu_note_parallel_gemm(int64_t macs, int64_t elapsed_ns);
+/* After a thread-pool loop's join; late: it waited TG_POOL_LATE_JOIN_NS or more for a
+ * worker (thread_pool.c). */
+#define TG_CONTENDED_LATE_LOOPS 3
+void tg_cpu_note_loop_join(bool late);
 /* Tests: clears what was noticed. */
 void tg__cpu_forget_contention(void);
 

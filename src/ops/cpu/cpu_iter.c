@@ -1,9 +1,9 @@
 /* The strided-loop driver: the (parallel) walk over rows of a coalesced iteration. */
-#include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "ops/cpu/cpu_internal.h"
+#include "ops/cpu/thread_pool.h"
 
 tg_cpu_operand tg_cpu_operand_of(const tg_tensor *t) {
   tg_cpu_operand op = {tg_cpu_data(t), tg_dtype_size(t->dtype), t->strides};
@@ -72,27 +72,29 @@ static void read_override(void) {
 bool tg_cpu_should_parallelize(int64_t numel, int64_t min_numel) {
   pthread_once(&override_once, read_override);
   if (threshold_override >= 0) min_numel = threshold_override;
-  return numel >= min_numel && !omp_in_parallel() && omp_get_max_threads() > 1 &&
+  return numel >= min_numel && !tg_cpu_pool_busy_here() && tg_cpu_pool_threads() > 1 &&
          !tg_cpu_contended();
 }
 
+typedef struct iter_job {
+  const tg_cpu_iter *it;
+  tg_cpu_row_fn fn;
+  const void *ctx;
+} iter_job;
+
+static void run_iter_range(int64_t begin, int64_t end, void *arg) {
+  const iter_job *j = arg;
+  run_range(j->it, begin, end, j->fn, j->ctx);
+}
+
+void tg_cpu_iter_run_aligned(const tg_cpu_iter *it, tg_cpu_row_fn fn, const void *ctx,
+                             bool parallel, int64_t align) {
+  iter_job j = {it, fn, ctx};
+  tg_cpu_parallel_ranges(it->numel, align, parallel, run_iter_range, &j);
+}
+
 void tg_cpu_iter_run(const tg_cpu_iter *it, tg_cpu_row_fn fn, const void *ctx, bool parallel) {
-  const int64_t numel = it->numel;
-  if (numel == 0) return;
-  if (!parallel) {
-    run_range(it, 0, numel, fn, ctx);
-    return;
-  }
-#pragma omp parallel
-  {
-    const int64_t nthreads = omp_get_num_threads();
-    const int64_t t = omp_get_thread_num();
-    /* Ranges are multiples of 16 elements so threads do not share cache lines of a
-     * contiguous output and vector loops keep their alignment. */
-    int64_t chunk = (numel + nthreads - 1) / nthreads;
-    chunk = (chunk + 15) / 16 * 16;
-    int64_t begin = t * chunk < numel ? t * chunk : numel;
-    int64_t end = begin + chunk < numel ? begin + chunk : numel;
-    if (begin < end) run_range(it, begin, end, fn, ctx);
-  }
+  /* Ranges are multiples of 16 elements so threads do not share cache lines of a
+   * contiguous output and vector loops keep their alignment. */
+  tg_cpu_iter_run_aligned(it, fn, ctx, parallel, 16);
 }

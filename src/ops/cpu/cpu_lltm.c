@@ -7,8 +7,8 @@
  * it: for F32 over the vectorizable float math of cpu_vecmath.h, compiled for AVX-512, AVX2 and
  * baseline x86-64 with run-time selection; for F64 over libm (precision first).
  *
- * Threads: above a size threshold the columns are split into one contiguous range per
- * thread, every thread taking all rows of its range.
+ * Threads: above a size threshold the columns are split into contiguous ranges, a few per
+ * thread of the pool (thread_pool.h), every chunk taking all rows of its range.
  *
  * Per element type: the passes are written once, in the template section at the end of
  * this file, which the file includes into itself for float and then for double (the
@@ -22,12 +22,12 @@
  * compiled with the same options, and the cell math comes from a header. */
 #pragma GCC optimize("no-trapping-math")
 
-#include <omp.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "ops/cpu/cpu_internal.h"
 #include "ops/cpu/cpu_vecmath.h"
+#include "ops/cpu/thread_pool.h"
 #include "ops/lltm_cell.h"
 #include "ops/lltm_internal.h"
 
@@ -40,8 +40,8 @@ TG_LLTM_CELL_DEFINE(float, _vf, 1.0f, tg_vf_sigmoid, tg_vf_tanh, tg_vf_elu, tg_v
  * block of rows is a cache line of F32 stores per column. */
 #define TG_LLTM_ROW_BLOCK 16
 #define TG_LLTM_BLOCK_TILE 128
-/* Cell elements from which a pass forks a team: each element costs a few ns vectorized,
- * a fork/join a few microseconds. */
+/* Cell elements from which a pass runs on the pool: each element costs a few ns
+ * vectorized, a job a microsecond or two. */
 #define TG_LLTM_PARALLEL_MIN 16384
 /* Columns per thread at least (one cache line of floats or more). */
 #define TG_LLTM_MIN_COLUMNS 16
@@ -97,10 +97,7 @@ typedef struct backward_args {
 /* How many column ranges to split S columns of a B x S pass into (1 = this thread). */
 static int column_ranges(int64_t batch, int64_t state) {
   if (!tg_cpu_should_parallelize(batch * state, TG_LLTM_PARALLEL_MIN)) return 1;
-  int64_t by_width = state / TG_LLTM_MIN_COLUMNS;
-  int64_t n = omp_get_max_threads();
-  if (n > by_width) n = by_width;
-  return n < 1 ? 1 : (int)n;
+  return (int)tg_cpu_chunk_count(state / TG_LLTM_MIN_COLUMNS);
 }
 
 /* Bounds of range r of n over S columns, multiples of the minimum width where possible. */
@@ -109,6 +106,37 @@ static void range_bounds(int64_t state, int r, int n, int64_t *c0, int64_t *c1) 
   int64_t u0 = units * r / n, u1 = units * (r + 1) / n;
   *c0 = u0 * TG_LLTM_MIN_COLUMNS;
   *c1 = u1 * TG_LLTM_MIN_COLUMNS < state ? u1 * TG_LLTM_MIN_COLUMNS : state;
+}
+
+/* A pass's job for the pool: chunk r is column range r of `ranges`. */
+typedef struct columns_job {
+  const void *args; /* forward_args or backward_args */
+  int ranges;
+  bool f32, direct;
+} columns_job;
+
+static void forward_chunk(int64_t r, void *arg) {
+  const columns_job *j = arg;
+  int64_t c0, c1;
+  range_bounds(((const forward_args *)j->args)->state, (int)r, j->ranges, &c0, &c1);
+  if (j->f32)
+    forward_columns_f32(j->args, c0, c1);
+  else
+    forward_columns_f64(j->args, c0, c1);
+}
+
+static void backward_chunk(int64_t r, void *arg) {
+  const columns_job *j = arg;
+  int64_t c0, c1;
+  range_bounds(((const backward_args *)j->args)->state, (int)r, j->ranges, &c0, &c1);
+  if (j->f32 && j->direct)
+    backward_columns_f32(j->args, c0, c1);
+  else if (j->f32)
+    backward_columns_blocked_f32(j->args, c0, c1);
+  else if (j->direct)
+    backward_columns_f64(j->args, c0, c1);
+  else
+    backward_columns_blocked_f64(j->args, c0, c1);
 }
 
 tg_status tg_cpu_lltm_forward_pointwise(tg_tensor *gates, const tg_tensor *bias,
@@ -125,15 +153,8 @@ tg_status tg_cpu_lltm_forward_pointwise(tg_tensor *gates, const tg_tensor *bias,
   };
   const bool f32 = gates->dtype == TG_F32;
   const int ranges = column_ranges(a.batch, a.state);
-#pragma omp parallel for num_threads(ranges) schedule(static) if (ranges > 1)
-  for (int r = 0; r < ranges; r++) {
-    int64_t c0, c1;
-    range_bounds(a.state, r, ranges, &c0, &c1);
-    if (f32)
-      forward_columns_f32(&a, c0, c1);
-    else
-      forward_columns_f64(&a, c0, c1);
-  }
+  columns_job job = {&a, ranges, f32, false};
+  tg_cpu_parallel_for(ranges, forward_chunk, &job);
   return TG_OK;
 }
 
@@ -156,19 +177,8 @@ tg_status tg_cpu_lltm_backward_pointwise(const tg_tensor *grad_h, const tg_tenso
   };
   const bool f32 = gates->dtype == TG_F32, direct = a.d_gates.s1 == 1;
   const int ranges = column_ranges(a.batch, a.state);
-#pragma omp parallel for num_threads(ranges) schedule(static) if (ranges > 1)
-  for (int r = 0; r < ranges; r++) {
-    int64_t c0, c1;
-    range_bounds(a.state, r, ranges, &c0, &c1);
-    if (f32 && direct)
-      backward_columns_f32(&a, c0, c1);
-    else if (f32)
-      backward_columns_blocked_f32(&a, c0, c1);
-    else if (direct)
-      backward_columns_f64(&a, c0, c1);
-    else
-      backward_columns_blocked_f64(&a, c0, c1);
-  }
+  columns_job job = {&a, ranges, f32, direct};
+  tg_cpu_parallel_for(ranges, backward_chunk, &job);
   return TG_OK;
 }
 

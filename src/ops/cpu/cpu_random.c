@@ -2,9 +2,9 @@
  * order) takes stream position offset + i, so the numbers do not depend on the thread
  * count or on which device draws them. Each thread computes one Philox block per 4 (F32)
  * or 2 (F64) elements and reads its lanes. */
-#include <omp.h>
 
 #include "ops/cpu/cpu_internal.h"
+#include "ops/cpu/thread_pool.h"
 #include "ops/philox.h"
 
 typedef enum { DRAW_UNIFORM, DRAW_NORMAL } draw_kind;
@@ -45,6 +45,16 @@ static void draw_range(const draw *d, tg_tensor *out, const int64_t *elem_offset
     draw_range_f64(d, (double *)tg_cpu_data(out), elem_offset, begin, end);
 }
 
+typedef struct range_draw {
+  const draw *d;
+  tg_tensor *out;
+} range_draw;
+
+static void draw_range_job(int64_t begin, int64_t end, void *arg) {
+  const range_draw *j = arg;
+  draw_range(j->d, j->out, NULL, begin, end);
+}
+
 static tg_status fill_random(const char *op, tg_tensor *out, const draw *d) {
   if (out->dtype != TG_F32 && out->dtype != TG_F64)
     return tg_set_error(TG_ERR_DTYPE, "%s: dtype %s is not supported (F32, F64 only)", op,
@@ -67,18 +77,11 @@ static tg_status fill_random(const char *op, tg_tensor *out, const draw *d) {
     }
     return TG_OK;
   }
-  if (!tg_cpu_should_parallelize(numel, TG_CPU_PARALLEL_MIN_TRANSCENDENTAL)) {
-    draw_range(d, out, NULL, 0, numel);
-    return TG_OK;
-  }
-#pragma omp parallel
-  {
-    const int64_t nthreads = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t chunk = ((numel + nthreads - 1) / nthreads + 15) / 16 * 16;
-    const int64_t begin = t * chunk < numel ? t * chunk : numel;
-    const int64_t end = begin + chunk < numel ? begin + chunk : numel;
-    if (begin < end) draw_range(d, out, NULL, begin, end);
-  }
+  /* Ranges of logical indices: the values do not depend on the split. */
+  range_draw job = {d, out};
+  tg_cpu_parallel_ranges(numel, 16,
+                         tg_cpu_should_parallelize(numel, TG_CPU_PARALLEL_MIN_TRANSCENDENTAL),
+                         draw_range_job, &job);
   return TG_OK;
 }
 

@@ -1,10 +1,11 @@
 /* index_select_rows and index_add_rows: whole rows of a 2-D tensor picked by an I64 index
  * (embedding's forward and backward). Indices were checked by the caller.
  *
- * The gather writes each output row once, so rows run in parallel. The scatter-add may hit
- * one row many times (repeated indices): threads split the columns instead, and each walks
- * the index in order, so the sums are race-free and the same for any thread count. */
+ * The gather writes each output row once, so rows run in parallel (the pool). The scatter-add may
+ * hit one row many times (repeated indices): threads split the columns instead, and each walks the
+ * index in order, so the sums are race-free and the same for any thread count. */
 #include "ops/cpu/cpu_internal.h"
+#include "ops/cpu/thread_pool.h"
 
 /* Columns per task of the scatter-add: a cache line of doubles and then some. */
 #define TG_CPU_INDEX_ADD_COLUMNS 64
@@ -24,18 +25,26 @@ static tg_status check_rows(const char *op, const tg_tensor *table, const tg_ten
   return TG_OK;
 }
 
-#define TG_CPU_SELECT_ROWS(T)                                                                      \
-  do {                                                                                             \
-    T *o = (T *)tg_cpu_data(out);                                                                  \
-    const T *xs = (const T *)tg_cpu_data(x);                                                       \
-    const int64_t os0 = out->strides[0], os1 = out->strides[1];                                    \
-    const int64_t xs0 = x->strides[0], xs1 = x->strides[1];                                        \
-    _Pragma("omp parallel for schedule(static) if (parallel)") for (int64_t i = 0; i < m; i++) {   \
-      const T *src = xs + idx[i * is] * xs0;                                                       \
-      T *dst = o + i * os0;                                                                        \
-      for (int64_t j = 0; j < d; j++) dst[j * os1] = src[j * xs1];                                 \
+/* One pass: the table-side and row-side operands, the index, the row width d. */
+typedef struct rows_pass {
+  void *out;
+  const void *in;
+  const int64_t *idx;
+  int64_t is, m, d, os0, os1, is0, is1;
+} rows_pass;
+
+/* Output rows [i0, i1): out[i] = x[idx[i]]. */
+#define TG_CPU_SELECT_ROWS(name, T)                                                                \
+  static void name(int64_t i0, int64_t i1, void *ctx) {                                            \
+    const rows_pass *p = ctx;                                                                      \
+    for (int64_t i = i0; i < i1; i++) {                                                            \
+      const T *src = (const T *)p->in + p->idx[i * p->is] * p->is0;                                \
+      T *dst = (T *)p->out + i * p->os0;                                                           \
+      for (int64_t j = 0; j < p->d; j++) dst[j * p->os1] = src[j * p->is1];                        \
     }                                                                                              \
-  } while (0)
+  }
+TG_CPU_SELECT_ROWS(select_rows_f32, float)
+TG_CPU_SELECT_ROWS(select_rows_f64, double)
 
 tg_status tg_cpu_index_select_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index) {
   tg_status st = check_rows("index_select_rows", x, out, index);
@@ -43,31 +52,28 @@ tg_status tg_cpu_index_select_rows(tg_tensor *out, const tg_tensor *x, const tg_
   const int64_t m = out->sizes[0], d = out->sizes[1];
   const int64_t *idx = (const int64_t *)tg_cpu_data(index);
   const int64_t is = index->strides[0];
-  const bool parallel = tg_cpu_should_parallelize(m * d, TG_CPU_PARALLEL_MIN) && m > 1;
-  if (x->dtype == TG_F32)
-    TG_CPU_SELECT_ROWS(float);
-  else
-    TG_CPU_SELECT_ROWS(double);
+  rows_pass p = {tg_cpu_data(out), tg_cpu_data(x),  idx,           is,           m, d,
+                 out->strides[0],  out->strides[1], x->strides[0], x->strides[1]};
+  tg_cpu_parallel_ranges(m, 1, tg_cpu_should_parallelize(m * d, TG_CPU_PARALLEL_MIN),
+                         x->dtype == TG_F32 ? select_rows_f32 : select_rows_f64, &p);
   return TG_OK;
 }
 
-#define TG_CPU_ADD_ROWS(T)                                                                         \
-  do {                                                                                             \
-    T *o = (T *)tg_cpu_data(out);                                                                  \
-    const T *ss = (const T *)tg_cpu_data(src);                                                     \
-    const int64_t os0 = out->strides[0], os1 = out->strides[1];                                    \
-    const int64_t ss0 = src->strides[0], ss1 = src->strides[1];                                    \
-    _Pragma("omp parallel for schedule(static) if (parallel)") for (int64_t c = 0; c < chunks;     \
-                                                                    c++) {                         \
-      const int64_t j0 = c * TG_CPU_INDEX_ADD_COLUMNS;                                             \
-      const int64_t j1 = j0 + TG_CPU_INDEX_ADD_COLUMNS < d ? j0 + TG_CPU_INDEX_ADD_COLUMNS : d;    \
-      for (int64_t i = 0; i < m; i++) {                                                            \
-        T *dst = o + idx[i * is] * os0;                                                            \
-        const T *row = ss + i * ss0;                                                               \
-        for (int64_t j = j0; j < j1; j++) dst[j * os1] += row[j * ss1];                            \
-      }                                                                                            \
+/* Column blocks [c0, c1) of TG_CPU_INDEX_ADD_COLUMNS: out[idx[i]] += src[i], i in order. */
+#define TG_CPU_ADD_ROWS(name, T)                                                                   \
+  static void name(int64_t c0, int64_t c1, void *ctx) {                                            \
+    const rows_pass *p = ctx;                                                                      \
+    const int64_t j0 = c0 * TG_CPU_INDEX_ADD_COLUMNS;                                              \
+    const int64_t j1 =                                                                             \
+        c1 * TG_CPU_INDEX_ADD_COLUMNS < p->d ? c1 * TG_CPU_INDEX_ADD_COLUMNS : p->d;               \
+    for (int64_t i = 0; i < p->m; i++) {                                                           \
+      T *dst = (T *)p->out + p->idx[i * p->is] * p->os0;                                           \
+      const T *row = (const T *)p->in + i * p->is0;                                                \
+      for (int64_t j = j0; j < j1; j++) dst[j * p->os1] += row[j * p->is1];                        \
     }                                                                                              \
-  } while (0)
+  }
+TG_CPU_ADD_ROWS(add_rows_f32, float)
+TG_CPU_ADD_ROWS(add_rows_f64, double)
 
 tg_status tg_cpu_index_add_rows(tg_tensor *out, const tg_tensor *src, const tg_tensor *index) {
   tg_status st = check_rows("index_add_rows", out, src, index);
@@ -76,11 +82,11 @@ tg_status tg_cpu_index_add_rows(tg_tensor *out, const tg_tensor *src, const tg_t
   const int64_t *idx = (const int64_t *)tg_cpu_data(index);
   const int64_t is = index->strides[0];
   const int64_t chunks = (d + TG_CPU_INDEX_ADD_COLUMNS - 1) / TG_CPU_INDEX_ADD_COLUMNS;
-  const bool parallel = tg_cpu_should_parallelize(m * d, TG_CPU_PARALLEL_MIN) && chunks > 1;
-  if (out->dtype == TG_F32)
-    TG_CPU_ADD_ROWS(float);
-  else
-    TG_CPU_ADD_ROWS(double);
+  rows_pass p = {
+      tg_cpu_data(out), tg_cpu_data(src), idx, is, m, d, out->strides[0], out->strides[1],
+      src->strides[0],  src->strides[1]};
+  tg_cpu_parallel_ranges(chunks, 1, tg_cpu_should_parallelize(m * d, TG_CPU_PARALLEL_MIN),
+                         out->dtype == TG_F32 ? add_rows_f32 : add_rows_f64, &p);
   return TG_OK;
 }
 
