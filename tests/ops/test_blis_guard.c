@@ -17,6 +17,7 @@
 
 #include "ops/cpu/blis_kernels.h"
 #include "ops/cpu/gemm_engine.h"
+#include "ops/cpu/cpu_lltm_avx2.h"
 #include "testutil.h"
 
 /* ---- an allocator whose blocks end at a guard page ---- */
@@ -302,6 +303,17 @@ TG_TEST(blis_guard, engine_calibrated) {
   run_all(NULL, NULL);
 }
 
+/* The LLTM's cell passes on each of their F32 spans (cpu_lltm_avx2.h: the AVX2 ones read
+ * whole vectors and copy tails), whichever this CPU would choose. */
+static void lltm_cell_path(tg_cpu_lltm_cell_path path) {
+  if (!tg_cpu_lltm_set_cell_path(path)) cr_skip_test("this CPU has no AVX2 + FMA");
+  use_kernel_set(NULL, NULL);
+  lltm_sweep();
+  tg_set_allocator(TG_CPU, NULL);
+  tg_cpu_lltm_set_cell_path(TG_CPU_LLTM_CELL_AUTO);
+}
+TG_TEST(blis_guard, lltm_avx2_cell) { lltm_cell_path(TG_CPU_LLTM_CELL_AVX2); }
+TG_TEST(blis_guard, lltm_portable_cell) { lltm_cell_path(TG_CPU_LLTM_CELL_PORTABLE); }
 TG_TEST(blis_guard, skx) { run_all("0", "skx"); }
 TG_TEST(blis_guard, knl) { run_all("1", "knl"); }
 TG_TEST(blis_guard, haswell) { run_all("3", "haswell"); }

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "ops/cpu/cpu_internal.h"
+#include "ops/cpu/cpu_lltm_avx2.h"
 #include "ops/cpu/cpu_vecmath.h"
 #include "ops/cpu/thread_pool.h"
 #include "ops/lltm_cell.h"
@@ -76,21 +77,26 @@ typedef struct backward_args {
 #define TG_CPU_LLTM_FN(name) name##_f32
 #define TG_CPU_LLTM_CELL(name) name##_vf
 #define TG_CPU_LLTM_CLONES TG_VF_CLONES
+/* F32 spans: the AVX2 + FMA ones (cpu_lltm_avx2.h) where the CPU has them. */
+#define TG_CPU_LLTM_SPAN(avx2, portable) (tg_cpu_lltm_avx2_active() ? avx2 : portable)
 #include "ops/cpu/cpu_lltm.c"
 #undef TG_CPU_LLTM_T
 #undef TG_CPU_LLTM_FN
 #undef TG_CPU_LLTM_CELL
 #undef TG_CPU_LLTM_CLONES
+#undef TG_CPU_LLTM_SPAN
 
 #define TG_CPU_LLTM_T double
 #define TG_CPU_LLTM_FN(name) name##_f64
 #define TG_CPU_LLTM_CELL(name) name##_d
 #define TG_CPU_LLTM_CLONES
+#define TG_CPU_LLTM_SPAN(avx2, portable) portable
 #include "ops/cpu/cpu_lltm.c"
 #undef TG_CPU_LLTM_T
 #undef TG_CPU_LLTM_FN
 #undef TG_CPU_LLTM_CELL
 #undef TG_CPU_LLTM_CLONES
+#undef TG_CPU_LLTM_SPAN
 
 /* ---- drivers ---- */
 
@@ -268,11 +274,12 @@ static void forward_columns(const forward_args *a, int64_t c0, int64_t c1) {
     T *nc = (T *)a->new_cell.data + b * a->new_cell.s0;
     for (int64_t j = c0; j < c1; j += TG_LLTM_TILE) {
       const int64_t n = c1 - j < TG_LLTM_TILE ? c1 - j : TG_LLTM_TILE;
-      forward_span(n, unit_span((const char *)(bias + j * bs), bs, n, bias0),
-                   unit_span((const char *)(bias + (S + j) * bs), bs, n, bias1),
-                   unit_span((const char *)(bias + (2 * S + j) * bs), bs, n, bias2),
-                   unit_span(at(&a->old_cell, b, j), a->old_cell.s1, n, cell), g + j, g + S + j,
-                   g + 2 * S + j, nh + j, nc + j);
+      TG_CPU_LLTM_SPAN(tg_cpu_lltm_avx2_forward_span, forward_span)
+      (n, unit_span((const char *)(bias + j * bs), bs, n, bias0),
+       unit_span((const char *)(bias + (S + j) * bs), bs, n, bias1),
+       unit_span((const char *)(bias + (2 * S + j) * bs), bs, n, bias2),
+       unit_span(at(&a->old_cell, b, j), a->old_cell.s1, n, cell), g + j, g + S + j, g + 2 * S + j,
+       nh + j, nc + j);
     }
   }
 }
@@ -288,7 +295,8 @@ static void backward_row(const backward_args *a, int64_t b, int64_t j, int64_t n
                     ? unit_span(at(&a->grad_cell, b, j), a->grad_cell.s1, n, scratch + TG_LLTM_TILE)
                     : zero;
   const T *cell = unit_span(at(&a->old_cell, b, j), a->old_cell.s1, n, scratch + 2 * TG_LLTM_TILE);
-  backward_span(n, gh, gc, cell, g + j, g + S + j, g + 2 * S + j, d0, d1, d2, d_cell);
+  TG_CPU_LLTM_SPAN(tg_cpu_lltm_avx2_backward_span, backward_span)
+  (n, gh, gc, cell, g + j, g + S + j, g + 2 * S + j, d0, d1, d2, d_cell);
 }
 
 /* d_bias over this range's columns of the three gate blocks: zeroed, then each row's gate
