@@ -13,7 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Which span the F32 passes run. AUTO: the AVX2 one where the CPU has AVX2 and FMA. */
+/* Which span the F32 passes run. AUTO: the AVX2 one where the CPU has AVX2 and FMA and no
+ * AVX-512 (there the portable spans' AVX-512 clone runs: not compared yet). */
 typedef enum tg_cpu_lltm_cell_path {
   TG_CPU_LLTM_CELL_AUTO,
   TG_CPU_LLTM_CELL_PORTABLE, /* the compiler-vectorized spans of cpu_lltm.c */
