@@ -276,8 +276,8 @@ def main():
     kernels = sorted({r["blis_kernels"] + (f" (GEMMs of 2^22 multiply-adds and more: "
                                             f"{r['blis_large_kernels']})"
                                             if r.get("blis_large_kernels") else "")
-                      + (f", one-thread GEMMs up to 2^28 multiply-adds on {r['small_gemm']}"
-                         if r.get("small_gemm") else "")
+                      + (f", GEMM engine per shape class chosen by {r['gemm_engines_chosen_by']}"
+                         if r.get("gemm_engines_chosen_by") else "")
                       for r in rows if "blis_kernels" in r})
     print(f"machine: {machine()}")
     print(f"tg: {bench}, BLIS kernels {', '.join(kernels) or '?'}")

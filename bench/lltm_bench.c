@@ -391,7 +391,8 @@ int main(int argc, char **argv) {
                  (long long)o.sizes[s][2], o.threads[t], o.all_grads[m] ? "all" : "params",
                  tg_device_type_name(o.device.type), tg_blis_kernels(), r.forward_us,
                  r.backward_us);
-          if (tg_small_gemm_engine()) printf("\"small_gemm\": \"%s\", ", tg_small_gemm_engine());
+          if (o.device.type == TG_CPU)
+            printf("\"gemm_engines_chosen_by\": \"%s\", ", tg_gemm_engine_source());
           if (tg_blis_large_kernels())
             printf("\"blis_large_kernels\": \"%s\", ", tg_blis_large_kernels());
           if (impl != IMPL_GEMMS) printf("\"saved_bytes\": %lld, ", (long long)r.saved_bytes);
