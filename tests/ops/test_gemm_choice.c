@@ -274,7 +274,7 @@ TG_TEST(gemm_choice, builtin_rules_measure_nothing) {
   cr_assert_str_eq(tg_gemm_engine_source(), "TG_GEMM_ENGINE");
   const char *small = tg_gemm_engine_for(16, 160, 384, false, false, 1);
   cr_assert_str_eq(small, tg_small_gemm_engine() ? "libxsmm" : tg__gemm_engine_at(0)->name);
-  /* libxsmm takes no transposed b and no second thread: BLIS does. */
+  /* libxsmm takes no transposed b: BLIS does. */
   cr_assert_str_eq(tg_gemm_engine_for(16, 160, 384, false, true, 1), tg__gemm_engine_at(0)->name);
   cr_assert_neq(access(cache, F_OK), 0, "builtin rules wrote a cache");
   check_products();

@@ -129,13 +129,15 @@ static tg_status scale_output(tg_tensor *out, double beta) {
 /* The product on the engine chosen for its class (gemm_choice.c), or where that engine does
  * not take it (a layout, libxsmm on more than one thread) on the engine tg's built-in rules
  * name; BLIS's own set takes everything. Small products run on one thread, as do all when
- * BLIS's count is 1 or the cores are contended (cpu_contention.c). */
+ * tg's count is 1 or the cores are contended (cpu_contention.c); the others run as blocks on
+ * tg's thread pool (gemm_engines.c). */
 static tg_status run_gemm(tg_dtype dtype, const matrix *c, const matrix *a, const matrix *b,
                           int64_t k, double alpha, double beta) {
   int64_t macs;
   if (tg__mul_ovf(c->rows, c->cols, &macs) || tg__mul_ovf(macs, k, &macs)) macs = INT64_MAX;
-  const bool one_thread = macs < TG_CPU_GEMM_PARALLEL_MIN_MACS ||
-                          bli_thread_get_num_threads() == 1 || tg_cpu_contended();
+  const int threads = tg_get_num_threads();
+  const bool one_thread =
+      macs < TG_CPU_GEMM_PARALLEL_MIN_MACS || threads == 1 || tg_cpu_contended();
   /* BLIS's haswell/zen small-matrix kernels run a column-major left operand of many rows and
    * a short inner dimension up to 1.3x slower than a row-major one (the weight gradient
    * [1536, 128] @ [128, 768], 2 threads: 1818 against 1404 us; 1 thread 3664 against 2806):
@@ -152,10 +154,8 @@ static tg_status run_gemm(tg_dtype dtype, const matrix *c, const matrix *a, cons
     }
   }
   const tg_gemm_problem p = {
-      dtype,   c->rows, c->cols, k,
-      c->data, c->rs,   c->cs,   a->data,
-      a->rs,   a->cs,   b->data, b->rs,
-      b->cs,   alpha,   beta,    one_thread ? 1 : bli_thread_get_num_threads()};
+      dtype, c->rows, c->cols, k,     c->data, c->rs, c->cs, a->data,
+      a->rs, a->cs,   b->data, b->rs, b->cs,   alpha, beta,  one_thread ? 1 : threads};
   tg_status st;
   int engine = tg__gemm_engine_choice(&p, &st);
   if (st == TG_OK) {

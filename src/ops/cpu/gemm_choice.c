@@ -223,7 +223,7 @@ const char *tg_gemm_engine_for(int64_t m, int64_t n, int64_t k, bool a_transpose
   int e = tg__gemm_engine_choice(&p, &st);
   if (st != TG_OK) return NULL;
   /* What cpu_gemm.c does when the engine does not take the product: the rules decide. */
-  if (e < 0 || (e == tg__gemm_engine_named("libxsmm") && (threads > 1 || b_transposed)))
+  if (e < 0 || (e == tg__gemm_engine_named("libxsmm") && b_transposed))
     e = builtin_engine(m, n, k, b_transposed, threads);
   return tg__gemm_engine_at(e)->name;
 }

@@ -29,7 +29,7 @@ typedef struct tg_gemm_problem {
 /* ---- engines (gemm_engines.c) ---- */
 typedef enum tg_gemm_engine_kind {
   TG_GEMM_ENGINE_BLIS, /* one of BLIS's kernel sets, through its expert API */
-  TG_GEMM_ENGINE_XSMM, /* libxsmm's JIT kernels: one thread, C and B with unit column stride */
+  TG_GEMM_ENGINE_XSMM, /* libxsmm's JIT kernels: C and B with unit column stride */
   TG_GEMM_ENGINE_MKL,  /* MKL's cblas, loaded at run time where it is found (mkl_gemm.c) */
 } tg_gemm_engine_kind;
 
@@ -46,8 +46,9 @@ int tg__gemm_engine_count(void);
 const tg_gemm_engine *tg__gemm_engine_at(int index);
 /* The index of the engine of that name, or -1. */
 int tg__gemm_engine_named(const char *name);
-/* Runs p on engine index; false when the engine does not take p (a layout, more than one
- * thread for libxsmm, sizes past 32-bit BLAS integers): nothing written then. */
+/* Runs p on engine index; false when the engine does not take p (a layout, sizes past
+ * 32-bit BLAS integers): nothing written then. A product of more than one thread runs as
+ * blocks of out, one per thread, each a one-thread product on tg's thread pool. */
 bool tg__gemm_engine_run(int index, const tg_gemm_problem *p);
 /* "libxsmm 1.17, MKL 2025.2 (path)": the versions the cache is keyed on. */
 void tg__gemm_engine_versions(char *buf, size_t size);
@@ -56,6 +57,9 @@ void tg__gemm_engine_versions(char *buf, size_t size);
  * libmkl_rt from the loader's path or $VIRTUAL_ENV/lib. */
 bool tg__mkl_available(void);
 const char *tg__mkl_version(void); /* NULL: not loaded */
+/* Whether MKL's cblas takes p's layouts and sizes (32-bit integers). */
+bool tg__mkl_takes(const tg_gemm_problem *p);
+/* Runs p on one thread (MKL's local count), after tg__mkl_takes. */
 bool tg__mkl_gemm(const tg_gemm_problem *p);
 
 /* ---- shape classes (gemm_classes.c) ----

@@ -11,6 +11,7 @@
 #include "ops/cpu/blis_kernels.h"
 #include "ops/cpu/cpu_internal.h"
 #include "ops/cpu/gemm_engine.h"
+#include "ops/cpu/thread_pool.h"
 
 #if TG_WITH_XSMM
 #include <libxsmm.h>
@@ -77,7 +78,7 @@ int tg__gemm_engine_named(const char *name) {
 
 static void run_blis(void *cntx, const tg_gemm_problem *p) {
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
-  bli_rntm_set_num_threads(p->threads, &rntm);
+  bli_rntm_set_num_threads(1, &rntm);
   if (p->dtype == TG_F32) {
     float al = (float)p->alpha, be = (float)p->beta;
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, p->m, p->n, p->k, &al, (float *)p->a,
@@ -99,25 +100,31 @@ static void run_blis(void *cntx, const tg_gemm_problem *p) {
  * libxsmm is column-major and takes C = A @ op(B), A not transposed: the row-major
  * out[M, N] = a[M, K] @ b[K, N] is out^T = b^T @ a^T, so b and out need unit column stride
  * and a a unit column stride (B') or a unit row stride (TRANS_B). alpha 1, beta 0 or 1. */
-static bool run_xsmm(const tg_gemm_problem *p) {
+static bool xsmm_takes(const tg_gemm_problem *p) {
 #if TG_WITH_XSMM
-  if (p->threads != 1 || p->alpha != 1 || (p->beta != 0 && p->beta != 1) || p->c_cs != 1 ||
-      p->b_cs != 1)
-    return false;
+  if (p->alpha != 1 || (p->beta != 0 && p->beta != 1) || p->c_cs != 1 || p->b_cs != 1) return false;
   if (p->m > INT_MAX || p->n > INT_MAX || p->k > INT_MAX || p->c_rs > INT_MAX ||
       p->b_rs > INT_MAX || p->a_rs > INT_MAX || p->a_cs > INT_MAX)
     return false;
+  const bool a_rows = p->a_cs == 1 && p->a_rs >= p->k, a_cols = p->a_rs == 1 && p->a_cs >= p->m;
+  return (a_rows || a_cols) && p->b_rs >= p->n && p->c_rs >= p->n;
+#else
+  (void)p;
+  return false;
+#endif
+}
+
+/* After xsmm_takes. false: libxsmm had no kernel (nothing written). */
+static bool run_xsmm(const tg_gemm_problem *p) {
+#if TG_WITH_XSMM
   int flags = LIBXSMM_GEMM_FLAG_NONE, prefetch = LIBXSMM_PREFETCH_NONE;
   libxsmm_blasint lda = (libxsmm_blasint)p->b_rs, ldc = (libxsmm_blasint)p->c_rs, ldb;
   if (p->a_cs == 1 && p->a_rs >= p->k) {
     ldb = (libxsmm_blasint)p->a_rs;
-  } else if (p->a_rs == 1 && p->a_cs >= p->m) {
+  } else {
     ldb = (libxsmm_blasint)p->a_cs;
     flags |= LIBXSMM_GEMM_FLAG_TRANS_B;
-  } else {
-    return false;
   }
-  if (lda < p->n || ldc < p->n) return false;
   const libxsmm_blasint mm = (libxsmm_blasint)p->n, nn = (libxsmm_blasint)p->m,
                         kk = (libxsmm_blasint)p->k;
   if (p->dtype == TG_F32) {
@@ -140,19 +147,95 @@ static bool run_xsmm(const tg_gemm_problem *p) {
 #endif
 }
 
-bool tg__gemm_engine_run(int index, const tg_gemm_problem *p) {
-  const tg_gemm_engine *e = tg__gemm_engine_at(index);
-  if (!e) return false;
+static bool takes(const tg_gemm_engine *e, const tg_gemm_problem *p) {
+  switch (e->kind) {
+  case TG_GEMM_ENGINE_BLIS:
+    return true;
+  case TG_GEMM_ENGINE_XSMM:
+    return xsmm_takes(p);
+  case TG_GEMM_ENGINE_MKL:
+    return tg__mkl_takes(p);
+  }
+  return false;
+}
+
+/* One thread, after takes(). Where libxsmm has no kernel for the sizes, BLIS's own set runs
+ * the product (nothing was written): a block of a split product must not fail alone. */
+static void run_one(const tg_gemm_engine *e, const tg_gemm_problem *p) {
   switch (e->kind) {
   case TG_GEMM_ENGINE_BLIS:
     run_blis(e->blis_cntx, p);
-    return true;
+    return;
   case TG_GEMM_ENGINE_XSMM:
-    return run_xsmm(p);
+    if (!run_xsmm(p)) run_blis(NULL, p);
+    return;
   case TG_GEMM_ENGINE_MKL:
-    return tg__mkl_gemm(p);
+    tg__mkl_gemm(p);
+    return;
   }
-  return false;
+}
+
+/* ---- more than one thread: blocks of out on tg's thread pool ----
+ * Every engine runs one thread per call; a product for a team is split into one block of
+ * out's rows (or columns, whichever of m and n is longer: the other operand, read whole by
+ * each block, is then the smaller) per thread, each block a one-thread product on the pool.
+ * Engines' own OpenMP teams are not used: their idle threads spin after each product (libgomp
+ * polls for milliseconds) on the core tg's pool needs for the element-wise pass that comes
+ * next, and their joins wait for a descheduled member; the pool's join does not (the caller
+ * runs a block nobody started). Measured on Zen 3 (2 cores) against BLIS's own 2-thread team,
+ * see gemm_classes.c's neighbour, README "GEMM engines chosen per CPU". */
+typedef struct split_job {
+  const tg_gemm_engine *engine;
+  const tg_gemm_problem *p;
+  bool by_rows;
+  int64_t block;
+} split_job;
+
+/* Block boundaries are multiples of 16 rows or columns (a cache line of F32 out). */
+#define TG_GEMM_SPLIT_ALIGN 16
+
+static void run_block(int64_t chunk, void *arg) {
+  split_job *j = arg;
+  tg_gemm_problem q = *j->p;
+  q.threads = 1;
+  const int64_t begin = chunk * j->block, total = j->by_rows ? q.m : q.n;
+  const int64_t len = begin + j->block < total ? j->block : total - begin;
+  const size_t elsize = q.dtype == TG_F32 ? sizeof(float) : sizeof(double);
+  if (len <= 0) return;
+  if (j->by_rows) {
+    q.m = len;
+    q.c += (size_t)(begin * q.c_rs) * elsize;
+    q.a += (size_t)(begin * q.a_rs) * elsize;
+  } else {
+    q.n = len;
+    q.c += (size_t)(begin * q.c_cs) * elsize;
+    q.b += (size_t)(begin * q.b_cs) * elsize;
+  }
+  run_one(j->engine, &q);
+}
+
+static void run_split(const tg_gemm_engine *e, const tg_gemm_problem *p) {
+  const bool by_rows = p->m >= p->n;
+  const int64_t total = by_rows ? p->m : p->n;
+  int64_t parts = p->threads;
+  int64_t block = (total + parts - 1) / parts;
+  block = (block + TG_GEMM_SPLIT_ALIGN - 1) / TG_GEMM_SPLIT_ALIGN * TG_GEMM_SPLIT_ALIGN;
+  parts = (total + block - 1) / block;
+  split_job j = {e, p, by_rows, block};
+  if (parts <= 1)
+    run_one(e, p);
+  else
+    tg_cpu_parallel_for(parts, run_block, &j);
+}
+
+bool tg__gemm_engine_run(int index, const tg_gemm_problem *p) {
+  const tg_gemm_engine *e = tg__gemm_engine_at(index);
+  if (!e || !takes(e, p)) return false;
+  if (p->threads > 1)
+    run_split(e, p);
+  else
+    run_one(e, p);
+  return true;
 }
 
 void tg__gemm_engine_versions(char *buf, size_t size) {

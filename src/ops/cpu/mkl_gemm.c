@@ -103,24 +103,39 @@ static bool blas_layout(int64_t rs, int64_t cs, int64_t cols, int64_t rows, int 
   return fits_int(*ld);
 }
 
-bool tg__mkl_gemm(const tg_gemm_problem *p) {
-  if (!tg__mkl_available()) return false;
+/* p as a row-major problem MKL's cblas takes (a column-major out transposed); false if none. */
+static bool as_row_major(const tg_gemm_problem *p, tg_gemm_problem *out, int *ta, int *tb,
+                         int64_t *lda, int64_t *ldb) {
   tg_gemm_problem q = *p;
   if (q.c_cs != 1) { /* a column-major out: out^T = b^T @ a^T, row-major */
-    if (q.c_rs != 1) return false;
+    if (p->c_rs != 1) return false;
     q.m = p->n, q.n = p->m;
     q.c_rs = p->c_cs, q.c_cs = 1;
     q.a = p->b, q.a_rs = p->b_cs, q.a_cs = p->b_rs;
     q.b = p->a, q.b_rs = p->a_cs, q.b_cs = p->a_rs;
   }
+  if (!fits_int(q.m) || !fits_int(q.n) || !fits_int(q.k) || !fits_int(q.c_rs) ||
+      !blas_layout(q.a_rs, q.a_cs, q.k, q.m, ta, lda) ||
+      !blas_layout(q.b_rs, q.b_cs, q.n, q.k, tb, ldb))
+    return false;
+  *out = q;
+  return true;
+}
+
+bool tg__mkl_takes(const tg_gemm_problem *p) {
+  tg_gemm_problem q;
   int ta, tb;
   int64_t lda, ldb;
-  if (!fits_int(q.m) || !fits_int(q.n) || !fits_int(q.k) || !fits_int(q.c_rs) ||
-      !blas_layout(q.a_rs, q.a_cs, q.k, q.m, &ta, &lda) ||
-      !blas_layout(q.b_rs, q.b_cs, q.n, q.k, &tb, &ldb))
-    return false;
+  return tg__mkl_available() && as_row_major(p, &q, &ta, &tb, &lda, &ldb);
+}
+
+bool tg__mkl_gemm(const tg_gemm_problem *p) {
+  tg_gemm_problem q;
+  int ta, tb;
+  int64_t lda, ldb;
+  if (!tg__mkl_available() || !as_row_major(p, &q, &ta, &tb, &lda, &ldb)) return false;
   const int ldc = (int)(q.c_rs >= q.n ? q.c_rs : q.n);
-  const int before = mkl.set_threads_local(q.threads);
+  const int before = mkl.set_threads_local(1); /* tg's pool runs blocks in parallel */
   if (q.dtype == TG_F32)
     mkl.sgemm(CBLAS_ROW_MAJOR, ta, tb, (int)q.m, (int)q.n, (int)q.k, (float)q.alpha,
               (const float *)q.a, (int)lda, (const float *)q.b, (int)ldb, (float)q.beta,
