@@ -22,8 +22,8 @@
  *   memory-bound (add_, copy): 0.68-0.96 up to 16384, 0.79-1.36 at 32768-65536, 1.09-1.33
  *     at 131072, 1.18-1.26 at 262144, 1.9 at 4M;
  *   exp (libm-like per element): 1.09 at 4096, 1.42 at 8192, 1.54 at 16384, 1.8-2.0 above;
- *   sum over dim 0 (strided): 1.02 at 8192, 1.25-1.34 at 32768-65536, then 0.75-0.9 and
- *     1.59 between 131072 and 4M (each range walks every row of x).
+ *   sum over dim 0 (strided), one range of outputs per thread (cpu_reduce.c): 0.78-1.22
+ *     up to 16384, 1.15-1.27 at 32768, 1.17-1.53 from 65536 to 2M, 0.97-0.98 at 4M.
  * Beside a busy core (`--busy`) the pool's late joins soon run loops on one thread
  * (cpu_contention.c): 0.65-0.95 below 16384, 0.97-1.1 above (exp 1.19 at 16384). OpenMP's
  * team waited up to a time slice for a descheduled member at every join there (7.9 ms per
