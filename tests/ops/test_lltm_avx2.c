@@ -6,7 +6,9 @@
  * threads); and the path switch (hook and TG_LLTM_CELL). Skipped where the CPU has no AVX2. */
 #define _GNU_SOURCE
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -262,4 +264,27 @@ TG_TEST(lltm_avx2, environment_chooses_portable) {
 TG_TEST(lltm_avx2, environment_chooses_avx2) {
   cr_assert_eq(setenv("TG_LLTM_CELL", "avx2", 1), 0);
   cr_assert_eq(tg_cpu_lltm_avx2_active(), tg_cpu_lltm_avx2_supported());
+}
+
+/* A value that names no path is reported on stderr and ignored (the CPU decides). */
+TG_TEST(lltm_avx2, environment_unknown_value_is_reported) {
+  cr_assert_eq(setenv("TG_LLTM_CELL", "avx512", 1), 0);
+  char path[] = "/tmp/tg-lltm-cell-XXXXXX";
+  const int fd = mkstemp(path), saved = dup(2);
+  cr_assert(fd >= 0 && saved >= 0);
+  fflush(stderr);
+  dup2(fd, 2);
+  const bool active = tg_cpu_lltm_avx2_active();
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  char text[512] = "";
+  lseek(fd, 0, SEEK_SET);
+  const ssize_t n = read(fd, text, sizeof text - 1);
+  text[n > 0 ? n : 0] = '\0';
+  close(fd);
+  unlink(path);
+  cr_assert(strstr(text, "TG_LLTM_CELL='avx512' is neither portable nor avx2"), "stderr: %s", text);
+  const tg_cpu_features f = tg_cpu_features_read();
+  cr_assert_eq(active, tg_cpu_lltm_avx2_supported() && !f.avx512f);
 }

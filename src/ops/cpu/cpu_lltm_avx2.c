@@ -8,6 +8,7 @@
 #include "ops/cpu/cpu_lltm_avx2.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ops/cpu/cpu_features.h"
@@ -49,9 +50,16 @@ bool tg_cpu_lltm_avx2_active(void) {
     /* First use: TG_LLTM_CELL=portable|avx2, else the CPU decides. Racing first calls all
      * store the same value. */
     const char *env = getenv("TG_LLTM_CELL");
-    tg_cpu_lltm_set_cell_path(env && strcmp(env, "portable") == 0 ? TG_CPU_LLTM_CELL_PORTABLE
-                              : env && strcmp(env, "avx2") == 0   ? TG_CPU_LLTM_CELL_AVX2
-                                                                  : TG_CPU_LLTM_CELL_AUTO);
+    const bool portable = env && strcmp(env, "portable") == 0,
+               avx2 = env && strcmp(env, "avx2") == 0;
+    /* A performance knob: a bad value is reported, not an error of every LLTM call. */
+    if (env && env[0] && !portable && !avx2)
+      fprintf(stderr, "tg: TG_LLTM_CELL='%s' is neither portable nor avx2: ignored\n", env);
+    if (!tg_cpu_lltm_set_cell_path(portable ? TG_CPU_LLTM_CELL_PORTABLE
+                                   : avx2   ? TG_CPU_LLTM_CELL_AVX2
+                                            : TG_CPU_LLTM_CELL_AUTO))
+      fprintf(stderr, "tg: TG_LLTM_CELL=avx2, but this CPU has no AVX2 and FMA: the portable "
+                      "cell runs\n");
     path = __atomic_load_n(&cell_path, __ATOMIC_RELAXED);
   }
   return path == TG_CPU_LLTM_CELL_AVX2;
