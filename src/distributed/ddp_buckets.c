@@ -6,7 +6,7 @@
 
 #include "distributed/comm.h"
 #include "distributed/ddp_internal.h"
-#include "distributed/fnv1a.h"
+#include "tensor/fnv1a.h"
 #include "tensor/host_memory.h"
 
 /* Whether parameter p may join bucket b (same dtype and device). */
@@ -122,14 +122,14 @@ done:
 
 /* FNV-1a over the layout: each bucket's dtype, device, count and its parameters' sizes. */
 static uint64_t layout_hash(const tg_ddp *ddp) {
-  uint64_t h = TG_DIST_FNV1A_START;
+  uint64_t h = TG_FNV1A_START;
   for (int b = 0; b < ddp->n_buckets; b++) {
     const ddp_bucket *bk = &ddp->buckets[b];
     const int64_t head[3] = {bk->dtype, bk->device.type, bk->count};
-    h = tg__dist_fnv1a(h, head, sizeof head);
+    h = tg__fnv1a(h, head, sizeof head);
     for (int i = bk->first; i < bk->first + bk->count; i++) {
       const int64_t numel = tg_numel(ddp->params[i].param);
-      h = tg__dist_fnv1a(h, &numel, sizeof numel);
+      h = tg__fnv1a(h, &numel, sizeof numel);
     }
   }
   return h >> 2; /* fits an int64 whose negation does too */

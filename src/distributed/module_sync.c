@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "fnv1a.h"
+#include "tensor/fnv1a.h"
 #include "tensor/check.h"
 #include "tg/autograd.h"
 #include "tensor/host_memory.h"
@@ -188,7 +188,7 @@ static tg_status check_module(const char *fn, const tg_module *m, tg_status loca
   if (st == TG_OK) {
     /* (h, -h) under MIN: min and max of the ranks' hashes (62 bits: -h cannot overflow) */
     static int64_t h[2];
-    h[0] = (int64_t)(tg__dist_fnv1a(TG_DIST_FNV1A_START, mine.data, mine.len) >> 2);
+    h[0] = (int64_t)(tg__fnv1a(TG_FNV1A_START, mine.data, mine.len) >> 2);
     h[1] = -h[0];
     st = tg__dist_allreduce_host(fn, h, 2, TG_I64, TG_REDUCE_MIN);
     if (st == TG_OK && h[0] != -h[1]) st = name_difference(fn, &mine);

@@ -23,15 +23,10 @@
 
 #include "ops/cpu/cpu_features.h"
 #include "ops/cpu/gemm_engine.h"
+#include "tensor/fnv1a.h"
 #include "tg/cpu.h"
 
 #define TG_GEMM_CACHE_MAGIC "tg gemm engines 1, 160 classes"
-
-static uint64_t fnv1a(const char *s) {
-  uint64_t h = 1469598103934665603u;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-  return h;
-}
 
 void tg__gemm_cache_key(char *buf, size_t size) {
   const tg_cpu_features f = tg_cpu_features_read();
@@ -67,7 +62,7 @@ bool tg__gemm_cache_path(char *buf, size_t size) {
   if (env) return env[0] && strcmp(env, "off") != 0 && snprintf(buf, size, "%s", env) < (int)size;
   char key[512];
   tg__gemm_cache_key(key, sizeof key);
-  const unsigned long long hash = (unsigned long long)fnv1a(key);
+  const unsigned long long hash = (unsigned long long)tg__fnv1a(TG_FNV1A_START, key, strlen(key));
   int n;
   if ((env = getenv("XDG_CACHE_HOME")) && env[0] == '/') /* the spec: absolute only */
     n = snprintf(buf, size, "%s/tg/gemm-engines-%016llx.txt", env, hash);
