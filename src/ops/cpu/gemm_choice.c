@@ -37,17 +37,29 @@ static struct {
   char error[512];
 } state = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
-static int builtin_engine(int64_t m, int64_t n, int64_t k, bool b_t, int threads) {
-  const double macs = (double)m * (double)n * (double)k;
-  const int xsmm = tg__gemm_engine_named("libxsmm");
-  if (xsmm >= 0 && threads == 1 && !b_t && macs <= (double)TG_XSMM_MAX_MACS) return xsmm;
+/* The engines the built-in rules name, looked up once (not by name on every GEMM): -1 where
+ * the process has none. */
+static struct {
+  pthread_once_t once;
+  int xsmm, large;
+} rules = {PTHREAD_ONCE_INIT, -1, -1};
+
+static void find_rule_engines(void) {
+  rules.xsmm = tg__gemm_engine_named("libxsmm");
   const char *large = tg_blis_large_kernels();
-  if (large && macs >= (double)TG_BLIS_LARGE_MIN_MACS) {
+  if (large) {
     char name[32];
     snprintf(name, sizeof name, "blis-%s", large);
-    const int e = tg__gemm_engine_named(name);
-    if (e >= 0) return e;
+    rules.large = tg__gemm_engine_named(name);
   }
+}
+
+static int builtin_engine(int64_t m, int64_t n, int64_t k, bool b_t, int threads) {
+  pthread_once(&rules.once, find_rule_engines);
+  const double macs = (double)m * (double)n * (double)k;
+  if (rules.xsmm >= 0 && threads == 1 && !b_t && macs <= (double)TG_XSMM_MAX_MACS)
+    return rules.xsmm;
+  if (rules.large >= 0 && macs >= (double)TG_BLIS_LARGE_MIN_MACS) return rules.large;
   return 0;
 }
 
@@ -223,7 +235,8 @@ const char *tg_gemm_engine_for(int64_t m, int64_t n, int64_t k, bool a_transpose
   int e = tg__gemm_engine_choice(&p, &st);
   if (st != TG_OK) return NULL;
   /* What cpu_gemm.c does when the engine does not take the product: the rules decide. */
-  if (e < 0 || (e == tg__gemm_engine_named("libxsmm") && b_transposed))
+  pthread_once(&rules.once, find_rule_engines);
+  if (e < 0 || (e == rules.xsmm && b_transposed))
     e = builtin_engine(m, n, k, b_transposed, threads);
   return tg__gemm_engine_at(e)->name;
 }
