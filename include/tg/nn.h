@@ -87,6 +87,27 @@ tg_lltm_impl tg_lltm_seq_impl(const tg_lltm_seq *seq);
 tg_lltm_cell *tg_lltm_seq_cell(const tg_lltm_seq *seq); /* borrowed */
 tg_module *tg_lltm_seq_module(tg_lltm_seq *seq);        /* "cell.weights", "cell.bias" */
 
+/* ---- Sequential (torch.nn.Sequential): children run in order by tg_module_forward ----
+ * An empty Sequential returns its input. Children are named like PyTorch's: by position
+ * ("0", "1", ...) unless a name is given, so state dict names are torch's ("0.weight",
+ * "2.bias") and a torch.nn.Sequential's state loads into the same layers here. */
+tg_module *tg_sequential_new(void); /* free with tg_module_free (it frees the children) */
+/* Appends child, which must have a one-tensor forward (tg_module_forward) and no parent;
+ * seq takes ownership (on failure it stays with the caller). name NULL: the position, as
+ * torch's append; else a name as tg_module_add_child takes. TG_ERR_ARGUMENT when seq is
+ * not a Sequential, child has no forward or the name is bad or taken. */
+tg_status tg_sequential_append(tg_module *seq, tg_module *child, const char *name);
+
+/* ---- parameter-free layers, as modules (free with tg_module_free, or hand to a parent) ---- */
+/* torch.nn.Flatten(start_dim, end_dim): dims start_dim..end_dim of the input (negative ones
+ * count from the end) merged into one, through tg_reshape (a view when the strides allow).
+ * PyTorch's defaults are (1, -1): [N, C, H, W] -> [N, C*H*W]. Dims out of range for an input,
+ * or a start after the end, are an error of the forward call. */
+tg_module *tg_flatten_layer_new(int start_dim, int end_dim);
+tg_module *tg_relu_layer_new(void);    /* torch.nn.ReLU: tg_relu */
+tg_module *tg_tanh_layer_new(void);    /* torch.nn.Tanh: tg_tanh */
+tg_module *tg_sigmoid_layer_new(void); /* torch.nn.Sigmoid: tg_sigmoid */
+
 /* ---- init: torch.nn.init's functions ----
  * Each fills t in place, outside the tape (as under tg_no_grad_begin/end, so a parameter
  * that requires grad may be filled), drawing from gen (NULL: this thread's default

@@ -19,7 +19,10 @@ struct tg_linear {
 static void linear_destroy(tg_module *m) {
   tg__host_free(TG_MODULE_CONTAINER(m, tg_linear, module));
 }
-static const tg__module_class linear_class = {"linear", linear_destroy};
+static tg_tensor *linear_module_forward(tg_module *m, const tg_tensor *x) {
+  return tg_linear_forward(TG_MODULE_CONTAINER(m, tg_linear, module), x);
+}
+static const tg__module_class linear_class = {"linear", linear_destroy, linear_module_forward};
 
 tg_linear *tg_linear_new(int64_t in_features, int64_t out_features, bool bias, tg_options opts,
                          tg_generator *gen) {
