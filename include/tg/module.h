@@ -70,6 +70,17 @@ bool tg_module_is_training(const tg_module *m);
 /* Zeroes the gradient of every parameter (in place, keeping the buffers). */
 tg_status tg_module_zero_grad(tg_module *m);
 
+/* Moves every parameter and buffer of m and its descendants, and the parameters'
+ * gradients, to device, like torch.nn.Module.to(device): each keeps its tensor object (the
+ * layers' handles, tg_module_find's pointers and optimizers made before stay valid) and gets
+ * a contiguous copy of its values on device in place of its storage (a tensor that shared
+ * storage with another stops sharing). All or nothing: every copy is made before anything
+ * changes. Only leaves move (TG_ERR_STATE for a buffer made by an op). Move before training,
+ * not while a graph that saved these tensors is alive; an optimizer's own state (momentum,
+ * Adam's moments) stays where it was: make the optimizer after the move, or load its state
+ * dict again (loading copies to each parameter's device). */
+tg_status tg_module_to_device(tg_module *m, tg_device device);
+
 /* ---- forward: one tensor in, one tensor out ----
  * Runs m on x like calling a torch.nn.Module: x borrowed, the result owned by the innermost
  * scope (like an op's), NULL with the error on failure. Layers whose forward differs between

@@ -181,3 +181,37 @@ TG_TEST(buffers, saved_and_restored_by_checkpoints) {
   tg_optimizer_free(opt);
   tg_module_free(m);
 }
+
+/* ---- moving (tests/cuda/test_cuda_nn_module.c moves to a CUDA device) ---- */
+
+TG_TEST(buffers, move_to_the_same_device_changes_nothing) {
+  tg_module *m = model_new(7);
+  tg_tensor *w = tg_module_find(m, "0.weight"), *running = tg_module_find(m, "1.running_mean");
+  tg_tensor *w_before = tg_clone(w);
+  cr_assert_eq(tg_module_to_device(m, TG_DEVICE_CPU), TG_OK);
+  cr_assert(tg_module_find(m, "0.weight") == w && tg_module_find(m, "1.running_mean") == running);
+  tg_assert_close(w, w_before, 0, 0);
+  cr_assert_eq(tg_module_to_device(NULL, TG_DEVICE_CPU), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_module_to_device", "m is NULL");
+  tg_module_free(m);
+}
+
+TG_TEST(buffers, a_failed_move_changes_nothing) {
+  tg_module *m = model_new(8);
+  tg_tensor *w = tg_clone(tg_module_find(m, "0.weight"));
+  /* a device this build cannot reach (or, with CUDA, one that does not exist) */
+  cr_assert_neq(tg_module_to_device(m, TG_DEVICE_CUDA(63)), TG_OK);
+  cr_assert(strstr(tg_last_error_message(), "tg_module_to_device: parameter \"0.weight\"") != NULL,
+            "%s", tg_last_error_message());
+  tg_clear_error();
+  cr_assert(tg_device_equal(tg_tensor_device(tg_module_find(m, "1.running_mean")), TG_DEVICE_CPU));
+  tg_assert_close(tg_module_find(m, "0.weight"), w, 0, 0);
+  /* only leaves move: a buffer made by an op is refused before anything is copied */
+  tg_module *odd = tg_module_new("odd");
+  tg_tensor *p = tg_ones(TG_SHAPE(2), TG_OPTS(.dtype = TG_F64, .requires_grad = true));
+  cr_assert_eq(tg_module_register_buffer(odd, "twice", tg_mul_scalar(p, 2)), TG_OK);
+  cr_assert_eq(tg_module_to_device(odd, TG_DEVICE_CPU), TG_ERR_STATE);
+  tg_expect_error(TG_ERR_STATE, "tg_module_to_device", "buffer \"twice\" is the output of an op");
+  tg_module_free(odd);
+  tg_module_free(m);
+}
