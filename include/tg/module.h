@@ -72,13 +72,14 @@ tg_status tg_module_zero_grad(tg_module *m);
 
 /* Moves every parameter and buffer of m and its descendants, and the parameters'
  * gradients, to device, like torch.nn.Module.to(device): each keeps its tensor object (the
- * layers' handles, tg_module_find's pointers and optimizers made before stay valid) and gets
- * a contiguous copy of its values on device in place of its storage (a tensor that shared
- * storage with another stops sharing). All or nothing: every copy is made before anything
- * changes. Only leaves move (TG_ERR_STATE for a buffer made by an op). Move before training,
- * not while a graph that saved these tensors is alive; an optimizer's own state (momentum,
- * Adam's moments) stays where it was: make the optimizer after the move, or load its state
- * dict again (loading copies to each parameter's device). */
+ * layers' handles, tg_module_find's pointers and an optimizer's parameter list stay valid)
+ * and gets a contiguous copy of its values on device in place of its storage (a tensor that
+ * shared storage with another stops sharing). All or nothing: every copy is made before
+ * anything changes. Only leaves move (TG_ERR_STATE for a buffer made by an op). Move before
+ * training, not while a graph that saved these tensors is alive. An optimizer's own state
+ * (momentum, Adam's moments) stays where it was, and its next step is TG_ERR_DEVICE: make
+ * the optimizer after the move, or load its state dict again (loading copies to each
+ * parameter's device). */
 tg_status tg_module_to_device(tg_module *m, tg_device device);
 
 /* ---- forward: one tensor in, one tensor out ----

@@ -137,3 +137,27 @@ static tg_status move_step(void *user, double *out, int *n_out) {
 TG_CUDA_TEST(cuda_nn_module, alloc_failure_moving) {
   cr_assert_gt(sweep("moving a module to CUDA", move_step, NULL).failed, 0);
 }
+
+TG_CUDA_TEST(cuda_nn_module, optimizer_state_made_before_the_move) {
+  tg_module *m = model_new(5);
+  cr_assert_not_null(m);
+  tg_optimizer *opt = tg_sgd_for(m, (tg_sgd_options){.lr = 0.1, .momentum = 0.9});
+  tg_tensor *x = tg_ones(TG_SHAPE(2, 3), f64);
+  cr_assert_eq(tg_backward(tg_sum(tg_module_forward(m, x)), NULL), TG_OK);
+  cr_assert_eq(tg_optimizer_step(opt), TG_OK); /* momentum buffers on the CPU */
+  tg_tensor_dict *state = tg_optimizer_state_dict(opt);
+  cr_assert_eq(tg_module_to_device(m, TG_CUDA0), TG_OK, "%s", tg_last_error_message());
+  /* the old state is on the other device: a clear error, nothing changed */
+  tg_tensor *w = tg_clone(tg_module_parameter(m, 0, NULL));
+  tg_status st = tg_optimizer_step(opt);
+  cr_assert_neq(st, TG_OK);
+  cr_assert_eq(tg_last_error(), TG_ERR_DEVICE, "%s", tg_last_error_message());
+  tg_clear_error();
+  tg_assert_close(tg_module_parameter(m, 0, NULL), w, 0, 0);
+  /* loading the state again copies it to each parameter's device */
+  cr_assert_eq(tg_optimizer_load_state_dict(opt, state), TG_OK, "%s", tg_last_error_message());
+  cr_assert_eq(tg_optimizer_step(opt), TG_OK, "%s", tg_last_error_message());
+  tg_tensor_dict_free(state);
+  tg_optimizer_free(opt);
+  tg_module_free(m);
+}
