@@ -119,5 +119,7 @@
 #include "cpu.h"
 #include "testing.h"
 #include "device.h"
+/* the convolution family */
+#include "conv.h"
 
 #endif
