@@ -69,6 +69,7 @@ public_layer() {
   tg/extension.h) echo ext ;;
   tg/dist.h) echo distributed ;;
   tg/tg.h) echo umbrella ;;
+  tg/conv.h) echo ops ;; # the convolution family
   *) echo unknown ;;
   esac
 }
