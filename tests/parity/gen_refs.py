@@ -823,6 +823,109 @@ op("zeros_like", U(torch.zeros_like), creation_cases("zeros_like"), 0)
 op("ones_like", U(torch.ones_like), creation_cases("zeros_like"), 0)
 op("full_like", lambda xs, p, ip: (torch.full_like(xs[0], p[0]),), creation_cases("full_like"), 0)
 
+# ---- the convolution family (tg/conv.h): conv2d, conv1d, conv_transpose2d, unfold, fold ----
+# Integer parameters: conv2d [stride h, w, padding h, w, dilation h, w, groups, mode] (mode 0:
+# the padding ints, 1: "valid", 2: "same"); conv1d [stride, padding, dilation, groups, mode];
+# conv_transpose2d [stride h, w, padding h, w, output_padding h, w, dilation h, w, groups];
+# unfold [kernel h, w, dilation h, w, padding h, w, stride h, w]; fold [output h, w, then
+# unfold's]. A third input of a conv is its bias. Edge values go into x only (a weight of inf
+# times a zero of the padding would make NaN where a direct kernel skips the padding).
+CONV_EDGES = ("0", "-0", "inf", "-inf", "nan", "sub", "tiny", "1", "-2.5")
+PAD_MODES = {0: None, 1: "valid", 2: "same"}
+
+
+def conv2d_f(xs, p, ip):
+    pad = PAD_MODES[ip[7]] or (ip[2], ip[3])
+    b = xs[2] if len(xs) > 2 else None
+    return (F.conv2d(xs[0], xs[1], b, (ip[0], ip[1]), pad, (ip[4], ip[5]), ip[6]),)
+
+
+def conv1d_f(xs, p, ip):
+    pad = PAD_MODES[ip[4]] or ip[1]
+    b = xs[2] if len(xs) > 2 else None
+    return (F.conv1d(xs[0], xs[1], b, ip[0], pad, ip[2], ip[3]),)
+
+
+def conv_transpose2d_f(xs, p, ip):
+    b = xs[2] if len(xs) > 2 else None
+    return (F.conv_transpose2d(xs[0], xs[1], b, (ip[0], ip[1]), (ip[2], ip[3]), (ip[4], ip[5]),
+                               ip[8], (ip[6], ip[7])),)
+
+
+def edge_image(dt, shape, seed):
+    """vals() with the edge values of CONV_EDGES spread over it."""
+    x = vals(shape, seed, dt).reshape(-1)
+    ev = [v for t, v in EDGES[dt] if t in CONV_EDGES]
+    for k, v in enumerate(ev):
+        x[(k * 5 + seed) % x.numel()] = v
+    return x.reshape(shape)
+
+
+def conv2d_cases(dt):
+    x, w, b = vals([2, 4, 5, 6], 1, dt), vals([6, 2, 3, 2], 2, dt), vals([6], 3, dt)
+    return [case("plain", [vals([1, 2, 4, 4], 1, dt), vals([3, 2, 3, 3], 2, dt)], ip=[1, 1, 0, 0, 1, 1, 1, 0]),
+            case("bias,stride,pad", [x, vals([3, 4, 3, 2], 2, dt), vals([3], 3, dt)], ip=[2, 1, 1, 2, 1, 1, 1, 0]),
+            case("groups,dilation", [x, w, b], ip=[1, 2, 0, 1, 2, 1, 2, 0]),
+            case("same/even", [x, vals([3, 4, 2, 4], 2, dt)], ip=[1, 1, 0, 0, 1, 2, 1, 2]),
+            case("valid", [x, vals([3, 4, 3, 3], 2, dt), vals([3], 3, dt)], ip=[1, 2, 0, 0, 1, 1, 1, 1]),
+            case("lay=t,s", [In(x, "t"), In(w, "s"), b], ip=[1, 1, 1, 1, 1, 1, 2, 0]),
+            case("unbatched", [vals([4, 5, 6], 1, dt), w, b], ip=[1, 1, 1, 0, 1, 1, 2, 0]),
+            case("empty", [vals([0, 4, 5, 6], 1, dt), w, b], ip=[1, 1, 0, 0, 1, 1, 2, 0]),
+            case("x=edges", [edge_image(dt, [1, 2, 5, 5], 4), vals([2, 2, 2, 2], 2, dt), vals([2], 3, dt)],
+                 ip=[1, 1, 1, 1, 1, 1, 1, 0]),
+            case("bad/channels", [x, vals([3, 3, 3, 3], 2, dt)], ip=[1, 1, 0, 0, 1, 1, 1, 0]),
+            case("bad/kernel", [vals([1, 2, 2, 2], 1, dt), vals([3, 2, 3, 3], 2, dt)], ip=[1, 1, 0, 0, 1, 1, 1, 0]),
+            case("bad/same,stride", [x, w], ip=[2, 1, 0, 0, 1, 1, 2, 2])]
+
+
+def conv1d_cases(dt):
+    x = vals([2, 4, 9], 1, dt)
+    return [case("plain", [x, vals([3, 4, 3], 2, dt), vals([3], 3, dt)], ip=[1, 0, 1, 1, 0]),
+            case("stride,pad,dilation,groups", [In(x, "t"), vals([4, 2, 2], 2, dt)], ip=[2, 2, 3, 2, 0]),
+            case("same/even", [x, vals([2, 4, 4], 2, dt), vals([2], 3, dt)], ip=[1, 0, 1, 1, 2]),
+            case("unbatched", [vals([4, 9], 1, dt), vals([3, 4, 3], 2, dt)], ip=[1, 1, 1, 1, 0]),
+            case("x=edges", [edge_image(dt, [1, 1, 12], 2), vals([1, 1, 2], 2, dt)], ip=[1, 1, 1, 1, 0])]
+
+
+def conv_transpose2d_cases(dt):
+    x = vals([2, 4, 3, 4], 1, dt)
+    return [case("plain", [x, vals([4, 2, 3, 3], 2, dt), vals([2], 3, dt)], ip=[1, 1, 0, 0, 0, 0, 1, 1, 1]),
+            case("stride,pad,outpad", [x, vals([4, 3, 3, 2], 2, dt)], ip=[2, 3, 1, 0, 1, 2, 1, 1, 1]),
+            case("groups,dilation", [In(x, "t"), vals([4, 1, 2, 3], 2, dt), vals([2], 3, dt)],
+                 ip=[2, 1, 0, 1, 0, 0, 2, 1, 2]),
+            case("outpad<dilation", [x, vals([4, 2, 3, 3], 2, dt)], ip=[1, 1, 0, 0, 1, 1, 2, 2, 1]),
+            case("empty", [vals([0, 4, 3, 4], 1, dt), vals([4, 2, 3, 3], 2, dt)], ip=[1, 1, 0, 0, 0, 0, 1, 1, 1]),
+            case("x=edges", [edge_image(dt, [1, 1, 3, 4], 3), vals([1, 2, 2, 2], 2, dt)], ip=[2, 2, 0, 0, 0, 0, 1, 1, 1]),
+            case("bad/outpad", [x, vals([4, 2, 3, 3], 2, dt)], ip=[1, 1, 0, 0, 1, 1, 1, 1, 1]),
+            case("bad/size", [vals([1, 4, 1, 1], 1, dt), vals([4, 2, 1, 1], 2, dt)], ip=[1, 1, 1, 1, 0, 0, 1, 1, 1])]
+
+
+def unfold_cases(dt):
+    x = vals([2, 3, 5, 6], 1, dt)
+    return [case("plain", [x], ip=[2, 3, 1, 1, 0, 0, 1, 1]),
+            case("all", [In(x, "t")], ip=[3, 2, 1, 2, 1, 2, 2, 1]),
+            case("unbatched", [vals([3, 5, 6], 1, dt)], ip=[2, 2, 1, 1, 0, 0, 2, 2]),
+            case("x=edges", [edge_image(dt, [1, 1, 4, 4], 1)], ip=[2, 2, 1, 1, 1, 1, 1, 1]),
+            case("bad/blocks", [x], ip=[6, 2, 1, 1, 0, 0, 1, 1])]
+
+
+def fold_cases(dt):
+    return [case("plain", [vals([2, 12, 12], 1, dt)], ip=[4, 5, 2, 2, 1, 1, 0, 0, 1, 1]),
+            case("all", [In(vals([1, 12, 12], 1, dt), "t")], ip=[5, 6, 3, 2, 1, 2, 1, 2, 2, 1]),
+            case("unbatched", [vals([8, 6], 1, dt)], ip=[4, 6, 2, 2, 1, 1, 0, 0, 2, 2]),
+            case("x=edges", [edge_image(dt, [1, 4, 9], 2)], ip=[4, 4, 2, 2, 1, 1, 0, 0, 1, 1]),
+            case("bad/blocks", [vals([1, 12, 11], 1, dt)], ip=[4, 5, 2, 2, 1, 1, 0, 0, 1, 1]),
+            case("bad/divisible", [vals([1, 10, 12], 1, dt)], ip=[4, 5, 2, 2, 1, 1, 0, 0, 1, 1])]
+
+
+op("conv2d", conv2d_f, conv2d_cases, 8, "acc")
+op("conv1d", conv1d_f, conv1d_cases, 8, "acc")
+op("conv_transpose2d", conv_transpose2d_f, conv_transpose2d_cases, 8, "acc")
+op("unfold", lambda xs, p, ip: (F.unfold(xs[0], (ip[0], ip[1]), (ip[2], ip[3]), (ip[4], ip[5]), (ip[6], ip[7])),),
+   unfold_cases, 0)
+op("fold", lambda xs, p, ip: (F.fold(xs[0], (ip[0], ip[1]), (ip[2], ip[3]), (ip[4], ip[5]), (ip[6], ip[7]),
+                                     (ip[8], ip[9])),), fold_cases, 4, "acc")
+
 
 # ---- running and writing ------------------------------------------------------------------
 
