@@ -17,12 +17,16 @@ static int64_t windows(int64_t padded, int64_t kernel, int64_t dilation, int64_t
   return padded < span ? 0 : (padded - span) / stride + 1;
 }
 
-/* Each of v[0..dims) at least least; names the option and both values otherwise. */
+/* Options beyond this would overflow the size arithmetic; no image is that large. */
+#define MAX_OPTION ((int64_t)1 << 31)
+
+/* Each of v[0..dims) in [least, MAX_OPTION); names the option and both values otherwise. */
 static bool check_at_least(const char *api, const char *name, int dims, const int64_t *v,
                            int64_t least) {
   for (int d = 0; d < dims; d++)
-    if (!tg__check(v[d] >= least, TG_ERR_ARGUMENT, api, "%s = %lld%s must be at least %lld", name,
-                   (long long)v[d], dims == 1 ? "" : (d ? " (w)" : " (h)"), (long long)least))
+    if (!tg__check(v[d] >= least && v[d] < MAX_OPTION, TG_ERR_ARGUMENT, api,
+                   "%s = %lld%s is out of range [%lld, %lld)", name, (long long)v[d],
+                   dims == 1 ? "" : (d ? " (w)" : " (h)"), (long long)least, (long long)MAX_OPTION))
       return false;
   return true;
 }
