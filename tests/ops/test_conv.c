@@ -464,6 +464,23 @@ TG_TEST(conv, backward_keeps_only_the_inputs_and_gives_the_composed_gradients) {
   tg_generator_free(gen);
 }
 
+TG_TEST(conv, keeps_only_its_inputs_for_backward_never_the_columns) {
+  /* the unfolded columns are 9x the input here; backward recomputes them */
+  const tg_options f32 = {.dtype = TG_F32};
+  tg_tensor *x = tg_zeros(TG_SHAPE(2, 4, 8, 8), f32), *w = tg_zeros(TG_SHAPE(6, 4, 3, 3), f32);
+  tg_tensor *b = tg_zeros(TG_SHAPE(6), f32);
+  cr_assert_eq(tg_set_requires_grad(w, true), TG_OK);
+  cr_assert_eq(tg_set_requires_grad(b, true), TG_OK);
+  const tg_conv2d_opts pad = {.padding = {1, 1}};
+  tg_tensor *y = tg_conv2d(x, w, b, &pad);
+  /* only w needs a gradient: x is kept (dw reads it), w is not */
+  cr_assert_eq(tg_graph_saved_bytes(1, (const tg_tensor *const[]){y}, 0, NULL), 2 * 4 * 8 * 8 * 4);
+  cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+  y = tg_conv2d(x, w, b, &pad);
+  cr_assert_eq(tg_graph_saved_bytes(1, (const tg_tensor *const[]){y}, 0, NULL),
+               (2 * 4 * 8 * 8 + 6 * 4 * 3 * 3) * 4);
+}
+
 /* ---- edges ---- */
 
 TG_TEST(conv, edges_empty_batch_non_finite_values_and_meta) {
