@@ -121,5 +121,7 @@
 #include "device.h"
 /* the convolution family */
 #include "conv.h"
+/* pooling and padding (issue 24, helper "pool") */
+#include "pool.h"
 
 #endif
