@@ -125,12 +125,11 @@ tg_status tg__fwd_pad(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) 
   flat_in[lead] = L, flat_out[lead] = M;
   tg_tensor *host = pad_map(mode, t, s, o, l, M);
   tg_tensor *map = host ? tg__pool_on(host, device, x->dtype) : NULL;
-  tg_tensor *ones = map ? tg_ones(1, &M, opts) : NULL;
-  tg_tensor *x2 = ones ? tg_reshape(x, lead + 1, flat_in) : NULL;
+  tg_tensor *x2 = map ? tg_reshape(x, lead + 1, flat_in) : NULL;
   tg_tensor *y = x2 ? tg_empty(x->ndim, sizes, opts) : NULL;
   tg_tensor *y2 = y ? tg_view(y, lead + 1, flat_out) : NULL;
-  if (!y2 || tg__pool_gather_into(y2, x2, map, ones) != TG_OK ||
-      tg_ctx_save_for_backward(ctx, 2, (const tg_tensor *const[]){map, ones}) != TG_OK)
+  if (!y2 || tg__pool_gather_into(y2, x2, map, NULL) != TG_OK ||
+      tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const[]){map}) != TG_OK)
     return tg_last_error();
   /* constant mode: the elements with no source get the value (where keeps its sign and NaN) */
   if (mode == TG_PAD_CONSTANT && M > 0) {
@@ -147,15 +146,15 @@ tg_status tg__bwd_pad(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   if (!tg_ctx_needs_input_grad(ctx, 0)) return TG_OK;
   const int nd = tg_ctx_input_ndim(ctx, 0);
   const int64_t *x_sizes = tg_ctx_input_sizes(ctx, 0);
-  tg_tensor *map = tg_ctx_saved(ctx, 0), *ones = map ? tg_ctx_saved(ctx, 1) : NULL;
-  if (!ones) return tg_last_error();
+  tg_tensor *map = tg_ctx_saved(ctx, 0);
+  if (!map) return tg_last_error();
   const int t = tg_ctx_num_ints(ctx) / 2, lead = nd - t;
   int64_t flat[TG_MAX_DIMS];
   for (int d = 0; d < lead; d++) flat[d] = x_sizes[d];
   flat[lead] = map->sizes[1];
   const int64_t L = tg__numel(t, x_sizes + lead);
   tg_tensor *g2 = tg_reshape(g[0], lead + 1, flat);
-  tg_tensor *dx = g2 ? tg__pool_scatter(g2, map, ones, L) : NULL;
+  tg_tensor *dx = g2 ? tg__pool_scatter(g2, map, NULL, L) : NULL;
   gi[0] = dx ? tg_reshape(dx, nd, x_sizes) : NULL;
   return gi[0] ? TG_OK : tg_last_error();
 }

@@ -80,9 +80,8 @@ tg_status tg__bwd_max_pool2d(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor *
   const int64_t planes = tg__numel(nd - 2, x_sizes);
   const int64_t M = indices->sizes[nd - 2] * indices->sizes[nd - 1];
   tg_tensor *map = tg_reshape(indices, 3, (const int64_t[]){planes, M, 1});
-  tg_tensor *ones = map ? tg_ones(1, &M, options_of(indices, g[0]->dtype)) : NULL;
-  tg_tensor *g2 = ones ? tg_reshape(g[0], 2, (const int64_t[]){planes, M}) : NULL;
-  tg_tensor *dx = g2 ? tg__pool_scatter(g2, map, ones, x_sizes[nd - 2] * x_sizes[nd - 1]) : NULL;
+  tg_tensor *g2 = map ? tg_reshape(g[0], 2, (const int64_t[]){planes, M}) : NULL;
+  tg_tensor *dx = g2 ? tg__pool_scatter(g2, map, NULL, x_sizes[nd - 2] * x_sizes[nd - 1]) : NULL;
   gi[0] = dx ? tg_reshape(dx, nd, x_sizes) : NULL;
   return gi[0] ? TG_OK : tg_last_error();
 }

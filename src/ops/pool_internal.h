@@ -37,7 +37,8 @@ bool tg__adaptive_pool_map(int64_t in_h, int64_t in_w, int64_t out_h, int64_t ou
 
 /* The gather and its adjoint as the ops' forwards and backwards apply them (no checks of the
  * map: it was built or produced by tg). x [*, L] -> [*, M]; grad [*, M] -> [*, L]. map and
- * divisor on x's device, divisor of x's dtype. */
+ * divisor on x's device, divisor of x's dtype or NULL (none: a plain sum from -0, which copies
+ * a one-entry window exactly). */
 tg_tensor *tg__pool_gather(const tg_tensor *x, const tg_tensor *map, const tg_tensor *divisor);
 tg_tensor *tg__pool_scatter(const tg_tensor *grad, const tg_tensor *map, const tg_tensor *divisor,
                             int64_t L);

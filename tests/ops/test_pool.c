@@ -456,9 +456,15 @@ TG_TEST(pool, gather_and_scatter_refuse_bad_maps) {
       scatter, 3, (const tg_tensor *const[]){tg_zeros(TG_SHAPE(2, 4), f64), ok_map, div}, 0, NULL,
       1, (const int64_t[]){4}));
   tg_expect_error(TG_ERR_SHAPE, "tg_pool_scatter", "grad is [2, 4]");
+  cr_assert_null(tg_apply1(gather, 1, (const tg_tensor *const[]){x}, 0, NULL));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_pool_gather", "takes 2 or 3 inputs", "1 given");
   tg_tensor *y = tg_apply1(gather, 3, (const tg_tensor *const[]){x, ok_map, div}, 0, NULL);
   cr_assert_not_null(y, "%s", tg_last_error_message());
   tg_assert_sizes(y, 2, 3);
+  /* without a divisor a one-entry window copies, -0 included */
+  tg_tensor *neg0 = tg_full(TG_SHAPE(2, 4), -0.0, f64);
+  y = tg_apply1(gather, 2, (const tg_tensor *const[]){neg0, ok_map}, 0, NULL);
+  cr_assert(signbit(tg_test_at(y, 0)) && signbit(tg_test_at(y, 2)));
   tg_scope_end(sc);
 }
 

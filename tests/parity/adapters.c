@@ -422,6 +422,26 @@ static tg_status pt_fold(PT_ARGS) {
   return one(out, nout, tg_fold(in[0], ip[0], ip[1], &o));
 }
 
+/* ---- pooling and padding (issue 24, helper "pool"; tg/pool.h) ---- */
+static tg_status pt_max_pool2d(PT_ARGS) {
+  PT_UNUSED;
+  const tg_max_pool2d_options o = {{ip[2], ip[3]}, {ip[4], ip[5]}, {ip[6], ip[7]}, ip[8] != 0};
+  return values_indices(tg_max_pool2d_with_indices(in[0], ip, o, &out[0], &out[1]), nout);
+}
+static tg_status pt_avg_pool2d(PT_ARGS) {
+  PT_UNUSED;
+  const tg_avg_pool2d_options o = {{ip[2], ip[3]}, {ip[4], ip[5]}, ip[6] != 0, ip[7] == 0, ip[8]};
+  return one(out, nout, tg_avg_pool2d(in[0], ip, o));
+}
+static tg_status pt_adaptive_avg_pool2d(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_adaptive_avg_pool2d(in[0], ip));
+}
+static tg_status pt_pad(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_pad(in[0], nip - 1, ip + 1, (tg_pad_options){(tg_pad_mode)ip[0], p[0]}));
+}
+
 #define ROW(name)                                                                                  \
   { #name, pt_##name }
 static const struct {
@@ -547,6 +567,11 @@ static const struct {
     ROW(conv_transpose2d),
     ROW(unfold),
     ROW(fold),
+    /* pooling and padding (issue 24, helper "pool") */
+    ROW(max_pool2d),
+    ROW(avg_pool2d),
+    ROW(adaptive_avg_pool2d),
+    ROW(pad),
 };
 
 pt_fn pt_adapter(const char *op) {

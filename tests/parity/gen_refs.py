@@ -927,6 +927,109 @@ op("fold", lambda xs, p, ip: (F.fold(xs[0], (ip[0], ip[1]), (ip[2], ip[3]), (ip[
                                      (ip[8], ip[9])),), fold_cases, 4, "acc")
 
 
+# ---- pooling and padding (issue 24, helper "pool"; tg/pool.h) ----
+
+
+def pool_edges(dt, shape):
+    """The edge vector, then zeros, as a tensor of shape: NaN, +-inf, +-0 and ties in windows."""
+    e = edge_vec(dt)
+    n = math.prod(shape)
+    return torch.cat([e, torch.zeros(max(n - e.numel(), 0), dtype=DT[dt])])[:n].reshape(shape)
+
+
+def max_pool_f(xs, p, ip):
+    return F.max_pool2d(xs[0], ip[0:2], ip[2:4], ip[4:6], ip[6:8], bool(ip[8]), return_indices=True)
+
+
+def max_pool_cases(dt):
+    g = lambda k, s, pd, d, c: list(k) + list(s) + list(pd) + list(d) + [c]
+    return [case("2x2", [distinct([2, 2, 4, 4], 1, dt)], ip=g((2, 2), (2, 2), (0, 0), (1, 1), 0)),
+            case("3x3/s2/p1/lay=t", [In(distinct([1, 2, 5, 6], 2, dt), "t")], ip=g((3, 3), (2, 2), (1, 1), (1, 1), 0)),
+            case("ceil/lay=s", [In(distinct([1, 1, 5, 5], 3, dt), "s")], ip=g((2, 2), (2, 2), (1, 1), (1, 1), 1)),
+            case("ceil/s3", [distinct([2, 6, 7], 4, dt)], ip=g((3, 2), (3, 3), (1, 0), (1, 1), 1)),
+            case("dilation", [distinct([1, 2, 7, 6], 5, dt)], ip=g((2, 3), (1, 2), (1, 1), (2, 2), 0)),
+            case("ties", [vals([1, 2, 4, 6], 1, dt)], ip=g((2, 3), (1, 1), (1, 1), (1, 1), 0)),
+            case("edges", [pool_edges(dt, [2, 3, 4])], ip=g((2, 2), (1, 1), (0, 0), (1, 1), 0)),
+            case("edges/ceil", [pool_edges(dt, [1, 4, 6])], ip=g((3, 3), (2, 2), (1, 1), (1, 1), 1)),
+            case("empty", [vals([0, 2, 4, 4], 1, dt)], ip=g((2, 2), (2, 2), (0, 0), (1, 1), 0)),
+            case("k=0", [vals([1, 1, 4, 4], 1, dt)], ip=g((0, 2), (1, 1), (0, 0), (1, 1), 0)),
+            case("pad>k/2", [vals([1, 1, 4, 4], 1, dt)], ip=g((2, 2), (2, 2), (2, 0), (1, 1), 0)),
+            case("small", [vals([1, 1, 4, 4], 1, dt)], ip=g((5, 2), (1, 1), (0, 0), (1, 1), 0)),
+            case("2d", [vals([4, 4], 1, dt)], ip=g((2, 2), (2, 2), (0, 0), (1, 1), 0))]
+
+
+def avg_pool_f(xs, p, ip):
+    return (F.avg_pool2d(xs[0], ip[0:2], ip[2:4], ip[4:6], bool(ip[6]), bool(ip[7]), ip[8] or None),)
+
+
+def avg_pool_cases(dt):
+    g = lambda k, s, pd, c, inc, dv: list(k) + list(s) + list(pd) + [c, inc, dv]
+    return [case("2x2", [vals([2, 2, 4, 4], 1, dt)], ip=g((2, 2), (2, 2), (0, 0), 0, 1, 0)),
+            case("3x3/p1/lay=t", [In(vals([1, 2, 5, 6], 2, dt), "t")], ip=g((3, 3), (2, 2), (1, 1), 0, 1, 0)),
+            case("3x3/p1/exclude", [vals([1, 2, 5, 6], 2, dt)], ip=g((3, 3), (2, 2), (1, 1), 0, 0, 0)),
+            case("ceil/lay=s", [In(vals([1, 1, 5, 5], 3, dt), "s")], ip=g((2, 3), (2, 2), (1, 1), 1, 1, 0)),
+            case("ceil/exclude", [vals([2, 6, 7], 4, dt)], ip=g((3, 2), (3, 3), (1, 0), 1, 0, 0)),
+            case("divisor", [vals([1, 2, 4, 5], 5, dt)], ip=g((2, 2), (1, 2), (1, 0), 0, 1, 3)),
+            case("edges", [pool_edges(dt, [2, 3, 4])], ip=g((2, 2), (1, 1), (0, 0), 0, 1, 0)),
+            case("empty", [vals([0, 2, 4, 4], 1, dt)], ip=g((2, 2), (2, 2), (0, 0), 0, 1, 0)),
+            case("s=0", [vals([1, 1, 4, 4], 1, dt)], ip=g((2, 2), (0, 1), (0, 0), 0, 1, 0)),
+            case("pad>k/2", [vals([1, 1, 4, 4], 1, dt)], ip=g((2, 2), (1, 1), (0, 2), 0, 1, 0)),
+            case("small", [vals([1, 1, 4, 4], 1, dt)], ip=g((2, 5), (1, 1), (0, 0), 0, 1, 0))]
+
+
+def adaptive_cases(dt):
+    return [case("5x7to3x4", [vals([2, 2, 5, 7], 1, dt)], ip=[3, 4]),
+            case("global/lay=t", [In(vals([3, 4, 5], 2, dt), "t")], ip=[1, 1]),
+            case("up/lay=s", [In(vals([1, 2, 3, 2], 3, dt), "s")], ip=[4, 3]),
+            case("edges", [pool_edges(dt, [2, 3, 4])], ip=[2, 3]),
+            case("empty", [vals([0, 2, 4, 4], 1, dt)], ip=[2, 2]),
+            # forward only: PyTorch's backward refuses an empty grad_output; tg's gives zeros
+            case("out=0", [In(vals([1, 2, 3, 3], 1, dt), "c", False)], ip=[0, 2]),
+            case("neg", [vals([1, 2, 3, 3], 1, dt)], ip=[2, -1]),
+            case("h=0", [vals([1, 2, 0, 3], 1, dt)], ip=[2, 2])]
+
+
+TORCH_PAD_MODES = ["constant", "reflect", "replicate"]
+
+
+def pad_f(xs, p, ip):
+    mode = TORCH_PAD_MODES[ip[0]]
+    return (F.pad(xs[0], list(ip[1:]), mode=mode, value=p[0] if mode == "constant" else None),)
+
+
+def pad_cases(dt):
+    c = lambda tag, x, mode, pads, value=0.0: case(tag, [x], p=[value], ip=[mode] + list(pads))
+    return [c("const/2d", vals([2, 3, 4], 1, dt), 0, (1, 2, 0, 1), 1.5),
+            c("const/crop/lay=t", In(vals([2, 3, 4], 1, dt), "t"), 0, (-1, 2, 2, -2)),
+            c("const/every/lay=s", In(vals([2, 1, 3], 2, dt), "s"), 0, (1, 1, 0, 2, 1, 0)),
+            c("const/-0", vals([2, 3], 1, dt), 0, (1, 1), -0.0),
+            c("const/nan", vals([2, 3], 1, dt), 0, (0, 2), NAN),
+            c("const/empty", vals([2, 0], 1, dt), 0, (1, 1), 7.0),
+            c("const/edges", pool_edges(dt, [3, 7]), 0, (2, 1, 1, 0), -INF),
+            c("reflect/1d", vals([2, 5], 1, dt), 1, (4, 3)),
+            c("reflect/1d/neg/lay=t", In(vals([2, 2, 5], 1, dt), "t"), 1, (-2, 1)),
+            c("reflect/2d/lay=s", In(vals([2, 3, 4], 1, dt), "s"), 1, (3, 1, 2, 2)),
+            c("reflect/3d", vals([2, 3, 3, 4], 1, dt), 1, (1, 2, 2, 1, 1, 2)),
+            c("reflect/edges", pool_edges(dt, [1, 3, 7]), 1, (2, 3, 1, 2)),
+            c("replicate/1d", vals([2, 3], 1, dt), 2, (3, 4)),
+            c("replicate/2d/crop/lay=t", In(vals([2, 2, 3, 4], 1, dt), "t"), 2, (2, -1, 3, 0)),
+            c("replicate/3d", vals([1, 2, 2, 3], 1, dt), 2, (1, 1, 2, 0, 0, 3)),
+            c("replicate/empty-batch", vals([0, 2, 3], 1, dt), 2, (1, 1)),
+            c("odd", vals([2, 3], 1, dt), 0, (1, 2, 3)),
+            c("toolong", vals([2, 3], 1, dt), 0, (1, 1, 1, 1, 1, 1)),
+            c("crop<0", vals([2, 3], 1, dt), 0, (-2, -2)),
+            c("reflect>=size", vals([1, 2, 3], 1, dt), 1, (3, 0)),
+            c("reflect/4d-1pad", vals([1, 1, 2, 3], 1, dt), 1, (1, 1)),
+            c("replicate/1d-input", vals([3], 1, dt), 2, (1, 1)),
+            c("reflect/c=0", vals([1, 0, 3], 1, dt), 1, (1, 1))]
+
+
+op("max_pool2d", max_pool_f, max_pool_cases, 0)
+op("avg_pool2d", avg_pool_f, avg_pool_cases, 4, "acc")
+op("adaptive_avg_pool2d", lambda xs, p, ip: (F.adaptive_avg_pool2d(xs[0], ip),), adaptive_cases, 4, "acc")
+op("pad", pad_f, pad_cases, 0)
+
+
 # ---- running and writing ------------------------------------------------------------------
 
 

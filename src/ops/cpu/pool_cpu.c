@@ -21,8 +21,8 @@ static const int64_t *plane_map(const pool_pass *p, int64_t plane) {
   return p->map + (p->map_planes == 1 ? 0 : plane * p->M * p->K);
 }
 
-/* out[p, o] = sum of x[p, map[o, k]] over the entries, / divisor[o] (PyTorch: sum, then
- * divide). */
+/* out[p, o] = sum of x[p, map[o, k]] over the entries, / divisor[o] (PyTorch: sum from +0,
+ * then divide); without a divisor the sum from -0, the identity that copies -0 too. */
 #define POOL_SUM_PLANES(name, T)                                                                   \
   static void name(int64_t p0, int64_t p1, void *ctx) {                                            \
     const pool_pass *p = ctx;                                                                      \
@@ -32,12 +32,12 @@ static const int64_t *plane_map(const pool_pass *p, int64_t plane) {
       T *out = (T *)p->out + plane * p->M;                                                         \
       const int64_t *map = plane_map(p, plane);                                                    \
       for (int64_t o = 0; o < p->M; o++) {                                                         \
-        T sum = 0;                                                                                 \
+        T sum = div ? (T)0 : -(T)0;                                                                \
         for (int64_t k = 0; k < p->K; k++) {                                                       \
           const int64_t at = map[o * p->K + k];                                                    \
           if (at >= 0) sum += x[at];                                                               \
         }                                                                                          \
-        out[o] = sum / div[o];                                                                     \
+        out[o] = div ? sum / div[o] : sum;                                                         \
       }                                                                                            \
     }                                                                                              \
   }
@@ -54,7 +54,7 @@ POOL_SUM_PLANES(sum_planes_f64, double)
       T *out = (T *)p->out + plane * p->L;                                                         \
       const int64_t *map = plane_map(p, plane);                                                    \
       for (int64_t o = 0; o < p->M; o++) {                                                         \
-        const T share = g[o] / div[o];                                                             \
+        const T share = div ? g[o] / div[o] : g[o];                                                \
         for (int64_t k = 0; k < p->K; k++) {                                                       \
           const int64_t at = map[o * p->K + k];                                                    \
           if (at >= 0) out[at] += share;                                                           \
@@ -122,7 +122,7 @@ tg_status tg__kernel_pool_gather_window_sum_cpu(int n, tg_tensor *const *t) {
   tg_status st = check_dtypes("pool_gather.window_sum", out, x, t[2]);
   if (st != TG_OK) return st;
   pool_pass p = pass_of(t[2], out->sizes[1], x->sizes[1]);
-  p.out = tg_cpu_data(out), p.in = tg_cpu_data(x), p.divisor = tg_cpu_data(t[3]);
+  p.out = tg_cpu_data(out), p.in = tg_cpu_data(x), p.divisor = t[3] ? tg_cpu_data(t[3]) : NULL;
   run_planes(out->sizes[0], out->sizes[0] * p.M * p.K,
              out->dtype == TG_F32 ? sum_planes_f32 : sum_planes_f64, &p);
   return TG_OK;
@@ -134,7 +134,7 @@ tg_status tg__kernel_pool_scatter_window_scatter_cpu(int n, tg_tensor *const *t)
   tg_status st = check_dtypes("pool_scatter.window_scatter", out, g, t[2]);
   if (st != TG_OK) return st;
   pool_pass p = pass_of(t[2], g->sizes[1], out->sizes[1]);
-  p.out = tg_cpu_data(out), p.in = tg_cpu_data(g), p.divisor = tg_cpu_data(t[3]);
+  p.out = tg_cpu_data(out), p.in = tg_cpu_data(g), p.divisor = t[3] ? tg_cpu_data(t[3]) : NULL;
   run_planes(out->sizes[0], out->sizes[0] * p.M * p.K,
              out->dtype == TG_F32 ? scatter_planes_f32 : scatter_planes_f64, &p);
   return TG_OK;

@@ -28,10 +28,10 @@ __global__ void sum_kernel(pool_geometry g, T *out, const T *x, const int64_t *m
     const int64_t plane = e / g.M, o = e % g.M;
     const int64_t *m = plane_map(g, map, plane) + o * g.K;
     const T *xp = x + plane * g.L;
-    T sum = 0;
+    T sum = divisor ? T(0) : -T(0); /* -0 without a divisor: the identity that copies -0 */
     for (int64_t k = 0; k < g.K; k++)
       if (m[k] >= 0) sum += xp[m[k]];
-    out[e] = sum / divisor[o];
+    out[e] = divisor ? sum / divisor[o] : sum;
   }
 }
 
@@ -41,7 +41,7 @@ __global__ void scatter_kernel(pool_geometry g, T *out, const T *grad, const int
   TG_CU_GRID_STRIDE(e, g.planes * g.M) {
     const int64_t plane = e / g.M, o = e % g.M;
     const int64_t *m = plane_map(g, map, plane) + o * g.K;
-    const T share = grad[e] / divisor[o];
+    const T share = divisor ? grad[e] / divisor[o] : grad[e];
     for (int64_t k = 0; k < g.K; k++)
       if (m[k] >= 0) atomicAdd(&out[plane * g.L + m[k]], share);
   }
@@ -74,8 +74,16 @@ __global__ void max_kernel(pool_geometry g, T *out, int64_t *indices, const T *x
  * whose second sizes are M and L. */
 tg_status prepare(const char *op, tg_tensor *const *t, int data_a, int data_b, int map_at,
                   int m_from, int l_from, tg_cu_view *v, pool_geometry *g, tg_cu_device **dev) {
-  tg_status st = tg_cu_views_of(op, 4, (const tg_tensor *const *)t, v);
+  /* the divisor (t[3] of the sum and the scatter) may be NULL: views of the others */
+  const tg_tensor *present[4];
+  int at[4], n = 0;
+  for (int i = 0; i < 4; i++)
+    if (t[i]) present[n] = t[i], at[n++] = i;
+  tg_cu_view got[4];
+  tg_status st = tg_cu_views_of(op, n, present, got);
   if (st != TG_OK) return st;
+  v[3].data = nullptr;
+  for (int i = 0; i < n; i++) v[at[i]] = got[i];
   if ((v[data_a].dtype != TG_F32 && v[data_a].dtype != TG_F64) ||
       v[data_b].dtype != v[data_a].dtype)
     return tg_set_error(TG_ERR_DTYPE, "%s: dtypes %s and %s (F32 or F64, equal)", op,
@@ -101,7 +109,7 @@ tg_status tg__kernel_pool_gather_window_sum_cuda(int n, tg_tensor *const *t) {
   TG_DISPATCH_FLOATING_TYPES(v[0].dtype, op, {
     TG_CU_LAUNCH(op, g.planes * g.M, dev->stream, sum_kernel<scalar_t>, g, (scalar_t *)v[0].data,
                  (const scalar_t *)v[1].data, (const int64_t *)v[2].data,
-                 (const scalar_t *)v[3].data);
+                 (const scalar_t *)v[3].data); /* NULL: no divisor */
   });
   return TG_OK;
 }

@@ -107,7 +107,7 @@ int tg__samples_pad(const tg_sample_request *r, tg_sample *out) {
   return tg__samples_end(&b);
 }
 
-/* x [*, L], map I64 [1 or P, M, K] in [0, L), divisor [M] > 0 (constant). */
+/* x [*, L], map I64 [1 or P, M, K] in [0, L), divisor [M] > 0 (constant) or none. */
 int tg__samples_pool_gather(const tg_sample_request *r, tg_sample *out) {
   tg__samples b = tg__samples_begin(r, out);
   tg_sample *s;
@@ -125,6 +125,9 @@ int tg__samples_pool_gather(const tg_sample_request *r, tg_sample *out) {
          tg__sample_indices(r, 5, TG_SHAPE(1, 4, 3)), TG__CONST(&b, TG__POSITIVE, 4))
   GATHER("a map per plane, transposed", input(r, TG__TRANSPOSED, TG_SHAPE(3, 4)),
          tg__sample_indices(r, 4, TG_SHAPE(3, 6, 2)), TG__CONST(&b, TG__POSITIVE, 6))
+  s = tg__sample_new(&b, "no divisor");
+  tg__sample_input(&b, s, input(r, TG__CONTIGUOUS, TG_SHAPE(2, 5)));
+  tg__sample_input(&b, s, tg__sample_indices(r, 5, TG_SHAPE(2, 3, 1)));
 #undef GATHER
   return tg__samples_end(&b);
 }
@@ -149,6 +152,10 @@ int tg__samples_pool_scatter(const tg_sample_request *r, tg_sample *out) {
           tg__sample_indices(r, 3, TG_SHAPE(1, 4, 3)), TG__CONST(&b, TG__POSITIVE, 4), 5)
   SCATTER("a map per plane, stepped", input(r, TG__STEPPED, TG_SHAPE(3, 6)),
           tg__sample_indices(r, 4, TG_SHAPE(3, 6, 2)), TG__CONST(&b, TG__POSITIVE, 6), 4)
+  s = tg__sample_new(&b, "no divisor, repeats");
+  tg__sample_input(&b, s, input(r, TG__CONTIGUOUS, TG_SHAPE(2, 4)));
+  tg__sample_input(&b, s, tg__sample_indices(r, 2, TG_SHAPE(2, 4, 1)));
+  tg__sample_int(s, 3);
 #undef SCATTER
   return tg__samples_end(&b);
 }
