@@ -68,6 +68,8 @@ public_layer() {
   tg/module.h | tg/nn.h) echo nn ;;
   tg/extension.h) echo ext ;;
   tg/dist.h) echo distributed ;;
+  # pooling and padding (issue 24, helper "pool")
+  tg/pool.h) echo ops ;;
   tg/tg.h) echo umbrella ;;
   tg/conv.h) echo ops ;; # the convolution family
   *) echo unknown ;;

@@ -23,6 +23,8 @@ HOMES = {
     "extension.h": "ext", "dist.h": "distributed", "tensor_ops.h": "ops", "device.h": "ops",
     # the convolution family
     "conv.h": "ops",
+    # pooling and padding (issue 24, helper "pool")
+    "pool.h": "ops",
 }
 
 
