@@ -128,7 +128,7 @@ tg_status tg__fwd_pad(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) 
   tg_tensor *x2 = map ? tg_reshape(x, lead + 1, flat_in) : NULL;
   tg_tensor *y = x2 ? tg_empty(x->ndim, sizes, opts) : NULL;
   tg_tensor *y2 = y ? tg_view(y, lead + 1, flat_out) : NULL;
-  if (!y2 || tg__pool_gather_into(y2, x2, map, NULL) != TG_OK ||
+  if (!y2 || tg__pool_gather_into(fn, "pad.window_sum", y2, x2, map, NULL) != TG_OK ||
       tg_ctx_save_for_backward(ctx, 1, (const tg_tensor *const[]){map}) != TG_OK)
     return tg_last_error();
   /* constant mode: the elements with no source get the value (where keeps its sign and NaN) */

@@ -89,10 +89,10 @@ tg_status tg__bwd_max_pool2d(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor *
 /* ---- the average poolings: pool_gather over a host map ---- */
 
 /* out [*, oh, ow] = pool_gather(x [*, H * W], map, divisor) (host_map and host_divisor moved
- * to x's device); the map and divisor saved for the backward. */
-static tg_status linear_pool(tg_ctx *ctx, const tg_tensor *x, const tg_tensor *host_map,
-                             const tg_tensor *host_divisor, int64_t oh, int64_t ow,
-                             tg_tensor **out) {
+ * to x's device) by the kernel named kernel; the map and divisor saved for the backward. */
+static tg_status linear_pool(tg_ctx *ctx, const char *fn, const char *kernel, const tg_tensor *x,
+                             const tg_tensor *host_map, const tg_tensor *host_divisor, int64_t oh,
+                             int64_t ow, tg_tensor **out) {
   const tg_device device = x->storage->device;
   int64_t sizes[TG_MAX_DIMS], flat[TG_MAX_DIMS];
   const int nd = with_planes(x, 2, (const int64_t[]){oh, ow}, sizes);
@@ -103,7 +103,7 @@ static tg_status linear_pool(tg_ctx *ctx, const tg_tensor *x, const tg_tensor *h
   tg_tensor *o = x2 ? tg_empty(nd, sizes, options_of(x, x->dtype)) : NULL;
   flat[nd - 2] = oh * ow;
   tg_tensor *o2 = o ? tg_view(o, nd - 1, flat) : NULL;
-  if (!o2 || tg__pool_gather_into(o2, x2, map, divisor) != TG_OK ||
+  if (!o2 || tg__pool_gather_into(fn, kernel, o2, x2, map, divisor) != TG_OK ||
       tg_ctx_save_for_backward(ctx, 2, (const tg_tensor *const[]){map, divisor}) != TG_OK)
     return tg_last_error();
   *out = o;
@@ -141,7 +141,7 @@ tg_status tg__fwd_avg_pool2d(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor 
       !tg__pool_check(fn, in[0], p, p + 2, p + 4, one, p[6], &h, &w) ||
       !tg__avg_pool_map(&h, &w, p[7], p[8], &map, &divisor))
     return tg_last_error();
-  return linear_pool(ctx, in[0], map, divisor, h.out, w.out, out);
+  return linear_pool(ctx, fn, "avg_pool2d.window_sum", in[0], map, divisor, h.out, w.out, out);
 }
 
 tg_status tg__bwd_avg_pool2d(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
@@ -165,7 +165,7 @@ tg_status tg__fwd_adaptive_avg_pool2d(tg_ctx *ctx, const tg_tensor *const *in, t
                  (long long)ow) ||
       !tg__adaptive_pool_map(x->sizes[nd - 2], x->sizes[nd - 1], oh, ow, &map, &divisor))
     return tg_last_error();
-  return linear_pool(ctx, x, map, divisor, oh, ow, out);
+  return linear_pool(ctx, fn, "adaptive_avg_pool2d.window_sum", x, map, divisor, oh, ow, out);
 }
 
 tg_status tg__bwd_adaptive_avg_pool2d(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {

@@ -40,9 +40,9 @@ static tg_status run_kernel(const char *fn, const char *name, tg_tensor *out, co
   return kernel(4, (tg_tensor *const[]){out2, in2, m, d});
 }
 
-tg_status tg__pool_gather_into(tg_tensor *out, const tg_tensor *x, const tg_tensor *map,
-                               const tg_tensor *divisor) {
-  return run_kernel("tg_pool_gather", "pool_gather.window_sum", out, x, map, divisor);
+tg_status tg__pool_gather_into(const char *fn, const char *kernel, tg_tensor *out,
+                               const tg_tensor *x, const tg_tensor *map, const tg_tensor *divisor) {
+  return run_kernel(fn, kernel, out, x, map, divisor);
 }
 
 /* The optional divisor: input 2 when given. */
@@ -55,7 +55,9 @@ static tg_status gather_unchecked(tg_ctx *ctx, const tg_tensor *const *in, tg_te
   int64_t sizes[TG_MAX_DIMS];
   sizes_with_last(x, map->sizes[1], sizes);
   tg_tensor *o = tg_empty(x->ndim, sizes, (tg_options){x->dtype, x->storage->device, false});
-  if (!o || tg__pool_gather_into(o, x, map, divisor_of(ctx, in)) != TG_OK ||
+  if (!o ||
+      tg__pool_gather_into("tg_pool_gather", "pool_gather.window_sum", o, x, map,
+                           divisor_of(ctx, in)) != TG_OK ||
       tg_ctx_save_for_backward(ctx, tg_ctx_num_inputs(ctx) - 1, in + 1) != TG_OK)
     return tg_last_error();
   out[0] = o;

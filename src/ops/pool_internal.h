@@ -42,9 +42,10 @@ bool tg__adaptive_pool_map(int64_t in_h, int64_t in_w, int64_t out_h, int64_t ou
 tg_tensor *tg__pool_gather(const tg_tensor *x, const tg_tensor *map, const tg_tensor *divisor);
 tg_tensor *tg__pool_scatter(const tg_tensor *grad, const tg_tensor *map, const tg_tensor *divisor,
                             int64_t L);
-/* The same without recording (the kernels run directly), for a forward: out [*, M]. */
-tg_status tg__pool_gather_into(tg_tensor *out, const tg_tensor *x, const tg_tensor *map,
-                               const tg_tensor *divisor);
+/* The same without recording, for a forward: out [*, M], by the device's kernel named kernel
+ * (pool_gather.window_sum or its alias under the calling op; fn names the op in errors). */
+tg_status tg__pool_gather_into(const char *fn, const char *kernel, tg_tensor *out,
+                               const tg_tensor *x, const tg_tensor *map, const tg_tensor *divisor);
 
 /* A host tensor moved to device and converted to dtype (the map stays I64). */
 tg_tensor *tg__pool_on(const tg_tensor *host, tg_device device, tg_dtype dtype);

@@ -7,6 +7,8 @@
 
 #include "testutil.h"
 
+#include "ops/backend.h"
+
 #include "alloc_sweep.h"
 
 /* ---- loop references (PyTorch's aten/src/ATen/native/cpu pooling kernels) ---- */
@@ -505,4 +507,26 @@ TG_TEST(pool, allocation_failures) {
   sweep("avg_pool2d forward, backward, double backward", pool_step, &which);
   which = 2;
   sweep("adaptive_avg_pool2d forward, backward, double backward", pool_step, &which);
+}
+
+/* ---- kernels: each op names the device kernel it runs, so tg_op_supported answers for it ---- */
+
+TG_TEST(pool, each_op_has_its_kernel_on_cpu_and_meta) {
+  const char *kernels[][2] = {
+      {"max_pool2d", "max_pool2d.window_max"},
+      {"avg_pool2d", "avg_pool2d.window_sum"},
+      {"adaptive_avg_pool2d", "adaptive_avg_pool2d.window_sum"},
+      {"pad", "pad.window_sum"},
+      {"pool_gather", "pool_gather.window_sum"},
+      {"pool_scatter", "pool_scatter.window_scatter"},
+  };
+  for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+    cr_assert_not_null(tg__kernel("test", kernels[k][1], TG_DEVICE_CPU), "%s", kernels[k][1]);
+    cr_assert(tg_op_supported(tg_op_lookup(kernels[k][0]), TG_DEVICE_CPU), "%s", kernels[k][0]);
+    cr_assert(tg_op_supported(tg_op_lookup(kernels[k][0]), TG_DEVICE_META), "%s", kernels[k][0]);
+  }
+  /* a kernel refuses a call with the wrong number of tensors */
+  tg_kernel_fn sum = tg__kernel("test", "avg_pool2d.window_sum", TG_DEVICE_CPU);
+  cr_assert_eq(sum(2, (tg_tensor *const[]){NULL, NULL}), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "pool_gather.window_sum: called with 2 tensors, expected 4");
 }

@@ -154,3 +154,12 @@ tg_status tg__kernel_max_pool2d_window_max_cpu(int n, tg_tensor *const *t) {
              out->dtype == TG_F32 ? max_planes_f32 : max_planes_f64, &p);
   return TG_OK;
 }
+
+/* pool_gather.window_sum under the ops that run it (src/ops/def/pool.def) */
+#define SAME_AS_WINDOW_SUM(op)                                                                     \
+  tg_status tg__kernel_##op##_window_sum_cpu(int n, tg_tensor *const *t) {                         \
+    return tg__kernel_pool_gather_window_sum_cpu(n, t);                                            \
+  }
+SAME_AS_WINDOW_SUM(avg_pool2d)
+SAME_AS_WINDOW_SUM(adaptive_avg_pool2d)
+SAME_AS_WINDOW_SUM(pad)
