@@ -72,8 +72,9 @@ typedef struct tg_pad_options {
 /* torch.nn.functional.pad: pad[0], pad[1] are the last dim's left and right, pad[2], pad[3]
  * the dim before it, and so on; n_pad is even and at most 2 * x's dims. Negative pads crop.
  * Reflect and replicate pad the last 1, 2 or 3 dims of an input with 1 or 2 more dims (as
- * PyTorch's: [C, W] or [N, C, W] for n_pad 2, ...). Any dtype for constant mode; F32 or F64
- * for the others. The gradient of a padded part goes back to the elements it copies. */
+ * PyTorch's: [C, W] or [N, C, W] for n_pad 2, ...). F32 or F64 (PyTorch's constant
+ * mode also takes integers; tg's does not yet). The gradient of a padded part goes back to the
+ * elements it copies. */
 tg_tensor *tg_pad(const tg_tensor *x, int n_pad, const int64_t *pad, tg_pad_options opts);
 
 #ifdef __cplusplus

@@ -68,8 +68,16 @@ bool tg__pool_check(const char *fn, const tg_tensor *x, const int64_t *kernel,
                    (long long)w->out);
 }
 
-/* A CPU I64 tensor [1, m, k] to fill; NULL with the error pending. */
+/* A CPU I64 tensor [1, m, k] to fill; NULL with the error pending (TG_ERR_MEMORY when its
+ * size would not even fit an address: windows of a huge input on a device without data). */
 static tg_tensor *host_map(int64_t m, int64_t k, int64_t **data) {
+  *data = NULL;
+  if (k > 0 && m > INT64_MAX / 8 / k) {
+    tg__fail(TG_ERR_MEMORY, "pooling",
+             "the window map of %lld windows of %lld elements is too large", (long long)m,
+             (long long)k);
+    return NULL;
+  }
   tg_tensor *t = tg_empty(3, (const int64_t[]){1, m, k}, (tg_options){.dtype = TG_I64});
   *data = t ? tg_data_ptr(t) : NULL;
   return t;

@@ -344,6 +344,11 @@ TG_TEST(pool, runs_on_the_meta_device) {
   tg_assert_sizes(v, 2, 3, 3, 3);
   tg_assert_sizes(tg_avg_pool2d(x, k2(2, 2), (tg_avg_pool2d_options){0}), 2, 3, 4, 4);
   tg_assert_sizes(tg_adaptive_avg_pool2d(x, k2(3, 5)), 2, 3, 3, 5);
+  /* windows of a huge input whose map could not be addressed: an error, not an overflow */
+  tg_tensor *huge =
+      tg_zeros(TG_SHAPE(1, 1, 100000, 100000), (tg_options){.device = TG_DEVICE_META});
+  cr_assert_null(tg_max_pool2d(huge, k2(50000, 50000), (tg_max_pool2d_options){.stride = {1, 1}}));
+  tg_expect_error(TG_ERR_MEMORY, "window map", "too large");
   tg_scope_end(sc);
 }
 
