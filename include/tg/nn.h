@@ -15,9 +15,11 @@
 #ifndef TG_NN_H
 #define TG_NN_H
 
+#include "conv.h"
 #include "lltm.h"
 #include "module.h"
 #include "ops.h"
+#include "pool.h"
 
 TG_API_BEGIN
 #ifdef __cplusplus
@@ -107,6 +109,48 @@ tg_module *tg_flatten_layer_new(int start_dim, int end_dim);
 tg_module *tg_relu_layer_new(void);    /* torch.nn.ReLU: tg_relu */
 tg_module *tg_tanh_layer_new(void);    /* torch.nn.Tanh: tg_tanh */
 tg_module *tg_sigmoid_layer_new(void); /* torch.nn.Sigmoid: tg_sigmoid */
+
+/* ---- convolution layers: torch.nn.Conv1d and Conv2d over tg_conv1d / tg_conv2d (tg/conv.h) ----
+ * weight [out_channels, in_channels / groups, k...], bias [out_channels] (when bias), both
+ * PyTorch's default init: weight kaiming_uniform_(a = sqrt(5)), bias uniform(+-1/sqrt(fan_in))
+ * with fan_in = in_channels / groups * prod(kernel_size), drawn from gen (NULL: the default
+ * generator) in that order. conv carries stride, padding (numbers, "valid" or "same"),
+ * dilation and groups as the op takes them (NULL or zeroed: PyTorch's defaults, stride 1,
+ * padding 0, dilation 1, groups 1); PyTorch's padding_mode is "zeros" here (pad the input with
+ * tg_pad for the others). Every argument is checked here (TG_ERR_ARGUMENT naming it): channels
+ * and kernel >= 1, no negative stride, padding or dilation, groups dividing both channel counts,
+ * "same" with stride 1 only; a floating dtype (TG_ERR_DTYPE). The forward takes what the op
+ * takes: [N, C_in, H, W] or [C_in, H, W] (Conv1d: [N, C_in, L] or [C_in, L]). Module types
+ * "conv1d", "conv2d"; tg_module_forward runs them. */
+typedef struct tg_conv2d_layer tg_conv2d_layer;
+tg_conv2d_layer *tg_conv2d_layer_new(int64_t in_channels, int64_t out_channels,
+                                     const int64_t kernel_size[2], const tg_conv2d_opts *conv,
+                                     bool bias, tg_options opts, tg_generator *gen);
+void tg_conv2d_layer_free(tg_conv2d_layer *c);         /* NULL is a no-op */
+tg_module *tg_conv2d_layer_module(tg_conv2d_layer *c); /* "weight", "bias" */
+tg_tensor *tg_conv2d_layer_weight(const tg_conv2d_layer *c);
+tg_tensor *tg_conv2d_layer_bias(const tg_conv2d_layer *c); /* NULL without bias */
+
+typedef struct tg_conv1d_layer tg_conv1d_layer;
+tg_conv1d_layer *tg_conv1d_layer_new(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                                     const tg_conv1d_opts *conv, bool bias, tg_options opts,
+                                     tg_generator *gen);
+void tg_conv1d_layer_free(tg_conv1d_layer *c);
+tg_module *tg_conv1d_layer_module(tg_conv1d_layer *c);
+tg_tensor *tg_conv1d_layer_weight(const tg_conv1d_layer *c);
+tg_tensor *tg_conv1d_layer_bias(const tg_conv1d_layer *c);
+
+/* ---- pooling layers: torch.nn.MaxPool2d, AvgPool2d, AdaptiveAvgPool2d (tg/pool.h) ----
+ * No parameters; the same in training and evaluation; modules (free with tg_module_free, or
+ * hand to a parent) of types "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d". The options
+ * are the op's (zeroed: PyTorch's defaults, stride = kernel_size). Checked here
+ * (TG_ERR_ARGUMENT naming the argument): kernel >= 1, stride and dilation not negative and
+ * not 0 in one dim only, padding >= 0 and at most half the kernel, divisor_override >= 0.
+ * PyTorch's return_indices is tg_max_pool2d_with_indices (two results: no layer). */
+tg_module *tg_max_pool2d_layer_new(const int64_t kernel_size[2], tg_max_pool2d_options opts);
+tg_module *tg_avg_pool2d_layer_new(const int64_t kernel_size[2], tg_avg_pool2d_options opts);
+/* output_size {OH, OW}, each >= 0, or -1 to keep the input's size there (PyTorch's None). */
+tg_module *tg_adaptive_avg_pool2d_layer_new(const int64_t output_size[2]);
 
 /* ---- init: torch.nn.init's functions ----
  * Each fills t in place, outside the tape (as under tg_no_grad_begin/end, so a parameter

@@ -40,6 +40,20 @@ tg_tensor *tg__nn_kaiming_uniform_param(int ndim, const int64_t *sizes, double a
            : NULL;
 }
 
+tg_tensor *tg__nn_constant_param(int ndim, const int64_t *sizes, double value, tg_options opts) {
+  tg_tensor *p = new_param(ndim, sizes, opts);
+  return p ? initialized(p, tg_init_constant_(p, value)) : NULL;
+}
+
+tg_tensor *tg__nn_constant_buffer(int ndim, const int64_t *sizes, double value, tg_options opts) {
+  opts.requires_grad = false;
+  tg_scope s = tg_scope_begin();
+  tg_tensor *t = tg_full(ndim, sizes, value, opts);
+  tg_tensor *kept = t ? tg_retain(t) : NULL;
+  tg_scope_end(s);
+  return kept;
+}
+
 int tg__nn_list_params(int n, tg_tensor *const *params, tg_tensor **out, int max) {
   for (int i = 0; i < n && i < max && out; i++) out[i] = params[i];
   return n;

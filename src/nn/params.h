@@ -18,6 +18,13 @@ tg_tensor *tg__nn_normal_param(int ndim, const int64_t *sizes, tg_options opts, 
 tg_tensor *tg__nn_kaiming_uniform_param(int ndim, const int64_t *sizes, double a, tg_options opts,
                                         tg_generator *gen);
 
+/* The same, every element value (tg_init_constant_): ones and zeros for the norm layers. */
+tg_tensor *tg__nn_constant_param(int ndim, const int64_t *sizes, double value, tg_options opts);
+
+/* A buffer: a new tensor (not requiring grad) filled with value, owned by the caller (one
+ * reference, whatever scope is open). NULL with the error on failure. */
+tg_tensor *tg__nn_constant_buffer(int ndim, const int64_t *sizes, double value, tg_options opts);
+
 /* Copies up to max of the n parameters into out; returns n. */
 int tg__nn_list_params(int n, tg_tensor *const *params, tg_tensor **out, int max);
 
