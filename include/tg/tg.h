@@ -119,5 +119,7 @@
 #include "cpu.h"
 #include "testing.h"
 #include "device.h"
+/* issue 24, normalization family (helper norm) */
+#include "norm.h"
 
 #endif
