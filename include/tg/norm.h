@@ -17,7 +17,8 @@ extern "C" {
  * gives the biased estimate; any non-negative value is allowed, and where the divisor is 0
  * the result is inf, or NaN for 0/0 (N = 1, an empty input), as in PyTorch. keepdim keeps
  * the reduced dims with size 1. x must be F32 or F64. std's gradient is 0 where std is 0
- * (PyTorch's rule), not NaN. */
+ * (PyTorch's rule), not NaN. Where the divisor is 0 the gradient of var is NaN (PyTorch
+ * special-cases it to inf there). Composed from sums: every device, twice differentiable. */
 tg_tensor *tg_var(const tg_tensor *x, int n_dims, const int *dims, double correction, bool keepdim);
 tg_tensor *tg_std(const tg_tensor *x, int n_dims, const int *dims, double correction, bool keepdim);
 
