@@ -69,6 +69,7 @@ public_layer() {
   tg/extension.h) echo ext ;;
   tg/dist.h) echo distributed ;;
   tg/tg.h) echo umbrella ;;
+  tg/norm.h) echo ops ;; # issue 24, normalization family (helper norm)
   *) echo unknown ;;
   esac
 }
