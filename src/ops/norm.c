@@ -11,6 +11,7 @@
 #include "ops/norm_internal.h"
 #include "ops/registry.h"
 #include "tensor/check.h"
+#include "tensor/checked.h"
 #include "tensor/tensor_impl.h"
 #include "tg/ops.h"
 
@@ -27,12 +28,14 @@ static tg_status check_inputs(const tg_ctx *ctx, const tg_tensor *const *in) {
   if (!tg__check_floating(api, "x", x) || !tg__check_alike(api, "weight", in[1], "x", x) ||
       !tg__check_alike(api, "bias", in[2], "x", x))
     return tg_last_error();
-  const int64_t span = l.R * l.C * l.K;
+  int64_t span = 0, total = 0;
+  const bool fits = l.A >= 0 && l.R >= 0 && l.C >= 0 && l.K >= 1 && l.G >= 0 &&
+                    !tg__mul_ovf(l.R, l.C, &span) && !tg__mul_ovf(span, l.K, &span) &&
+                    !tg__mul_ovf(l.A, span, &total);
   if (!tg__check(tg_ctx_num_ints(ctx) == 5 && tg_ctx_num_scalars(ctx) == 1, TG_ERR_ARGUMENT, api,
                  "takes ints A, R, C, K, G and scalar eps, got %d ints and %d scalars",
                  tg_ctx_num_ints(ctx), tg_ctx_num_scalars(ctx)) ||
-      !tg__check(l.A >= 0 && l.R >= 0 && l.C >= 0 && l.K >= 1 && l.G >= 0 &&
-                     l.A * span == tg__numel(x->ndim, x->sizes) &&
+      !tg__check(fits && total == tg__numel(x->ndim, x->sizes) &&
                      (l.G ? span % l.G == 0 : span == 0),
                  TG_ERR_SHAPE, api,
                  "layout A, R, C, K, G = %lld, %lld, %lld, %lld, %lld does not fit x %s (need "

@@ -342,6 +342,11 @@ TG_TEST(norm_front_ends, refuse_bad_inputs_naming_them) {
                             5, (const int64_t[]){2, 1, 3, 5, 3}, 3, outs),
                 TG_OK);
   tg_expect_error(TG_ERR_SHAPE, "normalize_groups", "does not fit x [2, 3, 4]");
+  /* sizes whose product overflows int64 */
+  cr_assert_neq(tg_apply_ex(op, 3, (const tg_tensor *const[]){x, c3, c3}, 1, (const double[]){1e-5},
+                            5, (const int64_t[]){INT64_MAX / 2, 4, 3, INT64_MAX / 3, 3}, 3, outs),
+                TG_OK);
+  tg_expect_error(TG_ERR_SHAPE, "normalize_groups", "does not fit x [2, 3, 4]");
   tg_scope_end(sc);
 }
 
