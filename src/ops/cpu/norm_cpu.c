@@ -3,6 +3,7 @@
  * of the R C K elements, so a group is A runs of I elements. Sums are accumulated in double
  * for both dtypes; groups (or channels) are split among the pool's threads. */
 #include "ops/cpu/cpu_internal.h"
+#include "ops/cpu/cpu_vecmath.h"
 #include "ops/cpu/thread_pool.h"
 
 /* The sizes a pass needs, read from the tensors' shapes. */
@@ -27,9 +28,61 @@ static bool worth_threads(const norm_layout *l) {
   return tg_cpu_should_parallelize(l->A * l->span, TG_CPU_PARALLEL_MIN_REDUCE);
 }
 
-/* Defines the four passes for element type T (suffix S). */
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Defines the four passes for element type T (suffix S). Within a group the channel changes
+ * every K elements, and within a channel's run the group every I: the loops go run by run,
+ * so the inner loops have no division and keep their weight, mean and rstd in registers. */
 #define NORM_PASSES(T, S)                                                                          \
-  /* stats over groups [g0, g1): mean, then the mean of squared deviations */                      \
+  /* Sums over n elements in double, eight partial sums (two AVX2 vectors) so the adds do          \
+   * not wait on each other: sum(x), sum((x - m)^2), and out = {sum(dy), sum(dy (x - m))}. */      \
+  TG_VF_CLONES static double sum_##S(const T *restrict x, int64_t n) {                             \
+    double acc[8] = {0};                                                                           \
+    int64_t i = 0;                                                                                 \
+    for (; i + 8 <= n; i += 8)                                                                     \
+      for (int k = 0; k < 8; k++) acc[k] += (double)x[i + k];                                      \
+    for (; i < n; i++) acc[0] += (double)x[i];                                                     \
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));      \
+  }                                                                                                \
+  TG_VF_CLONES static double sq_dev_##S(const T *restrict x, int64_t n, double m) {                \
+    double acc[8] = {0};                                                                           \
+    int64_t i = 0;                                                                                 \
+    for (; i + 8 <= n; i += 8)                                                                     \
+      for (int k = 0; k < 8; k++) {                                                                \
+        const double d = (double)x[i + k] - m;                                                     \
+        acc[k] += d * d;                                                                           \
+      }                                                                                            \
+    for (; i < n; i++) acc[0] += ((double)x[i] - m) * ((double)x[i] - m);                          \
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));      \
+  }                                                                                                \
+  TG_VF_CLONES static void grad_sums_##S(const T *restrict dy, const T *restrict x, int64_t n,     \
+                                         double m, double out[2]) {                                \
+    double sd[8] = {0}, sx[8] = {0};                                                               \
+    int64_t i = 0;                                                                                 \
+    for (; i + 8 <= n; i += 8)                                                                     \
+      for (int k = 0; k < 8; k++) {                                                                \
+        sd[k] += (double)dy[i + k];                                                                \
+        sx[k] += (double)dy[i + k] * ((double)x[i + k] - m);                                       \
+      }                                                                                            \
+    for (; i < n; i++) {                                                                           \
+      sd[0] += (double)dy[i];                                                                      \
+      sx[0] += (double)dy[i] * ((double)x[i] - m);                                                 \
+    }                                                                                              \
+    out[0] += ((sd[0] + sd[1]) + (sd[2] + sd[3])) + ((sd[4] + sd[5]) + (sd[6] + sd[7]));           \
+    out[1] += ((sx[0] + sx[1]) + (sx[2] + sx[3])) + ((sx[4] + sx[5]) + (sx[6] + sx[7]));           \
+  }                                                                                                \
+  /* the inner loops of y and dx over one run of n elements */                                     \
+  TG_VF_CLONES static void y_run_##S(T *restrict y, const T *restrict x, int64_t n, T m, T sw,     \
+                                     T bc) {                                                       \
+    for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) * sw + bc;                                   \
+  }                                                                                                \
+  TG_VF_CLONES static void dx_run_##S(T *restrict dx, const T *restrict dy, const T *restrict x,   \
+                                      int64_t n, double sw, double shift, double m,                \
+                                      double slope) {                                              \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      dx[i] = (T)(sw * (double)dy[i] - shift - ((double)x[i] - m) * slope);                        \
+  }                                                                                                \
+  /* stats over groups [g0, g1): the mean, then the mean of squared deviations */                  \
   static void stats_##S(int64_t g0, int64_t g1, void *ctx) {                                       \
     const norm_pass *p = ctx;                                                                      \
     const norm_layout l = p->l;                                                                    \
@@ -38,38 +91,34 @@ static bool worth_threads(const norm_layout *l) {
     const double n = (double)(l.A * l.I);                                                          \
     for (int64_t g = g0; g < g1; g++) {                                                            \
       double sum = 0, sq = 0;                                                                      \
-      for (int64_t a = 0; a < l.A; a++) {                                                          \
-        const T *run = x + a * l.span + g * l.I;                                                   \
-        for (int64_t i = 0; i < l.I; i++) sum += (double)run[i];                                   \
-      }                                                                                            \
+      for (int64_t a = 0; a < l.A; a++) sum += sum_##S(x + a * l.span + g * l.I, l.I);             \
       const double m = sum / n;                                                                    \
       for (int64_t a = 0; a < l.A; a++) {                                                          \
-        const T *run = x + a * l.span + g * l.I;                                                   \
-        for (int64_t i = 0; i < l.I; i++) {                                                        \
-          const double d = (double)run[i] - m;                                                     \
-          sq += d * d;                                                                             \
-        }                                                                                          \
+        sq += sq_dev_##S(x + a * l.span + g * l.I, l.I, m);                                        \
       }                                                                                            \
       mean[g] = (T)m;                                                                              \
       var[g] = (T)(sq / n);                                                                        \
     }                                                                                              \
   }                                                                                                \
-  /* apply over rows [r0, r1) of A G rows of I elements (row = a G + g) */                         \
+  /* y over rows [r0, r1) of A G rows of I elements (row = a G + g), channel run by run */         \
   static void apply_##S(int64_t r0, int64_t r1, void *ctx) {                                       \
     const norm_pass *p = ctx;                                                                      \
     const norm_layout l = p->l;                                                                    \
     const T *x = p->x, *mean = p->mean, *rstd = p->rstd, *w = p->weight, *b = p->bias;             \
     T *y = p->out0;                                                                                \
     for (int64_t row = r0; row < r1; row++) {                                                      \
-      const int64_t g = row % l.G, base = (row / l.G) * l.span + g * l.I;                          \
+      const int64_t g = row % l.G, base = (row / l.G) * l.span, end = (g + 1) * l.I;               \
       const T m = mean[g], s = rstd[g];                                                            \
-      for (int64_t i = 0; i < l.I; i++) {                                                          \
-        const int64_t c = ((g * l.I + i) / l.K) % l.C;                                             \
-        y[base + i] = (x[base + i] - m) * s * w[c] + b[c];                                         \
+      for (int64_t q = g * l.I; q < end;) {                                                        \
+        const int64_t c = (q / l.K) % l.C, stop = min64(end, (q / l.K + 1) * l.K);                 \
+        const T sw = s * w[c], bc = b[c];                                                          \
+        y_run_##S(y + base + q, x + base + q, stop - q, m, sw, bc);                                \
+        q = stop;                                                                                  \
       }                                                                                            \
     }                                                                                              \
   }                                                                                                \
-  /* dx over groups [g0, g1): the two sums of the closed form, then dx */                          \
+  /* dx over groups [g0, g1): with e = dy w and h = (x - m) s, dx = s / n (n e - sum(e) -          \
+   * h sum(e h)) = s w dy - s sum(e) / n - (x - m) s^2 sum(e h) / n */                             \
   static void backward_##S(int64_t g0, int64_t g1, void *ctx) {                                    \
     const norm_pass *p = ctx;                                                                      \
     const norm_layout l = p->l;                                                                    \
@@ -78,26 +127,31 @@ static bool worth_threads(const norm_layout *l) {
     const double n = (double)(l.A * l.I);                                                          \
     for (int64_t g = g0; g < g1; g++) {                                                            \
       const double m = (double)mean[g], s = (double)rstd[g];                                       \
+      const int64_t end = (g + 1) * l.I;                                                           \
       double sum_e = 0, sum_eh = 0;                                                                \
-      for (int64_t a = 0; a < l.A; a++) {                                                          \
-        const int64_t base = a * l.span + g * l.I;                                                 \
-        for (int64_t i = 0; i < l.I; i++) {                                                        \
-          const double e = (double)dy[base + i] * (double)w[((g * l.I + i) / l.K) % l.C];          \
-          sum_e += e;                                                                              \
-          sum_eh += e * ((double)x[base + i] - m) * s;                                             \
+      for (int64_t a = 0; a < l.A; a++)                                                            \
+        for (int64_t q = g * l.I; q < end;) {                                                      \
+          const int64_t c = (q / l.K) % l.C, stop = min64(end, (q / l.K + 1) * l.K);               \
+          const int64_t at = a * l.span + q;                                                       \
+          double run[2] = {0, 0};                                                                  \
+          grad_sums_##S(dy + at, x + at, stop - q, m, run);                                        \
+          sum_e += (double)w[c] * run[0];                                                          \
+          sum_eh += (double)w[c] * run[1];                                                         \
+          q = stop;                                                                                \
         }                                                                                          \
-      }                                                                                            \
-      for (int64_t a = 0; a < l.A; a++) {                                                          \
-        const int64_t base = a * l.span + g * l.I;                                                 \
-        for (int64_t i = 0; i < l.I; i++) {                                                        \
-          const double e = (double)dy[base + i] * (double)w[((g * l.I + i) / l.K) % l.C];          \
-          const double h = ((double)x[base + i] - m) * s;                                          \
-          dx[base + i] = (T)(s / n * (n * e - sum_e - h * sum_eh));                                \
+      const double shift = s * sum_e / n, slope = s * s * s * sum_eh / n;                          \
+      for (int64_t a = 0; a < l.A; a++)                                                            \
+        for (int64_t q = g * l.I; q < end;) {                                                      \
+          const int64_t c = (q / l.K) % l.C, stop = min64(end, (q / l.K + 1) * l.K);               \
+          const double sw = s * (double)w[c];                                                      \
+          const int64_t at = a * l.span + q;                                                       \
+          dx_run_##S(dx + at, dy + at, x + at, stop - q, sw, shift, m, slope);                     \
+          q = stop;                                                                                \
         }                                                                                          \
-      }                                                                                            \
     }                                                                                              \
   }                                                                                                \
-  /* dweight, dbias over channels [c0, c1): channel c's elements are (a, r, c, k) */               \
+  /* dweight, dbias over channels [c0, c1): channel c's elements are (a, r, c, k), group run by    \
+   * group run */                                                                                  \
   static void affine_grad_##S(int64_t c0, int64_t c1, void *ctx) {                                 \
     const norm_pass *p = ctx;                                                                      \
     const norm_layout l = p->l;                                                                    \
@@ -106,17 +160,18 @@ static bool worth_threads(const norm_layout *l) {
     const int64_t reps = l.C * l.K != 0 ? l.span / (l.C * l.K) : 0;                                \
     for (int64_t c = c0; c < c1; c++) {                                                            \
       double sum_w = 0, sum_b = 0;                                                                 \
-      for (int64_t a = 0; a < l.A; a++) {                                                          \
+      for (int64_t a = 0; a < l.A; a++)                                                            \
         for (int64_t r = 0; r < reps; r++) {                                                       \
-          const int64_t at = (r * l.C + c) * l.K;                                                  \
-          for (int64_t k = 0; k < l.K; k++) {                                                      \
-            const int64_t g = (at + k) / l.I, e = a * l.span + at + k;                             \
-            const double d = (double)dy[e];                                                        \
-            sum_w += d * ((double)x[e] - (double)mean[g]) * (double)rstd[g];                       \
-            sum_b += d;                                                                            \
+          const int64_t end = (r * l.C + c + 1) * l.K;                                             \
+          for (int64_t q = (r * l.C + c) * l.K; q < end;) {                                        \
+            const int64_t g = q / l.I, stop = min64(end, (g + 1) * l.I), at = a * l.span + q;      \
+            double run[2] = {0, 0};                                                                \
+            grad_sums_##S(dy + at, x + at, stop - q, (double)mean[g], run);                        \
+            sum_w += (double)rstd[g] * run[1];                                                     \
+            sum_b += run[0];                                                                       \
+            q = stop;                                                                              \
           }                                                                                        \
         }                                                                                          \
-      }                                                                                            \
       dw[c] = (T)sum_w;                                                                            \
       db[c] = (T)sum_b;                                                                            \
     }                                                                                              \
