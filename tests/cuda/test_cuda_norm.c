@@ -85,3 +85,33 @@ TG_CUDA_TEST(cuda_norm, dropout_draws_the_same_mask_on_both_devices) {
   tg_generator_free(a);
   tg_generator_free(b);
 }
+
+/* Groups and channels longer than one piece of the CUDA kernels' two-launch sums (2048). */
+static void large_case(int which, bool cuda, tg_tensor **r) {
+  tg_generator *gen = tg_generator_new(13);
+  const int64_t xs[3][3] = {{3, 2, 4500}, {2, 1, 5000}, {2, 4, 4100}};
+  const int64_t c = which == 1 ? 5000 : xs[which][1];
+  tg_tensor *x = on(tg_randn(3, xs[which], (tg_options){.dtype = TG_F64}, gen), cuda);
+  tg_tensor *w = on(tg_randn(1, &c, (tg_options){.dtype = TG_F64}, gen), cuda);
+  tg_tensor *up = on(tg_randn(3, xs[which], (tg_options){.dtype = TG_F64}, gen), cuda);
+  tg_generator_free(gen);
+  tg_set_requires_grad(x, true), tg_set_requires_grad(w, true);
+  tg_tensor *y = which == 0
+                     ? tg_batch_norm(x, NULL, NULL, w, w, (tg_batch_norm_options){.training = true})
+                 : which == 1 ? tg_layer_norm(x, 1, &c, w, w, (tg_layer_norm_options){0})
+                              : tg_group_norm(x, 2, w, w, (tg_group_norm_options){0});
+  cr_assert_not_null(y, "%s", tg_last_error_message());
+  cr_assert_eq(tg_backward(y, up), TG_OK, "%s", tg_last_error_message());
+  r[0] = y, r[1] = tg_grad(x), r[2] = tg_grad(w);
+}
+
+TG_CUDA_TEST(cuda_norm, groups_and_channels_longer_than_a_piece) {
+  for (int which = 0; which < 3; which++) {
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *cpu[3], *gpu[3];
+    large_case(which, false, cpu);
+    large_case(which, true, gpu);
+    for (int r = 0; r < 3; r++) tg_assert_close(gpu[r], cpu[r], 1e-10, 1e-10);
+    tg_scope_end(sc);
+  }
+}
