@@ -115,13 +115,22 @@ def peer_column(peer, impl):
 
 # ---- running ----
 
-def collect(args, bench, peers):
-    """Every result line of every round; peer lines get "column" (their table column)."""
+def collect(args, bench, peers, sink=None):
+    """Every result line of every round; peer lines get "column" (their table column). Each
+    line also goes to sink as soon as its process ends, so a run stopped early keeps them."""
     common = ["--iters", str(args.iters), "--threads", args.threads, "--sizes", args.sizes,
               "--modes", args.modes]
     rows, skipped = [], {}
+
+    def keep(new_rows):
+        rows.extend(new_rows)
+        if sink:
+            for r in new_rows:
+                sink.write(json.dumps(r) + "\n")
+            sink.flush()
+
     for _ in range(args.rounds):
-        rows += [dict(r, column=r["impl"]) for r in run_jsonl([bench] + common)]
+        keep([dict(r, column=r["impl"]) for r in run_jsonl([bench] + common)])
         for peer in peers:
             cmd = [peer["python"], os.path.join(HERE, "pytorch_lltm.py"), *common,
                    "--impl", ",".join(peer["impls"])]
@@ -131,7 +140,7 @@ def collect(args, bench, peers):
                 if "skipped" in r:
                     skipped[r["column"]] = r["skipped"]
                 else:
-                    rows.append(r)
+                    keep([r])
                     peer.setdefault("blas", r.get("blas"))
     return rows, skipped
 
@@ -248,7 +257,7 @@ def main():
     p.add_argument("--rss", action="store_true",
                    help="also measure each training step's peak RSS (one process per point)")
     p.add_argument("--markdown", action="store_true", help="tables as GitHub markdown")
-    p.add_argument("--jsonl", help="also write every result line to this file")
+    p.add_argument("--jsonl", help="also write every result line to this file, as it comes")
     args = p.parse_args()
     if args.iters < 1 or args.rounds < 1:
         p.error("--iters and --rounds must be at least 1")
@@ -257,12 +266,11 @@ def main():
     if not os.access(bench, os.X_OK):
         sys.exit(f"compare.py: {bench} not found; build tg first (cmake --build {args.build})")
     peers = find_peers(args)
-    rows, skipped = collect(args, bench, peers)
+    sink = open(args.jsonl, "w") if args.jsonl else None
+    rows, skipped = collect(args, bench, peers, sink)
+    if sink:
+        sink.close()
     rss = collect_rss(args, bench) if args.rss else {}
-    if args.jsonl:
-        with open(args.jsonl, "w") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
     table = best_of_rounds(rows)
     md = args.markdown
     measured = {r["column"] for r in rows}

@@ -68,7 +68,10 @@ public_layer() {
   tg/module.h | tg/nn.h) echo nn ;;
   tg/extension.h) echo ext ;;
   tg/dist.h) echo distributed ;;
+  # pooling and padding (issue 24, helper "pool")
+  tg/pool.h) echo ops ;;
   tg/tg.h) echo umbrella ;;
+  tg/conv.h) echo ops ;; # the convolution family
   tg/norm.h) echo ops ;; # issue 24, normalization family (helper norm)
   *) echo unknown ;;
   esac

@@ -21,6 +21,10 @@ HOMES = {
     "ops.h": "ops", "lltm.h": "ops", "io.h": "io", "dlpack.h": "io", "module.h": "nn",
     "nn.h": "nn", "cuda.h": "ops", "cpu.h": "ops/cpu", "testing.h": "testing",
     "extension.h": "ext", "dist.h": "distributed", "tensor_ops.h": "ops", "device.h": "ops",
+    # the convolution family
+    "conv.h": "ops",
+    # pooling and padding (issue 24, helper "pool")
+    "pool.h": "ops",
     # issue 24, normalization family (helper norm)
     "norm.h": "ops",
 }

@@ -70,6 +70,34 @@ bool tg_module_is_training(const tg_module *m);
 /* Zeroes the gradient of every parameter (in place, keeping the buffers). */
 tg_status tg_module_zero_grad(tg_module *m);
 
+/* Moves every parameter and buffer of m and its descendants, and the parameters'
+ * gradients, to device, like torch.nn.Module.to(device): each keeps its tensor object (the
+ * layers' handles, tg_module_find's pointers and an optimizer's parameter list stay valid)
+ * and gets a contiguous copy of its values on device in place of its storage (a tensor that
+ * shared storage with another stops sharing). All or nothing: every copy is made before
+ * anything changes. Only leaves move (TG_ERR_STATE for a buffer made by an op). Move before
+ * training, not while a graph that saved these tensors is alive. An optimizer's own state
+ * (momentum, Adam's moments) stays where it was, and its next step is TG_ERR_DEVICE: make
+ * the optimizer after the move, or load its state dict again (loading copies to each
+ * parameter's device). */
+tg_status tg_module_to_device(tg_module *m, tg_device device);
+
+/* ---- forward: one tensor in, one tensor out ----
+ * Runs m on x like calling a torch.nn.Module: x borrowed, the result owned by the innermost
+ * scope (like an op's), NULL with the error on failure. Layers whose forward differs between
+ * training and evaluation read m's train/eval flag. Works on every built-in layer that takes
+ * one tensor (tg/nn.h: Linear, Embedding, Sequential, Flatten, the activations) and on a
+ * module given a forward with tg_module_set_forward; others (the LLTM cell takes three
+ * tensors, a model without a forward) give TG_ERR_UNSUPPORTED naming the module type. */
+tg_tensor *tg_module_forward(tg_module *m, const tg_tensor *x);
+/* A forward of one's own for a module made by tg_module_new (a custom layer, a model), so
+ * that tg_module_forward and a Sequential can run it. fn follows tg_module_forward's rules
+ * (result owned by the innermost scope, NULL with an error recorded on failure); user is
+ * passed through. fn NULL removes it. TG_ERR_ARGUMENT for a built-in layer, which has its
+ * own. */
+typedef tg_tensor *(*tg_module_forward_fn)(tg_module *m, const tg_tensor *x, void *user);
+tg_status tg_module_set_forward(tg_module *m, tg_module_forward_fn fn, void *user);
+
 /* ---- state ----
  * The state is every parameter and buffer by dotted name. tg_module_state_dict shares the
  * tensors (detached: loading into them or training changes them); the caller frees the

@@ -87,6 +87,79 @@ tg_lltm_impl tg_lltm_seq_impl(const tg_lltm_seq *seq);
 tg_lltm_cell *tg_lltm_seq_cell(const tg_lltm_seq *seq); /* borrowed */
 tg_module *tg_lltm_seq_module(tg_lltm_seq *seq);        /* "cell.weights", "cell.bias" */
 
+/* ---- Sequential (torch.nn.Sequential): children run in order by tg_module_forward ----
+ * An empty Sequential returns its input. Children are named like PyTorch's: by position
+ * ("0", "1", ...) unless a name is given, so state dict names are torch's ("0.weight",
+ * "2.bias") and a torch.nn.Sequential's state loads into the same layers here. */
+tg_module *tg_sequential_new(void); /* free with tg_module_free (it frees the children) */
+/* Appends child, which must have a one-tensor forward (tg_module_forward) and no parent;
+ * seq takes ownership (on failure it stays with the caller). name NULL: the position, as
+ * torch's append; else a name as tg_module_add_child takes. TG_ERR_ARGUMENT when seq is
+ * not a Sequential, child has no forward or the name is bad or taken. */
+tg_status tg_sequential_append(tg_module *seq, tg_module *child, const char *name);
+
+/* ---- parameter-free layers, as modules (free with tg_module_free, or hand to a parent) ---- */
+/* torch.nn.Flatten(start_dim, end_dim): dims start_dim..end_dim of the input (negative ones
+ * count from the end) merged into one, through tg_reshape (a view when the strides allow).
+ * PyTorch's defaults are (1, -1): [N, C, H, W] -> [N, C*H*W]. Dims out of range for an input,
+ * or a start after the end, are an error of the forward call. */
+tg_module *tg_flatten_layer_new(int start_dim, int end_dim);
+tg_module *tg_relu_layer_new(void);    /* torch.nn.ReLU: tg_relu */
+tg_module *tg_tanh_layer_new(void);    /* torch.nn.Tanh: tg_tanh */
+tg_module *tg_sigmoid_layer_new(void); /* torch.nn.Sigmoid: tg_sigmoid */
+
+/* ---- init: torch.nn.init's functions ----
+ * Each fills t in place, outside the tape (as under tg_no_grad_begin/end, so a parameter
+ * that requires grad may be filled), drawing from gen (NULL: this thread's default
+ * generator), and returns TG_OK or the error. The random ones need a floating t
+ * (TG_ERR_DTYPE). The distributions are PyTorch's; the values are tg's generator's. */
+typedef enum tg_nonlinearity {
+  TG_NL_LINEAR, /* gain 1, like the convolutions and sigmoid */
+  TG_NL_CONV1D,
+  TG_NL_CONV2D,
+  TG_NL_CONV3D,
+  TG_NL_CONV_TRANSPOSE1D,
+  TG_NL_CONV_TRANSPOSE2D,
+  TG_NL_CONV_TRANSPOSE3D,
+  TG_NL_SIGMOID,
+  TG_NL_TANH,       /* 5/3 */
+  TG_NL_RELU,       /* sqrt(2) */
+  TG_NL_LEAKY_RELU, /* sqrt(2 / (1 + negative_slope^2)) */
+  TG_NL_SELU,       /* 3/4 */
+} tg_nonlinearity;
+typedef enum tg_fan_mode {
+  TG_FAN_IN,  /* keeps the variance of the forward pass */
+  TG_FAN_OUT, /* keeps the variance of the backward pass */
+} tg_fan_mode;
+
+/* torch.nn.init.calculate_gain. param is leaky_relu's negative slope (NAN for PyTorch's
+ * default, 0.01) and ignored otherwise. NAN with TG_ERR_ARGUMENT for an unknown value. */
+double tg_init_calculate_gain(tg_nonlinearity nonlinearity, double param);
+/* Fans of a weight of at least 2 dims, [out, in, k...] (a convolution's [out, in/groups, k...]):
+ * fan_in = size(1) * prod(k), fan_out = size(0) * prod(k). Either out pointer may be NULL.
+ * TG_ERR_SHAPE for fewer than 2 dims (PyTorch's ValueError). */
+tg_status tg_init_calculate_fans(const tg_tensor *t, int64_t *fan_in, int64_t *fan_out);
+
+tg_status tg_init_uniform_(tg_tensor *t, double a, double b, tg_generator *gen); /* [a, b) */
+tg_status tg_init_normal_(tg_tensor *t, double mean, double std, tg_generator *gen);
+tg_status tg_init_constant_(tg_tensor *t, double value); /* any dtype, like tg_fill_ */
+tg_status tg_init_zeros_(tg_tensor *t);
+tg_status tg_init_ones_(tg_tensor *t);
+/* Glorot: uniform(+-gain * sqrt(6 / (fan_in + fan_out))), or normal with std
+ * gain * sqrt(2 / (fan_in + fan_out)). gain 1 is PyTorch's default. At least 2 dims
+ * (TG_ERR_SHAPE); fan_in + fan_out of 0 is TG_ERR_ARGUMENT (PyTorch divides by zero). */
+tg_status tg_init_xavier_uniform_(tg_tensor *t, double gain, tg_generator *gen);
+tg_status tg_init_xavier_normal_(tg_tensor *t, double gain, tg_generator *gen);
+/* He: std = gain(nonlinearity, a) / sqrt(fan), fan picked by mode; uniform(+-sqrt(3) * std)
+ * or normal(0, std). PyTorch's defaults are a 0, TG_FAN_IN, TG_NL_LEAKY_RELU (gain sqrt(2)).
+ * a is leaky_relu's negative slope (ignored for other nonlinearities). torch.nn.Linear and
+ * the convolutions initialize their weights with a = sqrt(5). At least 2 dims (TG_ERR_SHAPE);
+ * a tensor with no elements is left as it is (PyTorch warns). */
+tg_status tg_init_kaiming_uniform_(tg_tensor *t, double a, tg_fan_mode mode,
+                                   tg_nonlinearity nonlinearity, tg_generator *gen);
+tg_status tg_init_kaiming_normal_(tg_tensor *t, double a, tg_fan_mode mode,
+                                  tg_nonlinearity nonlinearity, tg_generator *gen);
+
 /* ---- parameter lists ----
  * Each writes up to max borrowed pointers into out (which may be NULL when max is 0) and
  * returns how many parameters the module has: weights first, then bias. */

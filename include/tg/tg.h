@@ -119,6 +119,10 @@
 #include "cpu.h"
 #include "testing.h"
 #include "device.h"
+/* the convolution family */
+#include "conv.h"
+/* pooling and padding (issue 24, helper "pool") */
+#include "pool.h"
 /* issue 24, normalization family (helper norm) */
 #include "norm.h"
 

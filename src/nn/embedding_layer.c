@@ -15,7 +15,11 @@ struct tg_embedding_layer {
 static void embedding_destroy(tg_module *m) {
   tg__host_free(TG_MODULE_CONTAINER(m, tg_embedding_layer, module));
 }
-static const tg__module_class embedding_class = {"embedding", embedding_destroy};
+static tg_tensor *embedding_module_forward(tg_module *m, const tg_tensor *indices) {
+  return tg_embedding_layer_forward(TG_MODULE_CONTAINER(m, tg_embedding_layer, module), indices);
+}
+static const tg__module_class embedding_class = {"embedding", embedding_destroy,
+                                                 embedding_module_forward};
 
 tg_embedding_layer *tg_embedding_layer_new(int64_t num_embeddings, int64_t embedding_dim,
                                            tg_options opts, tg_generator *gen) {

@@ -19,7 +19,10 @@ struct tg_linear {
 static void linear_destroy(tg_module *m) {
   tg__host_free(TG_MODULE_CONTAINER(m, tg_linear, module));
 }
-static const tg__module_class linear_class = {"linear", linear_destroy};
+static tg_tensor *linear_module_forward(tg_module *m, const tg_tensor *x) {
+  return tg_linear_forward(TG_MODULE_CONTAINER(m, tg_linear, module), x);
+}
+static const tg__module_class linear_class = {"linear", linear_destroy, linear_module_forward};
 
 tg_linear *tg_linear_new(int64_t in_features, int64_t out_features, bool bias, tg_options opts,
                          tg_generator *gen) {
@@ -42,10 +45,11 @@ tg_linear *tg_linear_new(int64_t in_features, int64_t out_features, bool bias, t
   tg__module_init(&m->module, &linear_class);
   m->in_features = in_features;
   m->out_features = out_features;
-  /* torch.nn.Linear's default: kaiming_uniform(a=sqrt(5)) for the weight, which is
-   * uniform(+-1/sqrt(in)), and the same bound for the bias. */
+  /* torch.nn.Linear's reset_parameters: kaiming_uniform(a=sqrt(5)) for the weight, which is
+   * uniform(+-1/sqrt(in)) up to rounding, and uniform(+-1/sqrt(fan_in)) for the bias. */
   const double bound = 1.0 / sqrt((double)in_features);
-  tg_tensor *w = tg__nn_uniform_param(TG_SHAPE(out_features, in_features), bound, opts, gen);
+  tg_tensor *w =
+      tg__nn_kaiming_uniform_param(TG_SHAPE(out_features, in_features), sqrt(5.0), opts, gen);
   tg_tensor *b = w && bias ? tg__nn_uniform_param(TG_SHAPE(out_features), bound, opts, gen) : NULL;
   tg_status st = w && (b || !bias) ? TG_OK : tg_last_error();
   if (st == TG_OK) st = tg_module_register_parameter(&m->module, "weight", w);

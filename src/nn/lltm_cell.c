@@ -18,7 +18,7 @@ struct tg_lltm_cell {
 static void cell_destroy(tg_module *m) {
   tg__host_free(TG_MODULE_CONTAINER(m, tg_lltm_cell, module));
 }
-static const tg__module_class cell_class = {"lltm_cell", cell_destroy};
+static const tg__module_class cell_class = {"lltm_cell", cell_destroy, NULL};
 
 tg_lltm_cell *tg_lltm_cell_new(int64_t input_features, int64_t state_size, tg_options opts,
                                tg_generator *gen) {

@@ -17,7 +17,7 @@ struct tg_lltm_seq {
 static void seq_destroy(tg_module *m) {
   tg__host_free(TG_MODULE_CONTAINER(m, tg_lltm_seq, module));
 }
-static const tg__module_class seq_class = {"lltm_seq", seq_destroy};
+static const tg__module_class seq_class = {"lltm_seq", seq_destroy, NULL};
 
 static bool impl_ok(tg_lltm_impl impl) { return impl == TG_LLTM_FUSED || impl == TG_LLTM_COMPOSED; }
 

@@ -7,11 +7,15 @@
 
 #include "tg/module.h"
 
-/* What a concrete module type adds: its name and how to free the struct that embeds the
- * module, called by tg_module_free after the module's own entries and children are gone. */
+/* What a concrete module type adds: its name, how to free the struct that embeds the
+ * module (called by tg_module_free after the module's own entries and children are gone),
+ * and its one-tensor forward for tg_module_forward (NULL: the type has none). forward gets
+ * m and x checked (non-NULL); it reads m->training where train and eval differ, and returns
+ * a result owned by the innermost scope, or NULL with the error recorded. */
 typedef struct tg__module_class {
   const char *type;
   void (*destroy)(tg_module *m);
+  tg_tensor *(*forward)(tg_module *m, const tg_tensor *x);
 } tg__module_class;
 
 typedef struct tg__module_entry {
@@ -41,6 +45,8 @@ struct tg_module {
   tg__module_entry *params, *buffers;
   tg__module_child *children;
   tg__module_flat flat_params, flat_buffers;
+  tg_module_forward_fn user_forward; /* tg_module_set_forward's, for tg_module_new's modules */
+  void *user_data;
 };
 
 /* Makes *m (zeroed memory inside a typed struct) an empty module of class cls. Allocates
@@ -62,6 +68,9 @@ tg_status tg__module_load_stage(tg_module *m, const tg_tensor_dict *state, bool 
                                 tg_load_report *report, tg__module_load **out);
 tg_status tg__module_load_commit(tg__module_load *l);
 void tg__module_load_abort(tg__module_load *l); /* NULL is a no-op */
+
+/* Whether tg_module_forward can run m (its class's forward or one set by the user). */
+bool tg__module_has_forward(const tg_module *m);
 
 /* The struct of type T that embeds the module m as its field `member`. */
 #define TG_MODULE_CONTAINER(m, T, member) ((T *)(void *)((char *)(m)-offsetof(T, member)))

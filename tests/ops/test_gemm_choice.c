@@ -119,7 +119,7 @@ TG_TEST(gemm_choice, calibrates_on_first_use_then_reads_the_cache) {
   tg__gemm_choice_again();
   cr_assert_str_eq(tg_gemm_engine_source(), "calibrated");
   const char *text = read_file(cache);
-  cr_assert(strncmp(text, "tg gemm engines 1, 160 classes\nkey ", 35) == 0, "cache starts: %.40s",
+  cr_assert(strncmp(text, "tg gemm engines 2, 160 classes\nkey ", 35) == 0, "cache starts: %.40s",
             text);
   cr_assert(strstr(text, "\nend\n"), "the cache has no end line");
   const char *first[TG_GEMM_CLASSES], *second[TG_GEMM_CLASSES];
@@ -175,7 +175,9 @@ TG_TEST(gemm_choice, corrupt_or_foreign_caches_are_ignored_with_a_message) {
   snprintf(good, sizeof good, "%s", read_file(cache));
   const size_t len = strlen(good);
   char bad[65536 + 64];
-  for (int variant = 0; variant < 8; variant++) {
+  static const char *const reasons[9] = {
+      [0] = "empty", [7] = "first line", [8] = "another version of the calibration"};
+  for (int variant = 0; variant < 9; variant++) {
     snprintf(bad, sizeof bad, "%s", good);
     switch (variant) {
     case 0: /* empty */
@@ -209,11 +211,16 @@ TG_TEST(gemm_choice, corrupt_or_foreign_caches_are_ignored_with_a_message) {
     case 7: /* binary */
       memset(bad, 0xff, 100);
       break;
+    case 8: /* the format before the far shapes (one shape per class) */
+      memcpy(strstr(bad, "engines 2,") + 8, "1", 1);
+      break;
     }
     write_file(cache, bad);
     char err[2048];
     choose_capturing_stderr(err, sizeof err);
     cr_assert(strstr(err, "tg: ignoring the GEMM engine cache"), "variant %d: stderr: %s", variant,
+              err);
+    cr_assert(!reasons[variant] || strstr(err, reasons[variant]), "variant %d: stderr: %s", variant,
               err);
     cr_assert_str_eq(tg_gemm_engine_source(), "calibrated", "variant %d", variant);
     tg__gemm_choice_again(); /* the rewritten cache is this machine's again */
@@ -340,6 +347,13 @@ TG_TEST(gemm_choice, classes_hold_their_shapes) {
     cr_assert_eq(tg__gemm_class_of(m, n, k, a_t, b_t, many ? 2 : 1), cls, "%s: %ld x %ld x %ld",
                  name, (long)m, (long)n, (long)k);
     cr_assert_eq(tg__gemm_class_named(name), cls);
+    int64_t fm, fn, fk;
+    tg__gemm_class_far_shape(cls, &fm, &fn, &fk);
+    cr_assert_eq(tg__gemm_class_of(fm, fn, fk, a_t, b_t, many ? 2 : 1), cls,
+                 "%s far: %ld x %ld x %ld", name, (long)fm, (long)fn, (long)fk);
+    cr_assert_gt((double)fm * (double)fn + (double)fn * (double)fk + (double)fm * (double)fk,
+                 (double)m * (double)n + (double)n * (double)k + (double)m * (double)k,
+                 "%s: the far shape's operands are no larger", name);
   }
   char name[48];
   tg__gemm_class_name(tg__gemm_class_of(64, 384, 1152, false, true, 2), name, sizeof name);

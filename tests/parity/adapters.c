@@ -377,6 +377,71 @@ static tg_status pt_max_abs_diff(PT_ARGS) {
   return value(out, nout, tg_max_abs_diff(in[0], in[1]));
 }
 
+/* ---- the convolution family (tg/conv.h); ints as gen_refs.py's conv section lists them ---- */
+static tg_status pt_conv2d(PT_ARGS) {
+  PT_UNUSED;
+  const tg_conv2d_opts o = {.stride = {ip[0], ip[1]},
+                            .padding = {ip[2], ip[3]},
+                            .dilation = {ip[4], ip[5]},
+                            .groups = ip[6],
+                            .padding_mode = (tg_conv_padding_mode)ip[7]};
+  return one(out, nout, tg_conv2d(in[0], in[1], nin > 2 ? in[2] : NULL, &o));
+}
+static tg_status pt_conv1d(PT_ARGS) {
+  PT_UNUSED;
+  const tg_conv1d_opts o = {.stride = ip[0],
+                            .padding = ip[1],
+                            .dilation = ip[2],
+                            .groups = ip[3],
+                            .padding_mode = (tg_conv_padding_mode)ip[4]};
+  return one(out, nout, tg_conv1d(in[0], in[1], nin > 2 ? in[2] : NULL, &o));
+}
+static tg_status pt_conv_transpose2d(PT_ARGS) {
+  PT_UNUSED;
+  const tg_conv_transpose2d_opts o = {.stride = {ip[0], ip[1]},
+                                      .padding = {ip[2], ip[3]},
+                                      .output_padding = {ip[4], ip[5]},
+                                      .dilation = {ip[6], ip[7]},
+                                      .groups = ip[8]};
+  return one(out, nout, tg_conv_transpose2d(in[0], in[1], nin > 2 ? in[2] : NULL, &o));
+}
+static tg_fold_opts fold_opts(const int64_t *ip) {
+  return (tg_fold_opts){.kernel_size = {ip[0], ip[1]},
+                        .dilation = {ip[2], ip[3]},
+                        .padding = {ip[4], ip[5]},
+                        .stride = {ip[6], ip[7]}};
+}
+static tg_status pt_unfold(PT_ARGS) {
+  PT_UNUSED;
+  const tg_fold_opts o = fold_opts(ip);
+  return one(out, nout, tg_unfold(in[0], &o));
+}
+static tg_status pt_fold(PT_ARGS) {
+  PT_UNUSED;
+  const tg_fold_opts o = fold_opts(ip + 2);
+  return one(out, nout, tg_fold(in[0], ip[0], ip[1], &o));
+}
+
+/* ---- pooling and padding (issue 24, helper "pool"; tg/pool.h) ---- */
+static tg_status pt_max_pool2d(PT_ARGS) {
+  PT_UNUSED;
+  const tg_max_pool2d_options o = {{ip[2], ip[3]}, {ip[4], ip[5]}, {ip[6], ip[7]}, ip[8] != 0};
+  return values_indices(tg_max_pool2d_with_indices(in[0], ip, o, &out[0], &out[1]), nout);
+}
+static tg_status pt_avg_pool2d(PT_ARGS) {
+  PT_UNUSED;
+  const tg_avg_pool2d_options o = {{ip[2], ip[3]}, {ip[4], ip[5]}, ip[6] != 0, ip[7] == 0, ip[8]};
+  return one(out, nout, tg_avg_pool2d(in[0], ip, o));
+}
+static tg_status pt_adaptive_avg_pool2d(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_adaptive_avg_pool2d(in[0], ip));
+}
+static tg_status pt_pad(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_pad(in[0], nip - 1, ip + 1, (tg_pad_options){(tg_pad_mode)ip[0], p[0]}));
+}
+
 /* ---- issue 24, normalization family (helper norm): include/tg/norm.h ---- */
 static tg_status pt_var_std(PT_ARGS, bool std) {
   PT_UNUSED;
@@ -536,6 +601,17 @@ static const struct {
     ROW(allclose_nan),
     ROW(max_abs_diff),
     ROW(full_like),
+    /* the convolution family */
+    ROW(conv2d),
+    ROW(conv1d),
+    ROW(conv_transpose2d),
+    ROW(unfold),
+    ROW(fold),
+    /* pooling and padding (issue 24, helper "pool") */
+    ROW(max_pool2d),
+    ROW(avg_pool2d),
+    ROW(adaptive_avg_pool2d),
+    ROW(pad),
     /* issue 24, normalization family (helper norm) */
     ROW(var),
     ROW(std),

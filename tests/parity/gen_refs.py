@@ -823,6 +823,212 @@ op("zeros_like", U(torch.zeros_like), creation_cases("zeros_like"), 0)
 op("ones_like", U(torch.ones_like), creation_cases("zeros_like"), 0)
 op("full_like", lambda xs, p, ip: (torch.full_like(xs[0], p[0]),), creation_cases("full_like"), 0)
 
+# ---- the convolution family (tg/conv.h): conv2d, conv1d, conv_transpose2d, unfold, fold ----
+# Integer parameters: conv2d [stride h, w, padding h, w, dilation h, w, groups, mode] (mode 0:
+# the padding ints, 1: "valid", 2: "same"); conv1d [stride, padding, dilation, groups, mode];
+# conv_transpose2d [stride h, w, padding h, w, output_padding h, w, dilation h, w, groups];
+# unfold [kernel h, w, dilation h, w, padding h, w, stride h, w]; fold [output h, w, then
+# unfold's]. A third input of a conv is its bias. Edge values go into x only (a weight of inf
+# times a zero of the padding would make NaN where a direct kernel skips the padding).
+CONV_EDGES = ("0", "-0", "inf", "-inf", "nan", "sub", "tiny", "1", "-2.5")
+PAD_MODES = {0: None, 1: "valid", 2: "same"}
+
+
+def conv2d_f(xs, p, ip):
+    pad = PAD_MODES[ip[7]] or (ip[2], ip[3])
+    b = xs[2] if len(xs) > 2 else None
+    return (F.conv2d(xs[0], xs[1], b, (ip[0], ip[1]), pad, (ip[4], ip[5]), ip[6]),)
+
+
+def conv1d_f(xs, p, ip):
+    pad = PAD_MODES[ip[4]] or ip[1]
+    b = xs[2] if len(xs) > 2 else None
+    return (F.conv1d(xs[0], xs[1], b, ip[0], pad, ip[2], ip[3]),)
+
+
+def conv_transpose2d_f(xs, p, ip):
+    b = xs[2] if len(xs) > 2 else None
+    return (F.conv_transpose2d(xs[0], xs[1], b, (ip[0], ip[1]), (ip[2], ip[3]), (ip[4], ip[5]),
+                               ip[8], (ip[6], ip[7])),)
+
+
+def edge_image(dt, shape, seed):
+    """vals() with the edge values of CONV_EDGES spread over it."""
+    x = vals(shape, seed, dt).reshape(-1)
+    ev = [v for t, v in EDGES[dt] if t in CONV_EDGES]
+    for k, v in enumerate(ev):
+        x[(k * 5 + seed) % x.numel()] = v
+    return x.reshape(shape)
+
+
+def conv2d_cases(dt):
+    x, w, b = vals([2, 4, 5, 6], 1, dt), vals([6, 2, 3, 2], 2, dt), vals([6], 3, dt)
+    return [case("plain", [vals([1, 2, 4, 4], 1, dt), vals([3, 2, 3, 3], 2, dt)], ip=[1, 1, 0, 0, 1, 1, 1, 0]),
+            case("bias,stride,pad", [x, vals([3, 4, 3, 2], 2, dt), vals([3], 3, dt)], ip=[2, 1, 1, 2, 1, 1, 1, 0]),
+            case("groups,dilation", [x, w, b], ip=[1, 2, 0, 1, 2, 1, 2, 0]),
+            case("same/even", [x, vals([3, 4, 2, 4], 2, dt)], ip=[1, 1, 0, 0, 1, 2, 1, 2]),
+            case("valid", [x, vals([3, 4, 3, 3], 2, dt), vals([3], 3, dt)], ip=[1, 2, 0, 0, 1, 1, 1, 1]),
+            case("lay=t,s", [In(x, "t"), In(w, "s"), b], ip=[1, 1, 1, 1, 1, 1, 2, 0]),
+            case("unbatched", [vals([4, 5, 6], 1, dt), w, b], ip=[1, 1, 1, 0, 1, 1, 2, 0]),
+            case("empty", [vals([0, 4, 5, 6], 1, dt), w, b], ip=[1, 1, 0, 0, 1, 1, 2, 0]),
+            case("x=edges", [edge_image(dt, [1, 2, 5, 5], 4), vals([2, 2, 2, 2], 2, dt), vals([2], 3, dt)],
+                 ip=[1, 1, 1, 1, 1, 1, 1, 0]),
+            case("bad/channels", [x, vals([3, 3, 3, 3], 2, dt)], ip=[1, 1, 0, 0, 1, 1, 1, 0]),
+            case("bad/kernel", [vals([1, 2, 2, 2], 1, dt), vals([3, 2, 3, 3], 2, dt)], ip=[1, 1, 0, 0, 1, 1, 1, 0]),
+            case("bad/same,stride", [x, w], ip=[2, 1, 0, 0, 1, 1, 2, 2])]
+
+
+def conv1d_cases(dt):
+    x = vals([2, 4, 9], 1, dt)
+    return [case("plain", [x, vals([3, 4, 3], 2, dt), vals([3], 3, dt)], ip=[1, 0, 1, 1, 0]),
+            case("stride,pad,dilation,groups", [In(x, "t"), vals([4, 2, 2], 2, dt)], ip=[2, 2, 3, 2, 0]),
+            case("same/even", [x, vals([2, 4, 4], 2, dt), vals([2], 3, dt)], ip=[1, 0, 1, 1, 2]),
+            case("unbatched", [vals([4, 9], 1, dt), vals([3, 4, 3], 2, dt)], ip=[1, 1, 1, 1, 0]),
+            case("x=edges", [edge_image(dt, [1, 1, 12], 2), vals([1, 1, 2], 2, dt)], ip=[1, 1, 1, 1, 0])]
+
+
+def conv_transpose2d_cases(dt):
+    x = vals([2, 4, 3, 4], 1, dt)
+    return [case("plain", [x, vals([4, 2, 3, 3], 2, dt), vals([2], 3, dt)], ip=[1, 1, 0, 0, 0, 0, 1, 1, 1]),
+            case("stride,pad,outpad", [x, vals([4, 3, 3, 2], 2, dt)], ip=[2, 3, 1, 0, 1, 2, 1, 1, 1]),
+            case("groups,dilation", [In(x, "t"), vals([4, 1, 2, 3], 2, dt), vals([2], 3, dt)],
+                 ip=[2, 1, 0, 1, 0, 0, 2, 1, 2]),
+            case("outpad<dilation", [x, vals([4, 2, 3, 3], 2, dt)], ip=[1, 1, 0, 0, 1, 1, 2, 2, 1]),
+            case("empty", [vals([0, 4, 3, 4], 1, dt), vals([4, 2, 3, 3], 2, dt)], ip=[1, 1, 0, 0, 0, 0, 1, 1, 1]),
+            case("x=edges", [edge_image(dt, [1, 1, 3, 4], 3), vals([1, 2, 2, 2], 2, dt)], ip=[2, 2, 0, 0, 0, 0, 1, 1, 1]),
+            case("bad/outpad", [x, vals([4, 2, 3, 3], 2, dt)], ip=[1, 1, 0, 0, 1, 1, 1, 1, 1]),
+            case("bad/size", [vals([1, 4, 1, 1], 1, dt), vals([4, 2, 1, 1], 2, dt)], ip=[1, 1, 1, 1, 0, 0, 1, 1, 1])]
+
+
+def unfold_cases(dt):
+    x = vals([2, 3, 5, 6], 1, dt)
+    return [case("plain", [x], ip=[2, 3, 1, 1, 0, 0, 1, 1]),
+            case("all", [In(x, "t")], ip=[3, 2, 1, 2, 1, 2, 2, 1]),
+            case("unbatched", [vals([3, 5, 6], 1, dt)], ip=[2, 2, 1, 1, 0, 0, 2, 2]),
+            case("x=edges", [edge_image(dt, [1, 1, 4, 4], 1)], ip=[2, 2, 1, 1, 1, 1, 1, 1]),
+            case("bad/blocks", [x], ip=[6, 2, 1, 1, 0, 0, 1, 1])]
+
+
+def fold_cases(dt):
+    return [case("plain", [vals([2, 12, 12], 1, dt)], ip=[4, 5, 2, 2, 1, 1, 0, 0, 1, 1]),
+            case("all", [In(vals([1, 12, 12], 1, dt), "t")], ip=[5, 6, 3, 2, 1, 2, 1, 2, 2, 1]),
+            case("unbatched", [vals([8, 6], 1, dt)], ip=[4, 6, 2, 2, 1, 1, 0, 0, 2, 2]),
+            case("x=edges", [edge_image(dt, [1, 4, 9], 2)], ip=[4, 4, 2, 2, 1, 1, 0, 0, 1, 1]),
+            case("bad/blocks", [vals([1, 12, 11], 1, dt)], ip=[4, 5, 2, 2, 1, 1, 0, 0, 1, 1]),
+            case("bad/divisible", [vals([1, 10, 12], 1, dt)], ip=[4, 5, 2, 2, 1, 1, 0, 0, 1, 1])]
+
+
+op("conv2d", conv2d_f, conv2d_cases, 8, "acc")
+op("conv1d", conv1d_f, conv1d_cases, 8, "acc")
+op("conv_transpose2d", conv_transpose2d_f, conv_transpose2d_cases, 8, "acc")
+op("unfold", lambda xs, p, ip: (F.unfold(xs[0], (ip[0], ip[1]), (ip[2], ip[3]), (ip[4], ip[5]), (ip[6], ip[7])),),
+   unfold_cases, 0)
+op("fold", lambda xs, p, ip: (F.fold(xs[0], (ip[0], ip[1]), (ip[2], ip[3]), (ip[4], ip[5]), (ip[6], ip[7]),
+                                     (ip[8], ip[9])),), fold_cases, 4, "acc")
+
+
+# ---- pooling and padding (issue 24, helper "pool"; tg/pool.h) ----
+
+
+def pool_edges(dt, shape):
+    """The edge vector, then zeros, as a tensor of shape: NaN, +-inf, +-0 and ties in windows."""
+    e = edge_vec(dt)
+    n = math.prod(shape)
+    return torch.cat([e, torch.zeros(max(n - e.numel(), 0), dtype=DT[dt])])[:n].reshape(shape)
+
+
+def max_pool_f(xs, p, ip):
+    return F.max_pool2d(xs[0], ip[0:2], ip[2:4], ip[4:6], ip[6:8], bool(ip[8]), return_indices=True)
+
+
+def max_pool_cases(dt):
+    g = lambda k, s, pd, d, c: list(k) + list(s) + list(pd) + list(d) + [c]
+    return [case("2x2", [distinct([2, 2, 4, 4], 1, dt)], ip=g((2, 2), (2, 2), (0, 0), (1, 1), 0)),
+            case("3x3/s2/p1/lay=t", [In(distinct([1, 2, 5, 6], 2, dt), "t")], ip=g((3, 3), (2, 2), (1, 1), (1, 1), 0)),
+            case("ceil/lay=s", [In(distinct([1, 1, 5, 5], 3, dt), "s")], ip=g((2, 2), (2, 2), (1, 1), (1, 1), 1)),
+            case("ceil/s3", [distinct([2, 6, 7], 4, dt)], ip=g((3, 2), (3, 3), (1, 0), (1, 1), 1)),
+            case("dilation", [distinct([1, 2, 7, 6], 5, dt)], ip=g((2, 3), (1, 2), (1, 1), (2, 2), 0)),
+            case("ties", [vals([1, 2, 4, 6], 1, dt)], ip=g((2, 3), (1, 1), (1, 1), (1, 1), 0)),
+            case("edges", [pool_edges(dt, [2, 3, 4])], ip=g((2, 2), (1, 1), (0, 0), (1, 1), 0)),
+            case("edges/ceil", [pool_edges(dt, [1, 4, 6])], ip=g((3, 3), (2, 2), (1, 1), (1, 1), 1)),
+            case("empty", [vals([0, 2, 4, 4], 1, dt)], ip=g((2, 2), (2, 2), (0, 0), (1, 1), 0)),
+            case("k=0", [vals([1, 1, 4, 4], 1, dt)], ip=g((0, 2), (1, 1), (0, 0), (1, 1), 0)),
+            case("pad>k/2", [vals([1, 1, 4, 4], 1, dt)], ip=g((2, 2), (2, 2), (2, 0), (1, 1), 0)),
+            case("small", [vals([1, 1, 4, 4], 1, dt)], ip=g((5, 2), (1, 1), (0, 0), (1, 1), 0)),
+            case("2d", [vals([4, 4], 1, dt)], ip=g((2, 2), (2, 2), (0, 0), (1, 1), 0))]
+
+
+def avg_pool_f(xs, p, ip):
+    return (F.avg_pool2d(xs[0], ip[0:2], ip[2:4], ip[4:6], bool(ip[6]), bool(ip[7]), ip[8] or None),)
+
+
+def avg_pool_cases(dt):
+    g = lambda k, s, pd, c, inc, dv: list(k) + list(s) + list(pd) + [c, inc, dv]
+    return [case("2x2", [vals([2, 2, 4, 4], 1, dt)], ip=g((2, 2), (2, 2), (0, 0), 0, 1, 0)),
+            case("3x3/p1/lay=t", [In(vals([1, 2, 5, 6], 2, dt), "t")], ip=g((3, 3), (2, 2), (1, 1), 0, 1, 0)),
+            case("3x3/p1/exclude", [vals([1, 2, 5, 6], 2, dt)], ip=g((3, 3), (2, 2), (1, 1), 0, 0, 0)),
+            case("ceil/lay=s", [In(vals([1, 1, 5, 5], 3, dt), "s")], ip=g((2, 3), (2, 2), (1, 1), 1, 1, 0)),
+            case("ceil/exclude", [vals([2, 6, 7], 4, dt)], ip=g((3, 2), (3, 3), (1, 0), 1, 0, 0)),
+            case("divisor", [vals([1, 2, 4, 5], 5, dt)], ip=g((2, 2), (1, 2), (1, 0), 0, 1, 3)),
+            case("edges", [pool_edges(dt, [2, 3, 4])], ip=g((2, 2), (1, 1), (0, 0), 0, 1, 0)),
+            case("empty", [vals([0, 2, 4, 4], 1, dt)], ip=g((2, 2), (2, 2), (0, 0), 0, 1, 0)),
+            case("s=0", [vals([1, 1, 4, 4], 1, dt)], ip=g((2, 2), (0, 1), (0, 0), 0, 1, 0)),
+            case("pad>k/2", [vals([1, 1, 4, 4], 1, dt)], ip=g((2, 2), (1, 1), (0, 2), 0, 1, 0)),
+            case("small", [vals([1, 1, 4, 4], 1, dt)], ip=g((2, 5), (1, 1), (0, 0), 0, 1, 0))]
+
+
+def adaptive_cases(dt):
+    return [case("5x7to3x4", [vals([2, 2, 5, 7], 1, dt)], ip=[3, 4]),
+            case("global/lay=t", [In(vals([3, 4, 5], 2, dt), "t")], ip=[1, 1]),
+            case("up/lay=s", [In(vals([1, 2, 3, 2], 3, dt), "s")], ip=[4, 3]),
+            case("edges", [pool_edges(dt, [2, 3, 4])], ip=[2, 3]),
+            case("empty", [vals([0, 2, 4, 4], 1, dt)], ip=[2, 2]),
+            # forward only: PyTorch's backward refuses an empty grad_output; tg's gives zeros
+            case("out=0", [In(vals([1, 2, 3, 3], 1, dt), "c", False)], ip=[0, 2]),
+            case("neg", [vals([1, 2, 3, 3], 1, dt)], ip=[2, -1]),
+            case("h=0", [vals([1, 2, 0, 3], 1, dt)], ip=[2, 2])]
+
+
+TORCH_PAD_MODES = ["constant", "reflect", "replicate"]
+
+
+def pad_f(xs, p, ip):
+    mode = TORCH_PAD_MODES[ip[0]]
+    return (F.pad(xs[0], list(ip[1:]), mode=mode, value=p[0] if mode == "constant" else None),)
+
+
+def pad_cases(dt):
+    c = lambda tag, x, mode, pads, value=0.0: case(tag, [x], p=[value], ip=[mode] + list(pads))
+    return [c("const/2d", vals([2, 3, 4], 1, dt), 0, (1, 2, 0, 1), 1.5),
+            c("const/crop/lay=t", In(vals([2, 3, 4], 1, dt), "t"), 0, (-1, 2, 2, -2)),
+            c("const/every/lay=s", In(vals([2, 1, 3], 2, dt), "s"), 0, (1, 1, 0, 2, 1, 0)),
+            c("const/-0", vals([2, 3], 1, dt), 0, (1, 1), -0.0),
+            c("const/nan", vals([2, 3], 1, dt), 0, (0, 2), NAN),
+            c("const/empty", vals([2, 0], 1, dt), 0, (1, 1), 7.0),
+            c("const/edges", pool_edges(dt, [3, 7]), 0, (2, 1, 1, 0), -INF),
+            c("reflect/1d", vals([2, 5], 1, dt), 1, (4, 3)),
+            c("reflect/1d/neg/lay=t", In(vals([2, 2, 5], 1, dt), "t"), 1, (-2, 1)),
+            c("reflect/2d/lay=s", In(vals([2, 3, 4], 1, dt), "s"), 1, (3, 1, 2, 2)),
+            c("reflect/3d", vals([2, 3, 3, 4], 1, dt), 1, (1, 2, 2, 1, 1, 2)),
+            c("reflect/edges", pool_edges(dt, [1, 3, 7]), 1, (2, 3, 1, 2)),
+            c("replicate/1d", vals([2, 3], 1, dt), 2, (3, 4)),
+            c("replicate/2d/crop/lay=t", In(vals([2, 2, 3, 4], 1, dt), "t"), 2, (2, -1, 3, 0)),
+            c("replicate/3d", vals([1, 2, 2, 3], 1, dt), 2, (1, 1, 2, 0, 0, 3)),
+            c("replicate/empty-batch", vals([0, 2, 3], 1, dt), 2, (1, 1)),
+            c("odd", vals([2, 3], 1, dt), 0, (1, 2, 3)),
+            c("toolong", vals([2, 3], 1, dt), 0, (1, 1, 1, 1, 1, 1)),
+            c("crop<0", vals([2, 3], 1, dt), 0, (-2, -2)),
+            c("reflect>=size", vals([1, 2, 3], 1, dt), 1, (3, 0)),
+            c("reflect/4d-1pad", vals([1, 1, 2, 3], 1, dt), 1, (1, 1)),
+            c("replicate/1d-input", vals([3], 1, dt), 2, (1, 1)),
+            c("reflect/c=0", vals([1, 0, 3], 1, dt), 1, (1, 1))]
+
+
+op("max_pool2d", max_pool_f, max_pool_cases, 0)
+op("avg_pool2d", avg_pool_f, avg_pool_cases, 4, "acc")
+op("adaptive_avg_pool2d", lambda xs, p, ip: (F.adaptive_avg_pool2d(xs[0], ip),), adaptive_cases, 4, "acc")
+op("pad", pad_f, pad_cases, 0)
+
 
 # ---- issue 24, normalization family (helper norm): var/std, batch/layer/group norm, dropout ----
 

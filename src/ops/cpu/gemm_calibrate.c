@@ -1,12 +1,14 @@
 /* Calibration: every engine timed on every measured shape class, on this CPU, now.
  *
- * Per class, at its representative shape (gemm_classes.c) in F32: one untimed run per engine
+ * Per class, at each of its two shapes (gemm_classes.c) in F32: one untimed run per engine
  * (which also checks its result against the first engine's: an engine that disagrees is
- * never chosen), then TG_CALIBRATION_ROUNDS rounds in which the engines alternate, one timed
- * run each; an engine's time is its fastest run. An engine already 3x slower than the best on
- * its untimed run is not timed further. The engine the built-in rules run keeps the class
- * unless another is more than TG_CALIBRATION_MARGIN faster, so noise does not move choices
- * about. F64 products use the F32 choice. About 3 s on 2 idle Zen 3 cores.
+ * never chosen), then rounds in which the engines alternate, one timed run each
+ * (TG_CALIBRATION_ROUNDS at the representative shape, TG_CALIBRATION_FAR_ROUNDS at the far
+ * one, where the first run is the time: the engines' buffers are warm by then); an engine's
+ * time at a shape is its fastest run, and its score the sum of the two. An engine
+ * already 3x slower than the best on its untimed run is not timed further. The engine the built-in
+ * rules run keeps the class unless another is more than TG_CALIBRATION_MARGIN faster, so noise does
+ * not move choices about. F64 products use the F32 choice. About 3 s on 2 idle Zen 3 cores.
  *
  * A busy machine: one-thread runs are timed in the thread's CPU time, which a descheduled
  * thread does not accumulate, and every time is a minimum; two-thread runs can only be timed
@@ -28,6 +30,7 @@
 #include "tensor/host_memory.h"
 
 #define TG_CALIBRATION_ROUNDS 3
+#define TG_CALIBRATION_FAR_ROUNDS 0
 #define TG_CALIBRATION_MARGIN 0.03
 #define TG_CALIBRATION_SKIP_RATIO 3.0
 
@@ -85,16 +88,14 @@ static bool agrees(const float *c, const float *ref, int64_t count, int64_t k) {
   return true;
 }
 
-/* Whether a class's runs spread widely (a busy machine). */
-static bool spread_widely(float runs[TG_CALIBRATION_ROUNDS]) {
-  return runs[TG_CALIBRATION_ROUNDS / 2] > 1.5f * runs[0];
-}
-
-static tg_status measure_class(int cls, int threads, tg_gemm_table *table, int builtin,
-                               bool *noisy) {
-  int64_t m, n, k;
+/* Times every engine at one shape of class cls: us[e] its fastest of `rounds` timed runs
+ * (after an untimed one), its untimed run when that was TG_CALIBRATION_SKIP_RATIO slower
+ * than the best, -1 when it does not take the shape or disagrees with the first engine. */
+static tg_status measure_shape(int cls, int64_t m, int64_t n, int64_t k, int threads, int rounds,
+                               float us[TG_GEMM_MAX_ENGINES], bool *noisy) {
   bool a_t, b_t, many;
-  tg__gemm_class_shape(cls, &m, &n, &k, &a_t, &b_t, &many);
+  int64_t unused;
+  tg__gemm_class_shape(cls, &unused, &unused, &unused, &a_t, &b_t, &many);
   if (atomic_load(&quick)) { /* tests: the tiny class's shape, same aspect and layout */
     m = m > 32 ? 32 : m, n = n > 32 ? 32 : n, k = k > 32 ? 32 : k;
   }
@@ -145,36 +146,54 @@ static tg_status measure_class(int cls, int threads, tg_gemm_table *table, int b
     }
     if (first[e] < best_first) best_first = first[e];
   }
-  for (int r = 0; r < TG_CALIBRATION_ROUNDS; r++)
+  for (int r = 0; r < rounds; r++)
     for (int e = 0; e < engines; e++)
       if (first[e] >= 0 && first[e] <= TG_CALIBRATION_SKIP_RATIO * best_first)
         runs[e][r] = time_run(e, &p);
-  int best = -1;
   for (int e = 0; e < TG_GEMM_MAX_ENGINES; e++) {
-    float us = -1;
-    if (e < engines && first[e] >= 0) {
-      if (first[e] <= TG_CALIBRATION_SKIP_RATIO * best_first) {
-        qsort(runs[e], TG_CALIBRATION_ROUNDS, sizeof(float), cmp_float);
-        us = runs[e][0];
-        if (spread_widely(runs[e])) *noisy = true;
-      } else {
-        us = first[e]; /* too slow to time: its untimed run */
-      }
+    us[e] = -1;
+    if (e >= engines || first[e] < 0) continue;
+    if (rounds > 0 && first[e] <= TG_CALIBRATION_SKIP_RATIO * best_first) {
+      qsort(runs[e], (size_t)rounds, sizeof(float), cmp_float);
+      us[e] = runs[e][0];
+      if (rounds >= 3 && runs[e][rounds / 2] > 1.5f * runs[e][0]) *noisy = true;
+    } else {
+      us[e] = first[e]; /* no rounds, or too slow to time: its first run */
     }
-    table->us[cls][e] = us;
-    if (us >= 0 && (best < 0 || us < table->us[cls][best])) best = e;
   }
-  /* The built-in choice stays unless beaten by the margin. */
-  if (best >= 0 && builtin >= 0 && table->us[cls][builtin] >= 0 &&
-      table->us[cls][best] * (1 + TG_CALIBRATION_MARGIN) >= table->us[cls][builtin])
-    best = builtin;
-  table->chosen[cls] = best >= 0 ? best : 0;
 done:
   tg__host_free(a.data);
   tg__host_free(b.data);
   tg__host_free(c.data);
   tg__host_free(ref.data);
   return st;
+}
+
+/* A class's engines are scored by their time at the representative shape plus their time at
+ * the far one (one run there: it is the larger for HUGE), so an engine that wins small
+ * operands but falls off when they leave the caches does not take the class. */
+static tg_status measure_class(int cls, int threads, tg_gemm_table *table, int builtin,
+                               bool *noisy) {
+  int64_t m, n, k;
+  bool a_t, b_t, many;
+  tg__gemm_class_shape(cls, &m, &n, &k, &a_t, &b_t, &many);
+  float near[TG_GEMM_MAX_ENGINES], far[TG_GEMM_MAX_ENGINES];
+  tg_status st = measure_shape(cls, m, n, k, threads, TG_CALIBRATION_ROUNDS, near, noisy);
+  if (st != TG_OK) return st;
+  tg__gemm_class_far_shape(cls, &m, &n, &k);
+  st = measure_shape(cls, m, n, k, threads, TG_CALIBRATION_FAR_ROUNDS, far, noisy);
+  if (st != TG_OK) return st;
+  int best = -1;
+  for (int e = 0; e < TG_GEMM_MAX_ENGINES; e++) {
+    table->us[cls][e] = near[e] >= 0 && far[e] >= 0 ? near[e] + far[e] : -1;
+    if (table->us[cls][e] >= 0 && (best < 0 || table->us[cls][e] < table->us[cls][best])) best = e;
+  }
+  /* The built-in choice stays unless beaten by the margin. */
+  if (best >= 0 && builtin >= 0 && table->us[cls][builtin] >= 0 &&
+      table->us[cls][best] * (1 + TG_CALIBRATION_MARGIN) >= table->us[cls][builtin])
+    best = builtin;
+  table->chosen[cls] = best >= 0 ? best : 0;
+  return TG_OK;
 }
 
 static float fastest(const tg_gemm_table *t, int cls) {

@@ -1,7 +1,7 @@
 /* The calibration's cache: one text file per CPU and library versions, in the user's cache
  * directory, so that only the first process on a machine spends the seconds measuring.
  *
- *   tg gemm engines 1, 160 classes
+ *   tg gemm engines 2, 160 classes
  *   key <cpu brand>|<vendor> <family> <model> <stepping>|<tg threads>|tg <ver>|BLIS ... MKL ...
  *   engines <name> <name> ...
  *   <class> <chosen engine> <us of each engine, -1: not taken>     one line per class
@@ -26,7 +26,7 @@
 #include "tensor/fnv1a.h"
 #include "tg/cpu.h"
 
-#define TG_GEMM_CACHE_MAGIC "tg gemm engines 1, 160 classes"
+#define TG_GEMM_CACHE_MAGIC "tg gemm engines 2, 160 classes"
 
 void tg__gemm_cache_key(char *buf, size_t size) {
   const tg_cpu_features f = tg_cpu_features_read();
@@ -89,7 +89,10 @@ static bool next_line(FILE *f, char *line, size_t size) {
 
 static bool parse(FILE *f, tg_gemm_table *t, char *why, size_t why_size) {
   char line[1024], expect[1024];
-  if (!next_line(f, line, sizeof line) || strcmp(line, TG_GEMM_CACHE_MAGIC) != 0)
+  if (!next_line(f, line, sizeof line)) return fail(why, why_size, "empty or unterminated");
+  if (strncmp(line, "tg gemm engines ", 16) == 0 && strcmp(line, TG_GEMM_CACHE_MAGIC) != 0)
+    return fail(why, why_size, "written by another version of the calibration");
+  if (strcmp(line, TG_GEMM_CACHE_MAGIC) != 0)
     return fail(why, why_size, "not a tg GEMM engine cache (first line)");
   tg__gemm_cache_key(expect, sizeof expect);
   if (!next_line(f, line, sizeof line) || strncmp(line, "key ", 4) != 0)

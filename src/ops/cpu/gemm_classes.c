@@ -5,8 +5,9 @@
  * kernels for a short k, measured 1.3x apart between layouts), by the operands' layouts, and
  * by threads. Measured on Zen 3 (bench/gemm_engines.c): the LLTM's products at 64 x 1024 x 128
  * run fastest on zen3's set, at 256 x 1024 x 1024 with k 3072 on haswell's (1.59x), and at
- * 16 x 32 x 128 with k 16 on libxsmm. Each class is timed at one representative shape, near
- * its size range's middle in multiply-adds (log scale). */
+ * 16 x 32 x 128 with k 16 on libxsmm. Each class is timed at two shapes: a representative
+ * one, near its size range's middle in multiply-adds (log scale), and a far one whose
+ * operands take more cache (tg__gemm_class_far_shape). */
 #include <stdio.h>
 #include <string.h>
 
@@ -93,6 +94,31 @@ void tg__gemm_class_shape(int cls, int64_t *m, int64_t *n, int64_t *k, bool *a_t
   *a_t = layout & 1;
   *b_t = layout & 2;
   *threads_many = many;
+}
+
+/* The class's far shape: the same layout and threads, but operands with a larger footprint
+ * (for the aspects, a shorter short side and 8s long ones at the same multiply-adds; for EVEN
+ * sides 1.4x, near the class's upper bound), and for the unbounded HUGE class 2x the
+ * multiply-adds (long or even sides 1.41x and 1.25x). Measured on an Intel Xeon (Emerald Rapids):
+ * libxsmm, which does not block for caches, won the HUGE k-short class at 1024 x 1024 x 256 and
+ * was 2.0-2.3x slower than BLIS's skx set at the LLTM's 3072 x 2048 x 256; at 64 x 1152 x 384 it
+ * was 1.3-1.6x slower while winning 90 x 360 x 360. */
+void tg__gemm_class_far_shape(int cls, int64_t *m, int64_t *n, int64_t *k) {
+  int size, aspect, layout, many;
+  decompose(cls, &size, &aspect, &layout, &many);
+  int64_t s, l;
+  if (aspect == EVEN) {
+    s = l = size == HUGE ? even_side[size] * 5 / 4 : even_side[size] * 7 / 5;
+  } else if (size == HUGE) {
+    s = short_side[size];
+    l = short_side[size] * 4 * 181 / 128; /* 4s * sqrt(2) */
+  } else {
+    s = short_side[size] / 4;
+    l = 8 * short_side[size];
+  }
+  *m = aspect == M_SHORT ? s : l;
+  *n = aspect == N_SHORT ? s : l;
+  *k = aspect == K_SHORT ? s : l;
 }
 
 void tg__gemm_class_name(int cls, char *buf, size_t size) {

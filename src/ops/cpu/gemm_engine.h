@@ -85,6 +85,8 @@ int tg__gemm_class_canonical(int cls);
 /* The shape calibration times the class at; threads_many: the class runs more than one. */
 void tg__gemm_class_shape(int cls, int64_t *m, int64_t *n, int64_t *k, bool *a_t, bool *b_t,
                           bool *threads_many);
+/* The second shape it is timed at: same class, a larger footprint (gemm_classes.c). */
+void tg__gemm_class_far_shape(int cls, int64_t *m, int64_t *n, int64_t *k);
 /* "mid/m-short/NT/t2"-like name (t1 or tN), in buf. */
 void tg__gemm_class_name(int cls, char *buf, size_t size);
 /* The class of that name, or -1. */
