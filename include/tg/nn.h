@@ -152,6 +152,42 @@ tg_module *tg_avg_pool2d_layer_new(const int64_t kernel_size[2], tg_avg_pool2d_o
 /* output_size {OH, OW}, each >= 0, or -1 to keep the input's size there (PyTorch's None). */
 tg_module *tg_adaptive_avg_pool2d_layer_new(const int64_t output_size[2]);
 
+/* ---- normalization layers: torch.nn.BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm over
+ * tg_batch_norm, tg_layer_norm and tg_group_norm (tg/norm.h) ----
+ * Modules (free with tg_module_free, or hand to a parent) of types "batch_norm1d",
+ * "batch_norm2d", "layer_norm", "group_norm". The arguments are PyTorch's, spelled out (its
+ * defaults: eps 1e-5, momentum 0.1, affine and track_running_stats true); eps and momentum 0
+ * mean zero here. With affine (elementwise_affine) the parameters "weight" (ones) and "bias"
+ * (zeros) of [num_features] (LayerNorm: normalized_shape); none without. Checked here
+ * (TG_ERR_ARGUMENT naming the argument): sizes >= 1, eps finite and >= 0, momentum in [0, 1]
+ * (or TG_BATCH_NORM_CUMULATIVE), num_groups dividing num_channels; a floating dtype
+ * (TG_ERR_DTYPE).
+ * BatchNorm with track_running_stats has the buffers "running_mean" (zeros), "running_var"
+ * (ones) and "num_batches_tracked" (a 0-dim I64 0), in PyTorch's order after the parameters.
+ * In training it normalizes by the batch's statistics, updates the running ones in place
+ * (outside the tape; running_var with the unbiased variance) and counts the batch; in
+ * evaluation it normalizes by the running statistics. Without track_running_stats it always
+ * uses the batch's. A batch the op refuses changes no buffer. BatchNorm1d takes [N, C] or
+ * [N, C, L], BatchNorm2d [N, C, H, W] (TG_ERR_SHAPE otherwise, as PyTorch's "expected 4D
+ * input"). LayerNorm and GroupNorm are the same in training and evaluation. */
+#define TG_BATCH_NORM_CUMULATIVE (-1.0) /* momentum: PyTorch's None, 1 / num_batches_tracked */
+tg_module *tg_batch_norm1d_layer_new(int64_t num_features, double eps, double momentum, bool affine,
+                                     bool track_running_stats, tg_options opts);
+tg_module *tg_batch_norm2d_layer_new(int64_t num_features, double eps, double momentum, bool affine,
+                                     bool track_running_stats, tg_options opts);
+/* normalized_shape: the last n_normalized dims of each input, as PyTorch's list. */
+tg_module *tg_layer_norm_layer_new(int n_normalized, const int64_t *normalized_shape, double eps,
+                                   bool elementwise_affine, tg_options opts);
+tg_module *tg_group_norm_layer_new(int64_t num_groups, int64_t num_channels, double eps,
+                                   bool affine, tg_options opts);
+
+/* ---- torch.nn.Dropout(p): tg_dropout (tg/norm.h) in training, the input itself in
+ * evaluation ----
+ * Masks come from gen (borrowed: it must outlive the layer; NULL: the thread's default
+ * generator), so a run seeded the same drops the same elements. p outside [0, 1] is
+ * TG_ERR_ARGUMENT. Module type "dropout"; no parameters. */
+tg_module *tg_dropout_layer_new(double p, tg_generator *gen);
+
 /* ---- init: torch.nn.init's functions ----
  * Each fills t in place, outside the tape (as under tg_no_grad_begin/end, so a parameter
  * that requires grad may be filled), drawing from gen (NULL: this thread's default
