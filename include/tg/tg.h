@@ -123,5 +123,7 @@
 #include "conv.h"
 /* pooling and padding (issue 24, helper "pool") */
 #include "pool.h"
+/* the fused Conv2d + BatchNorm2d (issue 24) */
+#include "conv_bn.h"
 
 #endif
