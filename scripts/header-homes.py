@@ -25,6 +25,9 @@ HOMES = {
     "conv.h": "ops",
     # pooling and padding (issue 24, helper "pool")
     "pool.h": "ops",
+    # the fused Conv2d + BatchNorm2d (issue 24, helper "convbn") and its layer
+    "conv_bn.h": "ops",
+    "conv_bn_layer.h": "nn",
 }
 
 

@@ -125,5 +125,6 @@
 #include "pool.h"
 /* the fused Conv2d + BatchNorm2d (issue 24) */
 #include "conv_bn.h"
+#include "conv_bn_layer.h"
 
 #endif
