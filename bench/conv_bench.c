@@ -4,10 +4,13 @@
  * product alone ([C_out, C_in * 9] @ [C_in * 9, H * W], once per batch element), so the
  * share im2col, col2im and the copies cost shows.
  *
- *   conv_bench [--iters N] [--threads 1,2] [--shapes 8x64x56,8x128x28,8x256x14]
+ *   conv_bench [--iters N] [--threads 1,2] [--shapes 8x64x56,8x128x28,8x256x14] [--json]
  *
- * A shape is batch x channels x size (square images). Median of N timed runs after one
- * warm-up. FLOPs: 2 * N * C_out * C_in * 9 * H * W forward; three times that with backward. */
+ * A shape is batch x channels x size (square images), or batch x in x out channels x size.
+ * Median of N timed runs after one warm-up. FLOPs: 2 * N * C_out * C_in * 9 * H * W forward;
+ * three times that with backward (dx, dw; the first layer's dx is not needed by a model, but
+ * PyTorch's peer, bench/pytorch_conv.py, computes it too). --json: one line per point, for
+ * bench/conv_compare.py. */
 #include <getopt.h>
 #include <stdio.h>
 
@@ -20,8 +23,9 @@ enum { MAX_LIST = 16, MAX_ITERS = 1000 };
 
 typedef struct options {
   int iters, n_threads, n_shapes;
+  bool json;
   int threads[MAX_LIST];
-  int64_t shapes[MAX_LIST][3];
+  int64_t shapes[MAX_LIST][4]; /* batch, in, out, size */
 } options;
 
 /* The median of o->iters runs of one of three steps, in microseconds. */
@@ -61,14 +65,14 @@ static bool time_step(const options *o, step s, tg_tensor *x, tg_tensor *w, tg_t
 }
 
 static bool bench_shape(const options *o, const int64_t *shape, int threads) {
-  const int64_t n = shape[0], c = shape[1], hw = shape[2];
+  const int64_t n = shape[0], c = shape[1], co = shape[2], hw = shape[3];
   tg_scope sc = tg_scope_begin();
   tg_generator *gen = tg_generator_new(1);
   const tg_options f32 = {.dtype = TG_F32};
   tg_tensor *x = tg_randn(TG_SHAPE(n, c, hw, hw), f32, gen);
-  tg_tensor *w = tg_randn(TG_SHAPE(c, c, 3, 3), f32, gen);
-  tg_tensor *b = tg_randn(TG_SHAPE(c), f32, gen);
-  tg_tensor *wm = tg_randn(TG_SHAPE(c, c * 9), f32, gen);
+  tg_tensor *w = tg_randn(TG_SHAPE(co, c, 3, 3), f32, gen);
+  tg_tensor *b = tg_randn(TG_SHAPE(co), f32, gen);
+  tg_tensor *wm = tg_randn(TG_SHAPE(co, c * 9), f32, gen);
   tg_tensor *cols = tg_randn(TG_SHAPE(c * 9, hw * hw), f32, gen);
   bool ok = cols && tg_set_requires_grad(x, true) == TG_OK &&
             tg_set_requires_grad(w, true) == TG_OK && tg_set_requires_grad(b, true) == TG_OK;
@@ -77,15 +81,39 @@ static bool bench_shape(const options *o, const int64_t *shape, int threads) {
        time_step(o, FORWARD_BACKWARD, x, w, b, wm, cols, &fwd_bwd) &&
        time_step(o, GEMM, x, w, b, wm, cols, &gemm);
   if (ok) {
-    const double flops = 2.0 * (double)n * (double)c * (double)c * 9.0 * (double)(hw * hw);
-    printf("%-18s %7d %10.2f %9.1f %12.2f %9.1f %11.1f\n", "", threads, fwd / 1e3,
-           flops / fwd / 1e3, fwd_bwd / 1e3, 3 * flops / fwd_bwd / 1e3, flops / gemm / 1e3);
+    const double flops = 2.0 * (double)n * (double)co * (double)c * 9.0 * (double)(hw * hw);
+    if (o->json)
+      printf("{\"impl\": \"tg\", \"batch\": %lld, \"in\": %lld, \"out\": %lld, \"size\": %lld, "
+             "\"threads\": %d, \"forward_us\": %.3f, \"forward_backward_us\": %.3f, "
+             "\"gemm_us\": %.3f, \"iters\": %d}\n",
+             (long long)n, (long long)c, (long long)co, (long long)hw, threads, fwd, fwd_bwd, gemm,
+             o->iters);
+    else
+      printf("%-18s %7d %10.2f %9.1f %12.2f %9.1f %11.1f\n", "", threads, fwd / 1e3,
+             flops / fwd / 1e3, fwd_bwd / 1e3, 3 * flops / fwd_bwd / 1e3, flops / gemm / 1e3);
   } else {
     fprintf(stderr, "%s: %s\n", me, tg_last_error_message());
   }
   tg_generator_free(gen);
   tg_scope_end(sc);
   return ok;
+}
+
+/* NxCxS or NxCinxCoutxS items. */
+static bool parse_shapes(const char *opt, const char *text, options *o) {
+  const char *p = text;
+  o->n_shapes = 0;
+  do {
+    char item[64];
+    if (o->n_shapes == MAX_LIST || !cli_next_item(me, opt, text, &p, item, sizeof item))
+      return false;
+    int dims = 1;
+    for (const char *q = item; *q; q++) dims += *q == 'x';
+    int64_t *shape = o->shapes[o->n_shapes++];
+    if (!cli_parse_dims(me, opt, item, dims == 4 ? 4 : 3, 1, 1 << 16, shape)) return false;
+    if (dims != 4) shape[3] = shape[2], shape[2] = shape[1];
+  } while (*p);
+  return true;
 }
 
 static bool parse_list(const char *opt, const char *text, options *o) {
@@ -105,12 +133,11 @@ int main(int argc, char **argv) {
                .n_threads = 2,
                .threads = {1, 2},
                .n_shapes = 3,
-               .shapes = {{8, 64, 56}, {8, 128, 28}, {8, 256, 14}}};
-  static const struct option longs[] = {{"iters", required_argument, NULL, 'i'},
-                                        {"threads", required_argument, NULL, 't'},
-                                        {"shapes", required_argument, NULL, 's'},
-                                        {"help", no_argument, NULL, 'h'},
-                                        {NULL, 0, NULL, 0}};
+               .shapes = {{8, 64, 64, 56}, {8, 128, 128, 28}, {8, 256, 256, 14}}};
+  static const struct option longs[] = {
+      {"iters", required_argument, NULL, 'i'},  {"threads", required_argument, NULL, 't'},
+      {"shapes", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
+      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
   for (int c; (c = getopt_long(argc, argv, "", longs, NULL)) != -1;) {
     bool ok = true;
     if (c == 'i')
@@ -118,10 +145,12 @@ int main(int argc, char **argv) {
     else if (c == 't')
       ok = parse_list("--threads", optarg, &o);
     else if (c == 's')
-      ok = cli_parse_dims_list(me, "--shapes", optarg, 3, 1, 1 << 16, MAX_LIST, &o.shapes[0][0],
-                               &o.n_shapes);
+      ok = parse_shapes("--shapes", optarg, &o);
+    else if (c == 'j')
+      o.json = true;
     else if (c == 'h') {
-      printf("usage: %s [--iters N] [--threads 1,2] [--shapes 8x64x56,...]\n", me);
+      printf("usage: %s [--iters N] [--threads 1,2] [--shapes 8x64x56,8x1x16x28,...] [--json]\n",
+             me);
       return 0;
     } else
       return cli_usage_error(me);
@@ -131,13 +160,16 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: unexpected argument '%s'\n", me, argv[optind]);
     return cli_usage_error(me);
   }
-  printf("conv2d 3x3, padding 1, F32, CPU; times in ms (median of %d), rates in GFLOP/s\n",
-         o.iters);
-  printf("%-18s %7s %10s %9s %12s %9s %11s\n", "shape (NxCxHW)", "threads", "fwd ms", "fwd GF/s",
-         "fwd+bwd ms", "f+b GF/s", "GEMM GF/s");
+  if (!o.json) {
+    printf("conv2d 3x3, padding 1, F32, CPU; times in ms (median of %d), rates in GFLOP/s\n",
+           o.iters);
+    printf("%-18s %7s %10s %9s %12s %9s %11s\n", "shape (NxCinxCoutxHW)", "threads", "fwd ms",
+           "fwd GF/s", "fwd+bwd ms", "f+b GF/s", "GEMM GF/s");
+  }
   for (int s = 0; s < o.n_shapes; s++) {
-    printf("%lldx%lldx%lld\n", (long long)o.shapes[s][0], (long long)o.shapes[s][1],
-           (long long)o.shapes[s][2]);
+    if (!o.json)
+      printf("%lldx%lldx%lldx%lld\n", (long long)o.shapes[s][0], (long long)o.shapes[s][1],
+             (long long)o.shapes[s][2], (long long)o.shapes[s][3]);
     for (int t = 0; t < o.n_threads; t++) {
       tg_set_num_threads(o.threads[t]);
       if (!bench_shape(&o, o.shapes[s], o.threads[t])) return 1;
