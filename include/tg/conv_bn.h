@@ -21,7 +21,11 @@ extern "C" {
  *   batch variance, then * weight + bias.
  * TG_CONV_BN_REFERENCE: the reference's formula, (y - mean) / (sqrt(var) + eps) with the
  *   unbiased (Bessel) batch variance and eps outside the square root; then * weight + bias
- *   (the reference has no affine: pass NULL for both). */
+ *   (the reference has no affine: pass NULL for both). It departs from PyTorch's batch_norm
+ *   in both: PyTorch normalizes by the biased variance and adds eps under the square root
+ *   (the unbiased one only feeds running_var); the reference also keeps no running
+ *   statistics (here they are updated as PyTorch's would be) and fixes stride 1, no padding
+ *   and eps 1e-3 (here the geometry is general and eps defaults to 1e-3). */
 typedef enum tg_conv_bn_formula {
   TG_CONV_BN_PYTORCH = 0,
   TG_CONV_BN_REFERENCE,
