@@ -73,6 +73,8 @@ public_layer() {
   tg/tg.h) echo umbrella ;;
   tg/conv.h) echo ops ;; # the convolution family
   tg/norm.h) echo ops ;; # issue 24, normalization family (helper norm)
+  tg/conv_bn.h) echo ops ;; # the fused Conv2d + BatchNorm2d (issue 24)
+  tg/conv_bn_layer.h) echo nn ;; # its layer
   *) echo unknown ;;
   esac
 }

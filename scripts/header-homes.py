@@ -27,6 +27,9 @@ HOMES = {
     "pool.h": "ops",
     # issue 24, normalization family (helper norm)
     "norm.h": "ops",
+    # the fused Conv2d + BatchNorm2d (issue 24, helper "convbn") and its layer
+    "conv_bn.h": "ops",
+    "conv_bn_layer.h": "nn",
 }
 
 

@@ -125,5 +125,8 @@
 #include "pool.h"
 /* issue 24, normalization family (helper norm) */
 #include "norm.h"
+/* the fused Conv2d + BatchNorm2d (issue 24) */
+#include "conv_bn.h"
+#include "conv_bn_layer.h"
 
 #endif

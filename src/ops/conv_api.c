@@ -77,8 +77,9 @@ typedef struct conv_args {
   tg_conv_padding_mode mode;
 } conv_args;
 
-static tg_tensor *convolution(const char *api, const tg_tensor *x, const tg_tensor *w,
-                              const tg_tensor *bias, const conv_args *a) {
+/* Checks the operands and options, and works out the geometry; false with the error set. */
+static bool plan(const char *api, const tg_tensor *x, const tg_tensor *w, const tg_tensor *bias,
+                 const conv_args *a, tg__conv_geometry *geometry, bool *is_batched) {
   bool batched;
   const int dims = a->dims;
   if (!check_operands(api, x, w, bias) ||
@@ -93,12 +94,12 @@ static tg_tensor *convolution(const char *api, const tg_tensor *x, const tg_tens
                  TG_ERR_ARGUMENT, api, "padding_mode %d is not a tg_conv_padding_mode",
                  (int)a->mode) ||
       (a->mode == TG_CONV_PADDING_EXPLICIT && !check_at_least(api, "padding", dims, a->padding, 0)))
-    return NULL;
+    return false;
   for (int d = 0; d < dims; d++)
     if (!tg__check(a->mode != TG_CONV_PADDING_SAME || a->stride[d] == 1, TG_ERR_ARGUMENT, api,
                    "padding \"same\" is not supported for strided convolutions (stride = %lld)",
                    (long long)a->stride[d]))
-      return NULL;
+      return false;
   const int64_t c_in = x->sizes[batched ? 1 : 0], c_out = w->sizes[0];
   if (!tg__check(c_out % a->groups == 0, TG_ERR_SHAPE, api,
                  "groups = %lld does not divide w's C_out: w is %s", (long long)a->groups,
@@ -108,7 +109,7 @@ static tg_tensor *convolution(const char *api, const tg_tensor *x, const tg_tens
                  tg__sizes_str(x), (long long)c_in, tg__sizes_str(w), (long long)a->groups,
                  (long long)(w->sizes[1] * a->groups)) ||
       !check_bias(api, bias, c_out))
-    return NULL;
+    return false;
   /* The h dim of a 1-D convolution is a unit one: one window of one tap. */
   tg__conv_geometry g = {1, 1, 0, 0, 1, 1, a->groups, 1, 1, 1, 1, 1, 1};
   int64_t *stride = &g.stride_h, *pad = &g.pad_h, *dilation = &g.dilation_h, *in = &g.h,
@@ -134,8 +135,19 @@ static tg_tensor *convolution(const char *api, const tg_tensor *x, const tg_tens
                    tg__sizes_str(x), (long long)(size + before + after), x->ndim - dims + d,
                    (long long)(a->dilation[d] * (k - 1) + 1), tg__sizes_str(w),
                    (long long)a->dilation[d]))
-      return NULL;
+      return false;
   }
+  *geometry = g;
+  *is_batched = batched;
+  return true;
+}
+
+static tg_tensor *convolution(const char *api, const tg_tensor *x, const tg_tensor *w,
+                              const tg_tensor *bias, const conv_args *a) {
+  bool batched;
+  tg__conv_geometry g;
+  const int dims = a->dims;
+  if (!plan(api, x, w, bias, a, &g, &batched)) return NULL;
   tg_scope s = tg_scope_begin();
   tg_tensor *y = tg__conv2d_apply(lift(x, !batched, dims), lift(w, false, dims), &g);
   y = tg_scope_escape(s, lower(y, bias, !batched, dims));
@@ -143,15 +155,28 @@ static tg_tensor *convolution(const char *api, const tg_tensor *x, const tg_tens
   return y;
 }
 
+static conv_args conv2d_args(const tg_conv2d_opts *opts) {
+  const tg_conv2d_opts o = opts ? *opts : (tg_conv2d_opts){0};
+  return (conv_args){2,
+                     {or_one(o.stride[0]), or_one(o.stride[1])},
+                     {o.padding[0], o.padding[1]},
+                     {or_one(o.dilation[0]), or_one(o.dilation[1])},
+                     or_one(o.groups),
+                     o.padding_mode};
+}
+
+bool tg__conv2d_plan(const char *api, const tg_tensor *x, const tg_tensor *w,
+                     const tg_conv2d_opts *opts, tg__conv_geometry *g) {
+  bool batched;
+  const conv_args a = conv2d_args(opts);
+  return plan(api, x, w, NULL, &a, g, &batched) &&
+         tg__check(batched, TG_ERR_SHAPE, api, "x must be 4-D [N, C_in, H, W], got %s",
+                   tg__sizes_str(x));
+}
+
 tg_tensor *tg_conv2d(const tg_tensor *x, const tg_tensor *w, const tg_tensor *bias,
                      const tg_conv2d_opts *opts) {
-  const tg_conv2d_opts o = opts ? *opts : (tg_conv2d_opts){0};
-  const conv_args a = {2,
-                       {or_one(o.stride[0]), or_one(o.stride[1])},
-                       {o.padding[0], o.padding[1]},
-                       {or_one(o.dilation[0]), or_one(o.dilation[1])},
-                       or_one(o.groups),
-                       o.padding_mode};
+  const conv_args a = conv2d_args(opts);
   return convolution("tg_conv2d", x, w, bias, &a);
 }
 

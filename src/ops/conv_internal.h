@@ -49,6 +49,13 @@ tg_tensor *tg__conv_im2col(const char *op, const tg_tensor *x, const tg__conv_ge
 tg_tensor *tg__conv_col2im(const char *op, const tg_tensor *cols, int64_t channels,
                            const tg__conv_geometry *g);
 
+/* tg_conv2d's checks and geometry for a batched x [N, C_in, H, W] and opts (NULL: the
+ * defaults), without running it: for fused ops that convolve (src/ops/conv_bn.c). false with
+ * the error naming api otherwise. */
+struct tg_conv2d_opts;
+bool tg__conv2d_plan(const char *api, const tg_tensor *x, const tg_tensor *w,
+                     const struct tg_conv2d_opts *opts, tg__conv_geometry *g);
+
 /* The ops, as their backwards call them (the geometry already checked). */
 tg_tensor *tg__conv2d_apply(const tg_tensor *x, const tg_tensor *w, const tg__conv_geometry *g);
 tg_tensor *tg__conv_transpose2d_apply(const tg_tensor *y, const tg_tensor *w,

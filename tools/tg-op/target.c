@@ -6,8 +6,30 @@
 
 #include "tg_op.h"
 
-static tg_status lltm_composed(const tg_tensor *const *in, tg_tensor **out) {
+static tg_status lltm_composed(const tg_sample *s, tg_tensor **out) {
+  tg_tensor *const *in = s->inputs;
   return tg_lltm_composed(in[0], in[1], in[2], in[3], in[4], &out[0], &out[1]);
+}
+
+/* conv2d_batch_norm's sample (scalars eps and formula; ints the conv geometry, padded evenly)
+ * through tg_conv2d_batch_norm_composed. The batch statistics, the op's outputs 1 and 2, come
+ * back as running statistics updated from zeros with momentum 1. */
+static tg_status conv2d_batch_norm_composed(const tg_sample *s, tg_tensor **out) {
+  tg_tensor *const *in = s->inputs;
+  const int64_t *g = s->ints, c_out = tg_size(in[1], 0);
+  const tg_conv2d_opts conv = {
+      .stride = {g[0], g[1]}, .padding = {g[2], g[3]}, .dilation = {g[4], g[5]}, .groups = g[6]};
+  const tg_conv_bn_options opts = {.training = true,
+                                   .formula = (tg_conv_bn_formula)s->scalars[1],
+                                   .eps = s->scalars[0] == 0 ? -0.0 : s->scalars[0],
+                                   .momentum = 1.0};
+  const tg_options o = {.dtype = tg_tensor_dtype(in[0]), .device = tg_tensor_device(in[0])};
+  out[1] = tg_zeros(1, &c_out, o);
+  out[2] = out[1] ? tg_zeros(1, &c_out, o) : NULL;
+  out[0] = out[2] ? tg_conv2d_batch_norm_composed(in[0], in[1], in[2], in[3], out[1], out[2], &conv,
+                                                  opts)
+                  : NULL;
+  return out[0] ? TG_OK : tg_last_error();
 }
 
 static const tgop_target composites[] = {
@@ -17,6 +39,12 @@ static const tgop_target composites[] = {
      .samples_of = "lltm",
      .what = "composite: tg_lltm_composed (lltm from tg ops, recorded op by op)",
      .run = lltm_composed},
+    {.name = "conv2d_batch_norm_composed",
+     .n_inputs = 4,
+     .n_outputs = 3,
+     .samples_of = "conv2d_batch_norm",
+     .what = "composite: tg_conv2d_batch_norm_composed (conv2d, then batch norm from tg ops)",
+     .run = conv2d_batch_norm_composed},
 };
 
 int tgop_num_composites(void) { return (int)(sizeof composites / sizeof composites[0]); }
@@ -72,7 +100,7 @@ bool tgop_target_runs_on(const tgop_target *t, tg_device dev) {
 
 tg_status tgop_run(const tgop_target *t, const tg_sample *s, int n_outputs, tg_tensor **outputs) {
   const tg_tensor *const *in = (const tg_tensor *const *)s->inputs;
-  if (!t->op) return t->run(in, outputs);
+  if (!t->op) return t->run(s, outputs);
   return tg_apply_ex(t->op, s->n_inputs, in, s->n_scalars, s->scalars, s->n_ints, s->ints,
                      n_outputs, outputs);
 }

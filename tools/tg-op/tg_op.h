@@ -33,8 +33,8 @@ typedef struct tgop_options {
 
 /* Something tg-op can run by name: a registered op, or a composite reference (a function of
  * tg ops, such as tg_lltm_composed) that takes the same inputs as a registered op and
- * borrows its samples. */
-typedef tg_status (*tgop_composite_fn)(const tg_tensor *const *inputs, tg_tensor **outputs);
+ * borrows its samples (inputs, and the scalars and ints it reads as its options). */
+typedef tg_status (*tgop_composite_fn)(const tg_sample *sample, tg_tensor **outputs);
 typedef struct tgop_target {
   const char *name;
   const tg_op_desc *op; /* NULL for a composite */
