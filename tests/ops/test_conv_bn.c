@@ -8,6 +8,7 @@
 
 #include "testutil.h"
 #include "tg/conv_bn.h"
+#include "tg/norm.h"
 
 #include "alloc_sweep.h"
 
@@ -88,6 +89,50 @@ TG_TEST(conv_bn, agrees_with_the_composed_ops) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     check_against_composed(&cases[i], TG_F64, gen);
     check_against_composed(&cases[i], TG_F32, gen);
+  }
+  tg_generator_free(gen);
+}
+
+/* The PyTorch formula equals tg_conv2d followed by tg_batch_norm (tg/norm.h), the composition a
+ * user writes: output, gradients and running statistics. */
+TG_TEST(conv_bn, agrees_with_conv2d_then_batch_norm) {
+  tg_generator *gen = tg_generator_new(25);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const geometry_case *k = &cases[i];
+    if (k->formula != TG_CONV_BN_PYTORCH) continue;
+    for (int d = 0; d < 2; d++) {
+      const tg_dtype dt = d ? TG_F32 : TG_F64;
+      const double tol = dt == TG_F64 ? 1e-10 : 2e-4;
+      tg_scope sc = tg_scope_begin();
+      const tg_options o = {.dtype = dt};
+      tg_tensor *x = leaf(TG_SHAPE(k->n, k->c_in, k->h, k->w), dt, gen, 0.5);
+      tg_tensor *w =
+          leaf(TG_SHAPE(k->c_out, k->c_in / (k->conv.groups ? k->conv.groups : 1), k->k, k->k), dt,
+               gen, 0);
+      tg_tensor *gamma = leaf(TG_SHAPE(k->c_out), dt, gen, 1.0);
+      tg_tensor *beta = leaf(TG_SHAPE(k->c_out), dt, gen, 0);
+      tg_tensor *x2 = twin(x), *w2 = twin(w), *gamma2 = twin(gamma), *beta2 = twin(beta);
+      tg_tensor *rm = tg_randn(TG_SHAPE(k->c_out), o, gen),
+                *rv = tg_rand(TG_SHAPE(k->c_out), o, gen);
+      tg_tensor *rm2 = tg_clone(rm), *rv2 = tg_clone(rv);
+      tg_tensor *y = tg_conv2d_batch_norm(x, w, gamma, beta, rm, rv, &k->conv,
+                                          (tg_conv_bn_options){.training = true});
+      cr_assert_not_null(y, "%s", tg_last_error_message());
+      tg_tensor *y2 = tg_batch_norm(tg_conv2d(x2, w2, NULL, &k->conv), rm2, rv2, gamma2, beta2,
+                                    (tg_batch_norm_options){.training = true});
+      cr_assert_not_null(y2, "%s", tg_last_error_message());
+      tg_assert_close(y, y2, tol, tol);
+      tg_assert_close(rm, rm2, tol, tol);
+      tg_assert_close(rv, rv2, tol, tol);
+      tg_tensor *g = tg_randn(tg_ndim(y), tg_sizes(y), o, gen);
+      cr_assert_eq(tg_backward(y, g), TG_OK, "%s", tg_last_error_message());
+      cr_assert_eq(tg_backward(y2, g), TG_OK, "%s", tg_last_error_message());
+      tg_assert_close(tg_grad(x), tg_grad(x2), tol, tol);
+      tg_assert_close(tg_grad(w), tg_grad(w2), tol * 10, tol * 10);
+      tg_assert_close(tg_grad(gamma), tg_grad(gamma2), tol * 10, tol * 10);
+      tg_assert_close(tg_grad(beta), tg_grad(beta2), tol * 10, tol * 10);
+      tg_scope_end(sc);
+    }
   }
   tg_generator_free(gen);
 }
