@@ -72,6 +72,7 @@ public_layer() {
   tg/pool.h) echo ops ;;
   tg/tg.h) echo umbrella ;;
   tg/conv.h) echo ops ;; # the convolution family
+  tg/norm.h) echo ops ;; # issue 24, normalization family (helper norm)
   *) echo unknown ;;
   esac
 }

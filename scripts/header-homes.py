@@ -25,6 +25,8 @@ HOMES = {
     "conv.h": "ops",
     # pooling and padding (issue 24, helper "pool")
     "pool.h": "ops",
+    # issue 24, normalization family (helper norm)
+    "norm.h": "ops",
 }
 
 

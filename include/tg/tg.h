@@ -123,5 +123,7 @@
 #include "conv.h"
 /* pooling and padding (issue 24, helper "pool") */
 #include "pool.h"
+/* issue 24, normalization family (helper norm) */
+#include "norm.h"
 
 #endif

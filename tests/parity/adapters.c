@@ -442,6 +442,46 @@ static tg_status pt_pad(PT_ARGS) {
   return one(out, nout, tg_pad(in[0], nip - 1, ip + 1, (tg_pad_options){(tg_pad_mode)ip[0], p[0]}));
 }
 
+/* ---- issue 24, normalization family (helper norm): include/tg/norm.h ---- */
+static tg_status pt_var_std(PT_ARGS, bool std) {
+  PT_UNUSED;
+  int dims[PT_MAX_IP];
+  const int n = ints(ip + 1, nip - 1, dims);
+  return one(out, nout, (std ? tg_std : tg_var)(in[0], n, dims, p[0], ip[0] != 0));
+}
+static tg_status pt_var(PT_ARGS) { return pt_var_std(in, nin, p, ip, nip, out, nout, false); }
+static tg_status pt_std(PT_ARGS) { return pt_var_std(in, nin, p, ip, nip, out, nout, true); }
+/* running [2, C]: row 0 the running mean, row 1 the running var, updated in place */
+static tg_status pt_batch_norm_train(PT_ARGS) {
+  PT_UNUSED;
+  tg_tensor *y =
+      tg_batch_norm(in[0], tg_select(in[3], 0, 0), tg_select(in[3], 0, 1), in[1], in[2],
+                    (tg_batch_norm_options){.training = true, .momentum = p[0], .eps = p[1]});
+  out[0] = y, out[1] = in[3];
+  *nout = y ? 2 : 0;
+  return y ? TG_OK : pending();
+}
+static tg_status pt_batch_norm_eval(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout,
+             tg_batch_norm(in[0], tg_select(in[1], 0, 0), tg_select(in[1], 0, 1), in[2], in[3],
+                           (tg_batch_norm_options){.eps = p[0]}));
+}
+static tg_status pt_layer_norm(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout,
+             tg_layer_norm(in[0], nip, ip, in[1], in[2], (tg_layer_norm_options){.eps = p[0]}));
+}
+static tg_status pt_group_norm(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout,
+             tg_group_norm(in[0], ip[0], in[1], in[2], (tg_group_norm_options){.eps = p[0]}));
+}
+static tg_status pt_dropout(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_dropout(in[0], p[0], ip[0] != 0, NULL));
+}
+
 #define ROW(name)                                                                                  \
   { #name, pt_##name }
 static const struct {
@@ -572,6 +612,14 @@ static const struct {
     ROW(avg_pool2d),
     ROW(adaptive_avg_pool2d),
     ROW(pad),
+    /* issue 24, normalization family (helper norm) */
+    ROW(var),
+    ROW(std),
+    ROW(batch_norm_train),
+    ROW(batch_norm_eval),
+    ROW(layer_norm),
+    ROW(group_norm),
+    ROW(dropout),
 };
 
 pt_fn pt_adapter(const char *op) {

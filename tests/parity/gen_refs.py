@@ -1030,6 +1030,106 @@ op("adaptive_avg_pool2d", lambda xs, p, ip: (F.adaptive_avg_pool2d(xs[0], ip),),
 op("pad", pad_f, pad_cases, 0)
 
 
+# ---- issue 24, normalization family (helper norm): var/std, batch/layer/group norm, dropout ----
+
+
+def var_f(fn):
+    """ip: keepdim, then the dims (none: every dim); p: correction."""
+    return lambda xs, p, ip: (fn(xs[0], dim=ip[1:] if len(ip) > 1 else None, correction=p[0],
+                                 keepdim=bool(ip[0])),)
+
+
+def var_cases(dt):
+    e = edge_vec(dt)
+    return [case("all", [vals([3, 4], 1, dt)], p=[1], ip=[0]),
+            case("dims=0,2,keep", [vals([3, 4, 5], 2, dt)], p=[0], ip=[1, 0, 2]),
+            case("dim=-1,c=2.5", [vals([3, 4], 3, dt)], p=[2.5], ip=[0, -1]),
+            case("lay=t", [In(vals([3, 4], 4, dt), "t")], p=[1], ip=[0, 1]),
+            case("lay=s", [In(vals([3, 4], 5, dt), "s")], p=[1], ip=[1, 0]),
+            case("c=N", [vals([3], 1, dt)], p=[3], ip=[0]),
+            case("c>N", [vals([3], 2, dt)], p=[5], ip=[0]),
+            case("one", [vals([1], 1, dt)], p=[1], ip=[0]),
+            case("empty", [vals([0, 3], 1, dt)], p=[1], ip=[0, 0]),
+            case("const", [torch.full([2, 3], 1.5, dtype=DT[dt])], p=[1], ip=[0, 1]),
+            case("x=edges", [e], p=[1], ip=[0]),
+            case("dupdim", [vals([3, 4], 1, dt)], p=[1], ip=[0, 0, 0]),
+            case("baddim", [vals([3, 4], 1, dt)], p=[1], ip=[0, 2])]
+
+
+def running(c, dt, seed=4):
+    """[2, C]: row 0 the running mean, row 1 the running var (positive); not a leaf with grad."""
+    return In(torch.stack([vals([c], seed, dt), vals([c], seed + 1, dt).abs() + 0.5]), "c", False)
+
+
+def bn_train_f(xs, p, ip):
+    """x, weight, bias, running [2, C]; p: momentum, eps. Outputs y and the running stats."""
+    rs = xs[3]
+    y = F.batch_norm(xs[0], rs[0], rs[1], xs[1], xs[2], True, p[0], p[1])
+    return (y, rs.clone())
+
+
+def bn_eval_f(xs, p, ip):
+    """x, running [2, C], weight, bias; p: eps."""
+    return (F.batch_norm(xs[0], xs[1][0], xs[1][1], xs[2], xs[3], False, 0.1, p[0]),)
+
+
+def bn_train_cases(dt):
+    e = edge_vec(dt)
+    return [case("lay=c", [vals([4, 3, 2], 1, dt), vals([3], 2, dt), vals([3], 3, dt), running(3, dt)], p=[0.1, 1e-5]),
+            case("2d,lay=t", [In(vals([5, 3], 1, dt), "t"), vals([3], 2, dt), vals([3], 3, dt), running(3, dt)], p=[0.1, 1e-5]),
+            case("4d", [vals([2, 3, 2, 2], 1, dt), vals([3], 2, dt), vals([3], 3, dt), running(3, dt)], p=[0.3, 1e-3]),
+            case("const", [torch.full([3, 2], 2.0, dtype=DT[dt]), vals([2], 2, dt), vals([2], 3, dt), running(2, dt)], p=[0.1, 1e-5]),
+            case("x=edges", [e.reshape(-1, 1), vals([1], 2, dt), vals([1], 3, dt), running(1, dt)], p=[0.1, 1e-5]),
+            case("empty", [vals([0, 3], 1, dt), vals([3], 2, dt), vals([3], 3, dt), running(3, dt)], p=[0.1, 1e-5]),
+            case("one/channel", [vals([1, 3], 1, dt), vals([3], 2, dt), vals([3], 3, dt), running(3, dt)], p=[0.1, 1e-5]),
+            case("badweight", [vals([4, 3], 1, dt), vals([4], 2, dt), vals([3], 3, dt), running(3, dt)], p=[0.1, 1e-5])]
+
+
+def bn_eval_cases(dt):
+    e = edge_vec(dt)
+    return [case("lay=c", [vals([4, 3, 2], 1, dt), running(3, dt), vals([3], 2, dt), vals([3], 3, dt)], p=[1e-5]),
+            case("2d,lay=t", [In(vals([5, 3], 1, dt), "t"), running(3, dt), vals([3], 2, dt), vals([3], 3, dt)], p=[1e-5]),
+            case("one", [vals([1, 3], 1, dt), running(3, dt), vals([3], 2, dt), vals([3], 3, dt)], p=[1e-3]),
+            case("x=edges", [e.reshape(-1, 1), running(1, dt), vals([1], 2, dt), vals([1], 3, dt)], p=[1e-5])]
+
+
+def layer_norm_cases(dt):
+    e = edge_vec(dt)
+    return [case("lay=c", [vals([3, 4], 1, dt), vals([4], 2, dt), vals([4], 3, dt)], p=[1e-5], ip=[4]),
+            case("lay=t", [In(vals([3, 4], 1, dt), "t"), vals([4], 2, dt), vals([4], 3, dt)], p=[1e-5], ip=[4]),
+            case("2dims", [vals([2, 3, 4], 1, dt), vals([3, 4], 2, dt), vals([3, 4], 3, dt)], p=[1e-3], ip=[3, 4]),
+            case("const", [torch.full([2, 3], -1.0, dtype=DT[dt]), vals([3], 2, dt), vals([3], 3, dt)], p=[1e-5], ip=[3]),
+            case("x=edges", [e.reshape(1, -1), torch.ones(e.numel(), dtype=DT[dt]), torch.zeros(e.numel(), dtype=DT[dt])], p=[1e-5], ip=[e.numel()]),
+            case("empty", [vals([0, 4], 1, dt), vals([4], 2, dt), vals([4], 3, dt)], p=[1e-5], ip=[4]),
+            case("badshape", [vals([3, 4], 1, dt), vals([5], 2, dt), vals([5], 3, dt)], p=[1e-5], ip=[5])]
+
+
+def group_norm_cases(dt):
+    e = edge_vec(dt)
+    return [case("lay=c", [vals([2, 6, 3], 1, dt), vals([6], 2, dt), vals([6], 3, dt)], p=[1e-5], ip=[3]),
+            case("4d,lay=t", [In(vals([2, 4, 2, 2], 1, dt), "t"), vals([4], 2, dt), vals([4], 3, dt)], p=[1e-5], ip=[2]),
+            case("groups=C", [vals([2, 3, 2], 1, dt), vals([3], 2, dt), vals([3], 3, dt)], p=[1e-3], ip=[3]),
+            case("x=edges", [e.reshape(1, 1, -1), vals([1], 2, dt), vals([1], 3, dt)], p=[1e-5], ip=[1]),
+            case("badgroups", [vals([2, 6, 3], 1, dt), vals([6], 2, dt), vals([6], 3, dt)], p=[1e-5], ip=[4])]
+
+
+def dropout_cases(dt):
+    e = edge_vec(dt)
+    return [case("eval", [vals([3, 4], 1, dt)], p=[0.5], ip=[0]),
+            case("p=0", [In(vals([3, 4], 1, dt), "t")], p=[0], ip=[1]),
+            case("p=1", [e], p=[1], ip=[1]),
+            case("badp", [vals([3], 1, dt)], p=[1.5], ip=[1])]
+
+
+op("var", var_f(torch.var), var_cases, 4, "acc")
+op("std", var_f(torch.std), var_cases, 4, "acc")
+op("batch_norm_train", bn_train_f, bn_train_cases, 16, "acc")
+op("batch_norm_eval", bn_eval_f, bn_eval_cases, 4)
+op("layer_norm", lambda xs, p, ip: (F.layer_norm(xs[0], ip, xs[1], xs[2], p[0]),), layer_norm_cases, 16, "acc")
+op("group_norm", lambda xs, p, ip: (F.group_norm(xs[0], ip[0], xs[1], xs[2], p[0]),), group_norm_cases, 16, "acc")
+op("dropout", lambda xs, p, ip: (F.dropout(xs[0], p[0], bool(ip[0])),), dropout_cases, 0)
+
+
 # ---- running and writing ------------------------------------------------------------------
 
 

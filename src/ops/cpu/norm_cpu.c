@@ -1,0 +1,241 @@
+/* normalize_groups' CPU kernels (src/ops/norm.c; contracts in src/ops/def/norm.def). x is
+ * the contiguous [A, R, C, K]; within one a, group g is the contiguous run [g I, (g + 1) I)
+ * of the R C K elements, so a group is A runs of I elements. Sums are accumulated in double
+ * for both dtypes; groups (or channels) are split among the pool's threads. */
+#include "ops/cpu/cpu_internal.h"
+#include "ops/cpu/cpu_vecmath.h"
+#include "ops/cpu/thread_pool.h"
+
+/* The sizes a pass needs, read from the tensors' shapes. */
+typedef struct norm_layout {
+  int64_t A, C, K, G, I, span; /* span = R C K, the elements of one a */
+} norm_layout;
+
+typedef struct norm_pass {
+  norm_layout l;
+  void *out0, *out1;
+  const void *dy, *x, *mean, *rstd, *weight, *bias;
+} norm_pass;
+
+static norm_layout layout_of(const tg_tensor *x, const tg_tensor *groups) {
+  norm_layout l = {x->sizes[0], x->sizes[2], x->sizes[3], groups->sizes[0], 0, 0};
+  l.span = x->sizes[1] * l.C * l.K;
+  l.I = l.G ? l.span / l.G : 0;
+  return l;
+}
+
+static bool worth_threads(const norm_layout *l) {
+  return tg_cpu_should_parallelize(l->A * l->span, TG_CPU_PARALLEL_MIN_REDUCE);
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Defines the four passes for element type T (suffix S). Within a group the channel changes
+ * every K elements, and within a channel's run the group every I: the loops go run by run,
+ * so the inner loops have no division and keep their weight, mean and rstd in registers. */
+#define NORM_PASSES(T, S)                                                                          \
+  /* Sums over n elements in double, eight partial sums (two AVX2 vectors) so the adds do          \
+   * not wait on each other: sum(x), sum((x - m)^2), and out = {sum(dy), sum(dy (x - m))}. */      \
+  TG_VF_CLONES static double sum_##S(const T *restrict x, int64_t n) {                             \
+    double acc[8] = {0};                                                                           \
+    int64_t i = 0;                                                                                 \
+    for (; i + 8 <= n; i += 8)                                                                     \
+      for (int k = 0; k < 8; k++) acc[k] += (double)x[i + k];                                      \
+    for (; i < n; i++) acc[0] += (double)x[i];                                                     \
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));      \
+  }                                                                                                \
+  TG_VF_CLONES static double sq_dev_##S(const T *restrict x, int64_t n, double m) {                \
+    double acc[8] = {0};                                                                           \
+    int64_t i = 0;                                                                                 \
+    for (; i + 8 <= n; i += 8)                                                                     \
+      for (int k = 0; k < 8; k++) {                                                                \
+        const double d = (double)x[i + k] - m;                                                     \
+        acc[k] += d * d;                                                                           \
+      }                                                                                            \
+    for (; i < n; i++) acc[0] += ((double)x[i] - m) * ((double)x[i] - m);                          \
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));      \
+  }                                                                                                \
+  TG_VF_CLONES static void grad_sums_##S(const T *restrict dy, const T *restrict x, int64_t n,     \
+                                         double m, double out[2]) {                                \
+    double sd[8] = {0}, sx[8] = {0};                                                               \
+    int64_t i = 0;                                                                                 \
+    for (; i + 8 <= n; i += 8)                                                                     \
+      for (int k = 0; k < 8; k++) {                                                                \
+        sd[k] += (double)dy[i + k];                                                                \
+        sx[k] += (double)dy[i + k] * ((double)x[i + k] - m);                                       \
+      }                                                                                            \
+    for (; i < n; i++) {                                                                           \
+      sd[0] += (double)dy[i];                                                                      \
+      sx[0] += (double)dy[i] * ((double)x[i] - m);                                                 \
+    }                                                                                              \
+    out[0] += ((sd[0] + sd[1]) + (sd[2] + sd[3])) + ((sd[4] + sd[5]) + (sd[6] + sd[7]));           \
+    out[1] += ((sx[0] + sx[1]) + (sx[2] + sx[3])) + ((sx[4] + sx[5]) + (sx[6] + sx[7]));           \
+  }                                                                                                \
+  /* the inner loops of y and dx over one run of n elements */                                     \
+  TG_VF_CLONES static void y_run_##S(T *restrict y, const T *restrict x, int64_t n, T m, T sw,     \
+                                     T bc) {                                                       \
+    for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) * sw + bc;                                   \
+  }                                                                                                \
+  TG_VF_CLONES static void dx_run_##S(T *restrict dx, const T *restrict dy, const T *restrict x,   \
+                                      int64_t n, double sw, double shift, double m,                \
+                                      double slope) {                                              \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      dx[i] = (T)(sw * (double)dy[i] - shift - ((double)x[i] - m) * slope);                        \
+  }                                                                                                \
+  /* stats over groups [g0, g1): the mean, then the mean of squared deviations */                  \
+  static void stats_##S(int64_t g0, int64_t g1, void *ctx) {                                       \
+    const norm_pass *p = ctx;                                                                      \
+    const norm_layout l = p->l;                                                                    \
+    const T *x = p->x;                                                                             \
+    T *mean = p->out0, *var = p->out1;                                                             \
+    const double n = (double)(l.A * l.I);                                                          \
+    for (int64_t g = g0; g < g1; g++) {                                                            \
+      double sum = 0, sq = 0;                                                                      \
+      for (int64_t a = 0; a < l.A; a++) sum += sum_##S(x + a * l.span + g * l.I, l.I);             \
+      const double m = sum / n;                                                                    \
+      for (int64_t a = 0; a < l.A; a++) {                                                          \
+        sq += sq_dev_##S(x + a * l.span + g * l.I, l.I, m);                                        \
+      }                                                                                            \
+      mean[g] = (T)m;                                                                              \
+      var[g] = (T)(sq / n);                                                                        \
+    }                                                                                              \
+  }                                                                                                \
+  /* y over rows [r0, r1) of A G rows of I elements (row = a G + g), channel run by run */         \
+  static void apply_##S(int64_t r0, int64_t r1, void *ctx) {                                       \
+    const norm_pass *p = ctx;                                                                      \
+    const norm_layout l = p->l;                                                                    \
+    const T *x = p->x, *mean = p->mean, *rstd = p->rstd, *w = p->weight, *b = p->bias;             \
+    T *y = p->out0;                                                                                \
+    for (int64_t row = r0; row < r1; row++) {                                                      \
+      const int64_t g = row % l.G, base = (row / l.G) * l.span, end = (g + 1) * l.I;               \
+      const T m = mean[g], s = rstd[g];                                                            \
+      for (int64_t q = g * l.I; q < end;) {                                                        \
+        const int64_t c = (q / l.K) % l.C, stop = min64(end, (q / l.K + 1) * l.K);                 \
+        const T sw = s * w[c], bc = b[c];                                                          \
+        y_run_##S(y + base + q, x + base + q, stop - q, m, sw, bc);                                \
+        q = stop;                                                                                  \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+  /* dx over groups [g0, g1): with e = dy w and h = (x - m) s, dx = s / n (n e - sum(e) -          \
+   * h sum(e h)) = s w dy - s sum(e) / n - (x - m) s^2 sum(e h) / n */                             \
+  static void backward_##S(int64_t g0, int64_t g1, void *ctx) {                                    \
+    const norm_pass *p = ctx;                                                                      \
+    const norm_layout l = p->l;                                                                    \
+    const T *dy = p->dy, *x = p->x, *mean = p->mean, *rstd = p->rstd, *w = p->weight;              \
+    T *dx = p->out0;                                                                               \
+    const double n = (double)(l.A * l.I);                                                          \
+    for (int64_t g = g0; g < g1; g++) {                                                            \
+      const double m = (double)mean[g], s = (double)rstd[g];                                       \
+      const int64_t end = (g + 1) * l.I;                                                           \
+      double sum_e = 0, sum_eh = 0;                                                                \
+      for (int64_t a = 0; a < l.A; a++)                                                            \
+        for (int64_t q = g * l.I; q < end;) {                                                      \
+          const int64_t c = (q / l.K) % l.C, stop = min64(end, (q / l.K + 1) * l.K);               \
+          const int64_t at = a * l.span + q;                                                       \
+          double run[2] = {0, 0};                                                                  \
+          grad_sums_##S(dy + at, x + at, stop - q, m, run);                                        \
+          sum_e += (double)w[c] * run[0];                                                          \
+          sum_eh += (double)w[c] * run[1];                                                         \
+          q = stop;                                                                                \
+        }                                                                                          \
+      const double shift = s * sum_e / n, slope = s * s * s * sum_eh / n;                          \
+      for (int64_t a = 0; a < l.A; a++)                                                            \
+        for (int64_t q = g * l.I; q < end;) {                                                      \
+          const int64_t c = (q / l.K) % l.C, stop = min64(end, (q / l.K + 1) * l.K);               \
+          const double sw = s * (double)w[c];                                                      \
+          const int64_t at = a * l.span + q;                                                       \
+          dx_run_##S(dx + at, dy + at, x + at, stop - q, sw, shift, m, slope);                     \
+          q = stop;                                                                                \
+        }                                                                                          \
+    }                                                                                              \
+  }                                                                                                \
+  /* dweight, dbias over channels [c0, c1): channel c's elements are (a, r, c, k), group run by    \
+   * group run */                                                                                  \
+  static void affine_grad_##S(int64_t c0, int64_t c1, void *ctx) {                                 \
+    const norm_pass *p = ctx;                                                                      \
+    const norm_layout l = p->l;                                                                    \
+    const T *dy = p->dy, *x = p->x, *mean = p->mean, *rstd = p->rstd;                              \
+    T *dw = p->out0, *db = p->out1;                                                                \
+    const int64_t reps = l.C * l.K != 0 ? l.span / (l.C * l.K) : 0;                                \
+    for (int64_t c = c0; c < c1; c++) {                                                            \
+      double sum_w = 0, sum_b = 0;                                                                 \
+      for (int64_t a = 0; a < l.A; a++)                                                            \
+        for (int64_t r = 0; r < reps; r++) {                                                       \
+          const int64_t end = (r * l.C + c + 1) * l.K;                                             \
+          for (int64_t q = (r * l.C + c) * l.K; q < end;) {                                        \
+            const int64_t g = q / l.I, stop = min64(end, (g + 1) * l.I), at = a * l.span + q;      \
+            double run[2] = {0, 0};                                                                \
+            grad_sums_##S(dy + at, x + at, stop - q, (double)mean[g], run);                        \
+            sum_w += (double)rstd[g] * run[1];                                                     \
+            sum_b += run[0];                                                                       \
+            q = stop;                                                                              \
+          }                                                                                        \
+        }                                                                                          \
+      dw[c] = (T)sum_w;                                                                            \
+      db[c] = (T)sum_b;                                                                            \
+    }                                                                                              \
+  }
+
+NORM_PASSES(float, f32)
+NORM_PASSES(double, f64)
+
+/* Runs the F32 or F64 form of a pass over n units, or refuses another dtype. */
+static tg_status run(const char *kernel, tg_dtype dtype, int64_t n, tg_cpu_range_fn f32,
+                     tg_cpu_range_fn f64, norm_pass *p) {
+  if (dtype != TG_F32 && dtype != TG_F64)
+    return tg_set_error(TG_ERR_DTYPE, "%s: dtype %s (F32, F64 only)", kernel, tg_dtype_name(dtype));
+  tg_cpu_parallel_ranges(n, 1, worth_threads(&p->l), dtype == TG_F32 ? f32 : f64, p);
+  return TG_OK;
+}
+
+tg_status tg__kernel_normalize_groups_stats_cpu(int n_tensors, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("normalize_groups.stats", n_tensors, 3);
+  norm_pass p = {layout_of(t[2], t[0]),
+                 tg_data_ptr(t[0]),
+                 tg_data_ptr(t[1]),
+                 NULL,
+                 tg_data_ptr(t[2]),
+                 NULL,
+                 NULL,
+                 NULL,
+                 NULL};
+  return run("normalize_groups.stats", t[2]->dtype, p.l.G, stats_f32, stats_f64, &p);
+}
+
+tg_status tg__kernel_normalize_groups_apply_cpu(int n_tensors, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("normalize_groups.apply", n_tensors, 6);
+  norm_pass p = {layout_of(t[1], t[2]),
+                 tg_data_ptr(t[0]),
+                 NULL,
+                 NULL,
+                 tg_data_ptr(t[1]),
+                 tg_data_ptr(t[2]),
+                 tg_data_ptr(t[3]),
+                 tg_data_ptr(t[4]),
+                 tg_data_ptr(t[5])};
+  return run("normalize_groups.apply", t[1]->dtype, p.l.A * p.l.G, apply_f32, apply_f64, &p);
+}
+
+tg_status tg__kernel_normalize_groups_backward_cpu(int n_tensors, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("normalize_groups.backward", n_tensors, 6);
+  norm_pass p = {layout_of(t[2], t[3]), tg_data_ptr(t[0]), NULL,
+                 tg_data_ptr(t[1]),     tg_data_ptr(t[2]), tg_data_ptr(t[3]),
+                 tg_data_ptr(t[4]),     tg_data_ptr(t[5]), NULL};
+  return run("normalize_groups.backward", t[2]->dtype, p.l.G, backward_f32, backward_f64, &p);
+}
+
+tg_status tg__kernel_normalize_groups_affine_grad_cpu(int n_tensors, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("normalize_groups.affine_grad", n_tensors, 6);
+  norm_pass p = {layout_of(t[3], t[4]),
+                 tg_data_ptr(t[0]),
+                 tg_data_ptr(t[1]),
+                 tg_data_ptr(t[2]),
+                 tg_data_ptr(t[3]),
+                 tg_data_ptr(t[4]),
+                 tg_data_ptr(t[5]),
+                 NULL,
+                 NULL};
+  return run("normalize_groups.affine_grad", t[3]->dtype, p.l.C, affine_grad_f32, affine_grad_f64,
+             &p);
+}
