@@ -100,6 +100,21 @@ cnn_cli_test(resume_alone "^exit 2: train_cnn: --resume and --checkpoint-every n
 cnn_cli_test(two_impls "^exit 2: train_cnn: give one of --fused, --composed" --fused --composed)
 cnn_cli_test(missing_data "^exit 1: train_cnn: cannot open '/nonexistent/train-images-idx3-ubyte'"
              --data /nonexistent)
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/cnn_bad_data/train-images-idx3-ubyte "not an IDX file")
+cnn_cli_test(malformed_data
+             "^exit 1: train_cnn: '[^']*/cnn_bad_data/train-images-idx3-ubyte' is not an IDX file of 3"
+             --data ${CMAKE_CURRENT_BINARY_DIR}/cnn_bad_data)
+# A check that cannot pass fails the run with exit 1 (with the data set: else a skip).
+add_test(NAME cnn_cli_expect_accuracy_fails
+         COMMAND sh -c "test -r '${CNN_DATA}/train-images-idx3-ubyte.gz' || \
+(echo 'SKIP: ${CNN_DATA} is missing' && exit 77) || exit 77
+out=$(\"$0\" \"$@\" 2>&1)
+echo \"exit $?: $out\"" $<TARGET_FILE:train_cnn> --steps 2 --expect-accuracy 0.99
+                 --train-size 200 --test-size 100 --quiet)
+set_tests_properties(cnn_cli_expect_accuracy_fails PROPERTIES
+  PASS_REGULAR_EXPRESSION "^exit 1: .*CHECK FAILED: test accuracy [.0-9]+ is below 0.99"
+  SKIP_RETURN_CODE 77)
+tg_test_labels(cnn_cli_expect_accuracy_fails LABELS fast)
 
 # --fused: a usage error until the fused conv+batch norm op is in (examples/cnn/cnn_model.h's
 # CNN_HAVE_FUSED_CONV_BN), then the same learning run as cnn_learns through it.
