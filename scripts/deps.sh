@@ -6,7 +6,10 @@
 # libomp; libcjson (safetensors headers) and libdlpack (the DLPack header); NumPy for the .npy
 # and safetensors interop tests; Open MPI (libopenmpi-dev, openmpi-bin: tg_dist's data-parallel
 # training and its multi-process tests; tg builds without it, TG_MPI=AUTO); libxsmm (small
-# GEMMs faster than BLIS; optional: tg builds without it).
+# GEMMs faster than BLIS; optional: tg builds without it); dataset-fashion-mnist (the images
+# examples/train_cnn.c trains on; its ctests skip without it; optional, so that a release
+# that does not ship it still gets the rest. The .gz files are read through gzip, which every
+# Debian system has, so no zlib headers are needed).
 # Silent when everything is present. Runs apt-get as root, or through sudo.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libblis-dev libcriterion-dev valgrind python3
@@ -15,7 +18,7 @@ packages=(build-essential cmake pkg-config libblis-dev libcriterion-dev valgrind
 # libFuzzer and the sanitizer runtimes have had their own package since LLVM 14.0.6 (Debian 12,
 # Ubuntu 24.04); Ubuntu 22.04 ships them in libclang-common-14-dev, which clang pulls in. So
 # this one is installed only where apt knows it.
-optional=(libclang-rt-14-dev libxsmm-dev)
+optional=(libclang-rt-14-dev libxsmm-dev dataset-fashion-mnist)
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "deps: not a Debian system; install by hand: ${packages[*]}" >&2

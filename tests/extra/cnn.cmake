@@ -1,0 +1,136 @@
+# examples/train_cnn.c in the suite: a short run on Fashion-MNIST must learn (the training
+# loss falls and the test accuracy reaches CNN_ACCURACY_BAR), a run resumed from a checkpoint
+# must end exactly where the uninterrupted run ends, and its command line refuses bad values.
+# The runs need the data set (Debian's dataset-fashion-mnist, scripts/deps.sh installs it):
+# without it they skip visibly (exit 77, "SKIP: ..."), as tests that need torch do.
+#
+# The same file is the resume test's script: `cmake -DPROG=... -DDIR=... -P cnn.cmake` runs
+# the program three times (60 steps; 30 steps with a checkpoint; --resume to 60) and compares
+# the final train loss, test loss and test accuracy, printed with %.17g, as strings.
+
+set(CNN_DATA /usr/share/datasets/fashion-mnist)
+# 300 SGD steps of batch 64 on 10,000 training images reach 0.83 on 2,000 test images
+# (docs/cnn.md); the bar leaves room for other seeds, thread counts and BLAS builds.
+set(CNN_ACCURACY_BAR 0.75)
+set(CNN_SMALL --train-size 10000 --test-size 2000 --quiet)
+
+if(CMAKE_SCRIPT_MODE_FILE) # ---- the resume test ----
+  file(REMOVE_RECURSE ${DIR})
+  file(MAKE_DIRECTORY ${DIR})
+  function(cnn_run out)
+    execute_process(COMMAND ${PROG} --train-size 2000 --test-size 500 --batch 32 --quiet
+                            --threads 1 ${ARGN}
+                    OUTPUT_VARIABLE text ERROR_VARIABLE err RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "train_cnn ${ARGN}: exit ${rc}\n${text}${err}")
+    endif()
+    set(${out} "${text}" PARENT_SCOPE)
+  endfunction()
+  # One thread, as charlm.cmake: the runs must round alike on a contended machine.
+  foreach(opt sgd adam)
+    cnn_run(straight --steps 60 --optimizer ${opt})
+    cnn_run(first_half --steps 30 --optimizer ${opt} --checkpoint ${DIR}/cnn.ckpt
+            --checkpoint-every 15)
+    cnn_run(resumed --steps 60 --optimizer ${opt} --checkpoint ${DIR}/cnn.ckpt --resume)
+    foreach(what "final train loss" "final test loss" "test accuracy")
+      foreach(run straight resumed)
+        if(NOT "${${run}}" MATCHES "${what} ([-+.0-9eE]+|nan|inf)")
+          message(FATAL_ERROR "no '${what}' in:\n${${run}}")
+        endif()
+        set(${run}_value ${CMAKE_MATCH_1})
+      endforeach()
+      if(NOT straight_value STREQUAL resumed_value)
+        message(FATAL_ERROR "${opt}: ${what} ${resumed_value} resumed at step 30, "
+                            "${straight_value} uninterrupted")
+      endif()
+      message(STATUS "${opt}: ${what} ${straight_value}: resumed == uninterrupted")
+    endforeach()
+  endforeach()
+  file(REMOVE_RECURSE ${DIR})
+  return()
+endif()
+
+if(NOT TARGET train_cnn)
+  return() # examples not built (TG_BUILD_EXAMPLES=OFF)
+endif()
+
+# Runs COMMAND... when the data set is installed, else says SKIP and exits 77.
+set(CNN_IF_DATA sh -c "test -r '${CNN_DATA}/train-images-idx3-ubyte.gz' && exec \"$@\" || \
+(echo 'SKIP: ${CNN_DATA} is missing (Debian: apt install dataset-fashion-mnist, or \
+scripts/deps.sh)' && exit 77)" sh)
+
+# Learns: 300 steps on 2 threads (about 10 s), --check (the loss falls) and the bar.
+add_test(NAME cnn_learns
+         COMMAND ${CNN_IF_DATA} $<TARGET_FILE:train_cnn> --steps 300 --threads 2 --check
+                 --expect-accuracy ${CNN_ACCURACY_BAR} ${CNN_SMALL})
+set_tests_properties(cnn_learns PROPERTIES PASS_REGULAR_EXPRESSION "check passed"
+                                           SKIP_RETURN_CODE 77 TIMEOUT 120)
+tg_test_labels(cnn_learns LABELS slow)
+
+add_test(NAME cnn_resume_bit_identical
+         COMMAND ${CNN_IF_DATA} ${CMAKE_COMMAND} -DPROG=$<TARGET_FILE:train_cnn>
+                 -DDIR=${CMAKE_CURRENT_BINARY_DIR}/cnn_resume -P ${CMAKE_CURRENT_LIST_FILE})
+set_tests_properties(cnn_resume_bit_identical PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+tg_test_labels(cnn_resume_bit_identical LABELS slow)
+
+# The CSV and the plot's fallback run through (a few steps).
+add_test(NAME cnn_csv_and_plot_without_gnuplot
+         COMMAND ${CNN_IF_DATA} ${CMAKE_COMMAND} -E env PATH=/nonexistent:/usr/bin:/bin
+                 $<TARGET_FILE:train_cnn> --steps 3 --csv ${CMAKE_CURRENT_BINARY_DIR}/cnn.csv
+                 --plot ${CMAKE_CURRENT_BINARY_DIR}/cnn.png --train-size 500 --test-size 100)
+set_tests_properties(cnn_csv_and_plot_without_gnuplot PROPERTIES SKIP_RETURN_CODE 77)
+tg_test_labels(cnn_csv_and_plot_without_gnuplot LABELS slow)
+
+# Bad values: exit 2 and a message naming the option and the value; a check that cannot
+# pass and a missing data set: exit 1.
+function(cnn_cli_test name regex)
+  add_test(NAME cnn_cli_${name}
+           COMMAND sh -c "out=$(\"$0\" \"$@\" 2>&1); echo \"exit $?: $out\""
+                   $<TARGET_FILE:train_cnn> ${ARGN})
+  set_tests_properties(cnn_cli_${name} PROPERTIES PASS_REGULAR_EXPRESSION "${regex}")
+  tg_test_labels(cnn_cli_${name} LABELS fast)
+endfunction()
+cnn_cli_test(help "^exit 0: usage: train_cnn" --help)
+cnn_cli_test(steps_word "^exit 2: train_cnn: --steps: 'abc' is not an integer" --steps abc)
+cnn_cli_test(optimizer "^exit 2: train_cnn: --optimizer: 'rmsprop' is not sgd or adam"
+             --optimizer rmsprop)
+cnn_cli_test(accuracy_range "^exit 2: train_cnn: --expect-accuracy: '1.5' is out of range"
+             --expect-accuracy 1.5)
+cnn_cli_test(resume_alone "^exit 2: train_cnn: --resume and --checkpoint-every need" --resume)
+cnn_cli_test(two_impls "^exit 2: train_cnn: give one of --fused, --composed" --fused --composed)
+cnn_cli_test(missing_data "^exit 1: train_cnn: cannot open '/nonexistent/train-images-idx3-ubyte'"
+             --data /nonexistent)
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/cnn_bad_data/train-images-idx3-ubyte "not an IDX file")
+cnn_cli_test(malformed_data
+             "^exit 1: train_cnn: '[^']*/cnn_bad_data/train-images-idx3-ubyte' is not an IDX file of 3"
+             --data ${CMAKE_CURRENT_BINARY_DIR}/cnn_bad_data)
+# A check that cannot pass fails the run with exit 1 (with the data set: else a skip).
+add_test(NAME cnn_cli_expect_accuracy_fails
+         COMMAND sh -c "test -r '${CNN_DATA}/train-images-idx3-ubyte.gz' || \
+(echo 'SKIP: ${CNN_DATA} is missing' && exit 77) || exit 77
+out=$(\"$0\" \"$@\" 2>&1)
+echo \"exit $?: $out\"" $<TARGET_FILE:train_cnn> --steps 2 --expect-accuracy 0.99
+                 --train-size 200 --test-size 100 --quiet)
+set_tests_properties(cnn_cli_expect_accuracy_fails PROPERTIES
+  PASS_REGULAR_EXPRESSION "^exit 1: .*CHECK FAILED: test accuracy [.0-9]+ is below 0.99"
+  SKIP_RETURN_CODE 77)
+tg_test_labels(cnn_cli_expect_accuracy_fails LABELS fast)
+
+# --fused: a usage error until the fused conv+batch norm op is in (examples/cnn/cnn_model.h's
+# CNN_HAVE_FUSED_CONV_BN), then the same learning run as cnn_learns through it.
+file(STRINGS ${PROJECT_SOURCE_DIR}/examples/cnn/cnn_model.h _cnn_fused
+     REGEX "^#define CNN_HAVE_FUSED_CONV_BN [01]$")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+                                    ${PROJECT_SOURCE_DIR}/examples/cnn/cnn_model.h)
+if(_cnn_fused MATCHES " 1$")
+  add_test(NAME cnn_learns_fused
+           COMMAND ${CNN_IF_DATA} $<TARGET_FILE:train_cnn> --fused --steps 300 --threads 2
+                   --check --expect-accuracy ${CNN_ACCURACY_BAR} ${CNN_SMALL})
+  set_tests_properties(cnn_learns_fused PROPERTIES PASS_REGULAR_EXPRESSION "check passed"
+                                                   SKIP_RETURN_CODE 77 TIMEOUT 120)
+  tg_test_labels(cnn_learns_fused LABELS slow)
+else()
+  cnn_cli_test(fused_not_built
+               "^exit 2: train_cnn: --fused: the fused conv\\+batch norm op is not built yet"
+               --fused)
+endif()
