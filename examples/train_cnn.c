@@ -245,11 +245,6 @@ static int parse_options(int argc, char **argv, options *o) {
     fprintf(stderr, PROG ": give one of --fused, --composed\n");
     ok = 0;
   }
-  if (ok && o->conv_bn == CNN_FUSED && !CNN_HAVE_FUSED_CONV_BN) {
-    fprintf(stderr, PROG ": --fused: the fused conv+batch norm op is not built yet (issue 24); "
-                         "use --composed\n");
-    ok = 0;
-  }
   if (ok && (o->resume || o->checkpoint_every) && !o->checkpoint) {
     fprintf(stderr, PROG ": --resume and --checkpoint-every need --checkpoint PATH\n");
     ok = 0;

@@ -5,18 +5,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* The fused Conv2d+BatchNorm2d, where it goes: the one function to change when the fused
- * op reaches main (then set CNN_HAVE_FUSED_CONV_BN to 1 in cnn_model.h). Same contract as
- * the composed path below: x [N, C_in, H, W], weight [C_out, C_in, 3, 3], padding 1, no
- * conv bias, PyTorch's batch_norm (training flag, running stats updated in place). */
+/* The fused Conv2d+BatchNorm2d (tg/conv_bn.h): the same contract as the composed path below
+ * (x [N, C_in, H, W], weight [C_out, C_in, 3, 3], padding 1, no conv bias, PyTorch's
+ * batch_norm with the training flag, running stats updated in place), but its graph keeps
+ * only x and the weight and recomputes the convolution in backward. */
 static tg_tensor *cnn_fused_conv_bn(const tg_tensor *x, const tg_tensor *weight,
                                     const tg_tensor *bn_weight, const tg_tensor *bn_bias,
                                     tg_tensor *running_mean, tg_tensor *running_var,
                                     tg_batch_norm_options bn) {
-  (void)x, (void)weight, (void)bn_weight, (void)bn_bias, (void)running_mean, (void)running_var,
-      (void)bn;
-  tg_set_error(TG_ERR_UNSUPPORTED, "cnn_model: the fused conv+batch norm op is not built yet");
-  return NULL;
+  const tg_conv2d_opts conv = {.padding = {1, 1}};
+  const tg_conv_bn_options opts = {.training = bn.training,
+                                   .formula = TG_CONV_BN_PYTORCH,
+                                   .eps = bn.eps,
+                                   .momentum = bn.momentum};
+  return tg_conv2d_batch_norm(x, weight, bn_weight, bn_bias, running_mean, running_var, &conv,
+                              opts);
 }
 
 static tg_tensor *composed_conv_bn(const tg_tensor *x, const tg_tensor *weight,

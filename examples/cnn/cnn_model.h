@@ -16,10 +16,6 @@
 
 #include "tg/tg.h"
 
-/* 1 once the fused Conv2d+BatchNorm2d op (issue 24, branch convbn) is on main and
- * cnn_fused_conv_bn in cnn_model.c calls it; until then --fused is a usage error. */
-#define CNN_HAVE_FUSED_CONV_BN 0
-
 typedef enum cnn_conv_bn {
   CNN_COMPOSED, /* tg_conv2d then tg_batch_norm: the graph keeps both ops' saved tensors */
   CNN_FUSED,    /* the fused op: keeps only the conv's input and weight, recomputes the conv */
