@@ -1,9 +1,12 @@
 /* What a Conv2d + BatchNorm2d training step keeps and costs in tg, fused
- * (tg_conv2d_batch_norm) or composed (tg_conv2d_batch_norm_composed), one per process so that
- * the peak resident memory is the step's own. bench/conv_bn_memory.py runs it beside
- * PyTorch's composed layers and the reference's autograd.Function.
+ * (tg_conv2d_batch_norm), composed of generic ops (tg_conv2d_batch_norm_composed), or as a
+ * user composes the two ops (layers: tg_conv2d then tg_batch_norm, PyTorch's formula at both
+ * sizes), one per process so that the peak resident memory is the step's own.
+ * bench/conv_bn_memory.py runs it beside PyTorch's composed layers and the reference's
+ * autograd.Function.
  *
- *   conv_bn_memory fused|composed reference|realistic|NxCINxCOUTxHW [--iters N] [--threads T]
+ *   conv_bn_memory fused|composed|layers reference|realistic|NxCINxCOUTxHW [--iters N]
+ *                  [--threads T]
  *
  * reference: the reference's sizes, x [2, 3, 4, 4], w [5, 3, 3, 3], no padding, its formula;
  * realistic: x [64, 32, 32, 32], w [64, 32, 3, 3], padding 1, PyTorch's batch_norm (affine);
@@ -45,10 +48,16 @@ typedef struct layer {
   tg_conv_bn_options opts;
 } layer;
 
-static tg_tensor *step(const layer *l, bool fused) {
-  return fused ? tg_conv2d_batch_norm(l->x, l->w, l->weight, l->bias, NULL, NULL, &l->conv, l->opts)
-               : tg_conv2d_batch_norm_composed(l->x, l->w, l->weight, l->bias, NULL, NULL, &l->conv,
-                                               l->opts);
+typedef enum impl { FUSED, COMPOSED, LAYERS } impl;
+
+static tg_tensor *step(const layer *l, impl which) {
+  if (which == FUSED)
+    return tg_conv2d_batch_norm(l->x, l->w, l->weight, l->bias, NULL, NULL, &l->conv, l->opts);
+  if (which == COMPOSED)
+    return tg_conv2d_batch_norm_composed(l->x, l->w, l->weight, l->bias, NULL, NULL, &l->conv,
+                                         l->opts);
+  return tg_batch_norm(tg_conv2d(l->x, l->w, NULL, &l->conv), NULL, NULL, l->weight, l->bias,
+                       (tg_batch_norm_options){.training = true});
 }
 
 static int fail(const char *what) {
@@ -57,15 +66,22 @@ static int fail(const char *what) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: conv_bn_memory fused|composed reference|realistic|NxCINxCOUTxHW "
+  fprintf(stderr, "usage: conv_bn_memory fused|composed|layers reference|realistic|NxCINxCOUTxHW "
                   "[--iters N] [--threads T]\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
-  if (argc < 3 || (strcmp(argv[1], "fused") != 0 && strcmp(argv[1], "composed") != 0))
+  if (argc < 3) return usage();
+  impl which;
+  if (strcmp(argv[1], "fused") == 0)
+    which = FUSED;
+  else if (strcmp(argv[1], "composed") == 0)
+    which = COMPOSED;
+  else if (strcmp(argv[1], "layers") == 0)
+    which = LAYERS;
+  else
     return usage();
-  const bool fused = strcmp(argv[1], "fused") == 0;
   int iters = 5, threads = 0;
   for (int i = 3; i < argc; i++) {
     if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
@@ -108,14 +124,14 @@ int main(int argc, char **argv) {
   tg_scope warm = tg_scope_begin();
   layer small = l;
   small.x = tg_zeros(TG_SHAPE(2, c_in, 4, 4), f32);
-  tg_tensor *y0 = small.x ? step(&small, fused) : NULL;
+  tg_tensor *y0 = small.x ? step(&small, which) : NULL;
   if (!y0 || tg_backward(tg_sum(y0), NULL) != TG_OK) return fail("warm-up step");
   tg_scope_end(warm);
   /* the graph's bytes, and the peak memory of one step */
   const long long rss_before = proc_status_bytes("VmRSS:");
   const bool peak_reset = reset_peak();
   tg_scope s = tg_scope_begin();
-  tg_tensor *y = step(&l, fused);
+  tg_tensor *y = step(&l, which);
   if (!y) return fail("forward");
   const int64_t saved = tg_graph_saved_bytes(1, (const tg_tensor *const[]){y}, 0, NULL);
   const int64_t beyond =
@@ -127,7 +143,7 @@ int main(int argc, char **argv) {
   const double t0 = (tg_bench_now_us() * 1e-3);
   for (int i = 0; i < iters; i++) {
     tg_scope si = tg_scope_begin();
-    tg_tensor *yi = step(&l, fused);
+    tg_tensor *yi = step(&l, which);
     if (!yi || tg_backward(yi, l.g) != TG_OK) return fail("step");
     tg_scope_end(si);
   }

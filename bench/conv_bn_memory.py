@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Conv2d + BatchNorm2d in training: what a step keeps for backward, its peak resident memory
 and its time, side by side for tg fused (tg_conv2d_batch_norm), tg composed
-(tg_conv2d_batch_norm_composed), PyTorch's composed nn.Conv2d + nn.BatchNorm2d, and the
+(tg_conv2d_batch_norm_composed, generic ops), tg layers (tg_conv2d then tg_batch_norm, what a
+user writes; PyTorch's formula at both sizes), PyTorch's composed nn.Conv2d + nn.BatchNorm2d, and the
 reference's FusedConvBatchNorm2DFunction (shared/reference/extending-pytorch-zh.txt, written
 here from its text). Each runs in a process of its own, so each peak is its own step's.
 
@@ -189,7 +190,7 @@ def main():
         if size not in SIZES:
             ap.error(f"--sizes: unknown size '{size}' (reference, realistic)")
         rows = []
-        for impl in ("fused", "composed"):
+        for impl in ("fused", "composed", "layers"):
             rows.append((f"tg {impl}",) +
                         run([a.bin, impl, size, "--iters", str(a.iters), "--threads", str(a.threads)]))
         for impl, label in (("torch_composed", "PyTorch Conv2d+BatchNorm2d"),
@@ -211,10 +212,12 @@ def main():
             print(f"{label:30} {int(r['saved_bytes']) / 1024:12.1f} {int(r['saved_beyond_inputs']) / 1024:14.1f} "
                   f"{int(r['peak_rss_growth']) / 1024:14.0f} {float(r['ms_per_step']):9.3f}")
         ok = [r for _, r, _ in rows if r]
-        if len(ok) >= 2 and rows[0][1] and rows[1][1]:
-            f, c = int(rows[0][1]["saved_bytes"]), int(rows[1][1]["saved_bytes"])
-            print(f"tg fused keeps {100 * f / c:.1f}% of tg composed's bytes (inputs included); "
-                  f"peak growth {100 * int(rows[0][1]['peak_rss_growth']) / max(1, int(rows[1][1]['peak_rss_growth'])):.0f}%")
+        for k, name in ((1, "tg composed"), (2, "tg layers")):
+            if rows[0][1] and rows[k][1]:
+                f, c = int(rows[0][1]["saved_bytes"]), int(rows[k][1]["saved_bytes"])
+                pf, pc = int(rows[0][1]["peak_rss_growth"]), int(rows[k][1]["peak_rss_growth"])
+                print(f"tg fused keeps {100 * f / c:.1f}% of {name}'s bytes (inputs included); "
+                      f"peak growth {100 * pf / max(1, pc):.0f}%")
     return 1 if failed else 0
 
 
