@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "cli_parse.h"
+#include "train_util.h"
 #include "tg/dist.h"
 #include "tg/tg.h"
 
@@ -95,14 +96,6 @@ static void usage(FILE *f) {
 }
 
 /* cli_parse.h's integers, into the long longs of options. */
-static int parse_ll(const char *opt, const char *text, long long min, long long max,
-                    long long *out) {
-  int64_t v;
-  if (!cli_parse_i64(PROG, opt, text, min, max, &v)) return 0;
-  *out = v;
-  return 1;
-}
-
 enum {
   OPT_TEXT = 256,
   OPT_STEPS,
@@ -177,19 +170,19 @@ static int parse_options(int argc, char **argv, options *o) {
       o->text = a;
       break;
     case OPT_STEPS:
-      ok = parse_ll("--steps", a, 1, 100000000, &o->steps);
+      ok = cli_parse_ll(PROG, "--steps", a, 1, 100000000, &o->steps);
       break;
     case OPT_BATCH:
-      ok = parse_ll("--batch", a, 1, 65536, &o->batch);
+      ok = cli_parse_ll(PROG, "--batch", a, 1, 65536, &o->batch);
       break;
     case OPT_SEQ:
-      ok = parse_ll("--seq-len", a, 1, 65536, &o->seq_len);
+      ok = cli_parse_ll(PROG, "--seq-len", a, 1, 65536, &o->seq_len);
       break;
     case OPT_HIDDEN:
-      ok = parse_ll("--hidden", a, 1, 65536, &o->hidden);
+      ok = cli_parse_ll(PROG, "--hidden", a, 1, 65536, &o->hidden);
       break;
     case OPT_EMBED:
-      ok = parse_ll("--embed", a, 1, 65536, &o->embed);
+      ok = cli_parse_ll(PROG, "--embed", a, 1, 65536, &o->embed);
       break;
     case OPT_LR:
       ok = cli_parse_double(PROG, "--lr", a, 1e-9, 10, &o->lr);
@@ -198,10 +191,10 @@ static int parse_options(int argc, char **argv, options *o) {
       ok = cli_parse_double(PROG, "--clip", a, 0, 1e30, &o->clip);
       break;
     case OPT_SEED:
-      ok = parse_ll("--seed", a, 0, INT64_MAX, &o->seed);
+      ok = cli_parse_ll(PROG, "--seed", a, 0, INT64_MAX, &o->seed);
       break;
     case OPT_THREADS:
-      ok = parse_ll("--threads", a, 1, 4096, &o->threads);
+      ok = cli_parse_ll(PROG, "--threads", a, 1, 4096, &o->threads);
       break;
     case OPT_FUSED:
       o->impl = RUN_FUSED, impl_flags++;
@@ -222,13 +215,13 @@ static int parse_options(int argc, char **argv, options *o) {
       o->checkpoint = a;
       break;
     case OPT_CKPT_EVERY:
-      ok = parse_ll("--checkpoint-every", a, 1, 100000000, &o->checkpoint_every);
+      ok = cli_parse_ll(PROG, "--checkpoint-every", a, 1, 100000000, &o->checkpoint_every);
       break;
     case OPT_RESUME:
       o->resume = 1;
       break;
     case OPT_SAMPLE:
-      ok = parse_ll("--sample", a, 0, 100000000, &o->sample);
+      ok = cli_parse_ll(PROG, "--sample", a, 0, 100000000, &o->sample);
       break;
     case OPT_PROMPT:
       o->prompt = a;
@@ -237,7 +230,7 @@ static int parse_options(int argc, char **argv, options *o) {
       ok = cli_parse_double(PROG, "--temperature", a, 1e-3, 100, &o->temperature);
       break;
     case OPT_LOG_EVERY:
-      ok = parse_ll("--log-every", a, 1, 100000000, &o->log_every);
+      ok = cli_parse_ll(PROG, "--log-every", a, 1, 100000000, &o->log_every);
       break;
     case OPT_CHECK:
       o->check = 1;
@@ -252,7 +245,7 @@ static int parse_options(int argc, char **argv, options *o) {
       o->dist = 1;
       break;
     case OPT_BUCKET_KB:
-      ok = parse_ll("--bucket-kb", a, 1, 1LL << 30, &o->bucket_kb);
+      ok = cli_parse_ll(PROG, "--bucket-kb", a, 1, 1LL << 30, &o->bucket_kb);
       break;
     case OPT_NO_OVERLAP:
       o->no_overlap = 1;
@@ -474,12 +467,6 @@ static tg_status clip_gradients(const run *r, double max_norm) {
   return st;
 }
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* --dist: the mean (or sum) of every rank's x, in place; x alone without --dist. */
 static tg_status reduce_double(double *x, tg_reduce_op op) {
   if (!dist.on) return TG_OK;
@@ -496,7 +483,7 @@ static tg_status reduce_double(double *x, tg_reduce_op op) {
  * [rank B/N, (rank+1) B/N); the DDP averages the gradients, and the loss reported is the
  * mean of the ranks' (each the mean over its equal share of the batch). */
 static int train_step(run *r, const options *o, const corpus *c) {
-  double t0 = now_seconds();
+  double t0 = train_now_seconds();
   tg_scope sc = tg_scope_begin();
   int64_t B = o->batch, T = o->seq_len;
   int64_t *starts = malloc(sizeof *starts * (size_t)B);
@@ -523,7 +510,7 @@ static int train_step(run *r, const options *o, const corpus *c) {
   tg_scope_end(sc);
   free(starts);
   free(u);
-  r->train_seconds += now_seconds() - t0;
+  r->train_seconds += train_now_seconds() - t0;
   return st == TG_OK ? 1 : fail("training step");
 }
 
@@ -635,68 +622,21 @@ static int sample_text(const run *r, const options *o, const corpus *c) {
 
 /* ---- progress ---- */
 
-static void format_duration(double s, char *buf, size_t len) {
-  if (!(s >= 0) || s > 1e7) {
-    snprintf(buf, len, "?");
-  } else if (s >= 3600) {
-    snprintf(buf, len, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-  } else {
-    snprintf(buf, len, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-  }
-}
-
 static void progress_line(const options *o, run *runs, int n_runs, long long done, long long start,
                           double elapsed, int tty) {
   double tokens = (double)(done - start) * (double)(o->batch * o->seq_len);
-  double per_step = done > start ? elapsed / (double)(done - start) : NAN;
-  char eta[32];
-  format_duration(per_step * (double)(o->steps - done), eta, sizeof eta);
-  if (tty) {
-    enum { WIDTH = 24 };
-    int fill = (int)(WIDTH * done / o->steps);
-    char bar[WIDTH + 1];
-    for (int i = 0; i < WIDTH; i++) bar[i] = i < fill ? '#' : '.';
-    bar[WIDTH] = '\0';
-    printf("\r[%s] %lld/%lld", bar, done, o->steps);
-  } else {
-    printf("step %lld/%lld", done, o->steps);
-  }
+  train_progress_start(done, o->steps, tty);
   for (int i = 0; i < n_runs; i++)
     printf("  %s%sloss %.4f %.0f tok/s", n_runs > 1 ? runs[i].name : "", n_runs > 1 ? " " : "",
            runs[i].smooth, tokens / runs[i].train_seconds);
-  printf("  ETA %s%s", eta, tty ? "\033[K" : "\n");
-  fflush(stdout);
+  train_progress_end(done, start, o->steps, elapsed, tty);
 }
 
 /* ---- the plot ---- */
 
-static int on_path(const char *program) {
-  const char *path = getenv("PATH");
-  char buf[4096];
-  while (path && *path) {
-    const char *colon = strchr(path, ':');
-    size_t len = colon ? (size_t)(colon - path) : strlen(path);
-    snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? path : ".", program);
-    if (access(buf, X_OK) == 0) return 1;
-    path = colon ? colon + 1 : NULL;
-  }
-  return 0;
-}
-
 static void plot(const options *o, const corpus *c, run *runs, int n_runs, long long start) {
-  if (!on_path("gnuplot")) {
-    printf("note: gnuplot is not on PATH, so no plot (--plot %s); install gnuplot-nox "
-           "(Debian) or use --csv\n",
-           o->plot);
-    return;
-  }
-  FILE *g = popen("gnuplot", "w");
-  if (!g) {
-    printf("note: could not start gnuplot (%s): no plot\n", strerror(errno));
-    return;
-  }
-  fprintf(g, "set terminal pngcairo noenhanced size 800,480 font ',10'\nset output '%s'\n",
-          o->plot);
+  FILE *g = train_gnuplot_open(o->plot);
+  if (!g) return;
   fprintf(g, "set title 'train_charlm: %s (batch %lld, seq-len %lld, hidden %lld, embed %lld)'\n",
           o->text, o->batch, o->seq_len, o->hidden, o->embed);
   fprintf(g, "set xlabel 'step'\nset ylabel 'loss (nats/char)'\nset grid\nset key top right\n");
@@ -710,23 +650,12 @@ static void plot(const options *o, const corpus *c, run *runs, int n_runs, long 
             runs[i].name, runs[i].name);
   fprintf(g, "\n");
   for (int i = 0; i < n_runs; i++) {
-    double window = 0;
-    int in_window = 0;
-    for (long long s = start; s < o->steps; s++) {
-      window += runs[i].losses[s];
-      if (++in_window > 50) window -= runs[i].losses[s - 50], in_window = 50;
-      if (s - start >= 9 || s == o->steps - 1) fprintf(g, "%lld %.6f\n", s + 1, window / in_window);
-    }
-    fprintf(g, "e\n");
+    train_gnuplot_smoothed(g, runs[i].losses, start, o->steps);
     for (long long s = start; s < o->steps; s++)
       if (!isnan(runs[i].val_at[s])) fprintf(g, "%lld %.6f\n", s + 1, runs[i].val_at[s]);
     fprintf(g, "e\n");
   }
-  int rc = pclose(g);
-  if (rc != 0)
-    printf("note: gnuplot failed (status %d): %s may be missing\n", rc, o->plot);
-  else if (!o->quiet)
-    printf("plot: %s\n", o->plot);
+  train_gnuplot_close(g, o->plot, o->quiet);
 }
 
 /* ---- --dist ---- */
@@ -830,7 +759,7 @@ static int train(const options *o, const corpus *c, run *runs, int n_runs, long 
   int tty = isatty(STDOUT_FILENO);
   long long log_every = o->log_every ? o->log_every : (o->steps - start + 19) / 20;
   long long val_every = (o->steps + 9) / 10;
-  double t_start = now_seconds(), last_draw = 0;
+  double t_start = train_now_seconds(), last_draw = 0;
   for (long long s = start; s < o->steps; s++) {
     for (int i = 0; i < n_runs; i++) {
       run *r = &runs[i];
@@ -845,7 +774,7 @@ static int train(const options *o, const corpus *c, run *runs, int n_runs, long 
       if (!validate(&runs[i], o, c)) return 0;
       runs[i].val_at[s] = runs[i].val_loss;
     }
-    double elapsed = now_seconds() - t_start;
+    double elapsed = train_now_seconds() - t_start;
     for (int i = 0; csv && i < n_runs; i++) {
       double tps = (double)(done - start) * (double)(o->batch * o->seq_len) / runs[i].train_seconds;
       fprintf(csv, "%lld,%s,%.9g,%.1f,%.3f,", done, runs[i].name, runs[i].loss, tps, elapsed);
@@ -976,9 +905,9 @@ int main(int argc, char **argv) {
     }
   }
   long long start = 0;
-  double t0 = now_seconds();
+  double t0 = train_now_seconds();
   if (ok) ok = train(&o, &c, runs, n_runs, &start, csv);
-  double wall = now_seconds() - t0;
+  double wall = train_now_seconds() - t0;
   if (ok && dist.on) ok = dist_stats(&runs[0]);
   /* A rank that failed ends the job now, before any cleanup: its peers wait for it in a
    * collective (until the timeout), or still hold a bucket in flight. */

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cli_parse.h"
+#include "train_util.h"
 #include "cnn/cnn_model.h"
 #include "tg/tg.h"
 
@@ -84,14 +85,6 @@ static void usage(FILE *f) {
              "                       accuracy reaches 0.5\n"
              "  --expect-accuracy X  fail unless the final test accuracy is at least X\n"
              "  --quiet              only the summary\n");
-}
-
-static int parse_ll(const char *opt, const char *text, long long min, long long max,
-                    long long *out) {
-  int64_t v;
-  if (!cli_parse_i64(PROG, opt, text, min, max, &v)) return 0;
-  *out = v;
-  return 1;
 }
 
 enum {
@@ -158,10 +151,10 @@ static int parse_options(int argc, char **argv, options *o) {
       o->data = a;
       break;
     case O_STEPS:
-      ok = parse_ll("--steps", a, 1, 100000000, &o->steps);
+      ok = cli_parse_ll(PROG, "--steps", a, 1, 100000000, &o->steps);
       break;
     case O_BATCH:
-      ok = parse_ll("--batch", a, 1, 65536, &o->batch);
+      ok = cli_parse_ll(PROG, "--batch", a, 1, 65536, &o->batch);
       break;
     case O_OPTIMIZER:
       if (strcmp(a, "sgd") == 0) {
@@ -180,22 +173,22 @@ static int parse_options(int argc, char **argv, options *o) {
       ok = cli_parse_double(PROG, "--momentum", a, 0, 0.999, &o->momentum);
       break;
     case O_C1:
-      ok = parse_ll("--c1", a, 1, 4096, &o->c1);
+      ok = cli_parse_ll(PROG, "--c1", a, 1, 4096, &o->c1);
       break;
     case O_C2:
-      ok = parse_ll("--c2", a, 1, 4096, &o->c2);
+      ok = cli_parse_ll(PROG, "--c2", a, 1, 4096, &o->c2);
       break;
     case O_TRAIN_SIZE:
-      ok = parse_ll("--train-size", a, 1, 100000000, &o->train_size);
+      ok = cli_parse_ll(PROG, "--train-size", a, 1, 100000000, &o->train_size);
       break;
     case O_TEST_SIZE:
-      ok = parse_ll("--test-size", a, 1, 100000000, &o->test_size);
+      ok = cli_parse_ll(PROG, "--test-size", a, 1, 100000000, &o->test_size);
       break;
     case O_SEED:
-      ok = parse_ll("--seed", a, 0, INT64_MAX, &o->seed);
+      ok = cli_parse_ll(PROG, "--seed", a, 0, INT64_MAX, &o->seed);
       break;
     case O_THREADS:
-      ok = parse_ll("--threads", a, 1, 4096, &o->threads);
+      ok = cli_parse_ll(PROG, "--threads", a, 1, 4096, &o->threads);
       break;
     case O_FUSED:
       o->conv_bn = CNN_FUSED, impl_flags++;
@@ -213,13 +206,13 @@ static int parse_options(int argc, char **argv, options *o) {
       o->checkpoint = a;
       break;
     case O_CKPT_EVERY:
-      ok = parse_ll("--checkpoint-every", a, 1, 100000000, &o->checkpoint_every);
+      ok = cli_parse_ll(PROG, "--checkpoint-every", a, 1, 100000000, &o->checkpoint_every);
       break;
     case O_RESUME:
       o->resume = 1;
       break;
     case O_LOG_EVERY:
-      ok = parse_ll("--log-every", a, 1, 100000000, &o->log_every);
+      ok = cli_parse_ll(PROG, "--log-every", a, 1, 100000000, &o->log_every);
       break;
     case O_CHECK:
       o->check = 1;
@@ -407,15 +400,9 @@ static int fail(const char *what) {
   return 0;
 }
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* One step: B random training images, forward, backward, the optimizer. */
 static int train_step(run *r, const options *o, const images *train) {
-  double t0 = now_seconds();
+  double t0 = train_now_seconds();
   tg_scope sc = tg_scope_begin();
   int64_t B = o->batch;
   int64_t *idx = malloc(sizeof *idx * (size_t)B);
@@ -439,7 +426,7 @@ static int train_step(run *r, const options *o, const images *train) {
   tg_scope_end(sc);
   free(idx);
   free(u);
-  r->train_seconds += now_seconds() - t0;
+  r->train_seconds += train_now_seconds() - t0;
   return st == TG_OK ? 1 : fail("training step");
 }
 
@@ -512,67 +499,20 @@ static int run_init(run *r, const options *o, const images *train) {
 
 /* ---- progress ---- */
 
-static void format_duration(double s, char *buf, size_t len) {
-  if (!(s >= 0) || s > 1e7) {
-    snprintf(buf, len, "?");
-  } else if (s >= 3600) {
-    snprintf(buf, len, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-  } else {
-    snprintf(buf, len, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-  }
-}
-
 static void progress_line(const options *o, const run *r, long long done, long long start,
                           double elapsed, int tty) {
-  double per_step = done > start ? elapsed / (double)(done - start) : NAN;
-  char eta[32];
-  format_duration(per_step * (double)(o->steps - done), eta, sizeof eta);
-  if (tty) {
-    enum { WIDTH = 24 };
-    int fill = (int)(WIDTH * done / o->steps);
-    char bar[WIDTH + 1];
-    for (int i = 0; i < WIDTH; i++) bar[i] = i < fill ? '#' : '.';
-    bar[WIDTH] = '\0';
-    printf("\r[%s] %lld/%lld", bar, done, o->steps);
-  } else {
-    printf("step %lld/%lld", done, o->steps);
-  }
+  train_progress_start(done, o->steps, tty);
   printf("  loss %.4f  %.0f img/s", r->smooth,
          (double)(done - start) * (double)o->batch / r->train_seconds);
   if (!isnan(r->test_accuracy)) printf("  test acc %.4f", r->test_accuracy);
-  printf("  ETA %s%s", eta, tty ? "\033[K" : "\n");
-  fflush(stdout);
+  train_progress_end(done, start, o->steps, elapsed, tty);
 }
 
 /* ---- the plot ---- */
 
-static int on_path(const char *program) {
-  const char *path = getenv("PATH");
-  char buf[4096];
-  while (path && *path) {
-    const char *colon = strchr(path, ':');
-    size_t len = colon ? (size_t)(colon - path) : strlen(path);
-    snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? path : ".", program);
-    if (access(buf, X_OK) == 0) return 1;
-    path = colon ? colon + 1 : NULL;
-  }
-  return 0;
-}
-
 static void plot(const options *o, const run *r, long long start) {
-  if (!on_path("gnuplot")) {
-    printf("note: gnuplot is not on PATH, so no plot (--plot %s); install gnuplot-nox "
-           "(Debian) or use --csv\n",
-           o->plot);
-    return;
-  }
-  FILE *g = popen("gnuplot", "w");
-  if (!g) {
-    printf("note: could not start gnuplot (%s): no plot\n", strerror(errno));
-    return;
-  }
-  fprintf(g, "set terminal pngcairo noenhanced size 800,480 font ',10'\nset output '%s'\n",
-          o->plot);
+  FILE *g = train_gnuplot_open(o->plot);
+  if (!g) return;
   fprintf(g, "set title 'train_cnn: Fashion-MNIST (%s, batch %lld, c1 %lld, c2 %lld, %s)'\n",
           o->optimizer == OPT_ADAM ? "Adam" : "SGD", o->batch, o->c1, o->c2,
           o->conv_bn == CNN_FUSED ? "fused" : "composed");
@@ -583,22 +523,11 @@ static void plot(const options *o, const run *r, long long start) {
           start, o->steps);
   fprintf(g, "plot '-' with lines lw 1.5 title 'training loss (mean of 50)', "
              "'-' axes x1y2 with linespoints pt 7 title 'test accuracy'\n");
-  double window = 0;
-  int in_window = 0;
-  for (long long s = start; s < o->steps; s++) {
-    window += r->losses[s];
-    if (++in_window > 50) window -= r->losses[s - 50], in_window = 50;
-    if (s - start >= 9 || s == o->steps - 1) fprintf(g, "%lld %.6f\n", s + 1, window / in_window);
-  }
-  fprintf(g, "e\n");
+  train_gnuplot_smoothed(g, r->losses, start, o->steps);
   for (long long s = start; s < o->steps; s++)
     if (!isnan(r->accuracy[s])) fprintf(g, "%lld %.6f\n", s + 1, r->accuracy[s]);
   fprintf(g, "e\n");
-  int rc = pclose(g);
-  if (rc != 0)
-    printf("note: gnuplot failed (status %d): %s may be missing\n", rc, o->plot);
-  else if (!o->quiet)
-    printf("plot: %s\n", o->plot);
+  train_gnuplot_close(g, o->plot, o->quiet);
 }
 
 /* ---- main ---- */
@@ -629,7 +558,7 @@ static int train(const options *o, const images *tr, const images *te, run *r, l
   int tty = isatty(STDOUT_FILENO);
   long long log_every = o->log_every ? o->log_every : (o->steps - start + 19) / 20;
   long long test_every = (o->steps + 9) / 10;
-  double t_start = now_seconds(), last_draw = 0;
+  double t_start = train_now_seconds(), last_draw = 0;
   r->test_accuracy = NAN;
   for (long long s = start; s < o->steps; s++) {
     if (!train_step(r, o, tr)) return 0;
@@ -640,7 +569,7 @@ static int train(const options *o, const images *tr, const images *te, run *r, l
     int testing = done % test_every == 0 || done == o->steps;
     if (testing && !evaluate(r, te)) return 0;
     if (testing) r->accuracy[s] = r->test_accuracy;
-    double elapsed = now_seconds() - t_start;
+    double elapsed = train_now_seconds() - t_start;
     if (csv) {
       fprintf(csv, "%lld,%s,%.9g,%.1f,%.3f,", done, o->conv_bn == CNN_FUSED ? "fused" : "composed",
               r->loss, (double)(done - start) * (double)o->batch / r->train_seconds, elapsed);
@@ -760,9 +689,9 @@ int main(int argc, char **argv) {
     }
   }
   long long start = 0;
-  double t0 = now_seconds();
+  double t0 = train_now_seconds();
   if (ok) ok = train(&o, &train_set, &test_set, &r, &start, csv);
-  double wall = now_seconds() - t0;
+  double wall = train_now_seconds() - t0;
   if (csv && fclose(csv) != 0) {
     fprintf(stderr, PROG ": writing '%s' failed\n", o.csv);
     ok = 0;

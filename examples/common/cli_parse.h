@@ -55,6 +55,15 @@ static inline bool cli_parse_i64(const char *prog, const char *opt, const char *
   return true;
 }
 
+/* The same for a long long. */
+static inline bool cli_parse_ll(const char *prog, const char *opt, const char *text, long long min,
+                                long long max, long long *out) {
+  int64_t v;
+  if (!cli_parse_i64(prog, opt, text, min, max, &v)) return false;
+  *out = v;
+  return true;
+}
+
 /* The same for an int. */
 static inline bool cli_parse_int(const char *prog, const char *opt, const char *text, int min,
                                  int max, int *out) {
