@@ -194,7 +194,7 @@ static tg_tensor *conv2d_forward(const char *op, const tg_tensor *x, const tg_te
                                   : front(staged, c_out, m * grid))
                         : NULL;
     tg_tensor *wm = out ? front(wc, c_out, depth) : NULL;
-    bool ok = wm && tg__conv_im2col_into(op, xs, g, cv, grid_w) &&
+    bool ok = wm && tg__conv_im2col_into(op, xs, g, cv, grid_w, false) &&
               grouped_gemm(be, out, wm, 0, ck, 0, groups, 0.0);
     if (ok && !direct) {
       tg_tensor *dst = tg_narrow(y, 0, b0, m),
@@ -221,8 +221,12 @@ static tg_tensor *conv_transpose2d_forward(const char *op, const tg_tensor *y, c
   if (c_out == 0 || grid == 0) return be->fill(x, 0.0) == TG_OK ? x : NULL;
   const int64_t rows = groups * depth,
                 chunk = images_per_chunk(n, rows * grid, tg_dtype_size(x->dtype));
-  tg_tensor *yc = tg_contiguous(y), *wc = yc ? tg_contiguous(w) : NULL;
-  tg_tensor *cols = wc ? chunk_buffer(rows, chunk * grid, options_of(y)) : NULL;
+  /* w^T [depth, c_out] packed: a row-major left operand runs BLIS's faster kernels (up to
+   * 1.2x measured at these shapes) */
+  tg_tensor *yc = tg_contiguous(y),
+            *w_t =
+                yc ? tg_contiguous(tg_t(tg_reshape(w, 2, (const int64_t[]){c_out, depth}))) : NULL;
+  tg_tensor *cols = w_t ? chunk_buffer(rows, chunk * grid, options_of(y)) : NULL;
   tg_tensor *staged = cols ? chunk_buffer(c_out, chunk * grid, options_of(y)) : NULL;
   if (!staged) return NULL;
   for (int64_t b0 = 0; b0 < n; b0 += chunk) {
@@ -230,7 +234,7 @@ static tg_tensor *conv_transpose2d_forward(const char *op, const tg_tensor *y, c
     tg_scope views = tg_scope_begin();
     tg_tensor *yk = chunk_matrix(be, yc, staged, b0, m, g, grid_w);
     tg_tensor *ck = yk ? front(cols, rows, m * grid) : NULL;
-    tg_tensor *wt = ck ? tg_t(front(wc, c_out, depth)) : NULL;
+    tg_tensor *wt = ck ? front(w_t, depth, c_out) : NULL;
     tg_tensor *cv = wt ? by_image(ck, m, grid) : NULL, *xs = cv ? tg_narrow(x, 0, b0, m) : NULL;
     const bool ok = xs && grouped_gemm(be, ck, wt, 1, yk, 0, groups, 0.0) &&
                     tg__conv_col2im_into(op, cv, g, xs, grid_w);
@@ -240,14 +244,37 @@ static tg_tensor *conv_transpose2d_forward(const char *op, const tg_tensor *y, c
   return x;
 }
 
+/* The chunk's y as [m * out_h * grid_w, c_out] (row-major y^T, a wide grid's extra rows zero)
+ * in buffer. */
+static tg_tensor *chunk_matrix_t(const tg_backend *be, const tg_tensor *y, const tg_tensor *buffer,
+                                 int64_t b0, int64_t m, const tg__conv_geometry *g,
+                                 int64_t grid_w) {
+  const int64_t c = y->sizes[1], oh = g->out_h, ow = g->out_w;
+  tg_tensor *mat = front(buffer, m * oh * grid_w, c);
+  tg_tensor *dst =
+      mat ? tg_as_strided(mat, 4, (const int64_t[]){m, c, oh, ow},
+                          (const int64_t[]){oh * grid_w * c, 1, grid_w * c, c}, tg_offset(mat))
+          : NULL;
+  tg_tensor *src = dst ? tg_narrow(y, 0, b0, m) : NULL;
+  if (!src || be->copy(dst, src) != TG_OK) return NULL;
+  if (grid_w == ow) return mat;
+  tg_tensor *past = tg_as_strided(mat, 3, (const int64_t[]){m * oh, grid_w - ow, c},
+                                  (const int64_t[]){grid_w * c, c, 1}, tg_offset(mat) + ow * c);
+  return past && be->fill(past, 0.0) == TG_OK ? mat : NULL;
+}
+
 /* w [c_out, c_in / groups, kh, kw] = sum over the batch of y @ im2col(x)^T, per group,
- * accumulated chunk by chunk. */
+ * accumulated chunk by chunk as its transpose im2col(x) @ y^T [depth, c_out / groups] per
+ * group: the grid (the contraction) is contiguous in the columns and in y, and BLIS runs
+ * cols @ y^T (y^T packed, 1/9 of the columns' size or less) 1.2x to 3.8x faster than
+ * y @ cols^T at the bench's shapes. */
 static tg_tensor *conv2d_weight_forward(const char *op, const tg_tensor *x, const tg_tensor *y,
                                         const tg__conv_geometry *g) {
   const tg_backend *be = tg__backend(op, x->storage->device);
   const int64_t n = x->sizes[0], c_out = y->sizes[1], groups = g->groups,
-                c_in = x->sizes[1] / groups, depth = c_in * g->kernel_h * g->kernel_w,
-                grid_w = grid_width(g), grid = g->out_h * grid_w;
+                per_group = c_out / groups, c_in = x->sizes[1] / groups,
+                depth = c_in * g->kernel_h * g->kernel_w, grid_w = grid_width(g),
+                grid = g->out_h * grid_w;
   tg_tensor *dw =
       be ? tg_empty(4, (const int64_t[]){c_out, c_in, g->kernel_h, g->kernel_w}, options_of(x))
          : NULL;
@@ -255,23 +282,30 @@ static tg_tensor *conv2d_weight_forward(const char *op, const tg_tensor *x, cons
   if (n * grid == 0) return be->fill(dw, 0.0) == TG_OK ? dw : NULL;
   const int64_t rows = groups * depth,
                 chunk = images_per_chunk(n, rows * grid, tg_dtype_size(dw->dtype));
-  tg_tensor *yc = tg_contiguous(y);
-  tg_tensor *cols = yc ? chunk_buffer(rows, chunk * grid, options_of(x)) : NULL;
-  tg_tensor *staged = cols ? chunk_buffer(c_out, chunk * grid, options_of(x)) : NULL;
-  if (!staged) return NULL;
+  tg_tensor *cols = chunk_buffer(rows, chunk * grid, options_of(x));
+  tg_tensor *y_t = cols ? chunk_buffer(chunk * grid, c_out, options_of(x)) : NULL;
+  tg_tensor *dw_t = y_t ? chunk_buffer(rows, per_group, options_of(x)) : NULL;
+  tg_tensor *acc = dw_t ? front(dw_t, rows, per_group) : NULL;
+  if (!acc) return NULL;
   for (int64_t b0 = 0; b0 < n; b0 += chunk) {
     const int64_t m = n - b0 < chunk ? n - b0 : chunk;
     tg_scope views = tg_scope_begin();
-    tg_tensor *yk = chunk_matrix(be, yc, staged, b0, m, g, grid_w);
+    tg_tensor *yk = chunk_matrix_t(be, y, y_t, b0, m, g, grid_w);
     tg_tensor *ck = yk ? front(cols, rows, m * grid) : NULL,
               *cv = ck ? by_image(ck, m, grid) : NULL, *xs = cv ? tg_narrow(x, 0, b0, m) : NULL;
-    tg_tensor *out = xs ? front(dw, c_out, depth) : NULL, *ct = out ? tg_t(ck) : NULL;
-    const bool ok = ct && tg__conv_im2col_into(op, xs, g, cv, grid_w) &&
-                    grouped_gemm(be, out, yk, 0, ct, 1, groups, b0 > 0 ? 1.0 : 0.0);
+    const bool ok = xs && tg__conv_im2col_into(op, xs, g, cv, grid_w, true) &&
+                    grouped_gemm(be, acc, ck, 0, yk, 1, groups, b0 > 0 ? 1.0 : 0.0);
     tg_scope_end(views);
     if (!ok) return NULL;
   }
-  return dw;
+  /* dw[k * per_group + o, d] = acc[k * depth + d, o] */
+  tg_tensor *dst = tg_as_strided(dw, 3, (const int64_t[]){groups, per_group, depth},
+                                 (const int64_t[]){per_group * depth, depth, 1}, tg_offset(dw));
+  tg_tensor *src =
+      dst ? tg_as_strided(acc, 3, (const int64_t[]){groups, per_group, depth},
+                          (const int64_t[]){depth * per_group, 1, per_group}, tg_offset(acc))
+          : NULL;
+  return src && be->copy(dst, src) == TG_OK ? dw : NULL;
 }
 
 /* ---- the ops: checks, forward, what backward keeps ---- */

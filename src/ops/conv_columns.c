@@ -112,7 +112,7 @@ static int64_t wide_tail(const tg__conv_geometry *g, int64_t grid_w) {
 }
 
 bool tg__conv_im2col_into(const char *op, const tg_tensor *x, const tg__conv_geometry *g,
-                          tg_tensor *cols, int64_t grid_w) {
+                          tg_tensor *cols, int64_t grid_w, bool zero_past) {
   const tg_backend *be = tg__backend(op, x->storage->device);
   if (!be) return false;
   const int64_t n = x->sizes[0], c = x->sizes[1];
@@ -134,7 +134,8 @@ bool tg__conv_im2col_into(const char *op, const tg_tensor *x, const tg__conv_geo
                                       g->stride_h * st[2], g->stride_w * st[3]},
                     tg_offset(image));
   tg_tensor *packed = windows ? columns_by_tap(cols, c, g, grid_w) : NULL;
-  return packed && be->copy(packed, windows) == TG_OK && zero_past_the_grid(be, cols, g, grid_w);
+  return packed && be->copy(packed, windows) == TG_OK &&
+         (!zero_past || zero_past_the_grid(be, cols, g, grid_w));
 }
 
 tg_tensor *tg__conv_im2col(const char *op, const tg_tensor *x, const tg__conv_geometry *g) {
@@ -142,7 +143,7 @@ tg_tensor *tg__conv_im2col(const char *op, const tg_tensor *x, const tg__conv_ge
                 grid = g->out_h * g->out_w;
   const tg_options opts = {x->dtype, x->storage->device, false};
   tg_tensor *cols = tg_empty(3, (const int64_t[]){n, c * taps, grid}, opts);
-  return cols && tg__conv_im2col_into(op, x, g, cols, g->out_w) ? cols : NULL;
+  return cols && tg__conv_im2col_into(op, x, g, cols, g->out_w, false) ? cols : NULL;
 }
 
 bool tg__conv_col2im_into(const char *op, tg_tensor *cols, const tg__conv_geometry *g,
