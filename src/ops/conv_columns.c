@@ -73,64 +73,121 @@ static tg_tensor *interior(const tg_tensor *padded, const tg__conv_geometry *g) 
                        tg_offset(padded) + g->pad_h * wp + g->pad_w);
 }
 
-tg_tensor *tg__conv_im2col(const char *op, const tg_tensor *x, const tg__conv_geometry *g) {
+/* cols [m, rows, out_h * grid_w] as [m, c, kh, kw, out_h, grid_w]: rows split into channel and
+ * tap, the grid into its rows and columns. */
+static tg_tensor *columns_by_tap(const tg_tensor *cols, int64_t c, const tg__conv_geometry *g,
+                                 int64_t grid_w) {
+  const int64_t *st = cols->strides, taps = g->kernel_h * g->kernel_w;
+  return tg_as_strided(
+      cols, 6, (const int64_t[]){cols->sizes[0], c, g->kernel_h, g->kernel_w, g->out_h, grid_w},
+      (const int64_t[]){st[0], taps * st[1], g->kernel_w * st[1], st[1], grid_w * st[2], st[2]},
+      tg_offset(cols));
+}
+
+/* Zeros the columns of a wide grid's rows past out_w (cols [m, rows, out_h * grid_w]). */
+static bool zero_past_the_grid(const tg_backend *be, tg_tensor *cols, const tg__conv_geometry *g,
+                               int64_t grid_w) {
+  if (grid_w == g->out_w || tg_numel(cols) == 0) return true;
+  const int64_t *st = cols->strides;
+  tg_tensor *past = tg_as_strided(
+      cols, 4, (const int64_t[]){cols->sizes[0], cols->sizes[1], g->out_h, grid_w - g->out_w},
+      (const int64_t[]){st[0], st[1], grid_w * st[2], st[2]}, tg_offset(cols) + g->out_w * st[2]);
+  return past && be->fill(past, 0.0) == TG_OK;
+}
+
+/* A zeroed padded image [n, c, hp, wp], with `tail` zeros more behind it in its storage (what
+ * a wide grid's last windows read past it). */
+static tg_tensor *zeroed_padded(const tg_backend *be, int64_t n, int64_t c,
+                                const tg__conv_geometry *g, int64_t tail, tg_options opts) {
+  const int64_t hp = tg__conv_padded_h(g), wp = tg__conv_padded_w(g);
+  tg_tensor *flat = tg_empty(1, (const int64_t[]){n * c * hp * wp + tail}, opts);
+  if (!flat || be->fill(flat, 0.0) != TG_OK) return NULL;
+  return tg_as_strided(flat, 4, (const int64_t[]){n, c, hp, wp},
+                       (const int64_t[]){c * hp * wp, hp * wp, wp, 1}, tg_offset(flat));
+}
+
+/* What a wide grid's last window reads past its padded image. */
+static int64_t wide_tail(const tg__conv_geometry *g, int64_t grid_w) {
+  return grid_w == g->out_w ? 0 : (grid_w - 1) * g->stride_w + (g->kernel_w - 1) * g->dilation_w;
+}
+
+bool tg__conv_im2col_into(const char *op, const tg_tensor *x, const tg__conv_geometry *g,
+                          tg_tensor *cols, int64_t grid_w, bool zero_past) {
   const tg_backend *be = tg__backend(op, x->storage->device);
-  if (!be) return NULL;
-  const int64_t n = x->sizes[0], c = x->sizes[1], taps = g->kernel_h * g->kernel_w,
-                grid = g->out_h * g->out_w;
-  const tg_options opts = {x->dtype, x->storage->device, false};
-  tg_tensor *cols = tg_empty(3, (const int64_t[]){n, c * taps, grid}, opts);
-  if (!cols || tg_numel(cols) == 0) return cols;
+  if (!be) return false;
+  const int64_t n = x->sizes[0], c = x->sizes[1];
+  if (tg_numel(cols) == 0) return true;
   const tg_tensor *image = x;
-  if (!reads_image_in_place(g)) {
-    const int64_t hp = tg__conv_padded_h(g), wp = tg__conv_padded_w(g);
-    tg_tensor *padded = tg_empty(4, (const int64_t[]){n, c, hp, wp}, opts);
-    if (!padded || be->fill(padded, 0.0) != TG_OK) return NULL;
+  if (!reads_image_in_place(g) || grid_w != g->out_w) {
+    const tg_options opts = {x->dtype, x->storage->device, false};
+    tg_tensor *padded = zeroed_padded(be, n, c, g, wide_tail(g, grid_w), opts);
+    if (!padded) return false;
     tg_tensor *inside = tg_numel(x) ? interior(padded, g) : NULL;
-    if (tg_numel(x) && (!inside || be->copy(inside, x) != TG_OK)) return NULL;
+    if (tg_numel(x) && (!inside || be->copy(inside, x) != TG_OK)) return false;
     image = padded;
   }
   /* window (r, s), tap (i, j) of image element [b, ch]: one strided view, copied packed */
   const int64_t *st = image->strides;
   tg_tensor *windows =
-      tg_as_strided(image, 6, (const int64_t[]){n, c, g->kernel_h, g->kernel_w, g->out_h, g->out_w},
+      tg_as_strided(image, 6, (const int64_t[]){n, c, g->kernel_h, g->kernel_w, g->out_h, grid_w},
                     (const int64_t[]){st[0], st[1], g->dilation_h * st[2], g->dilation_w * st[3],
                                       g->stride_h * st[2], g->stride_w * st[3]},
                     tg_offset(image));
-  tg_tensor *packed = windows ? tg_view(cols, 6, windows->sizes) : NULL;
-  if (!packed || be->copy(packed, windows) != TG_OK) return NULL;
-  return cols;
+  tg_tensor *packed = windows ? columns_by_tap(cols, c, g, grid_w) : NULL;
+  return packed && be->copy(packed, windows) == TG_OK &&
+         (!zero_past || zero_past_the_grid(be, cols, g, grid_w));
+}
+
+tg_tensor *tg__conv_im2col(const char *op, const tg_tensor *x, const tg__conv_geometry *g) {
+  const int64_t n = x->sizes[0], c = x->sizes[1], taps = g->kernel_h * g->kernel_w,
+                grid = g->out_h * g->out_w;
+  const tg_options opts = {x->dtype, x->storage->device, false};
+  tg_tensor *cols = tg_empty(3, (const int64_t[]){n, c * taps, grid}, opts);
+  return cols && tg__conv_im2col_into(op, x, g, cols, g->out_w, false) ? cols : NULL;
+}
+
+bool tg__conv_col2im_into(const char *op, tg_tensor *cols, const tg__conv_geometry *g,
+                          tg_tensor *image, int64_t grid_w) {
+  const tg_backend *be = tg__backend(op, cols->storage->device);
+  if (!be) return false;
+  const int64_t n = image->sizes[0], c = image->sizes[1], taps = g->kernel_h * g->kernel_w;
+  if (tg_numel(image) == 0) return true;
+  /* The sums land in a zeroed padded image, or in the image itself when the windows read
+   * it in place and it is contiguous. */
+  const bool in_place = reads_image_in_place(g) && grid_w == g->out_w && tg_is_contiguous(image);
+  const tg_options opts = {cols->dtype, cols->storage->device, false};
+  tg_tensor *padded = in_place ? image : zeroed_padded(be, n, c, g, wide_tail(g, grid_w), opts);
+  if (!padded || (in_place && be->fill(padded, 0.0) != TG_OK) ||
+      !zero_past_the_grid(be, cols, g, grid_w))
+    return false;
+  const int64_t hp = padded->sizes[2], wp = padded->sizes[3];
+  tg_tensor *by_tap = tg_numel(cols) > 0 ? columns_by_tap(cols, c, g, grid_w) : NULL;
+  if (tg_numel(cols) > 0 && !by_tap) return false;
+  /* One add per tap: within a tap the windows hit distinct elements, so each add is a plain
+   * elementwise one; the taps' overlaps sum across the adds. A wide grid's extra columns
+   * (zeros) land past the image's rows, in padding or the next row: they add nothing. */
+  for (int64_t tap = 0; tap < taps && by_tap; tap++) {
+    const int64_t i = tap / g->kernel_w, j = tap % g->kernel_w;
+    const int64_t sizes[4] = {n, c, g->out_h, grid_w};
+    tg_tensor *dst = tg_as_strided(
+        padded, 4, sizes, (const int64_t[]){c * hp * wp, hp * wp, g->stride_h * wp, g->stride_w},
+        tg_offset(padded) + i * g->dilation_h * wp + j * g->dilation_w);
+    const int64_t *st = by_tap->strides;
+    tg_tensor *src =
+        dst ? tg_as_strided(by_tap, 4, sizes, (const int64_t[]){st[0], st[1], st[4], st[5]},
+                            tg_offset(by_tap) + i * st[2] + j * st[3])
+            : NULL;
+    if (!src || be->binary(TG_BINARY_ADD, 1.0, dst, dst, src) != TG_OK) return false;
+  }
+  if (in_place) return true;
+  tg_tensor *inside = interior(padded, g);
+  return inside && be->copy(image, inside) == TG_OK;
 }
 
 tg_tensor *tg__conv_col2im(const char *op, const tg_tensor *cols, int64_t channels,
                            const tg__conv_geometry *g) {
-  const tg_backend *be = tg__backend(op, cols->storage->device);
-  if (!be) return NULL;
-  const int64_t n = cols->sizes[0], c = channels, hp = tg__conv_padded_h(g),
-                wp = tg__conv_padded_w(g), taps = g->kernel_h * g->kernel_w,
-                grid = g->out_h * g->out_w;
   const tg_options opts = {cols->dtype, cols->storage->device, false};
-  tg_tensor *padded = tg_empty(4, (const int64_t[]){n, c, hp, wp}, opts);
-  if (!padded || be->fill(padded, 0.0) != TG_OK) return NULL;
-  /* One add per tap: within a tap the windows hit distinct elements, so each add is a plain
-   * elementwise one; the taps' overlaps sum across the adds. */
-  for (int64_t tap = 0; tap < taps && tg_numel(cols) > 0; tap++) {
-    const int64_t i = tap / g->kernel_w, j = tap % g->kernel_w;
-    const int64_t sizes[4] = {n, c, g->out_h, g->out_w};
-    tg_tensor *dst = tg_as_strided(
-        padded, 4, sizes, (const int64_t[]){c * hp * wp, hp * wp, g->stride_h * wp, g->stride_w},
-        tg_offset(padded) + i * g->dilation_h * wp + j * g->dilation_w);
-    tg_tensor *src =
-        dst ? tg_as_strided(cols, 4, sizes,
-                            (const int64_t[]){c * taps * grid, taps * grid, g->out_w, 1},
-                            tg_offset(cols) + tap * grid)
-            : NULL;
-    if (!src || be->binary(TG_BINARY_ADD, 1.0, dst, dst, src) != TG_OK) return NULL;
-  }
-  if (reads_image_in_place(g)) return padded;
-  tg_tensor *image = tg_empty(4, (const int64_t[]){n, c, g->h, g->w}, opts);
-  if (!image || tg_numel(image) == 0) return image;
-  tg_tensor *inside = interior(padded, g);
-  if (!inside || be->copy(image, inside) != TG_OK) return NULL;
-  return image;
+  tg_tensor *image = tg_empty(4, (const int64_t[]){cols->sizes[0], channels, g->h, g->w}, opts);
+  /* grid_w out_w: cols is only read */
+  return image && tg__conv_col2im_into(op, (tg_tensor *)cols, g, image, g->out_w) ? image : NULL;
 }

@@ -43,6 +43,19 @@ int64_t tg__conv_padded_w(const tg__conv_geometry *g);
 /* im2col: cols [N, C, kh, kw, out_h, out_w] (a new contiguous tensor) from image x
  * [N, C, h, w] of any strides. NULL with the error pending. */
 tg_tensor *tg__conv_im2col(const char *op, const tg_tensor *x, const tg__conv_geometry *g);
+/* im2col into cols, a [n, C * kh * kw, out_h * grid_w] view of any strides (the conv ops
+ * pack a chunk of images as [C * kh * kw, n * out_h * grid_w], one GEMM operand). grid_w is
+ * out_w, or more for a wide grid: windows that go on past out_w along each row, so that with
+ * stride_w 1 a row of windows is one contiguous run of the padded image (long rows to copy
+ * and add, where out_w may be 14); zero_past: their columns zeroed (what a product over the
+ * grid reads: 0 * inf must not reach it), else left as read (conv2d's forward drops those
+ * outputs). false with the error pending. */
+bool tg__conv_im2col_into(const char *op, const tg_tensor *x, const tg__conv_geometry *g,
+                          tg_tensor *cols, int64_t grid_w, bool zero_past);
+/* col2im of cols (a view as im2col_into takes; a wide grid's extra columns are zeroed first)
+ * into image [n, C, h, w] (overwritten). */
+bool tg__conv_col2im_into(const char *op, tg_tensor *cols, const tg__conv_geometry *g,
+                          tg_tensor *image, int64_t grid_w);
 /* col2im, im2col's adjoint: the image [N, C, h, w] (new, contiguous) that sums each column
  * entry into the element it was read from (entries read from the padding are dropped). cols
  * is contiguous [N, C * kh * kw, out_h * out_w]. */

@@ -464,6 +464,106 @@ TG_TEST(conv, backward_keeps_only_the_inputs_and_gives_the_composed_gradients) {
   tg_generator_free(gen);
 }
 
+TG_TEST(conv, chunks_of_images_agree_with_one_image_at_a_time) {
+  /* The ops pack a few images' columns into one GEMM operand of about 4 MiB: here 144 rows
+   * x 40 * 40 windows of F64 (1.8 MiB per image) make chunks of 2, so a batch of 5 ends in a
+   * chunk of 1. Values, dx and dw against each image alone (a chunk of its own), with
+   * groups and a strided dy. */
+  tg_generator *gen = tg_generator_new(17);
+  const int64_t n = 5;
+  tg_tensor *x = randn(gen, TG_F64, TG_SHAPE(n, 16, 40, 40)),
+            *w = randn(gen, TG_F64, TG_SHAPE(8, 8, 3, 3));
+  cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+  cr_assert_eq(tg_set_requires_grad(w, true), TG_OK);
+  const tg_conv2d_opts opts = {.padding = {1, 1}, .groups = 2};
+  tg_tensor *y = tg_conv2d(x, w, NULL, &opts);
+  cr_assert_not_null(y, "%s", tg_last_error_message());
+  tg_tensor *dy = tg_transpose(randn(gen, TG_F64, TG_SHAPE(n, 8, 40, 40)), 2, 3);
+  cr_assert_eq(tg_backward(y, dy), TG_OK, "%s", tg_last_error_message());
+  tg_tensor *dw_sum = tg_zeros(TG_SHAPE(8, 8, 3, 3), f64);
+  for (int64_t b = 0; b < n; b++) {
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *xb = tg_detach(tg_narrow(x, 0, b, 1)), *wb = tg_detach(w);
+    cr_assert_eq(tg_set_requires_grad(xb, true), TG_OK);
+    cr_assert_eq(tg_set_requires_grad(wb, true), TG_OK);
+    tg_tensor *yb = tg_conv2d(xb, wb, NULL, &opts);
+    tg_assert_close(tg_narrow(y, 0, b, 1), yb, 1e-12, 1e-12);
+    cr_assert_eq(tg_backward(yb, tg_narrow(dy, 0, b, 1)), TG_OK, "%s", tg_last_error_message());
+    tg_assert_close(tg_narrow(tg_grad(x), 0, b, 1), tg_grad(xb), 1e-12, 1e-12);
+    cr_assert_eq(tg_add_(dw_sum, tg_grad(wb)), TG_OK);
+    tg_scope_end(sc);
+  }
+  tg_assert_close(tg_grad(w), dw_sum, 1e-10, 1e-10);
+  tg_generator_free(gen);
+}
+
+/* y, dx and dw of conv2d(x, w) against the composition w @ unfold(x), which moves its columns
+ * window by window; NaN and infinities where the composition has them. */
+static void expect_composed_conv(tg_tensor *x, tg_tensor *w, const tg_conv2d_opts *opts,
+                                 tg_generator *gen) {
+  const int64_t n = tg_size(x, 0), c_out = tg_size(w, 0), kh = tg_size(w, 2), kw = tg_size(w, 3);
+  tg_tensor *xs[2] = {tg_detach(x), tg_detach(x)}, *ws[2] = {tg_detach(w), tg_detach(w)}, *ys[2];
+  for (int i = 0; i < 2; i++) {
+    cr_assert_eq(tg_set_requires_grad(xs[i], true), TG_OK);
+    cr_assert_eq(tg_set_requires_grad(ws[i], true), TG_OK);
+  }
+  ys[0] = tg_conv2d(xs[0], ws[0], NULL, opts);
+  cr_assert_not_null(ys[0], "%s", tg_last_error_message());
+  const tg_fold_opts fo = {.kernel_size = {kh, kw},
+                           .stride = {opts->stride[0], opts->stride[1]},
+                           .padding = {opts->padding[0], opts->padding[1]},
+                           .dilation = {opts->dilation[0], opts->dilation[1]}};
+  tg_tensor *cols = tg_unfold(xs[1], &fo); /* [n, c * kh * kw, oh * ow] */
+  const int64_t oh = tg_size(ys[0], 2), ow = tg_size(ys[0], 3), depth = tg_size(cols, 1);
+  tg_tensor *prod =
+      tg_matmul(tg_reshape(ws[1], TG_SHAPE(c_out, depth)),
+                tg_reshape(tg_permute(cols, 3, (const int[]){1, 0, 2}), TG_SHAPE(depth, -1)));
+  ys[1] = tg_permute(tg_reshape(prod, TG_SHAPE(c_out, n, oh, ow)), 4, (const int[]){1, 0, 2, 3});
+  cr_assert_not_null(ys[1], "%s", tg_last_error_message());
+  tg_tensor *dy = tg_randn(tg_ndim(ys[0]), tg_sizes(ys[0]), f64, gen);
+  for (int i = 0; i < 2; i++)
+    cr_assert_eq(tg_backward(ys[i], dy), TG_OK, "%s", tg_last_error_message());
+  const tg_tensor *got[3] = {ys[0], tg_grad(xs[0]), tg_grad(ws[0])},
+                  *want[3] = {ys[1], tg_grad(xs[1]), tg_grad(ws[1])};
+  for (int k = 0; k < 3; k++) {
+    double *v = host(want[k]);
+    tg_test_expect_ieee(got[k], tg_numel(want[k]), v, 1e-12);
+    free(v);
+  }
+}
+
+TG_TEST(conv, wide_grids_agree_with_the_unfold_composition) {
+  /* stride_w 1 and images wide enough: the columns run on past each row of windows, to the
+   * padded width (ops/conv_internal.h), and those extra columns must add nothing: not to y,
+   * not to dx, not to dw, not even 0 * inf. */
+  tg_generator *gen = tg_generator_new(19);
+  const struct {
+    int64_t n, c_in, c_out, h, w, kh, kw;
+    tg_conv2d_opts opts;
+  } cases[] = {
+      {3, 3, 4, 6, 24, 3, 3, {.stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}}},
+      {2, 2, 3, 5, 20, 2, 4, {.padding = {0, 2}}},
+      {2, 2, 2, 4, 16, 3, 3, {.padding = {1, 1}}},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *x = randn(gen, TG_F64, TG_SHAPE(cases[k].n, cases[k].c_in, cases[k].h, cases[k].w));
+    tg_tensor *w =
+        randn(gen, TG_F64, TG_SHAPE(cases[k].c_out, cases[k].c_in, cases[k].kh, cases[k].kw));
+    expect_composed_conv(x, w, &cases[k].opts, gen);
+    /* an infinity at a row's start and a NaN at another's end: the extra columns read both */
+    tg_tensor *bad = tg_contiguous(x);
+    double *v = host(bad);
+    v[0] = INFINITY;
+    v[2 * cases[k].w - 1] = NAN;
+    tg_tensor *x_bad = tg_test_tensor_of(TG_F64, tg_ndim(bad), tg_sizes(bad), v);
+    free(v);
+    expect_composed_conv(x_bad, w, &cases[k].opts, gen);
+    tg_scope_end(sc);
+  }
+  tg_generator_free(gen);
+}
+
 TG_TEST(conv, keeps_only_its_inputs_for_backward_never_the_columns) {
   /* the unfolded columns are 9x the input here; backward recomputes them */
   const tg_options f32 = {.dtype = TG_F32};
