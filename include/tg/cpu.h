@@ -50,7 +50,7 @@ const char *tg_small_gemm_engine(void);
  * class (size by multiply-adds, which of m, n, k is short, the layouts of a and b, one thread
  * or more), once per process, on the first GEMM:
  *   BLIS_ARCH_TYPE set: that set for everything;
- *   TG_GEMM_ENGINE=builtin: tg's fixed rules (libxsmm for one-thread products up to 2^28
+ *   TG_GEMM_ENGINE=builtin: tg's fixed rules (libxsmm for one-thread products below 2^28
  *     multiply-adds, tg_blis_large_kernels() from 2^22, else BLIS's set);
  *   TG_GEMM_ENGINE=<engine>: that engine for every product it takes, the rules for the rest
  *     (a name this process lacks: every GEMM fails with TG_ERR_ARGUMENT listing the engines);

@@ -98,9 +98,10 @@ int tg__gemm_class_named(const char *name);
  * reported through *status (engine -1 then). */
 int tg__gemm_engine_choice(const tg_gemm_problem *p, tg_status *status);
 
-/* The engine tg's built-in rules run p on: libxsmm for one-thread products up to
- * TG_XSMM_MAX_MACS where b is row-major, BLIS's large set (tg_blis_large_kernels) from
- * TG_BLIS_LARGE_MIN_MACS, else BLIS's own set (index 0). */
+/* The engine tg's built-in rules run p on: libxsmm for one-thread products below
+ * TG_XSMM_MAX_MACS (the HUGE classes' lower bound, so that no HUGE class starts on it: its
+ * representative shape sits on that bound) where b is row-major, BLIS's large set
+ * (tg_blis_large_kernels) from TG_BLIS_LARGE_MIN_MACS, else BLIS's own set (index 0). */
 int tg__gemm_builtin_engine(const tg_gemm_problem *p);
 /* Tests: decides again as on the first GEMM (reads TG_GEMM_ENGINE and the cache again). */
 void tg__gemm_choice_again(void);
