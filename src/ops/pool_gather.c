@@ -151,12 +151,15 @@ static bool check_entries(const char *fn, const tg_tensor *map, int64_t L) {
 }
 
 /* x [*, L] (or grad [*, M]) against map [1 or P, M, K] and divisor [M] (NULL: none); 2 or 3
- * inputs. */
-static bool check_operands(const char *fn, const char *arg, const tg_ctx *ctx, const tg_tensor *t,
-                           const tg_tensor *map, const tg_tensor *divisor, int64_t M_from_t) {
+ * inputs, counted before in[1] and in[2] are read (a call with one input passes an array of
+ * one: ASan caught the read past it). */
+static bool check_operands(const char *fn, const char *arg, const tg_ctx *ctx,
+                           const tg_tensor *const *in, int64_t M_from_t) {
   if (!tg__check(tg_ctx_num_inputs(ctx) == 2 || tg_ctx_num_inputs(ctx) == 3, TG_ERR_ARGUMENT, fn,
-                 "takes 2 or 3 inputs (%s, map, divisor), %d given", arg, tg_ctx_num_inputs(ctx)) ||
-      !tg__check_floating(fn, arg, t) ||
+                 "takes 2 or 3 inputs (%s, map, divisor), %d given", arg, tg_ctx_num_inputs(ctx)))
+    return false;
+  const tg_tensor *t = in[0], *map = in[1], *divisor = divisor_of(ctx, in);
+  if (!tg__check_floating(fn, arg, t) ||
       !tg__check(t->ndim >= 1, TG_ERR_SHAPE, fn, "%s must have at least 1 dim", arg) ||
       !tg__check_same_device(fn, "map", map, arg, t) ||
       !tg__check(map->dtype == TG_I64, TG_ERR_DTYPE, fn, "map is %s; it must be int64",
@@ -176,7 +179,7 @@ static bool check_operands(const char *fn, const char *arg, const tg_ctx *ctx, c
 
 tg_status tg__fwd_pool_gather(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
   static const char *fn = "tg_pool_gather";
-  if (!check_operands(fn, "x", ctx, in[0], in[1], divisor_of(ctx, in), -1) ||
+  if (!check_operands(fn, "x", ctx, in, -1) ||
       !check_entries(fn, in[1], in[0]->sizes[in[0]->ndim - 1]))
     return tg_last_error();
   return gather_unchecked(ctx, in, out);
@@ -190,8 +193,7 @@ tg_status tg__fwd_pool_scatter(tg_ctx *ctx, const tg_tensor *const *in, tg_tenso
                  tg_ctx_num_ints(ctx)) ||
       !tg__check(L >= 0, TG_ERR_ARGUMENT, fn, "L = %lld is negative", (long long)L) ||
       !tg__check(in[0]->ndim >= 1, TG_ERR_SHAPE, fn, "grad must have at least 1 dim") ||
-      !check_operands(fn, "grad", ctx, in[0], in[1], divisor_of(ctx, in),
-                      in[0]->sizes[in[0]->ndim - 1]) ||
+      !check_operands(fn, "grad", ctx, in, in[0]->sizes[in[0]->ndim - 1]) ||
       !check_entries(fn, in[1], L))
     return tg_last_error();
   return scatter_unchecked(ctx, in, out);
