@@ -57,8 +57,7 @@ static void find_rule_engines(void) {
 static int builtin_engine(int64_t m, int64_t n, int64_t k, bool b_t, int threads) {
   pthread_once(&rules.once, find_rule_engines);
   const double macs = (double)m * (double)n * (double)k;
-  if (rules.xsmm >= 0 && threads == 1 && !b_t && macs < (double)TG_XSMM_MAX_MACS)
-    return rules.xsmm;
+  if (rules.xsmm >= 0 && threads == 1 && !b_t && macs < (double)TG_XSMM_MAX_MACS) return rules.xsmm;
   if (rules.large >= 0 && macs >= (double)TG_BLIS_LARGE_MIN_MACS) return rules.large;
   return 0;
 }
