@@ -47,11 +47,12 @@ typedef struct tg_conv_bn_options {
  * groups). No conv bias: batch norm in training cancels it. weight, bias: [C_out] or NULL (1
  * and 0). running_mean, running_var: [C_out] or both NULL.
  * training: normalizes with the batch statistics (N * H_out * W_out must exceed 1, else
- * TG_ERR_SHAPE as PyTorch); the running statistics, when given, are updated in place outside
- * the tape with running = (1 - momentum) * running + momentum * batch, the unbiased batch
- * variance for running_var, both written only after everything else succeeded.
- * eval: conv2d, then (y - running_mean) / sqrt(running_var + eps) * weight + bias, composed
- * of tg ops (twice differentiable; running statistics required, TG_ERR_ARGUMENT otherwise;
+ * TG_ERR_SHAPE as PyTorch, except that an empty batch, N = 0, gives an empty output and
+ * leaves the running statistics alone, as PyTorch's batch_norm does); the running statistics, when
+ * given, are updated in place outside the tape with running = (1 - momentum) * running + momentum *
+ * batch, the unbiased batch variance for running_var, both written only after everything else
+ * succeeded. eval: conv2d, then (y - running_mean) / sqrt(running_var + eps) * weight + bias,
+ * composed of tg ops (twice differentiable; running statistics required, TG_ERR_ARGUMENT otherwise;
  * the reference formula is training-only: TG_ERR_ARGUMENT). */
 tg_tensor *tg_conv2d_batch_norm(const tg_tensor *x, const tg_tensor *w, const tg_tensor *weight,
                                 const tg_tensor *bias, tg_tensor *running_mean,

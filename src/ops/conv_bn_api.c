@@ -89,6 +89,19 @@ static tg_tensor *eval_forward(const tg_tensor *x, const tg_tensor *w, const tg_
   return shift ? tg_add(tg_mul(y, per_channel(scale)), per_channel(shift)) : NULL;
 }
 
+/* An empty batch in training, as PyTorch's batch_norm: an empty output of the conv's shape,
+ * still on the tape (weight and bias get zero gradients), and the running statistics left
+ * as they are. */
+static tg_tensor *empty_batch_forward(const tg_tensor *x, const tg_tensor *w,
+                                      const tg_tensor *weight, const tg_tensor *bias,
+                                      const tg_conv2d_opts *conv) {
+  tg_tensor *y = tg_conv2d(x, w, NULL, conv);
+  const int64_t channel[4] = {1, w->sizes[0], 1, 1};
+  if (y && weight) y = tg_mul(y, tg_reshape(weight, 4, channel));
+  if (y && bias) y = tg_add(y, tg_reshape(bias, 4, channel));
+  return y;
+}
+
 tg_tensor *tg_conv2d_batch_norm(const tg_tensor *x, const tg_tensor *w, const tg_tensor *weight,
                                 const tg_tensor *bias, tg_tensor *running_mean,
                                 tg_tensor *running_var, const tg_conv2d_opts *conv,
@@ -106,6 +119,8 @@ tg_tensor *tg_conv2d_batch_norm(const tg_tensor *x, const tg_tensor *w, const tg
   tg_tensor *result = NULL;
   if (!opts.training) {
     result = eval_forward(x, w, weight, bias, running_mean, running_var, conv, eps);
+  } else if (x->sizes[0] == 0) {
+    result = empty_batch_forward(x, w, weight, bias, conv);
   } else {
     const int64_t c_out = w->sizes[0];
     const tg_options o = {x->dtype, x->storage->device, false};
@@ -142,6 +157,11 @@ tg_tensor *tg_conv2d_batch_norm_composed(const tg_tensor *x, const tg_tensor *w,
                   &momentum) ||
       !tg__check(opts.training, TG_ERR_ARGUMENT, api, "training only"))
     return NULL;
+  if (x->sizes[0] == 0) {
+    tg_tensor *y = empty_batch_forward(x, w, weight, bias, conv);
+    if (!y) tg__error_prefix(api);
+    return y;
+  }
   const double M = (double)(x->sizes[0] * g.out_h * g.out_w);
   if (!tg__check(M > 1, TG_ERR_SHAPE, api,
                  "Expected more than 1 value per channel when training, got input size %s",

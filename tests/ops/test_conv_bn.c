@@ -137,6 +137,37 @@ TG_TEST(conv_bn, agrees_with_conv2d_then_batch_norm) {
   tg_generator_free(gen);
 }
 
+/* An empty batch in training: PyTorch's batch_norm gives an empty output and leaves the
+ * running statistics alone; so do the fused op, the composed one and tg_batch_norm. */
+TG_TEST(conv_bn, an_empty_batch_gives_an_empty_output) {
+  tg_generator *gen = tg_generator_new(26);
+  const tg_options o = {.dtype = TG_F64};
+  const tg_conv2d_opts conv = {.padding = {1, 1}};
+  tg_tensor *x = leaf(TG_SHAPE(0, 3, 5, 5), TG_F64, gen, 0);
+  tg_tensor *w = leaf(TG_SHAPE(4, 3, 3, 3), TG_F64, gen, 0);
+  tg_tensor *gamma = leaf(TG_SHAPE(4), TG_F64, gen, 1.0), *beta = leaf(TG_SHAPE(4), TG_F64, gen, 0);
+  tg_tensor *rm = tg_randn(TG_SHAPE(4), o, gen), *rv = tg_rand(TG_SHAPE(4), o, gen);
+  tg_tensor *rm0 = tg_clone(rm), *rv0 = tg_clone(rv);
+  for (int which = 0; which < 3; which++) {
+    tg_scope sc = tg_scope_begin();
+    const tg_conv_bn_options opts = {.training = true};
+    tg_tensor *y = which == 0 ? tg_conv2d_batch_norm(x, w, gamma, beta, rm, rv, &conv, opts)
+                   : which == 1
+                       ? tg_conv2d_batch_norm_composed(x, w, gamma, beta, rm, rv, &conv, opts)
+                       : tg_batch_norm(tg_conv2d(x, w, NULL, &conv), rm, rv, gamma, beta,
+                                       (tg_batch_norm_options){.training = true});
+    cr_assert_not_null(y, "%d: %s", which, tg_last_error_message());
+    tg_assert_sizes(y, 0, 4, 5, 5);
+    tg_assert_close(rm, rm0, 0, 0);
+    tg_assert_close(rv, rv0, 0, 0);
+    cr_assert_eq(tg_backward(tg_sum(y), NULL), TG_OK, "%d: %s", which, tg_last_error_message());
+    cr_assert_not_null(tg_grad(w));
+    cr_assert_eq(tg_max_abs_diff(tg_grad(w), tg_zeros_like(w)), 0.0); /* no image: no gradient */
+    tg_scope_end(sc);
+  }
+  tg_generator_free(gen);
+}
+
 TG_TEST(conv_bn, passes_its_opinfo_checks) {
   /* gradcheck in F64 of both formulas over the samples; double backward refused */
   tg_op_check_options opts = {.gradcheck = {.quiet = true}};
