@@ -21,26 +21,8 @@
 #include <string.h>
 
 #include "tg/tg.h"
+#include "rss.h"
 #include "timing.h"
-
-/* A field of /proc/self/status in bytes ("VmRSS:", "VmHWM:"); -1 if absent. */
-static long long proc_status_bytes(const char *field) {
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  long long kb = -1;
-  while (f && fgets(line, sizeof line, f))
-    if (strncmp(line, field, strlen(field)) == 0) kb = atoll(line + strlen(field));
-  if (f) fclose(f);
-  return kb < 0 ? -1 : kb * 1024;
-}
-
-/* Resets VmHWM to the current RSS (Linux 4.0+: "5" to clear_refs); false if it cannot. */
-static bool reset_peak(void) {
-  FILE *f = fopen("/proc/self/clear_refs", "w");
-  if (!f) return false;
-  const bool ok = fputs("5", f) >= 0;
-  return fclose(f) == 0 && ok;
-}
 
 typedef struct layer {
   tg_tensor *x, *w, *weight, *bias, *g;
@@ -128,8 +110,8 @@ int main(int argc, char **argv) {
   if (!y0 || tg_backward(tg_sum(y0), NULL) != TG_OK) return fail("warm-up step");
   tg_scope_end(warm);
   /* the graph's bytes, and the peak memory of one step */
-  const long long rss_before = proc_status_bytes("VmRSS:");
-  const bool peak_reset = reset_peak();
+  tg_bench_rss rss;
+  tg_bench_rss_start(&rss);
   tg_scope s = tg_scope_begin();
   tg_tensor *y = step(&l, which);
   if (!y) return fail("forward");
@@ -138,7 +120,8 @@ int main(int argc, char **argv) {
       tg_graph_saved_bytes(1, (const tg_tensor *const[]){y}, reference ? 2 : 4, leaves);
   if (tg_backward(y, l.g) != TG_OK) return fail("backward");
   tg_scope_end(s);
-  const long long peak = proc_status_bytes("VmHWM:");
+  /* -1 without the high-water mark's reset: ru_maxrss would include the process's past */
+  const int64_t growth = rss.reset ? tg_bench_rss_growth(&rss) : -1;
 
   const double t0 = (tg_bench_now_us() * 1e-3);
   for (int i = 0; i < iters; i++) {
@@ -150,8 +133,7 @@ int main(int argc, char **argv) {
   const double ms = ((tg_bench_now_us() * 1e-3) - t0) / iters;
   printf("impl=tg_%s size=%lldx%lldx%lldx%lld saved_bytes=%lld saved_beyond_inputs=%lld "
          "peak_rss_growth=%lld ms_per_step=%.3f threads=%d\n",
-         argv[1], n, c_in, c_out, hw, (long long)saved, (long long)beyond,
-         peak_reset && peak >= 0 && rss_before >= 0 ? peak - rss_before : -1LL, ms,
+         argv[1], n, c_in, c_out, hw, (long long)saved, (long long)beyond, (long long)growth, ms,
          tg_get_num_threads());
   return 0;
 }

@@ -15,7 +15,7 @@
  * with forward_us, backward_us (medians) and, for the first two, saved_bytes: what the
  * graph keeps for backward beyond the five inputs (tg_graph_saved_bytes), and on the CPU
  * rss_growth_bytes: the process's peak resident memory during the run over its resident
- * memory just before the first forward (see tg_bench_rss below).
+ * memory just before the first forward (tg_bench_rss, bench/rss.h).
  *
  *   lltm_bench [--iters N] [--threads 1,2] [--modes params,all] [--device cpu|cuda]
  *              [--impls composed,fused,gemms]
@@ -28,10 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "cli_parse.h"
 #include "tg/tg.h"
+#include "rss.h"
 #include "timing.h"
 
 #define MAX_LIST 16
@@ -177,58 +177,6 @@ static int parse_args(int argc, char **argv, options *o) {
     return cli_usage_error(me);
   }
   return 0;
-}
-
-/* ---- memory ----
- *
- * The peak resident memory of one implementation's run, forward and backward, as growth over
- * what the process holds just before its first forward (inputs made, libraries loaded). On
- * Linux the process's high-water mark is reset first (writing 5 to /proc/self/clear_refs sets
- * VmHWM to the current VmRSS), so the growth is this run's peak even after larger runs in the
- * same process: VmHWM after the last step minus VmRSS before the first. It counts what a step
- * really costs: the outputs, what the graph saves, temporaries, the leaves' .grad buffers and
- * pages the allocator kept from earlier steps only as far as they are touched again. Without
- * the reset it falls back to ru_maxrss before and after, which is only this run's peak when no
- * earlier run in the process went higher: bench/compare.py --rss runs one per process. */
-typedef struct tg_bench_rss {
-  bool reset;      /* the high-water mark was reset: VmHWM is this run's */
-  long long start; /* kB: VmRSS (reset) or ru_maxrss before the first forward; -1 unknown */
-} tg_bench_rss;
-
-/* A "Name:   123 kB" field of /proc/self/status in kB, or -1. */
-static long long proc_status_kb(const char *name) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f) return -1;
-  char line[256];
-  long long kb = -1;
-  const size_t n = strlen(name);
-  while (fgets(line, sizeof line, f))
-    if (strncmp(line, name, n) == 0 && line[n] == ':') {
-      if (sscanf(line + n + 1, "%lld", &kb) != 1) kb = -1;
-      break;
-    }
-  fclose(f);
-  return kb;
-}
-
-static long long max_rss_kb(void) {
-  struct rusage ru;
-  return getrusage(RUSAGE_SELF, &ru) == 0 ? (long long)ru.ru_maxrss : -1;
-}
-
-static void tg_bench_rss_start(tg_bench_rss *r) {
-  FILE *f = fopen("/proc/self/clear_refs", "w");
-  r->reset = f && fputs("5", f) >= 0;
-  if (f && fclose(f) != 0) r->reset = false;
-  r->start = r->reset ? proc_status_kb("VmRSS") : max_rss_kb();
-  if (r->start < 0) r->reset = false, r->start = max_rss_kb();
-}
-
-/* Bytes, or -1 when a reading failed. */
-static int64_t tg_bench_rss_growth(const tg_bench_rss *r) {
-  const long long peak = r->reset ? proc_status_kb("VmHWM") : max_rss_kb();
-  if (r->start < 0 || peak < 0) return -1;
-  return (int64_t)(peak > r->start ? peak - r->start : 0) * 1024;
 }
 
 /* ---- timing ---- */
