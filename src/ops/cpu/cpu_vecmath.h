@@ -91,6 +91,23 @@ static inline float tg_vf_d_elu(float z, float alpha) {
   return z > 0.0f ? 1.0f : neg;
 }
 
+/* issue 25, helper "pointwise": gelu's tanh form, its derivative and silu's derivative, in
+ * the formulas of ops/pointwise_math.h with tanh and exp from above. */
+static inline float tg_vf_gelu_tanh(float x) {
+  const float inner = 0.79788456080286535588f * (x + 0.044715f * (x * x * x));
+  return 0.5f * x * (1.0f + tg_vf_tanh(inner));
+}
+static inline float tg_vf_gelu_tanh_slope(float x) {
+  const float x_sq = x * x, x_cube = x_sq * x;
+  const float t = tg_vf_tanh(0.79788456080286535588f * (x + 0.044715f * x_cube));
+  const float inner_d = 0.79788456080286535588f * (1.0f + 3.0f * 0.044715f * x_sq);
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * inner_d;
+}
+static inline float tg_vf_silu_slope(float x) {
+  const float s = 1.0f / (1.0f + tg_vf_exp(-x));
+  return s * (1.0f + x * (1.0f - s));
+}
+
 /* Compiles a function for AVX-512, AVX2 and baseline x86-64, picked at load time. Not under
  * ThreadSanitizer: the clones' ifunc resolver is instrumented and runs while the executable
  * is relocated, before the TSan runtime is initialised (a crash at start-up). */
