@@ -91,17 +91,19 @@ static inline float tg_vf_d_elu(float z, float alpha) {
   return z > 0.0f ? 1.0f : neg;
 }
 
-/* issue 25, helper "pointwise": gelu's tanh form, its derivative and silu's derivative, in
- * the formulas of ops/pointwise_math.h with tanh and exp from above. */
+/* issue 25, helper "pointwise": gelu's tanh form and its derivative, written with
+ * 1 + tanh(u) = 2 sigmoid(2u) and 1 - tanh(u)^2 = 4 s (1 - s): the same functions as
+ * ops/pointwise_math.h's, but without the cancellation of 1 + tanh(u) for x < 0, which would
+ * turn tanh's few ulp into a large relative error of a small result. */
 static inline float tg_vf_gelu_tanh(float x) {
-  const float inner = 0.79788456080286535588f * (x + 0.044715f * (x * x * x));
-  return 0.5f * x * (1.0f + tg_vf_tanh(inner));
+  const float u = 0.79788456080286535588f * (x + 0.044715f * (x * x * x));
+  return x * tg_vf_sigmoid(2.0f * u);
 }
 static inline float tg_vf_gelu_tanh_slope(float x) {
-  const float x_sq = x * x, x_cube = x_sq * x;
-  const float t = tg_vf_tanh(0.79788456080286535588f * (x + 0.044715f * x_cube));
-  const float inner_d = 0.79788456080286535588f * (1.0f + 3.0f * 0.044715f * x_sq);
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * inner_d;
+  const float x_sq = x * x;
+  const float s = tg_vf_sigmoid(2.0f * 0.79788456080286535588f * (x + 0.044715f * (x_sq * x)));
+  const float du = 0.79788456080286535588f * (1.0f + 3.0f * 0.044715f * x_sq);
+  return s + 2.0f * x * (s * (1.0f - s)) * du;
 }
 static inline float tg_vf_silu_slope(float x) {
   const float s = 1.0f / (1.0f + tg_vf_exp(-x));
