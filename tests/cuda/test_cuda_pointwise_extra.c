@@ -6,21 +6,31 @@
 #include "cuda_testutil.h"
 
 enum { GELU, GELU_TANH, SILU, CLAMP, MAXIMUM, MINIMUM, CUMSUM, CUMSUM_0, LOGSUMEXP, NUM_OPS };
-static const char *const names[NUM_OPS] = {"gelu",    "gelu tanh", "silu",     "clamp",    "maximum",
-                                           "minimum", "cumsum 1",  "cumsum 0", "logsumexp"};
+static const char *const names[NUM_OPS] = {"gelu",     "gelu tanh", "silu",
+                                           "clamp",    "maximum",   "minimum",
+                                           "cumsum 1", "cumsum 0",  "logsumexp"};
 
 static tg_tensor *apply(int op, tg_tensor *x, tg_tensor *y) {
   static const int dims[] = {1};
   switch (op) {
-  case GELU: return tg_gelu(x, TG_GELU_NONE);
-  case GELU_TANH: return tg_gelu(x, TG_GELU_TANH);
-  case SILU: return tg_silu(x);
-  case CLAMP: return tg_clamp(x, -0.3, NAN);
-  case MAXIMUM: return tg_maximum(x, y);
-  case MINIMUM: return tg_minimum(x, y);
-  case CUMSUM: return tg_cumsum(x, 1);
-  case CUMSUM_0: return tg_cumsum(x, 0);
-  default: return tg_logsumexp(x, 1, dims, false);
+  case GELU:
+    return tg_gelu(x, TG_GELU_NONE);
+  case GELU_TANH:
+    return tg_gelu(x, TG_GELU_TANH);
+  case SILU:
+    return tg_silu(x);
+  case CLAMP:
+    return tg_clamp(x, -0.3, NAN);
+  case MAXIMUM:
+    return tg_maximum(x, y);
+  case MINIMUM:
+    return tg_minimum(x, y);
+  case CUMSUM:
+    return tg_cumsum(x, 1);
+  case CUMSUM_0:
+    return tg_cumsum(x, 0);
+  default:
+    return tg_logsumexp(x, 1, dims, false);
   }
 }
 
@@ -47,7 +57,8 @@ TG_CUDA_TEST(cuda_pointwise_extra, matches_the_cpu_forward_and_backward) {
         tg_tensor *cpu[3], *gpu[3];
         run(op, x.cpu, y.cpu, cpu);
         run(op, x.cuda, y.cuda, gpu);
-        cr_log_info("%s %s %s", names[op], tg_dtype_name(floating[d]), tg_layout_name((tg_layout)l));
+        cr_log_info("%s %s %s", names[op], tg_dtype_name(floating[d]),
+                    tg_layout_name((tg_layout)l));
         for (int r = 0; r < 3; r++) {
           cr_assert_eq(tg_tensor_device(gpu[r]).type, TG_CUDA);
           tg_assert_close(gpu[r], cpu[r], TG_RTOL(floating[d]), TG_ATOL(floating[d]));

@@ -26,8 +26,7 @@ static void check(double lo, double hi, const double *want, const double *want_g
 TG_TEST(clamp, values_and_gradient_as_pytorch) {
   check(-0.5, 0.5, (const double[]){-0.5, -0.5, 0, 0.5, 0.5, NAN},
         (const double[]){0, 0, 1, 0, 0, 0});
-  check(NAN, 0.5, (const double[]){-1, -0.5, 0, 0.5, 0.5, NAN},
-        (const double[]){1, 1, 1, 0, 0, 0});
+  check(NAN, 0.5, (const double[]){-1, -0.5, 0, 0.5, 0.5, NAN}, (const double[]){1, 1, 1, 0, 0, 0});
   check(-0.5, NAN, (const double[]){-0.5, -0.5, 0, 0.5, 1, NAN},
         (const double[]){0, 0, 1, 1, 1, 0});
   /* min > max: max everywhere, no gradient */
@@ -35,8 +34,8 @@ TG_TEST(clamp, values_and_gradient_as_pytorch) {
 }
 
 TG_TEST(clamp, signed_zeros_and_infinite_bounds) {
-  tg_tensor *x = tg_from_data(TG_SHAPE(3), (const double[]){-0.0, 0.0, INFINITY},
-                              TG_OPTS(.dtype = TG_F64));
+  tg_tensor *x =
+      tg_from_data(TG_SHAPE(3), (const double[]){-0.0, 0.0, INFINITY}, TG_OPTS(.dtype = TG_F64));
   tg_test_expect_ieee(tg_clamp(x, 0.0, 1.0), 3, (const double[]){-0.0, 0.0, 1.0}, 0);
   tg_test_expect_ieee(tg_clamp(x, -INFINITY, INFINITY), 3, (const double[]){-0.0, 0.0, INFINITY},
                       0);
@@ -59,8 +58,8 @@ TG_TEST(clamp, int64) {
 }
 
 TG_TEST(clamp, non_contiguous_input) {
-  tg_tensor *x = tg_t(tg_from_data(TG_SHAPE(2, 3), (const double[]){-2, -1, 0, 1, 2, 3},
-                                   TG_OPTS(.dtype = TG_F64)));
+  tg_tensor *x = tg_t(
+      tg_from_data(TG_SHAPE(2, 3), (const double[]){-2, -1, 0, 1, 2, 3}, TG_OPTS(.dtype = TG_F64)));
   tg_test_expect_values(tg_clamp(x, -1, 1), 6, (const double[]){-1, 1, -1, 1, 0, 1}, 0);
 }
 

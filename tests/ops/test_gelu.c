@@ -57,10 +57,8 @@ TG_TEST(gelu, values_and_two_derivatives_match_pytorch_in_f64) {
     tg_tensor *y = cases[c].fn(x);
     cr_assert(y, "%s: %s", cases[c].name, tg_last_error_message());
     tg_tensor *d1 = NULL, *d2 = NULL;
-    cr_assert_eq(grad_of(y, x, true, &d1), TG_OK, "%s",
-                 tg_last_error_message());
-    cr_assert_eq(grad_of(d1, x, false, &d2), TG_OK, "%s",
-                 tg_last_error_message());
+    cr_assert_eq(grad_of(y, x, true, &d1), TG_OK, "%s", tg_last_error_message());
+    cr_assert_eq(grad_of(d1, x, false, &d2), TG_OK, "%s", tg_last_error_message());
     cr_log_info("%s", cases[c].name);
     tg_test_expect_values(y, 6, cases[c].y, 4e-16);
     tg_test_expect_values(d1, 6, cases[c].d1, 4e-16);
@@ -144,8 +142,7 @@ static tg_status step(void *user, double *out, int *n_out) {
   if (st == TG_OK) st = append(y, out, n_out);
   if (st == TG_OK) st = clean(grad_of(y, x, true, &d1));
   if (st == TG_OK) st = append(d1, out, n_out);
-  if (st == TG_OK)
-    st = clean(grad_of(d1, x, false, &d2));
+  if (st == TG_OK) st = clean(grad_of(d1, x, false, &d2));
   if (st == TG_OK) st = append(d2, out, n_out);
   return x ? st : status_of(x);
 }

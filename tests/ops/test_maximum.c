@@ -28,22 +28,22 @@ TG_TEST(maximum, values_ties_and_gradients_as_pytorch) {
 
 TG_TEST(maximum, broadcasts_and_promotes) {
   tg_tensor *a = tg_from_data(TG_SHAPE(2, 1), (const int64_t[]){1, 4}, TG_OPTS(.dtype = TG_I64));
-  tg_tensor *b = tg_from_data(TG_SHAPE(3), (const float[]){0.5f, 2.5f, 5.0f},
-                              TG_OPTS(.dtype = TG_F32));
+  tg_tensor *b =
+      tg_from_data(TG_SHAPE(3), (const float[]){0.5f, 2.5f, 5.0f}, TG_OPTS(.dtype = TG_F32));
   tg_tensor *y = tg_maximum(a, b);
   cr_assert_eq(tg_tensor_dtype(y), TG_F32);
   tg_assert_sizes(y, 2, 3);
   tg_test_expect_values(y, 6, (const double[]){1, 2.5, 5, 4, 4, 5}, 0);
-  tg_tensor *ii = tg_minimum(a, tg_from_data(TG_SHAPE(1), (const int64_t[]){3},
-                                             TG_OPTS(.dtype = TG_I64)));
+  tg_tensor *ii =
+      tg_minimum(a, tg_from_data(TG_SHAPE(1), (const int64_t[]){3}, TG_OPTS(.dtype = TG_I64)));
   cr_assert_eq(tg_tensor_dtype(ii), TG_I64);
   tg_test_expect_values(ii, 2, (const double[]){1, 3}, 0);
   tg_assert_sizes(tg_maximum(tg_empty(TG_SHAPE(0, 3), TG_OPTS(.dtype = TG_F32)), b), 0, 3);
 }
 
 TG_TEST(maximum, in_place_and_non_contiguous) {
-  tg_tensor *a = tg_t(tg_from_data(TG_SHAPE(2, 2), (const double[]){1, 5, -2, 0},
-                                   TG_OPTS(.dtype = TG_F64)));
+  tg_tensor *a =
+      tg_t(tg_from_data(TG_SHAPE(2, 2), (const double[]){1, 5, -2, 0}, TG_OPTS(.dtype = TG_F64)));
   tg_tensor *b = tg_scalar(0.5, TG_OPTS(.dtype = TG_F64));
   cr_assert_eq(tg_maximum_(a, b), TG_OK);
   tg_test_expect_values(a, 4, (const double[]){1, 0.5, 5, 0.5}, 0);
