@@ -90,7 +90,8 @@ static inline TG_HOST_DEVICE int64_t tg_binary_minimum_i(int64_t a, int64_t b, i
   X(ABS, abs) X(RELU, relu) X(POW, pow_scalar) X(AFFINE, affine) X(MUL_SCALAR, mul_scalar)
 #define TG_BINARY_INT_KINDS(X)                                                                     \
   X(ADD, add)                                                                                      \
-  X(SUB, sub) X(MUL, mul) X(EQ, eq) X(NE, ne) X(GT, gt) X(GE, ge) X(LT, lt) X(LE, le)              \
-      X(MAXIMUM, maximum) X(MINIMUM, minimum)
+  X(SUB, sub)                                                                                      \
+  X(MUL, mul) X(EQ, eq) X(NE, ne) X(GT, gt) X(GE, ge) X(LT, lt) X(LE, le) X(MAXIMUM, maximum)      \
+      X(MINIMUM, minimum)
 
 #endif
