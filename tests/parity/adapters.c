@@ -484,6 +484,32 @@ static tg_status pt_dropout(PT_ARGS) {
   return one(out, nout, tg_dropout(in[0], p[0], ip[0] != 0, NULL));
 }
 
+/* ---- issue 25, pointwise (helper pointwise): gelu, silu, clamp, maximum, minimum, cumsum,
+ * logsumexp; p and ip as gen_refs.py's section lists them ---- */
+static tg_status pt_gelu(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_gelu(in[0], p[0] != 0 ? TG_GELU_TANH : TG_GELU_NONE));
+}
+UNARY(silu)
+static tg_status pt_clamp(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_clamp(in[0], p[0], p[1]));
+}
+BINARY(maximum)
+BINARY_(maximum)
+BINARY(minimum)
+BINARY_(minimum)
+static tg_status pt_cumsum(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_cumsum(in[0], (int)ip[0]));
+}
+static tg_status pt_logsumexp(PT_ARGS) {
+  PT_UNUSED;
+  int dims[PT_MAX_IP];
+  const int n = ints(ip + 1, nip - 1, dims);
+  return one(out, nout, tg_logsumexp(in[0], n, dims, ip[0] != 0));
+}
+
 #define ROW(name)                                                                                  \
   { #name, pt_##name }
 static const struct {
@@ -622,6 +648,17 @@ static const struct {
     ROW(layer_norm),
     ROW(group_norm),
     ROW(dropout),
+    /* issue 25, pointwise (helper pointwise) */
+    ROW(gelu),
+    ROW(silu),
+    ROW(silu_),
+    ROW(clamp),
+    ROW(maximum),
+    ROW(maximum_),
+    ROW(minimum),
+    ROW(minimum_),
+    ROW(cumsum),
+    ROW(logsumexp),
 };
 
 pt_fn pt_adapter(const char *op) {

@@ -1254,6 +1254,70 @@ def run_case(name, dt, c):
     return lines
 
 
+
+# ---- issue 25, pointwise (helper pointwise): gelu, silu, clamp, maximum, minimum, cumsum,
+# logsumexp. gelu's p[0]: 0 the erf form, 1 tanh. clamp's p: min, max (NaN: no bound).
+# cumsum's ip: dim. logsumexp's ip: keepdim, then the dims (none: every dim).
+def binary_inplace_via(fn):
+    """An in-place binary form torch lacks (maximum_): the out-of-place result copied in."""
+    def f(xs, p, ip):
+        t = inplace_target(xs[0])
+        r = fn(t.clone(), xs[1])
+        if not torch.can_cast(r.dtype, t.dtype):  # PyTorch's rule for its in-place ops
+            raise RuntimeError("result type %s can't be cast to %s" % (r.dtype, t.dtype))
+        t.copy_(r)
+        return (t,)
+    return f
+
+
+def clamp_f(xs, p, ip):
+    lo, hi = (None if math.isnan(v) else sc(v) for v in p)
+    return (torch.clamp(xs[0], lo, hi),)
+
+
+def cumsum_cases(dt):
+    out = []
+    for c in reduce_cases(False)(dt):
+        x = c["ins"][0].t
+        for dim in ((-1, 0) if x.dim() > 1 else (0,)):
+            out.append(case(c["tag"] + "/d=%d" % dim, c["ins"], ip=[dim]))
+    out.append(case("baddim", [vals([2, 3], 0, dt)], ip=[2]))
+    return out
+
+
+def logsumexp_cases(dt):
+    rows = torch.tensor([[-INF, -INF, -INF], [INF, 1.0, -2.0], [NAN, 1.0, 2.0], [INF, -INF, 0.0],
+                         [1e30 if dt == "f32" else 1e300, 1.0, -1.0]], dtype=DT[dt])
+    out = [case("all", [vals([3, 4], 1, dt)], ip=[0]),
+           case("rows=inf,nan", [rows], ip=[0, 1]),
+           case("rows=inf,nan/keep", [rows], ip=[1, 1]),
+           case("dims=0,2,keep", [vals([3, 4, 5], 2, dt)], ip=[1, 0, 2]),
+           case("lay=t", [In(vals([3, 4], 4, dt), "t")], ip=[0, 0]),
+           case("lay=s", [In(vals([3, 4], 5, dt), "s")], ip=[1, -1]),
+           case("lay=e0", [In(vals([3, 4], 3, dt)[:1].expand(3, 4), "e0")], ip=[0, 0]),
+           case("empty/dim=0", [vals([0, 3], 1, dt)], ip=[0, 0]),
+           case("empty/dim=1", [vals([0, 3], 1, dt)], ip=[0, 1]),
+           case("0d", [vals([], 3, dt)], ip=[0]),
+           case("x=edges", [edge_vec(dt)], ip=[0, 0]),
+           case("baddim", [vals([3, 4], 1, dt)], ip=[0, 2])]
+    if dt == "f64":
+        out.append(case("int", [vals([2, 3], 1).mul(4).long()], ip=[0, 1]))
+    return out
+
+
+op("gelu", lambda xs, p, ip: (F.gelu(xs[0], approximate="tanh" if p[0] else "none"),),
+   unary_cases(((0.0,), (1.0,))), 4)
+op("silu", U(F.silu), unary_cases(), 4)
+op("silu_", inplace_via(lambda x, p: F.silu(x)), unary_cases(per_value=False, inplace=True), 4)
+op("clamp", clamp_f, unary_cases(((-1.0, 2.0), (NAN, 0.5), (0.0, NAN), (2.0, -1.0))), 0)
+for name in ("maximum", "minimum"):
+    op(name, B(getattr(torch, name)), binary_cases(), 0)
+    op(name + "_", binary_inplace_via(getattr(torch, name)), binary_cases(inplace=True, all_edges=False), 0)
+op("cumsum", lambda xs, p, ip: (torch.cumsum(xs[0], ip[0]),), cumsum_cases, 4, "acc")
+op("logsumexp", lambda xs, p, ip: (torch.logsumexp(xs[0], dim=ip[1:] if len(ip) > 1 else
+                                                   list(range(xs[0].dim())), keepdim=bool(ip[0])),),
+   logsumexp_cases, 4, "acc")
+
 def main():
     """gen_refs.py [--out PATH] [--check]: --check compares with the committed refs.txt."""
     args = sys.argv[1:]
