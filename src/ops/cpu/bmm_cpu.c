@@ -1,0 +1,114 @@
+/* bmm.gemm on the CPU: one GEMM (tg_cpu_gemm, the one mm runs) per batch entry, on the
+ * operands' own strides (a batch dim expanded to stride 0 is read in place).
+ *
+ * Small GEMMs run one thread each, so a batch of them is split across tg's thread pool;
+ * large ones thread themselves (BLIS or the engine on the pool) and the batch runs in order.
+ * The border is TG_CPU_BMM_SPLIT_MAX_MACS (measured: bench/bmm_bench.c). */
+#include <stdatomic.h>
+
+#include "ops/cpu/cpu_internal.h"
+#include "ops/cpu/thread_pool.h"
+
+/* GEMMs below this many multiply-adds are split across the pool by batch entry. Above it,
+ * one GEMM keeps both cores busy on its own blocks. Measured on 2 cores, F32: 32 GEMMs of
+ * [256, 64] @ [64, 256] (4M each) ran ... */
+#define TG_CPU_BMM_SPLIT_MAX_MACS ((int64_t)1 << 24)
+/* Below this many multiply-adds in all, the pool's start costs more than a second thread
+ * saves (a GEMM of 2^16 takes about 10 us on one core). */
+#define TG_CPU_BMM_SPLIT_MIN_MACS ((int64_t)1 << 17)
+
+/* Batch entry `entry` of t [*, r, c] as a 2-D tensor over t's storage (no reference taken:
+ * lives on the caller's stack, for tg_cpu_gemm only). */
+static void matrix_of_entry(tg_tensor *m, const tg_tensor *t, int64_t entry) {
+  int64_t offset = t->offset;
+  for (int d = t->ndim - 3; d >= 0; d--) {
+    offset += entry % t->sizes[d] * t->strides[d];
+    entry /= t->sizes[d];
+  }
+  m->storage = t->storage;
+  m->dtype = t->dtype;
+  m->offset = offset;
+  m->ndim = 2;
+  for (int d = 0; d < 2; d++) {
+    m->sizes[d] = t->sizes[t->ndim - 2 + d];
+    m->strides[d] = t->strides[t->ndim - 2 + d];
+  }
+}
+
+typedef struct bmm_job {
+  tg_tensor *out;
+  const tg_tensor *a, *b;
+  int64_t entries, n_chunks;
+  atomic_int failed; /* the status of a GEMM that failed (its message stays on its thread) */
+} bmm_job;
+
+static tg_status gemm_entries(const bmm_job *job, int64_t begin, int64_t end) {
+  for (int64_t e = begin; e < end; e++) {
+    tg_tensor o = {0}, a = {0}, b = {0};
+    matrix_of_entry(&o, job->out, e);
+    matrix_of_entry(&a, job->a, e);
+    matrix_of_entry(&b, job->b, e);
+    tg_status st = tg_cpu_gemm(&o, &a, &b, 1.0, 0.0);
+    if (st != TG_OK) return st;
+  }
+  return TG_OK;
+}
+
+static void gemm_chunk(int64_t chunk, void *ctx) {
+  bmm_job *job = ctx;
+  const int64_t begin = job->entries * chunk / job->n_chunks;
+  const int64_t end = job->entries * (chunk + 1) / job->n_chunks;
+  const tg_status st = gemm_entries(job, begin, end);
+  if (st != TG_OK) atomic_store(&job->failed, (int)st);
+}
+
+static tg_status check_operands(const tg_tensor *out, const tg_tensor *a, const tg_tensor *b) {
+  const char *k = "bmm.gemm";
+  if ((out->dtype != TG_F32 && out->dtype != TG_F64) || a->dtype != out->dtype ||
+      b->dtype != out->dtype)
+    return tg_set_error(TG_ERR_DTYPE, "%s: dtypes %s, %s, %s (F32 or F64, all alike)", k,
+                        tg_dtype_name(out->dtype), tg_dtype_name(a->dtype),
+                        tg_dtype_name(b->dtype));
+  const int nd = out->ndim;
+  bool fits = nd >= 3 && a->ndim == nd && b->ndim == nd && a->sizes[nd - 1] == b->sizes[nd - 2] &&
+              out->sizes[nd - 2] == a->sizes[nd - 2] && out->sizes[nd - 1] == b->sizes[nd - 1];
+  for (int d = 0; fits && d < nd - 2; d++)
+    fits = a->sizes[d] == out->sizes[d] && b->sizes[d] == out->sizes[d];
+  if (!fits)
+    return tg_set_error(TG_ERR_SHAPE, "%s: out %s = a %s @ b %s does not fit", k,
+                        tg__sizes_str(out), tg__sizes_str(a), tg__sizes_str(b));
+  return TG_OK;
+}
+
+tg_status tg__kernel_bmm_gemm_cpu(int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY("bmm.gemm", n, 3);
+  tg_tensor *out = t[0];
+  const tg_tensor *a = t[1], *b = t[2];
+  tg_status st = check_operands(out, a, b);
+  if (st != TG_OK) return st;
+  const int nd = out->ndim;
+  const int64_t entries = tg__numel(nd - 2, out->sizes);
+  const int64_t m = out->sizes[nd - 2], n_cols = out->sizes[nd - 1], k = a->sizes[nd - 1];
+  if (entries == 0 || m == 0 || n_cols == 0) return TG_OK;
+  if (k == 0) return tg_cpu_fill(out, 0); /* empty sums */
+  if ((st = tg_cpu_blis_ready("bmm.gemm")) != TG_OK) return st;
+
+  bmm_job job = {out, a, b, entries, 1, 0};
+  int64_t macs;
+  if (tg__mul_ovf(m, n_cols, &macs) || tg__mul_ovf(macs, k, &macs)) macs = INT64_MAX;
+  int64_t total;
+  if (tg__mul_ovf(macs, entries, &total)) total = INT64_MAX;
+  const bool split = entries > 1 && macs < TG_CPU_BMM_SPLIT_MAX_MACS &&
+                     tg_cpu_should_parallelize(total, TG_CPU_BMM_SPLIT_MIN_MACS);
+  if (!split) return gemm_entries(&job, 0, entries);
+  job.n_chunks = tg_cpu_chunk_count(entries);
+  tg_cpu_parallel_for(job.n_chunks, gemm_chunk, &job);
+  const tg_status failed = (tg_status)atomic_load(&job.failed);
+  if (failed == TG_OK) return TG_OK;
+  /* A failure in the caller's chunk is recorded here already; a worker's stayed there. */
+  return tg_last_error() == failed
+             ? failed
+             : tg_set_error(failed, "bmm.gemm: a batch entry's GEMM failed on a worker (%s)",
+                            failed == TG_ERR_MEMORY ? "out of memory for an operand's copy"
+                                                    : tg_status_name(failed));
+}
