@@ -3,7 +3,7 @@
  *
  * Small GEMMs run one thread each, so a batch of them is split across tg's thread pool;
  * large ones thread themselves (BLIS or the engine on the pool) and the batch runs in order.
- * The border is TG_CPU_BMM_SPLIT_MAX_MACS (measured: bench/bmm_bench.c). */
+ * The border is TG_CPU_BMM_SPLIT_MAX_MACS (bench/bmm_bench.c times it). */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -11,9 +11,13 @@
 #include "ops/cpu/thread_pool.h"
 #include "tensor/host_memory.h"
 
-/* GEMMs below this many multiply-adds are split across the pool by batch entry. Above it,
- * one GEMM keeps both cores busy on its own blocks. Measured on 2 cores, F32: 32 GEMMs of
- * [256, 64] @ [64, 256] (4M each) ran ... */
+/* GEMMs below this many multiply-adds are split across the pool by batch entry; at and above
+ * it each GEMM threads itself. Below TG_CPU_GEMM_PARALLEL_MIN_MACS (4M) a GEMM runs one thread
+ * anyway, so there the split is the only parallelism; between 4M and 16M (attention's
+ * [256, 64] @ [64, 256] is exactly 4M) whole GEMMs per thread skip BLIS's per-product team
+ * and join, and one-thread GEMMs may run on libxsmm. Not yet timed on a quiet machine (the
+ * 2-core host ran at a load of 8-10: both ways within its noise); measure with
+ * `bmm_bench --threads 2` against TG_CPU_PARALLEL_MIN=1000000000000 (no split). */
 #define TG_CPU_BMM_SPLIT_MAX_MACS ((int64_t)1 << 24)
 /* Below this many multiply-adds in all, the pool's start costs more than a second thread
  * saves (a GEMM of 2^16 takes about 10 us on one core). */
