@@ -109,3 +109,31 @@ TG_CUDA_TEST(cuda_bmm, cublas_failure_is_reported) {
   cr_assert(tg_bmm(a.cuda, b.cuda), "%s", tg_last_error_message());
 }
 #endif
+
+/* ---- allocation failures: every host allocation of a batched step on cuda:0 ---- */
+#include "alloc_sweep.h"
+
+static tg_status cuda_bmm_step(void *user, double *out, int *n_out) {
+  (void)user;
+  tg_tensor *q =
+      tg_arange(0, 24, 1, TG_OPTS(.dtype = TG_F64, .device = TG_CUDA0, .requires_grad = true));
+  tg_tensor *k =
+      tg_arange(0, 16, 1, TG_OPTS(.dtype = TG_F64, .device = TG_CUDA0, .requires_grad = true));
+  tg_tensor *lq = q ? tg_reshape(q, TG_SHAPE(2, 3, 4)) : NULL;
+  tg_tensor *lk = k ? tg_reshape(k, TG_SHAPE(2, 2, 4)) : NULL;
+  tg_status st = status_of(lk);
+  tg_tensor *s = st == TG_OK ? tg_matmul(lq, tg_transpose(lk, 1, 2)) : NULL;
+  tg_tensor *y =
+      s ? tg_masked_fill(s, tg_triu(tg_ones(TG_SHAPE(3, 2), TG_OPTS(.device = TG_CUDA0)), 1), 0)
+        : NULL;
+  if (st == TG_OK) st = status_of(y);
+  if (st == TG_OK) st = append(y, out, n_out);
+  if (st == TG_OK) st = clean(tg_backward(tg_sum(tg_mul(y, y)), NULL));
+  if (st == TG_OK) st = append(tg_grad(q), out, n_out);
+  if (st == TG_OK) st = append(tg_grad(k), out, n_out);
+  return st;
+}
+
+TG_CUDA_TEST(cuda_bmm, allocation_failures) {
+  sweep("batched matmul step on cuda:0", cuda_bmm_step, NULL);
+}

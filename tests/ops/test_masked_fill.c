@@ -60,3 +60,23 @@ TG_TEST(masked_fill, errors) {
   cr_assert_null(tg_masked_fill(x, NULL, 0));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_masked_fill: mask is NULL");
 }
+
+/* ---- allocation failures ---- */
+#include "alloc_sweep.h"
+
+static tg_status fill_step(void *user, double *out, int *n_out) {
+  (void)user;
+  tg_tensor *x = tg_arange(0, 6, 1, TG_OPTS(.dtype = TG_F64, .requires_grad = true));
+  tg_tensor *m = tg_from_data(TG_SHAPE(3), (const int64_t[]){1, 0, 1}, TG_OPTS(.dtype = TG_I64));
+  tg_tensor *x2 = x && m ? tg_reshape(x, TG_SHAPE(2, 3)) : NULL;
+  tg_tensor *y = x2 ? tg_masked_fill(x2, m, -1) : NULL;
+  tg_status st = status_of(y);
+  if (st == TG_OK) st = append(y, out, n_out);
+  if (st == TG_OK) st = clean(tg_backward(tg_sum(tg_mul(y, y)), NULL));
+  if (st == TG_OK) st = append(tg_grad(x), out, n_out);
+  return st;
+}
+
+TG_TEST(masked_fill, allocation_failures) {
+  sweep("masked_fill forward and backward", fill_step, NULL);
+}

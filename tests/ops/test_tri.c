@@ -87,3 +87,21 @@ TG_TEST(tri, errors) {
   cr_assert_null(tg_triu(NULL, 0));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_triu: x is NULL");
 }
+
+/* ---- allocation failures ---- */
+#include "alloc_sweep.h"
+
+static tg_status tri_step(void *user, double *out, int *n_out) {
+  (void)user;
+  tg_tensor *x = tg_arange(0, 24, 1, TG_OPTS(.dtype = TG_F64, .requires_grad = true));
+  tg_tensor *x3 = x ? tg_reshape(x, TG_SHAPE(2, 3, 4)) : NULL;
+  tg_tensor *lo = x3 ? tg_tril(x3, 0) : NULL, *up = lo ? tg_triu(x3, 1) : NULL;
+  tg_status st = status_of(up);
+  if (st == TG_OK) st = append(lo, out, n_out);
+  if (st == TG_OK) st = append(up, out, n_out);
+  if (st == TG_OK) st = clean(tg_backward(tg_add(tg_sum(lo), tg_sum(tg_mul(up, up))), NULL));
+  if (st == TG_OK) st = append(tg_grad(x), out, n_out);
+  return st;
+}
+
+TG_TEST(tri, allocation_failures) { sweep("tril and triu forward and backward", tri_step, NULL); }
