@@ -104,8 +104,9 @@ static tg_status gemm_entries(const bmm_job *job, int64_t begin, int64_t end) {
 
 static void gemm_chunk(int64_t chunk, void *ctx) {
   bmm_job *job = ctx;
-  const int64_t begin = job->entries * chunk / job->n_chunks;
-  const int64_t end = job->entries * (chunk + 1) / job->n_chunks;
+  const int64_t rest = job->entries - 1; /* entry 0 ran on the caller */
+  const int64_t begin = 1 + rest * chunk / job->n_chunks;
+  const int64_t end = 1 + rest * (chunk + 1) / job->n_chunks;
   const tg_status st = gemm_entries(job, begin, end);
   if (st != TG_OK) atomic_store(&job->failed, (int)st);
 }
@@ -152,7 +153,10 @@ tg_status tg__kernel_bmm_gemm_cpu(int n, tg_tensor *const *t) {
                                 tg_get_num_threads() == 1 || tg_cpu_contended();
   job.copy_b = copy_b_row_major(b, one_thread_gemms);
   if (!split) return gemm_entries(&job, 0, entries);
-  job.n_chunks = tg_cpu_chunk_count(entries);
+  /* The first entry on the caller: what a first GEMM sets up once (BLIS's thread count, the
+   * engine choice, which may calibrate) is then never done from inside a pool chunk. */
+  if ((st = gemm_entries(&job, 0, 1)) != TG_OK) return st;
+  job.n_chunks = tg_cpu_chunk_count(entries - 1);
   tg_cpu_parallel_for(job.n_chunks, gemm_chunk, &job);
   const tg_status failed = (tg_status)atomic_load(&job.failed);
   if (failed == TG_OK) return TG_OK;
