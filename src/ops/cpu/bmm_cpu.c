@@ -15,9 +15,11 @@
  * it each GEMM threads itself. Below TG_CPU_GEMM_PARALLEL_MIN_MACS (4M) a GEMM runs one thread
  * anyway, so there the split is the only parallelism; between 4M and 16M (attention's
  * [256, 64] @ [64, 256] is exactly 4M) whole GEMMs per thread skip BLIS's per-product team
- * and join, and one-thread GEMMs may run on libxsmm. Not yet timed on a quiet machine (the
- * 2-core host ran at a load of 8-10: both ways within its noise); measure with
- * `bmm_bench --threads 2` against TG_CPU_PARALLEL_MIN=1000000000000 (no split). */
+ * and join, and one-thread GEMMs may run on libxsmm. bench/bmm_bench.c, 2 threads, F32,
+ * [8, 4, 256, 64] (the shared 2-core host at a load average of 6, so rough): q @ k^T forward
+ * 7.5-8.5 ms split against 14.4-14.5 ms with each GEMM threading itself
+ * (TG_CPU_PARALLEL_MIN=1000000000000), forward + backward 28-33 against 39-57; p @ v 8.6-13.6
+ * against 8.8-9.5 forward, 29-40 against 38-41 with backward. Not timed on a quiet machine. */
 #define TG_CPU_BMM_SPLIT_MAX_MACS ((int64_t)1 << 24)
 /* Below this many multiply-adds in all, the pool's start costs more than a second thread
  * saves (a GEMM of 2^16 takes about 10 us on one core). */
