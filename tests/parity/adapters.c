@@ -510,6 +510,25 @@ static tg_status pt_logsumexp(PT_ARGS) {
   return one(out, nout, tg_logsumexp(in[0], n, dims, ip[0] != 0));
 }
 
+/* ---- issue 25, helper bmm: batched matmul, bmm, tril/triu, masked_fill ---- */
+BINARY(bmm)
+static tg_status pt_matmul_batched(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_matmul(in[0], in[1]));
+}
+static tg_status pt_tril(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_tril(in[0], ip[0]));
+}
+static tg_status pt_triu(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_triu(in[0], ip[0]));
+}
+static tg_status pt_masked_fill(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_masked_fill(in[0], in[1], p[0]));
+}
+
 #define ROW(name)                                                                                  \
   { #name, pt_##name }
 static const struct {
@@ -659,6 +678,12 @@ static const struct {
     ROW(minimum_),
     ROW(cumsum),
     ROW(logsumexp),
+    /* issue 25, helper bmm */
+    ROW(bmm),
+    ROW(matmul_batched),
+    ROW(tril),
+    ROW(triu),
+    ROW(masked_fill),
 };
 
 pt_fn pt_adapter(const char *op) {

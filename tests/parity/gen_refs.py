@@ -1167,6 +1167,87 @@ op("group_norm", lambda xs, p, ip: (F.group_norm(xs[0], ip[0], xs[1], xs[2], p[0
 op("dropout", lambda xs, p, ip: (F.dropout(xs[0], p[0], bool(ip[0])),), dropout_cases, 0)
 
 
+# ---- issue 25, helper bmm: batched matmul, bmm, tril/triu, masked_fill (tg/ops.h) ----
+def bmm_cases(dt):
+    e = edge_vec(dt)
+    n = e.numel()
+    ea = torch.stack([e, e.flip(0)]).reshape(2, 1, n)
+    out = [case("3d", [vals([2, 3, 4], 1, dt), vals([2, 4, 5], 2, dt)]),
+           case("lay=t,t", [In(vals([2, 3, 4], 1, dt), "t"), In(vals([2, 4, 5], 2, dt), "t")]),
+           case("lay=s,c", [In(vals([2, 3, 4], 1, dt), "s"), vals([2, 4, 2], 2, dt)]),
+           case("a=edges", [ea, vals([2, n, 2], 2, dt)]),
+           case("k=0", [vals([2, 3, 0], 1, dt), vals([2, 0, 4], 2, dt)]),
+           case("batch=0", [vals([0, 3, 4], 1, dt), vals([0, 4, 2], 2, dt)]),
+           case("badbatch", [vals([2, 3, 4], 1, dt), vals([3, 4, 5], 2, dt)]),
+           case("badinner", [vals([2, 3, 4], 1, dt), vals([2, 3, 5], 2, dt)]),
+           case("2d", [vals([3, 4], 1, dt), vals([4, 5], 2, dt)])]
+    if dt == "f64":
+        out.append(case("promote", [vals([2, 3, 4], 1, "f32"), vals([2, 4, 5], 2, "f64")]))
+    return out
+
+
+def matmul_batched_cases(dt):
+    e = edge_vec(dt)
+    n = e.numel()
+    out = [case("3d@2d", [vals([2, 3, 4], 1, dt), vals([4, 5], 2, dt)]),
+           case("3d@1d", [vals([2, 3, 4], 1, dt), vals([4], 2, dt)]),
+           case("1d@3d", [vals([4], 1, dt), vals([2, 4, 3], 2, dt)]),
+           case("2d@3d", [vals([3, 4], 1, dt), vals([2, 4, 5], 2, dt)]),
+           case("4d@3d/bcast", [vals([2, 1, 3, 4], 1, dt), vals([5, 4, 2], 2, dt)]),
+           case("4d@4d/bcast", [vals([2, 1, 3, 4], 1, dt), vals([1, 3, 4, 2], 2, dt)]),
+           case("qk^T", [vals([2, 2, 3, 4], 1, dt), In(vals([2, 2, 4, 3], 2, dt), "t")]),
+           case("lay=e0", [In(vals([2, 3, 4], 1, dt), "e0", False), vals([2, 4, 2], 2, dt)]),
+           case("lay=s,t", [In(vals([2, 3, 4], 1, dt), "s"), In(vals([4, 2], 2, dt), "t")]),
+           case("a=edges", [torch.stack([e, e.flip(0)]).reshape(2, 1, n), vals([n, 3], 2, dt)]),
+           case("k=0", [vals([2, 3, 0], 1, dt), vals([0, 4], 2, dt)]),
+           case("batch=0", [vals([0, 3, 4], 1, dt), vals([2, 1, 4, 5], 2, dt)]),
+           case("badbatch", [vals([2, 3, 4], 1, dt), vals([3, 4, 5], 2, dt)]),
+           case("badinner", [vals([2, 3, 4], 1, dt), vals([5, 2], 2, dt)])]
+    if dt == "f64":
+        out.append(case("promote", [vals([2, 3, 4], 1, "f32"), vals([4, 5], 2, "f64")]))
+    return out
+
+
+def tri_cases(dt):
+    e = edge_vec(dt)
+    out = [case("d=%d" % d, [vals([3, 4], 1, dt)], ip=[d]) for d in (-1, 0, 2, -5, 9)]
+    out += [case("batched", [vals([2, 3, 4], 1, dt)], ip=[1]),
+            case("edges", [e.reshape(3, -1)], ip=[0], gp="cycz"),
+            case("lay=t", [In(vals([4, 3], 1, dt), "t")], ip=[-1]),
+            case("empty", [vals([0, 3], 1, dt)], ip=[0]),
+            case("1d", [vals([3], 1, dt)], ip=[0])]
+    if dt == "f64":
+        out.append(case("i64", [vals([3, 4], 1, dt).mul(4).long()], ip=[0]))
+    return out
+
+
+def masked_fill_cases(dt):
+    e = edge_vec(dt)
+    n = e.numel()
+    c0 = lambda t: In(t, "c", False)
+    alt = full([n], 0.0, dt)
+    alt[::2] = 1.0
+    out = [case("edges", [e, c0(alt)], p=[-INF], gp="cycz"),
+           case("edges/value=nan", [e, c0(alt.flip(0))], p=[NAN]),
+           case("mask=edges", [vals([n], 1, dt), c0(e)], p=[2.5]),
+           case("bcast=row", [vals([3, 4], 1, dt), c0(vals([4], 3, dt))], p=[0.5]),
+           case("bcast=col,lay=t", [In(vals([3, 4], 1, dt), "t"), c0(vals([3, 1], 3, dt))], p=[-1]),
+           case("mask=i64", [vals([2, 3], 1, dt), c0(vals([3], 3, dt).mul(4).long())], p=[7]),
+           case("empty", [vals([0, 4], 1, dt), c0(vals([4], 3, dt))], p=[1]),
+           case("badshape", [vals([3, 4], 1, dt), c0(vals([3, 4, 1], 3, dt))], p=[1]),
+           case("badbcast", [vals([3, 4], 1, dt), c0(vals([3], 3, dt))], p=[1])]
+    if dt == "f64":
+        out.append(case("x=i64", [vals([3], 1, dt).mul(4).long(), c0(vals([3], 3, dt))], p=[-3]))
+    return out
+
+
+op("bmm", B(torch.bmm), bmm_cases, 4, "acc")
+op("matmul_batched", B(torch.matmul), matmul_batched_cases, 4, "acc")
+op("tril", lambda xs, p, ip: (torch.tril(xs[0], ip[0]),), tri_cases, 0)
+op("triu", lambda xs, p, ip: (torch.triu(xs[0], ip[0]),), tri_cases, 0)
+op("masked_fill", lambda xs, p, ip: (xs[0].masked_fill(xs[1].bool(), p[0]),), masked_fill_cases, 0)
+
+
 # ---- running and writing ------------------------------------------------------------------
 
 
