@@ -30,7 +30,7 @@ tg_adamw_options tg_adamw_defaults(void); /* PyTorch's defaults, above */
 tg_optimizer *tg_adamw_new(int n_params, tg_tensor *const *params, tg_adamw_options opts);
 /* Over every parameter of m, by dotted name (as tg_adam_for). */
 tg_optimizer *tg_adamw_for(const tg_module *m, tg_adamw_options opts);
-/* Over every parameter of m in two groups, as llm.c and nanoGPT do: group 0 holds the
+/* Over every parameter of m in two groups, as karpathy/llm.c and nanoGPT do: group 0 holds the
  * parameters of 2 or more dims (matmul weights, embeddings) with opts.weight_decay, group 1
  * the others (biases, norm weights) with weight_decay 0; each in m's order, by dotted name.
  * A group may be empty (a module without biases). Both take opts.lr. */
@@ -95,7 +95,7 @@ tg_status tg_clip_grad_norm(int n_params, tg_tensor *const *params, double max_n
  * tg_lr_scheduler_step. For each group with base lr b, at step s:
  *   step:   b * gamma^floor(s / step_size)           (StepLR, its closed form)
  *   lambda: b * fn(s, user)                          (LambdaLR: fn is a factor)
- *   cosine with linear warmup (llm.c's and nanoGPT's get_lr; no PyTorch class):
+ *   cosine with linear warmup (karpathy/llm.c's and nanoGPT's get_lr; no PyTorch class):
  *     s < warmup_steps:  b * (s + 1) / warmup_steps
  *     s >= total_steps:  min_lr
  *     otherwise:         min_lr + 0.5 * (1 + cos(pi * r)) * (b - min_lr),

@@ -1,5 +1,5 @@
 /* Learning-rate schedules (tg/optim.h): torch.optim.lr_scheduler's StepLR and LambdaLR, and
- * llm.c's / nanoGPT's cosine with linear warmup. Each lr is a closed form of the step and
+ * karpathy/llm.c's / nanoGPT's cosine with linear warmup. Each lr is a closed form of the step and
  * the group's base lr, so jumping to a step (a resumed run) gives the lrs of the run that
  * never stopped. */
 #include <math.h>
