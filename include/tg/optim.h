@@ -47,9 +47,10 @@ tg_optimizer *tg_adamw_for_decay_split(const tg_module *m, tg_adamw_options opts
  * made from a list ("3", "4", ...) as torch's state_dict numbers them. Checked
  * (TG_ERR_ARGUMENT naming the argument): each parameter a floating leaf that requires grad, in
  * no other group and only once; lr > 0 (0 is refused: a field left out of a designated
- * initializer would silently freeze the group; use NAN to inherit); weight_decay >= 0.
- * n_params may be 0 (an empty group). All or nothing. A checkpoint keeps the state per
- * parameter name, not the groups: an optimizer loading one is built with the same groups
+ * initializer would silently freeze the group; use NAN to inherit); weight_decay >= 0; a
+ * new state name ("3") that a parameter of the optimizer already has (a module's parameter
+ * named "3") is refused. n_params may be 0 (an empty group). All or nothing. A checkpoint keeps the
+ * state per parameter name, not the groups: an optimizer loading one is built with the same groups
  * (and a schedule sets the lrs again: tg_lr_scheduler_set_step). */
 typedef struct tg_param_group_options {
   double lr;           /* NAN: inherit */

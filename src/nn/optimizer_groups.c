@@ -84,7 +84,14 @@ static tg_status fill_new(const char *fn, const tg_optimizer *opt, grown *g, int
   for (int i = 0; i < n; i++) {
     char index[16];
     snprintf(index, sizeof index, "%d", old + i);
-    if (!(g->names[old + i] = tg__host_strdup(names ? names[i] : index)))
+    const char *name = names ? names[i] : index;
+    for (int j = 0; j < old + i; j++) /* the state is keyed by name */
+      if (strcmp(j < old ? opt->names[j] : g->names[j], name) == 0)
+        return tg_set_error(TG_ERR_ARGUMENT,
+                            "%s: a parameter named \"%s\" is already in the optimizer (state is "
+                            "kept by name)",
+                            fn, name);
+    if (!(g->names[old + i] = tg__host_strdup(name)))
       return tg_set_error(TG_ERR_MEMORY, "%s: out of memory", fn);
   }
   if (!tg__opt_adam_like(opt->kind)) return TG_OK;

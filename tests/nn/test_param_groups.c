@@ -260,5 +260,14 @@ TG_TEST(param_groups, errors_are_named) {
   cr_assert_eq(tg_optimizer_set_group_lr(opt, 3, 0.1), TG_ERR_ARGUMENT);
   tg_expect_error(TG_ERR_ARGUMENT, "group 3 out of range");
   tg_optimizer_free(opt);
+
+  /* state is kept by name: an index name that a module's parameter already has is refused */
+  tg_module *m = tg_module_new("m");
+  cr_assert_eq(tg_module_register_parameter(m, "1", p.W), TG_OK);
+  opt = tg_sgd_for(m, (tg_sgd_options){.lr = 0.1});
+  cr_assert_eq(tg_optimizer_add_param_group(opt, 1, &p.b, inherit), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "a parameter named \"1\" is already in the optimizer");
+  tg_optimizer_free(opt);
+  tg_module_free(m);
   problem_free(&p);
 }
