@@ -128,5 +128,7 @@
 /* the fused Conv2d + BatchNorm2d (issue 24) */
 #include "conv_bn.h"
 #include "conv_bn_layer.h"
+/* indexing along a dim: gather, scatter_add, index_select, topk, ... (issue 25, helper "index") */
+#include "index.h"
 
 #endif
