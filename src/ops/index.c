@@ -114,7 +114,9 @@ tg_status tg__fwd_gather(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **ou
   return gather_kernel(ctx, in, out);
 }
 
-static tg_status scatter_add_kernel(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out);
+static tg_status scatter_into_zeros_kernel(tg_ctx *ctx, const tg_tensor *const *in,
+                                           tg_tensor **out);
+static tg_status bwd_scatter_into_zeros(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi);
 
 /* The ops as the backwards apply them: same names and backwards, forwards without the checks
  * (not in the registry, so only this file reaches them). */
@@ -126,21 +128,23 @@ static const tg_op_desc unchecked_gather = {
     .backward = tg__bwd_gather,
     .flags = TG__OP_BUILTIN,
 };
-static const tg_op_desc unchecked_scatter_add = {
+
+/* scatter_add into zeros it makes itself (the backwards' form: no copy of a zero x): inputs
+ * index, src; ints: dim, then the output's sizes. Named as the op it computes. */
+static const tg_op_desc scatter_add_into_zeros = {
     .name = "scatter_add",
-    .n_inputs = 3,
+    .n_inputs = 2,
     .n_outputs = 1,
-    .forward = TG__ON_EVERY_DEVICE(scatter_add_kernel),
-    .backward = tg__bwd_scatter_add,
+    .forward = TG__ON_EVERY_DEVICE(scatter_into_zeros_kernel),
+    .backward = bwd_scatter_into_zeros,
     .flags = TG__OP_BUILTIN,
 };
 
 tg_tensor *tg__scatter_add_into_zeros(int ndim, const int64_t *sizes, int dim,
                                       const tg_tensor *index, const tg_tensor *src) {
-  tg_tensor *zeros = tg_zeros(ndim, sizes, options_of(src, src->dtype));
-  return zeros ? tg_apply1_ex(&unchecked_scatter_add, TG__IN(zeros, index, src), TG__NO_SC,
-                              TG__INTS(dim))
-               : NULL;
+  int64_t ints[1 + TG_MAX_DIMS] = {dim};
+  for (int d = 0; d < ndim; d++) ints[1 + d] = sizes[d];
+  return tg_apply1_ex(&scatter_add_into_zeros, TG__IN(index, src), TG__NO_SC, 1 + ndim, ints);
 }
 
 /* d x = the gradient added into the places it was read from. */
@@ -170,20 +174,38 @@ tg_tensor *tg_gather(const tg_tensor *x, int dim, const tg_tensor *index) {
 
 /* ---- scatter_add ---- */
 
-static tg_status scatter_add_kernel(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  const int dim = (int)tg_ctx_int(ctx, 0);
-  tg_kernel_fn kernel =
-      tg__kernel("tg_scatter_add", "scatter_add.along_last", in[0]->storage->device);
-  tg_tensor *o = kernel ? fresh_copy(in[0]) : NULL;
-  tg_tensor *o1 = o ? tg__index_at_least_1d(o) : NULL;
-  tg_tensor *index = o1 ? tg__index_at_least_1d(in[1]) : NULL;
-  tg_tensor *src = index ? tg__index_at_least_1d(in[2]) : NULL;
+/* o[.., index[..], ..] += src[..] along dim, o fresh (its elements distinct); index saved. */
+static tg_status scatter_into(tg_ctx *ctx, tg_tensor *o, const tg_tensor *index_in,
+                              const tg_tensor *src_in, int dim) {
+  tg_kernel_fn kernel = tg__kernel("tg_scatter_add", "scatter_add.along_last", o->storage->device);
+  tg_tensor *o1 = kernel ? tg__index_at_least_1d(o) : NULL;
+  tg_tensor *index = o1 ? tg__index_at_least_1d(index_in) : NULL;
+  tg_tensor *src = index ? tg__index_at_least_1d(src_in) : NULL;
   tg_tensor *on = src ? narrow_to(o1, index->sizes, dim) : NULL;
   tg_tensor *sn = on ? narrow_to(src, index->sizes, -1) : NULL;
   tg_tensor *ol = sn ? dim_last(on, dim) : NULL, *sl = ol ? dim_last(sn, dim) : NULL;
   tg_tensor *il = sl ? dim_last(index, dim) : NULL;
   if (!il || kernel(3, (tg_tensor *const[]){ol, sl, il}) != TG_OK ||
-      tg_ctx_save_for_backward(ctx, 1, &in[1]) != TG_OK)
+      tg_ctx_save_for_backward(ctx, 1, &index_in) != TG_OK)
+    return tg_last_error();
+  return TG_OK;
+}
+
+static tg_status scatter_add_kernel(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  tg_tensor *o = fresh_copy(in[0]);
+  if (!o || scatter_into(ctx, o, in[1], in[2], (int)tg_ctx_int(ctx, 0)) != TG_OK)
+    return tg_last_error();
+  out[0] = o;
+  return TG_OK;
+}
+
+static tg_status scatter_into_zeros_kernel(tg_ctx *ctx, const tg_tensor *const *in,
+                                           tg_tensor **out) {
+  const int nd = tg_ctx_num_ints(ctx) - 1;
+  int64_t sizes[TG_MAX_DIMS];
+  for (int d = 0; d < nd; d++) sizes[d] = tg_ctx_int(ctx, 1 + d);
+  tg_tensor *o = tg_zeros(nd, sizes, options_of(in[1], in[1]->dtype));
+  if (!o || scatter_into(ctx, o, in[0], in[1], (int)tg_ctx_int(ctx, 0)) != TG_OK)
     return tg_last_error();
   out[0] = o;
   return TG_OK;
@@ -214,17 +236,12 @@ tg_status tg__fwd_scatter_add(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor
   return scatter_add_kernel(ctx, in, out);
 }
 
-/* d x = g; d src = g read back at index (zero where index does not reach src). */
-tg_status tg__bwd_scatter_add(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
-  if (tg_ctx_needs_input_grad(ctx, 0)) {
-    gi[0] = tg__scoped(tg_retain(g[0]));
-    if (!gi[0]) return tg_last_error();
-  }
-  if (!tg_ctx_needs_input_grad(ctx, 2)) return TG_OK;
+/* d src = g read back at index (zero where index does not reach src), src being input k. */
+static tg_status src_gradient(tg_ctx *ctx, const tg_tensor *g, int k, tg_tensor **gi) {
   tg_tensor *index = tg_ctx_saved(ctx, 0);
-  const int nd = tg_ctx_input_ndim(ctx, 2);
-  const int64_t *src_sizes = tg_ctx_input_sizes(ctx, 2);
-  tg_tensor *picked = index ? tg_apply1_ex(&unchecked_gather, TG__IN(g[0], index), TG__NO_SC,
+  const int nd = tg_ctx_input_ndim(ctx, k);
+  const int64_t *src_sizes = tg_ctx_input_sizes(ctx, k);
+  tg_tensor *picked = index ? tg_apply1_ex(&unchecked_gather, TG__IN(g, index), TG__NO_SC,
                                            TG__INTS(tg_ctx_int(ctx, 0)))
                             : NULL;
   if (picked && nd && !picked->ndim) picked = tg__index_at_least_1d(picked);
@@ -236,8 +253,21 @@ tg_status tg__bwd_scatter_add(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor 
     }
     picked = tg_pad(picked, 2 * nd, pad, (tg_pad_options){TG_PAD_CONSTANT, 0.0});
   }
-  gi[2] = picked && !nd ? tg_reshape(picked, 0, NULL) : picked;
-  return gi[2] ? TG_OK : tg_last_error();
+  gi[k] = picked && !nd ? tg_reshape(picked, 0, NULL) : picked;
+  return gi[k] ? TG_OK : tg_last_error();
+}
+
+/* d x = g; d src = g read back at index. */
+tg_status tg__bwd_scatter_add(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  if (tg_ctx_needs_input_grad(ctx, 0)) {
+    gi[0] = tg__scoped(tg_retain(g[0]));
+    if (!gi[0]) return tg_last_error();
+  }
+  return tg_ctx_needs_input_grad(ctx, 2) ? src_gradient(ctx, g[0], 2, gi) : TG_OK;
+}
+
+static tg_status bwd_scatter_into_zeros(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg_ctx_needs_input_grad(ctx, 1) ? src_gradient(ctx, g[0], 1, gi) : TG_OK;
 }
 
 tg_tensor *tg_scatter_add(const tg_tensor *x, int dim, const tg_tensor *index,

@@ -83,8 +83,6 @@ tg_status tg__fwd_index_select(tg_ctx *ctx, const tg_tensor *const *in, tg_tenso
   return index_select_kernel(ctx, in, out);
 }
 
-static tg_status index_add_kernel(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out);
-
 static const tg_op_desc unchecked_index_select = {
     .name = "index_select",
     .n_inputs = 2,
@@ -93,12 +91,18 @@ static const tg_op_desc unchecked_index_select = {
     .backward = tg__bwd_index_select,
     .flags = TG__OP_BUILTIN,
 };
-static const tg_op_desc unchecked_index_add = {
+
+/* index_add into zeros it makes itself (index_select's backward: no copy of a zero x): inputs
+ * index, src; ints: dim, then the output's sizes. Named as the op it computes. */
+static tg_status index_add_into_zeros_kernel(tg_ctx *ctx, const tg_tensor *const *in,
+                                             tg_tensor **out);
+static tg_status bwd_index_add_into_zeros(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi);
+static const tg_op_desc index_add_into_zeros = {
     .name = "index_add",
-    .n_inputs = 3,
+    .n_inputs = 2,
     .n_outputs = 1,
-    .forward = TG__ON_EVERY_DEVICE(index_add_kernel),
-    .backward = tg__bwd_index_add,
+    .forward = TG__ON_EVERY_DEVICE(index_add_into_zeros_kernel),
+    .backward = bwd_index_add_into_zeros,
     .flags = TG__OP_BUILTIN,
 };
 
@@ -106,11 +110,10 @@ static const tg_op_desc unchecked_index_add = {
 tg_status tg__bwd_index_select(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   if (!tg_ctx_needs_input_grad(ctx, 0)) return TG_OK;
   tg_tensor *index = tg_ctx_saved(ctx, 0);
-  tg_tensor *zeros = index ? tg_zeros(tg_ctx_input_ndim(ctx, 0), tg_ctx_input_sizes(ctx, 0),
-                                      options_of(g[0], g[0]->dtype))
-                           : NULL;
-  gi[0] = zeros ? tg_apply1_ex(&unchecked_index_add, TG__IN(zeros, index, g[0]), TG__SC(1.0),
-                               TG__INTS(tg_ctx_int(ctx, 0)))
+  const int nd = tg_ctx_input_ndim(ctx, 0);
+  int64_t ints[1 + TG_MAX_DIMS] = {tg_ctx_int(ctx, 0)};
+  for (int d = 0; d < nd; d++) ints[1 + d] = tg_ctx_input_sizes(ctx, 0)[d];
+  gi[0] = index ? tg_apply1_ex(&index_add_into_zeros, TG__IN(index, g[0]), TG__NO_SC, 1 + nd, ints)
                 : NULL;
   return gi[0] ? TG_OK : tg_last_error();
 }
@@ -127,21 +130,41 @@ tg_tensor *tg_index_select(const tg_tensor *x, int dim, const tg_tensor *index) 
 
 /* ---- index_add ---- */
 
-static tg_status index_add_kernel(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
-  const tg_tensor *x = in[0];
-  const int dim = (int)tg_ctx_int(ctx, 0);
-  const double alpha = tg_ctx_scalar(ctx, 0);
-  tg_kernel_fn kernel = tg__kernel("tg_index_add", "index_add.rows", x->storage->device);
-  tg_tensor *o = kernel ? tg_empty(x->ndim, x->sizes, options_of(x, x->dtype)) : NULL;
-  if (o && tg_copy_(o, x) != TG_OK) return tg_last_error();
-  tg_tensor *src = o && alpha != 1.0 ? tg_mul_scalar(in[2], alpha) : (tg_tensor *)in[2];
-  tg_tensor *index = o && src ? flat_index(in[1]) : NULL;
+/* o's slices index[m] along dim += alpha * src's slices m, o fresh; index saved. */
+static tg_status index_add_into(tg_ctx *ctx, tg_tensor *o, const tg_tensor *index_in,
+                                const tg_tensor *src_in, int dim, double alpha) {
+  tg_kernel_fn kernel = tg__kernel("tg_index_add", "index_add.rows", o->storage->device);
+  tg_tensor *src = !kernel        ? NULL
+                   : alpha != 1.0 ? tg_mul_scalar(src_in, alpha)
+                                  : (tg_tensor *)src_in;
+  tg_tensor *index = src ? flat_index(index_in) : NULL;
   tg_tensor *o3 = index ? as_3d(o, dim) : NULL;
   tg_tensor *s3 =
       o3 ? tg_reshape(src, 3, (const int64_t[]){o3->sizes[0], index->sizes[0], o3->sizes[2]})
          : NULL;
   if (!s3 || kernel(3, (tg_tensor *const[]){o3, s3, index}) != TG_OK ||
-      tg_ctx_save_for_backward(ctx, 1, &in[1]) != TG_OK)
+      tg_ctx_save_for_backward(ctx, 1, &index_in) != TG_OK)
+    return tg_last_error();
+  return TG_OK;
+}
+
+static tg_status index_add_kernel(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **out) {
+  const tg_tensor *x = in[0];
+  tg_tensor *o = tg_empty(x->ndim, x->sizes, options_of(x, x->dtype));
+  if (!o || tg_copy_(o, x) != TG_OK ||
+      index_add_into(ctx, o, in[1], in[2], (int)tg_ctx_int(ctx, 0), tg_ctx_scalar(ctx, 0)) != TG_OK)
+    return tg_last_error();
+  out[0] = o;
+  return TG_OK;
+}
+
+static tg_status index_add_into_zeros_kernel(tg_ctx *ctx, const tg_tensor *const *in,
+                                             tg_tensor **out) {
+  const int nd = tg_ctx_num_ints(ctx) - 1;
+  int64_t sizes[TG_MAX_DIMS];
+  for (int d = 0; d < nd; d++) sizes[d] = tg_ctx_int(ctx, 1 + d);
+  tg_tensor *o = tg_zeros(nd, sizes, options_of(in[1], in[1]->dtype));
+  if (!o || index_add_into(ctx, o, in[0], in[1], (int)tg_ctx_int(ctx, 0), 1.0) != TG_OK)
     return tg_last_error();
   out[0] = o;
   return TG_OK;
@@ -170,21 +193,30 @@ tg_status tg__fwd_index_add(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor *
   return index_add_kernel(ctx, in, out);
 }
 
+/* d src = alpha * the gradient's slices at index, src being input k. */
+static tg_status src_gradient(tg_ctx *ctx, const tg_tensor *g, int k, double alpha,
+                              tg_tensor **gi) {
+  tg_tensor *index = tg_ctx_saved(ctx, 0);
+  tg_tensor *picked = index ? tg_apply1_ex(&unchecked_index_select, TG__IN(g, index), TG__NO_SC,
+                                           TG__INTS(tg_ctx_int(ctx, 0)))
+                            : NULL;
+  if (picked && alpha != 1.0) picked = tg_mul_scalar(picked, alpha);
+  gi[k] = picked ? tg_reshape(picked, tg_ctx_input_ndim(ctx, k), tg_ctx_input_sizes(ctx, k)) : NULL;
+  return gi[k] ? TG_OK : tg_last_error();
+}
+
 /* d x = g; d src = alpha * the gradient's slices at index. */
 tg_status tg__bwd_index_add(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
   if (tg_ctx_needs_input_grad(ctx, 0)) {
     gi[0] = tg__scoped(tg_retain(g[0]));
     if (!gi[0]) return tg_last_error();
   }
-  if (!tg_ctx_needs_input_grad(ctx, 2)) return TG_OK;
-  const double alpha = tg_ctx_scalar(ctx, 0);
-  tg_tensor *index = tg_ctx_saved(ctx, 0);
-  tg_tensor *picked = index ? tg_apply1_ex(&unchecked_index_select, TG__IN(g[0], index), TG__NO_SC,
-                                           TG__INTS(tg_ctx_int(ctx, 0)))
-                            : NULL;
-  if (picked && alpha != 1.0) picked = tg_mul_scalar(picked, alpha);
-  gi[2] = picked ? tg_reshape(picked, tg_ctx_input_ndim(ctx, 2), tg_ctx_input_sizes(ctx, 2)) : NULL;
-  return gi[2] ? TG_OK : tg_last_error();
+  return tg_ctx_needs_input_grad(ctx, 2) ? src_gradient(ctx, g[0], 2, tg_ctx_scalar(ctx, 0), gi)
+                                         : TG_OK;
+}
+
+static tg_status bwd_index_add_into_zeros(tg_ctx *ctx, const tg_tensor *const *g, tg_tensor **gi) {
+  return tg_ctx_needs_input_grad(ctx, 1) ? src_gradient(ctx, g[0], 1, 1.0, gi) : TG_OK;
 }
 
 tg_tensor *tg_index_add(const tg_tensor *x, int dim, const tg_tensor *index, const tg_tensor *src,
