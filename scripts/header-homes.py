@@ -32,6 +32,8 @@ HOMES = {
     "conv_bn_layer.h": "nn",
     # AdamW, parameter groups, clipping, LR schedules (issue 25, helper optim)
     "optim.h": "nn",
+    # indexing along a dim (issue 25, helper "index")
+    "index.h": "ops",
 }
 
 

@@ -130,5 +130,7 @@
 #include "conv_bn_layer.h"
 /* AdamW, parameter groups, clip_grad_norm, LR schedules (issue 25, helper optim) */
 #include "optim.h"
+/* indexing along a dim: gather, scatter_add, index_select, topk, ... (issue 25, helper "index") */
+#include "index.h"
 
 #endif

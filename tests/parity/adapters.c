@@ -527,6 +527,43 @@ static tg_status pt_triu(PT_ARGS) {
 static tg_status pt_masked_fill(PT_ARGS) {
   PT_UNUSED;
   return one(out, nout, tg_masked_fill(in[0], in[1], p[0]));
+/* ---- indexing along a dim (issue 25, helper "index"): include/tg/index.h ---- */
+static tg_status pt_gather(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_gather(in[0], (int)ip[0], in[1]));
+}
+static tg_status pt_scatter_add(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_scatter_add(in[0], (int)ip[0], in[1], in[2]));
+}
+static tg_status pt_index_select(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_index_select(in[0], (int)ip[0], in[1]));
+}
+static tg_status pt_index_add(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_index_add(in[0], (int)ip[0], in[1], in[2], p[0]));
+}
+/* ip: k, dim, largest, sorted */
+static tg_status pt_topk(PT_ARGS) {
+  PT_UNUSED;
+  *nout = 0;
+  tg_status st = tg_topk(in[0], ip[0], (int)ip[1], ip[2] != 0, ip[3] != 0, &out[0], &out[1]);
+  if (st == TG_OK) *nout = 2;
+  return st;
+}
+/* ip: has_dim (0: TG_ALL_DIMS), dim, keepdim */
+static tg_status pt_argmax(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_argmax(in[0], ip[0] ? (int)ip[1] : TG_ALL_DIMS, ip[2] != 0));
+}
+static tg_status pt_argmin(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_argmin(in[0], ip[0] ? (int)ip[1] : TG_ALL_DIMS, ip[2] != 0));
+}
+static tg_status pt_one_hot(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_one_hot(in[0], ip[0]));
 }
 
 #define ROW(name)                                                                                  \
@@ -684,6 +721,15 @@ static const struct {
     ROW(tril),
     ROW(triu),
     ROW(masked_fill),
+    /* indexing along a dim (issue 25, helper "index") */
+    ROW(gather),
+    ROW(scatter_add),
+    ROW(index_select),
+    ROW(index_add),
+    ROW(topk),
+    ROW(argmax),
+    ROW(argmin),
+    ROW(one_hot),
 };
 
 pt_fn pt_adapter(const char *op) {
