@@ -30,6 +30,8 @@ HOMES = {
     # the fused Conv2d + BatchNorm2d (issue 24, helper "convbn") and its layer
     "conv_bn.h": "ops",
     "conv_bn_layer.h": "nn",
+    # issue 25, fused attention (helper "attn")
+    "attention.h": "ops",
 }
 
 

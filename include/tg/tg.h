@@ -128,5 +128,7 @@
 /* the fused Conv2d + BatchNorm2d (issue 24) */
 #include "conv_bn.h"
 #include "conv_bn_layer.h"
+/* issue 25, fused attention (helper "attn") */
+#include "attention.h"
 
 #endif
