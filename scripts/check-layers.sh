@@ -75,6 +75,7 @@ public_layer() {
   tg/norm.h) echo ops ;; # issue 24, normalization family (helper norm)
   tg/conv_bn.h) echo ops ;; # the fused Conv2d + BatchNorm2d (issue 24)
   tg/conv_bn_layer.h) echo nn ;; # its layer
+  tg/attention.h) echo ops ;; # issue 25, fused attention (helper "attn")
   *) echo unknown ;;
   esac
 }
