@@ -6,6 +6,7 @@
  * is tests/cuda/test_cuda_attention.c. */
 #include <math.h>
 
+#include "ops/cpu/attention_fma_cpu.h"
 #include "testutil.h"
 #include "tg/attention.h"
 
@@ -109,6 +110,14 @@ TG_TEST(attention, agrees_with_the_composed_ops) {
     check_against_composed(&cases[i], TG_F64);
     check_against_composed(&cases[i], TG_F32);
   }
+}
+
+TG_TEST(attention, the_portable_tile_product_agrees_too) {
+  /* F32 runs the AVX2 + FMA tile product where the CPU has it; the portable one otherwise */
+  tg__attention_fma_allow(false);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    check_against_composed(&cases[i], TG_F32);
+  tg__attention_fma_allow(true);
 }
 
 TG_TEST(attention, agrees_on_large_scores) {

@@ -174,7 +174,7 @@ static tg_status job_of(const char *kernel, attn_job *j, const tg_tensor *q, con
     return tg_set_error(TG_ERR_ARGUMENT, "%s: params must be F64 [%d]", kernel,
                         (int)TG_ATTN_NUM_PARAMS);
   j->f64 = dtype == TG_F64;
-  j->fma = !j->f64 && tg__attention_fma_supported();
+  j->fma = !j->f64 && tg__attention_fma_in_use();
   j->n = tg_size(q, 0);
   j->tq = tg_size(q, 1);
   j->d = tg_size(q, 2);

@@ -6,7 +6,17 @@
  * only after a CPU check, so the rest of the library keeps the baseline instruction set. */
 #include "ops/cpu/attention_fma_cpu.h"
 
+#include <stdatomic.h>
+
 #include "ops/cpu/cpu_features.h"
+
+static atomic_bool fma_allowed = true;
+
+void tg__attention_fma_allow(bool allowed) { atomic_store(&fma_allowed, allowed); }
+
+bool tg__attention_fma_in_use(void) {
+  return atomic_load(&fma_allowed) && tg__attention_fma_supported();
+}
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
