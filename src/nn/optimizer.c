@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "nn/module_impl.h"
+#include "nn/optimizer_fused.h"
 #include "nn/optimizer_impl.h"
 #include "tg/optim.h"
 #include "ops/backend.h"
@@ -273,17 +274,28 @@ static void replace_state(tg_tensor **slot, tg_tensor *next) {
 /* All or nothing: every update is computed out of place first, and only when all of them
  * exist are they written (a copy into each parameter, which allocates nothing, and a move
  * of the state), so a step that fails, out of memory say, leaves the parameters, the state
- * and the step counts as they were and can simply be retried. */
+ * and the step counts as they were and can simply be retried. Adam's and AdamW's parameters
+ * that the fused kernel takes (optimizer_fused.h) are not computed out of place: after every
+ * other update exists, the kernel writes them in place, allocating nothing. */
 tg_status tg_optimizer_step(tg_optimizer *opt) {
   if (!opt) return tg_set_error(TG_ERR_ARGUMENT, "tg_optimizer_step: opt is NULL");
   update *updates = tg__host_calloc((size_t)opt->n, sizeof *updates);
-  if (!updates) return tg_set_error(TG_ERR_MEMORY, "tg_optimizer_step: out of memory");
+  tg_kernel_fn *fused = updates ? tg__host_calloc((size_t)opt->n, sizeof *fused) : NULL;
+  if (!fused) {
+    tg__host_free(updates);
+    return tg_set_error(TG_ERR_MEMORY, "tg_optimizer_step: out of memory");
+  }
   tg_status st = TG_OK;
   tg_no_grad_begin();
   tg_scope scope = tg_scope_begin();
+  tg_tensor *fused_params = NULL;
   for (int i = 0; i < opt->n && st == TG_OK; i++) {
     tg_tensor *g = tg_grad(opt->params[i]);
     if (!g) continue;
+    if ((fused[i] = tg__adam_fused_kernel(opt, i, g))) {
+      if (!fused_params && !(fused_params = tg__adam_fused_params())) st = tg_last_error();
+      continue;
+    }
     const optimizer_group *grp = &opt->groups[opt->group_of[i]];
     st = opt->kind == OPT_SGD ? sgd_update(opt, i, g, grp, &updates[i])
                               : adam_update(opt, i, g, grp, &updates[i]);
@@ -292,17 +304,24 @@ tg_status tg_optimizer_step(tg_optimizer *opt) {
   }
   for (int i = 0; i < opt->n && st == TG_OK; i++) {
     update *u = &updates[i];
-    if (!u->param) continue;
     tg_tensor *p = opt->params[i];
-    st = tg__backend("tg_optimizer_step", p->storage->device)->copy(p, u->param);
-    if (st != TG_OK) break; /* a device error, not memory: nothing tg can undo */
-    tg__bump_version(p);    /* a graph that saved p refuses to backward through it now */
-    replace_state(&opt->state1[i], u->state1);
-    replace_state(&opt->state2[i], u->state2);
+    if (fused[i]) {
+      st = tg__adam_fused_run(opt, i, fused[i], fused_params);
+      if (st != TG_OK) break; /* a device error, not memory: nothing tg can undo */
+    } else if (u->param) {
+      st = tg__backend("tg_optimizer_step", p->storage->device)->copy(p, u->param);
+      if (st != TG_OK) break;
+      replace_state(&opt->state1[i], u->state1);
+      replace_state(&opt->state2[i], u->state2);
+    } else {
+      continue;
+    }
+    tg__bump_version(p); /* a graph that saved p refuses to backward through it now */
     opt->steps[i]++;
   }
   tg_scope_end(scope);
   tg_no_grad_end();
+  tg__host_free(fused);
   tg__host_free(updates);
   return st;
 }
