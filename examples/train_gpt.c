@@ -7,7 +7,7 @@
  *             [--text PATH | --random-tokens N] [--sequential] [--csv PATH] [--plot PNG]
  *             [--checkpoint PATH [--checkpoint-every N]] [--resume] [--sample N
  *             [--prompt TEXT] [--temperature X]] [--save-init PATH] [--llmc-dir DIR]
- *             [--check] [--expect-below X] [--quiet]
+ *             [--val-windows N] [--check] [--expect-below X] [--quiet]
  *
  * Batches are B windows of T+1 tokens at random places in the first 90% of the tokens
  * (picked with a tg_generator, saved in the checkpoint, so --resume continues bit for bit),
@@ -34,14 +34,13 @@
 #include "tg/tg.h"
 
 #define PROG "train_gpt"
-#define VAL_WINDOWS_MAX 256 /* the validation loss: at most this many windows of T */
 /* --check: what training must gain over the first step, in nats per token (the first loss
  * is about log V; on a text the unigram entropy is reached only after many more steps). */
 #define CHECK_MARGIN 1.0
 
 typedef struct options {
   long long layers, heads, channels, seq, batch, vocab, steps, threads, seed;
-  long long random_tokens, checkpoint_every, sample, log_every;
+  long long random_tokens, checkpoint_every, sample, log_every, val_windows;
   double lr, temperature, expect_below;
   int f64, composed, sequential, resume, check, quiet;
   const char *text, *csv, *plot, *checkpoint, *prompt, *save_init, *llmc_dir;
@@ -78,6 +77,8 @@ static void usage(FILE *f) {
              "  --save-init PATH     write the initial state (safetensors) before training\n"
              "  --llmc-dir DIR       write llm.c's files there before training: model.bin\n"
              "                       (initial weights), train.bin and val.bin (the tokens)\n"
+             "  --val-windows N      windows of T held-out tokens the validation loss takes\n"
+             "                       (default 256, fewer where the text has fewer)\n"
              "  --log-every N        steps between progress lines when not on a terminal\n"
              "  --check              fail unless the final validation loss is 1 nat below the\n"
              "                       first training loss\n"
@@ -113,6 +114,7 @@ enum {
   OPT_SAVE_INIT,
   OPT_LLMC_DIR,
   OPT_LOG_EVERY,
+  OPT_VAL_WINDOWS,
   OPT_CHECK,
   OPT_EXPECT_BELOW,
   OPT_QUIET,
@@ -149,6 +151,8 @@ static long long *int_option(options *o, int c, const char **name, long long *lo
     return *name = "--sample", *lo = 0, *hi = 100000000, &o->sample;
   case OPT_LOG_EVERY:
     return *name = "--log-every", *hi = 100000000, &o->log_every;
+  case OPT_VAL_WINDOWS:
+    return *name = "--val-windows", *hi = 100000000, &o->val_windows;
   default:
     return NULL;
   }
@@ -184,6 +188,7 @@ static int parse_options(int argc, char **argv, options *o) {
       {"save-init", required_argument, 0, OPT_SAVE_INIT},
       {"llmc-dir", required_argument, 0, OPT_LLMC_DIR},
       {"log-every", required_argument, 0, OPT_LOG_EVERY},
+      {"val-windows", required_argument, 0, OPT_VAL_WINDOWS},
       {"check", no_argument, 0, OPT_CHECK},
       {"expect-below", required_argument, 0, OPT_EXPECT_BELOW},
       {"quiet", no_argument, 0, OPT_QUIET},
@@ -390,11 +395,11 @@ static int train_step(run *r, const options *o, const gpt_data *d, long long ste
   return st == TG_OK ? 1 : fail("training step");
 }
 
-/* Mean loss over consecutive windows of the held-out tokens (at most VAL_WINDOWS_MAX). */
+/* Mean loss over consecutive windows of the held-out tokens (at most --val-windows). */
 static int validate(run *r, const options *o, const gpt_data *d) {
   int64_t T = o->seq, first = d->n_train, per_batch = o->batch;
   int64_t n_windows = (d->n - first - 1) / T;
-  if (n_windows > VAL_WINDOWS_MAX) n_windows = VAL_WINDOWS_MAX;
+  if (n_windows > o->val_windows) n_windows = o->val_windows;
   int64_t *starts = malloc(sizeof *starts * (size_t)per_batch);
   double sum = 0;
   tg_status st = starts ? TG_OK : tg_set_error(TG_ERR_MEMORY, PROG ": out of memory");
@@ -653,6 +658,7 @@ int main(int argc, char **argv) {
       .temperature = 0.8,
       .text = "/usr/share/common-licenses/GPL-3",
       .prompt = "The ",
+      .val_windows = 256,
   };
   int parsed = parse_options(argc, argv, &o);
   if (parsed <= 0) return parsed == 0 ? 0 : CLI_EXIT_USAGE;
