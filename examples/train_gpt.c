@@ -437,9 +437,9 @@ static int sample_tokens(run *r, const options *o, const gpt_data *d) {
   tg_generator *g = tg_generator_new((uint64_t)o->seed + 2);
   tg_status st = ctx && probs && g ? TG_OK : tg_set_error(TG_ERR_MEMORY, PROG ": out of memory");
   int64_t n = 0;
-  if (d->unigram == d->unigram) /* a text: the prompt's bytes are tokens */
+  if (st == TG_OK && !isnan(d->unigram)) /* a text: the prompt's bytes are tokens */
     for (int64_t i = 0; i < plen; i++) ctx[n++] = (unsigned char)o->prompt[i];
-  if (n == 0) ctx[n++] = d->tokens[0];
+  if (st == TG_OK && n == 0) ctx[n++] = d->tokens[0];
   printf("\n--- sample (%lld tokens, temperature %g) ---\n", o->sample, o->temperature);
   for (int64_t i = 0; i < n; i++) put_token(ctx[i]);
   tg_no_grad_begin();
@@ -508,7 +508,7 @@ static void plot(const options *o, const gpt_data *d, const run *r, long long st
   fprintf(g, "set xrange [%lld:%lld]\n", start, o->steps);
   fprintf(g, "plot %.6f with lines dt 2 lc 'gray' title 'log V (uniform guess)'",
           log((double)o->vocab));
-  if (d->unigram == d->unigram)
+  if (!isnan(d->unigram))
     fprintf(g, ", %.6f with lines dt 3 lc 'black' title 'unigram entropy'", d->unigram);
   fprintf(g, ", '-' with lines lw 1.5 title 'training loss (mean of 50)', "
              "'-' with linespoints pt 7 title 'validation loss'\n");
@@ -605,7 +605,7 @@ static int report(const options *o, const gpt_data *d, run *r, long long start, 
     printf("final train loss %.17g (last step)\n", r->loss);
   }
   printf("final val loss %.17g nats/token", r->val_loss);
-  if (d->unigram == d->unigram)
+  if (!isnan(d->unigram))
     printf(" = %.3f x the unigram entropy (%.4f)", r->val_loss / d->unigram, d->unigram);
   printf("\npeak RSS %.1f MB\nwall time %.1f s\n", (double)peak_rss_bytes() / 1e6, wall);
   int ok = 1;
