@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds and tests tg, from any directory:
 #   1. build-test/: Release with TG_WERROR=ON, every Criterion test through ctest;
-#   2. build-asan/: ASan+UBSan (TG_SANITIZE=ON), the same tests, then again with BLIS's haswell
-#      and (on AVX-512 CPUs) skx kernels. UBSan errors fail their test.
+#   2. build-asan/: ASan+UBSan (TG_SANITIZE=ON), the same tests, then the GEMM suites (label
+#      gemm) again with BLIS's haswell and (on AVX-512 CPUs) skx kernels. UBSan errors fail
+#      their test.
 #      ASan reports, leaks included, go to files that are checked and printed here: Criterion
 #      ignores a worker's exit status once its test has passed, so a leak alone fails nothing;
 #   3. build-tsan/: the threading tests under ThreadSanitizer (scripts/test-tsan.sh);
@@ -46,11 +47,6 @@ cmake --build build-test -j"$jobs"
 # Checks of the sources themselves (format, layers, docs): the Release pass runs them; a
 # sanitizer adds nothing to them.
 static_checks='^(format|check_layers.*|api_doc_current|doc_paths.*)$'
-no_kernels='^(test_blis_(guard|kernels)|test_(npy|safetensors|file_io|tensor_dict|jit.*|extension.*))$'
-no_kernels+='|^(npy_interop|safetensors_interop|dlpack_torch|extension_second_copy)$'
-# tg_dist's transport, module checks and faults move bytes between processes; its DDP tests
-# (dist_ddp_np*, dist_ddp_cuda_emu_*) train a model and stay in.
-no_kernels+='|^(dist_(collectives|module|user_mpi|fault|cuda_emu)_.*|dist_(ddp_fault|unsupported))$'
 
 if [ "$quick" -eq 0 ]; then
   step "build-asan/ (ASan + UBSan)"
@@ -64,10 +60,10 @@ if [ "$quick" -eq 0 ]; then
     ASAN_OPTIONS="detect_leaks=1:log_path=$logs/asan${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
     UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
     ctest --output-on-failure --no-tests=error -j"$jobs" -E "$static_checks") || status=$?
-  # The suite again on the other BLIS kernel sets this CPU runs (test_blis_guard and
-  # test_blis_kernels already choose sets themselves), less what runs no CPU kernel: file
-  # formats, the Python interop, extension loading, the JIT and tg_dist's transport.
-  # BLIS_ARCH_TYPE takes numbers only.
+  # The suites whose ops run GEMMs (label gemm) again on the other BLIS kernel sets this CPU
+  # runs; test_blis_guard and test_blis_kernels already sweep every set and engine
+  # themselves, and the rest of the suite runs no BLIS kernel. BLIS_ARCH_TYPE takes numbers
+  # only.
   flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
   sets=()
   [[ " $flags " == *" avx2 "* && " $flags " == *" fma "* ]] && sets+=("3 haswell")
@@ -80,7 +76,7 @@ if [ "$quick" -eq 0 ]; then
       BLIS_ARCH_TYPE=${set% *} \
       ASAN_OPTIONS="detect_leaks=1:log_path=$logs/asan-${set#* }${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
       UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
-      ctest --output-on-failure --no-tests=error -j"$jobs" -E "$static_checks|$no_kernels") ||
+      ctest --output-on-failure --no-tests=error -j"$jobs" -L gemm) ||
       status=$?
   done
   check_reports "$logs" "sanitizer" || status=1

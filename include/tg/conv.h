@@ -31,12 +31,24 @@ typedef enum tg_conv_padding_mode {
   TG_CONV_PADDING_SAME,
 } tg_conv_padding_mode;
 
+/* What the padding holds: torch.nn.Conv1d/Conv2d's padding_mode ("zeros", "reflect",
+ * "replicate", "circular"). Other than zeros, x is padded first (tg_pad's reflect and
+ * replicate, or wrapped around) and convolved without padding, as PyTorch's layers do: the
+ * same numbers and gradients. Reflect needs each pad < the dim's size, circular <= it. */
+typedef enum tg_conv_padding_fill {
+  TG_CONV_FILL_ZEROS = 0,
+  TG_CONV_FILL_REFLECT,
+  TG_CONV_FILL_REPLICATE,
+  TG_CONV_FILL_CIRCULAR,
+} tg_conv_padding_fill;
+
 typedef struct tg_conv2d_opts {
   int64_t stride[2];   /* [h, w]; 0 = 1 */
   int64_t padding[2];  /* [h, w], TG_CONV_PADDING_EXPLICIT only */
   int64_t dilation[2]; /* [h, w]; 0 = 1 */
   int64_t groups;      /* 0 = 1; divides C_in and C_out */
   tg_conv_padding_mode padding_mode;
+  tg_conv_padding_fill fill; /* zeroed: zeros */
 } tg_conv2d_opts;
 
 /* y [N, C_out, H_out, W_out] = the cross-correlation of x [N, C_in, H, W] with
@@ -49,6 +61,7 @@ tg_tensor *tg_conv2d(const tg_tensor *x, const tg_tensor *w, const tg_tensor *bi
 typedef struct tg_conv1d_opts {
   int64_t stride, padding, dilation, groups; /* as tg_conv2d_opts, one dim */
   tg_conv_padding_mode padding_mode;
+  tg_conv_padding_fill fill;
 } tg_conv1d_opts;
 
 /* x [N, C_in, L] (or [C_in, L]), w [C_out, C_in / groups, k]: conv2d over one dim. */

@@ -45,8 +45,9 @@ const char *tg_small_gemm_engine(void);
 /* ---- The GEMM engine per shape class ----
  * Every CPU GEMM runs on one of the engines this process has: BLIS's kernel set, other BLIS
  * sets the CPU executes ("blis-haswell", "blis-zen3", "blis-skx"; BLIS linked statically),
- * "libxsmm" (built with it) and "mkl" (MKL's libmkl_rt found at run time: TG_MKL_LIBRARY,
- * the loader's path or $VIRTUAL_ENV/lib; never required). Which one is decided per shape
+ * "libxsmm" (built with it), "mkl" (MKL's libmkl_rt found at run time: TG_MKL_LIBRARY,
+ * the loader's path or $VIRTUAL_ENV/lib) and "openblas" (TG_OPENBLAS_LIBRARY, Debian's
+ * libopenblas0-serial or libopenblas.so.0; neither required). Which one is decided per shape
  * class (size by multiply-adds, which of m, n, k is short, the layouts of a and b, one thread
  * or more), once per process, on the first GEMM:
  *   BLIS_ARCH_TYPE set: that set for everything;

@@ -116,10 +116,10 @@ tg_module *tg_sigmoid_layer_new(void); /* torch.nn.Sigmoid: tg_sigmoid */
  * with fan_in = in_channels / groups * prod(kernel_size), drawn from gen (NULL: the default
  * generator) in that order. conv carries stride, padding (numbers, "valid" or "same"),
  * dilation and groups as the op takes them (NULL or zeroed: PyTorch's defaults, stride 1,
- * padding 0, dilation 1, groups 1); PyTorch's padding_mode is "zeros" here (pad the input with
- * tg_pad for the others). Every argument is checked here (TG_ERR_ARGUMENT naming it): channels
- * and kernel >= 1, no negative stride, padding or dilation, groups dividing both channel counts,
- * "same" with stride 1 only; a floating dtype (TG_ERR_DTYPE). The forward takes what the op
+ * padding 0, dilation 1, groups 1); PyTorch's padding_mode is conv's fill (zeroed: "zeros";
+ * also reflect, replicate, circular). Every argument is checked here (TG_ERR_ARGUMENT naming it):
+ * channels and kernel >= 1, no negative stride, padding or dilation, groups dividing both channel
+ * counts, "same" with stride 1 only; a floating dtype (TG_ERR_DTYPE). The forward takes what the op
  * takes: [N, C_in, H, W] or [C_in, H, W] (Conv1d: [N, C_in, L] or [C_in, L]). Module types
  * "conv1d", "conv2d"; tg_module_forward runs them. */
 typedef struct tg_conv2d_layer tg_conv2d_layer;

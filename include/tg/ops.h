@@ -204,6 +204,39 @@ tg_tensor *tg_mse_loss(const tg_tensor *input, const tg_tensor *target);
 /* mean over rows of -log_softmax(logits)[i, target[i]]; logits [n, c], target I64 [n]. */
 tg_tensor *tg_cross_entropy(const tg_tensor *logits, const tg_tensor *target);
 
+/* ---- activations, clamp, maximum / minimum, cumsum, logsumexp (issue 25, helper
+ * "pointwise") ----
+ * PyTorch's semantics. F32 and F64; int64 as docs/dtypes.md says per op. All are
+ * differentiable twice (and beyond). */
+/* gelu(x) = x Phi(x): TG_GELU_NONE is the exact erf form x/2 (1 + erf(x / sqrt 2)),
+ * TG_GELU_TANH the tanh approximation x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) that
+ * GPT-2 uses (PyTorch's approximate="tanh"). int64 is refused. */
+typedef enum tg_gelu_approximate { TG_GELU_NONE, TG_GELU_TANH } tg_gelu_approximate;
+tg_tensor *tg_gelu(const tg_tensor *x, tg_gelu_approximate approximate);
+/* silu(x) = x sigmoid(x) (swish); int64 is refused. */
+tg_tensor *tg_silu(const tg_tensor *x);
+tg_status tg_silu_(tg_tensor *x);
+/* min(max(x, min), max) elementwise; NAN for min or max means no bound on that side (one of
+ * them must be set). min > max gives max everywhere, a NaN x stays NaN. The gradient is
+ * PyTorch 2.15's: g strictly between the bounds, 0 at a bound and outside. An int64 x stays
+ * int64 when the bounds are whole numbers, else it is computed in F32. */
+tg_tensor *tg_clamp(const tg_tensor *x, double min, double max);
+/* The elementwise maximum / minimum of a and b, broadcast and promoted like tg_add; NaN
+ * propagates; where a == b the gradient is split half and half between them (PyTorch's
+ * rule). */
+tg_tensor *tg_maximum(const tg_tensor *a, const tg_tensor *b);
+tg_status tg_maximum_(tg_tensor *a, const tg_tensor *b);
+tg_tensor *tg_minimum(const tg_tensor *a, const tg_tensor *b);
+tg_status tg_minimum_(tg_tensor *a, const tg_tensor *b);
+/* Running sums along dim (sizes kept): F32 (summed in double, as PyTorch's CPU), F64, and
+ * I64, which stays I64 (wrapping). The backward is the reversed cumsum of the gradient. */
+tg_tensor *tg_cumsum(const tg_tensor *x, int dim);
+/* log(sum(exp(x))) over dims[0..n_dims) (n_dims 0: all dims), computed stably (shifted by
+ * the maximum): a slice of all -inf gives -inf, one holding +inf gives inf, NaN propagates,
+ * an empty slice gives -inf. The gradient is g softmax(x) over the dims. int64 is computed
+ * in F32, as PyTorch. */
+tg_tensor *tg_logsumexp(const tg_tensor *x, int n_dims, const int *dims, bool keepdim);
+
 #ifdef __cplusplus
 }
 #endif

@@ -43,6 +43,7 @@ typedef struct conv_settings {
   int n;
   int64_t in, out, kernel[2], stride[2], padding[2], dilation[2], groups;
   tg_conv_padding_mode padding_mode;
+  tg_conv_padding_fill fill;
 } conv_settings;
 
 /* Each of the n numbers of arg >= min; "<arg>[i]" in the message when n is 2. */
@@ -79,7 +80,9 @@ static bool check_settings(const char *fn, const conv_settings *s, tg_options op
       !tg__check(s->padding_mode >= TG_CONV_PADDING_EXPLICIT &&
                      s->padding_mode <= TG_CONV_PADDING_SAME,
                  TG_ERR_ARGUMENT, fn, "padding_mode (%d) is not a tg_conv_padding_mode",
-                 (int)s->padding_mode))
+                 (int)s->padding_mode) ||
+      !tg__check(s->fill >= TG_CONV_FILL_ZEROS && s->fill <= TG_CONV_FILL_CIRCULAR, TG_ERR_ARGUMENT,
+                 fn, "fill (%d) is not a tg_conv_padding_fill", (int)s->fill))
     return false;
   for (int i = 0; i < s->n; i++)
     if (!tg__check(s->padding_mode != TG_CONV_PADDING_SAME || s->stride[i] <= 1, TG_ERR_ARGUMENT,
@@ -132,7 +135,8 @@ tg_conv2d_layer *tg_conv2d_layer_new(int64_t in_channels, int64_t out_channels,
                      .in = in_channels,
                      .out = out_channels,
                      .groups = o.groups,
-                     .padding_mode = o.padding_mode};
+                     .padding_mode = o.padding_mode,
+                     .fill = o.fill};
   for (int i = 0; i < 2; i++) {
     s.kernel[i] = kernel_size[i];
     s.stride[i] = o.stride[i];
@@ -157,7 +161,8 @@ tg_conv1d_layer *tg_conv1d_layer_new(int64_t in_channels, int64_t out_channels, 
                      .padding = {o.padding},
                      .dilation = {o.dilation},
                      .groups = o.groups,
-                     .padding_mode = o.padding_mode};
+                     .padding_mode = o.padding_mode,
+                     .fill = o.fill};
   conv_layer *c = conv_new("tg_conv1d_layer_new", &conv1d_class, &s, bias, opts, gen);
   if (!c) return NULL;
   c->conv1d = o;

@@ -6,6 +6,7 @@
 #include "tensor/check.h"
 #include "tensor/tensor_impl.h"
 #include "tg/conv.h"
+#include "tg/pool.h"
 #include "tg/ops.h"
 #include "tg/tensor_ops.h"
 
@@ -75,7 +76,18 @@ typedef struct conv_args {
   int dims; /* spatial dims the caller has: 1 or 2 */
   int64_t stride[2], padding[2], dilation[2], groups;
   tg_conv_padding_mode mode;
+  tg_conv_padding_fill fill;
 } conv_args;
+
+/* The padding before and after spatial dim d (kernel k): PyTorch's split for "same". */
+static void pads_of(const conv_args *a, int d, int64_t k, int64_t *before, int64_t *after) {
+  *before = *after = a->padding[d];
+  if (a->mode != TG_CONV_PADDING_EXPLICIT) {
+    const int64_t total = a->mode == TG_CONV_PADDING_SAME ? a->dilation[d] * (k - 1) : 0;
+    *before = total / 2;
+    *after = total - *before;
+  }
+}
 
 /* Checks the operands and options, and works out the geometry; false with the error set. */
 static bool plan(const char *api, const tg_tensor *x, const tg_tensor *w, const tg_tensor *bias,
@@ -93,6 +105,8 @@ static bool plan(const char *api, const tg_tensor *x, const tg_tensor *w, const 
       !tg__check(a->mode >= TG_CONV_PADDING_EXPLICIT && a->mode <= TG_CONV_PADDING_SAME,
                  TG_ERR_ARGUMENT, api, "padding_mode %d is not a tg_conv_padding_mode",
                  (int)a->mode) ||
+      !tg__check(a->fill >= TG_CONV_FILL_ZEROS && a->fill <= TG_CONV_FILL_CIRCULAR, TG_ERR_ARGUMENT,
+                 api, "fill %d is not a tg_conv_padding_fill", (int)a->fill) ||
       (a->mode == TG_CONV_PADDING_EXPLICIT && !check_at_least(api, "padding", dims, a->padding, 0)))
     return false;
   for (int d = 0; d < dims; d++)
@@ -117,12 +131,8 @@ static bool plan(const char *api, const tg_tensor *x, const tg_tensor *w, const 
   for (int d = 0; d < dims; d++) {
     const int at = 2 - dims + d; /* the geometry's dim (0: h, 1: w) */
     const int64_t size = x->sizes[x->ndim - dims + d], k = w->sizes[2 + d];
-    int64_t before = a->padding[d], after = a->padding[d];
-    if (a->mode != TG_CONV_PADDING_EXPLICIT) {
-      const int64_t total = a->mode == TG_CONV_PADDING_SAME ? a->dilation[d] * (k - 1) : 0;
-      before = total / 2;
-      after = total - before;
-    }
+    int64_t before, after;
+    pads_of(a, d, k, &before, &after);
     stride[at] = a->stride[d];
     pad[at] = before;
     dilation[at] = a->dilation[d];
@@ -142,6 +152,48 @@ static bool plan(const char *api, const tg_tensor *x, const tg_tensor *w, const 
   return true;
 }
 
+static const char *const fill_names[] = {"zeros", "reflect", "replicate", "circular"};
+
+/* x wrapped around along dim: its last `before` elements in front, its first `after` behind. */
+static tg_tensor *wrap(const tg_tensor *x, int dim, int64_t before, int64_t after) {
+  const int64_t size = x->sizes[dim];
+  const tg_tensor *parts[3] = {tg_narrow(x, dim, size - before, before), x,
+                               tg_narrow(x, dim, 0, after)};
+  return parts[0] && parts[2] ? tg_cat(3, parts, dim) : NULL;
+}
+
+/* x with the padding of a filled in (a->fill not zeros): PyTorch's F.pad before the layer's
+ * unpadded convolution. Checks each pad against its dim first, naming api. */
+static tg_tensor *fill_padding(const char *api, const tg_tensor *x, const tg_tensor *w,
+                               const conv_args *a) {
+  int64_t pad[4] = {0}; /* tg_pad's order: the last dim's before, after, then the one before */
+  for (int d = 0; d < a->dims; d++) {
+    const int dim = x->ndim - a->dims + d, at = 2 * (a->dims - 1 - d);
+    const int64_t size = x->sizes[dim];
+    pads_of(a, d, w->sizes[2 + d], &pad[at], &pad[at + 1]);
+    const int64_t most = pad[at] > pad[at + 1] ? pad[at] : pad[at + 1];
+    const bool fits = a->fill == TG_CONV_FILL_REFLECT    ? most < size
+                      : a->fill == TG_CONV_FILL_CIRCULAR ? most <= size
+                                                         : most == 0 || size > 0;
+    if (!tg__check(fits, TG_ERR_SHAPE, api,
+                   "x is %s: fill \"%s\" pads dim %d by %lld and %lld, which needs the dim's "
+                   "size %s the padding",
+                   tg__sizes_str(x), fill_names[a->fill], dim, (long long)pad[at],
+                   (long long)pad[at + 1], a->fill == TG_CONV_FILL_REFLECT ? "above" : "at least"))
+      return NULL;
+  }
+  if (a->fill == TG_CONV_FILL_CIRCULAR) {
+    tg_tensor *r = (tg_tensor *)x;
+    for (int d = 0; r && d < a->dims; d++) {
+      const int at = 2 * (a->dims - 1 - d);
+      r = wrap(r, x->ndim - a->dims + d, pad[at], pad[at + 1]);
+    }
+    return r;
+  }
+  const tg_pad_options o = {a->fill == TG_CONV_FILL_REFLECT ? TG_PAD_REFLECT : TG_PAD_REPLICATE, 0};
+  return tg_pad(x, 2 * a->dims, pad, o);
+}
+
 static tg_tensor *convolution(const char *api, const tg_tensor *x, const tg_tensor *w,
                               const tg_tensor *bias, const conv_args *a) {
   bool batched;
@@ -149,6 +201,17 @@ static tg_tensor *convolution(const char *api, const tg_tensor *x, const tg_tens
   const int dims = a->dims;
   if (!plan(api, x, w, bias, a, &g, &batched)) return NULL;
   tg_scope s = tg_scope_begin();
+  if (a->fill != TG_CONV_FILL_ZEROS) { /* pad, then convolve without padding */
+    conv_args unpadded = *a;
+    unpadded.mode = TG_CONV_PADDING_EXPLICIT;
+    unpadded.padding[0] = unpadded.padding[1] = 0;
+    unpadded.fill = TG_CONV_FILL_ZEROS;
+    const tg_tensor *padded = fill_padding(api, x, w, a);
+    tg_tensor *y = padded ? convolution(api, padded, w, bias, &unpadded) : NULL;
+    y = tg_scope_escape(s, y);
+    tg_scope_end(s);
+    return y;
+  }
   tg_tensor *y = tg__conv2d_apply(lift(x, !batched, dims), lift(w, false, dims), &g);
   y = tg_scope_escape(s, lower(y, bias, !batched, dims));
   tg_scope_end(s);
@@ -162,7 +225,8 @@ static conv_args conv2d_args(const tg_conv2d_opts *opts) {
                      {o.padding[0], o.padding[1]},
                      {or_one(o.dilation[0]), or_one(o.dilation[1])},
                      or_one(o.groups),
-                     o.padding_mode};
+                     o.padding_mode,
+                     o.fill};
 }
 
 bool tg__conv2d_plan(const char *api, const tg_tensor *x, const tg_tensor *w,
@@ -171,7 +235,10 @@ bool tg__conv2d_plan(const char *api, const tg_tensor *x, const tg_tensor *w,
   const conv_args a = conv2d_args(opts);
   return plan(api, x, w, NULL, &a, g, &batched) &&
          tg__check(batched, TG_ERR_SHAPE, api, "x must be 4-D [N, C_in, H, W], got %s",
-                   tg__sizes_str(x));
+                   tg__sizes_str(x)) &&
+         tg__check(a.fill == TG_CONV_FILL_ZEROS, TG_ERR_ARGUMENT, api,
+                   "fill \"%s\" is not supported here: pad x with tg_pad first (fill zeros)",
+                   fill_names[a.fill]);
 }
 
 tg_tensor *tg_conv2d(const tg_tensor *x, const tg_tensor *w, const tg_tensor *bias,
@@ -183,8 +250,13 @@ tg_tensor *tg_conv2d(const tg_tensor *x, const tg_tensor *w, const tg_tensor *bi
 tg_tensor *tg_conv1d(const tg_tensor *x, const tg_tensor *w, const tg_tensor *bias,
                      const tg_conv1d_opts *opts) {
   const tg_conv1d_opts o = opts ? *opts : (tg_conv1d_opts){0};
-  const conv_args a = {
-      1, {or_one(o.stride)}, {o.padding}, {or_one(o.dilation)}, or_one(o.groups), o.padding_mode};
+  const conv_args a = {1,
+                       {or_one(o.stride)},
+                       {o.padding},
+                       {or_one(o.dilation)},
+                       or_one(o.groups),
+                       o.padding_mode,
+                       o.fill};
   return convolution("tg_conv1d", x, w, bias, &a);
 }
 

@@ -74,12 +74,24 @@ TG__INT_CMP(ge, >=)
 TG__INT_CMP(lt, <)
 TG__INT_CMP(le, <=)
 #undef TG__INT_CMP
+/* maximum / minimum (issue 25, helper "pointwise") */
+static inline TG_HOST_DEVICE int64_t tg_binary_maximum_i(int64_t a, int64_t b, int64_t alpha) {
+  (void)alpha;
+  return a < b ? b : a;
+}
+static inline TG_HOST_DEVICE int64_t tg_binary_minimum_i(int64_t a, int64_t b, int64_t alpha) {
+  (void)alpha;
+  return a > b ? b : a;
+}
 
 /* The kinds above, for the tables of both backends: X(KIND, name) per kind. */
 #define TG_UNARY_INT_KINDS(X)                                                                      \
   X(NEG, neg)                                                                                      \
   X(ABS, abs) X(RELU, relu) X(POW, pow_scalar) X(AFFINE, affine) X(MUL_SCALAR, mul_scalar)
 #define TG_BINARY_INT_KINDS(X)                                                                     \
-  X(ADD, add) X(SUB, sub) X(MUL, mul) X(EQ, eq) X(NE, ne) X(GT, gt) X(GE, ge) X(LT, lt) X(LE, le)
+  X(ADD, add)                                                                                      \
+  X(SUB, sub)                                                                                      \
+  X(MUL, mul) X(EQ, eq) X(NE, ne) X(GT, gt) X(GE, ge) X(LT, lt) X(LE, le) X(MAXIMUM, maximum)      \
+      X(MINIMUM, minimum)
 
 #endif

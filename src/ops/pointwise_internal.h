@@ -57,4 +57,12 @@ tg_status tg__binary_inplace_call(const char *op, tg_binary_kind kind, const tg_
 tg_status tg__unary_inplace_call(const char *op, const tg_op_desc *desc, tg_tensor *x,
                                  bool with_old, int n_scalars, const double *scalars);
 
+/* issue 25, helper "pointwise" (ops/pointwise_activation.c). g silu'(x) through the op
+ * silu_backward (one pass, differentiable again): silu's derivative in its list entry. */
+tg_tensor *tg__silu_backward(const tg_tensor *g, const tg_tensor *x);
+/* The gradient of one input of maximum / minimum at the output's sizes: 0 where `loses` is
+ * nonzero, g/2 where a == b (a tie shares it, as PyTorch), else g. */
+tg_tensor *tg__select_grad(const tg_tensor *g, const tg_tensor *loses, const tg_tensor *a,
+                           const tg_tensor *b);
+
 #endif

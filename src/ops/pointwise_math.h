@@ -114,6 +114,8 @@ TG__M1(log, logf, log)
 TG__M1(sqrt, sqrtf, sqrt)
 TG__M1(fabs, fabsf, fabs)
 TG__M1(log1p, log1pf, log1p)
+TG__M1(erf, erff, erf)
+TG__M1(tanh, tanhf, tanh)
 #undef TG__M1
 #define TG__UNARY_OVERLOADS(name)                                                                  \
   static inline TG_HOST_DEVICE float tg_unary_##name(float x, float a, float b) {                  \
@@ -135,6 +137,8 @@ TG__M1(log1p, log1pf, log1p)
 #define tg_m_sqrt(x) _Generic((x), float : sqrtf, double : sqrt)(x)
 #define tg_m_fabs(x) _Generic((x), float : fabsf, double : fabs)(x)
 #define tg_m_log1p(x) _Generic((x), float : log1pf, double : log1p)(x)
+#define tg_m_erf(x) _Generic((x), float : erff, double : erf)(x)
+#define tg_m_tanh(x) _Generic((x), float : tanhf, double : tanh)(x)
 #define TG__UNARY_OVERLOADS(name)
 #define TG__BINARY_OVERLOADS(name)
 #endif
@@ -197,6 +201,63 @@ static inline TG_HOST_DEVICE double tg_m_pow_scalar(double x, double p) {
   }                                                                                                \
   TG__BINARY_OVERLOADS(name)
 
+/* ---- issue 25, helper "pointwise": gelu (erf and tanh forms), silu and their derivatives,
+ * in PyTorch's formulas and order of operations (its CPU kernels), so F64 agrees to the last
+ * bits. TG__PM_T1(name, T, body) defines tg_<name>_f (T = float) and tg_<name>_d (T =
+ * double) from one body over x, and the type-generic tg_<name>(x). ---- */
+#define TG__GELU_SQRT1_2 0.70710678118654752440 /* M_SQRT1_2 */
+#define TG__GELU_PDF 0.39894228040143267794     /* M_2_SQRTPI * M_SQRT1_2 * 0.5 */
+#define TG__GELU_BETA 0.79788456080286535588    /* M_SQRT2 * M_2_SQRTPI * 0.5 */
+#define TG__GELU_KAPPA 0.044715
+#ifdef __cplusplus
+#define TG__PM_T1(name, body)                                                                      \
+  static inline TG_HOST_DEVICE float tg_##name##_f(float x) {                                      \
+    typedef float T;                                                                               \
+    body                                                                                           \
+  }                                                                                                \
+  static inline TG_HOST_DEVICE double tg_##name##_d(double x) {                                    \
+    typedef double T;                                                                              \
+    body                                                                                           \
+  }                                                                                                \
+  static inline TG_HOST_DEVICE float tg_##name(float x) { return tg_##name##_f(x); }               \
+  static inline TG_HOST_DEVICE double tg_##name(double x) { return tg_##name##_d(x); }
+#else
+#define TG__PM_T1(name, body)                                                                      \
+  static inline TG_HOST_DEVICE float tg_##name##_f(float x) {                                      \
+    typedef float T;                                                                               \
+    body                                                                                           \
+  }                                                                                                \
+  static inline TG_HOST_DEVICE double tg_##name##_d(double x) {                                    \
+    typedef double T;                                                                              \
+    body                                                                                           \
+  }
+#endif
+/* x Phi(x) = x/2 (1 + erf(x / sqrt 2)) */
+TG__PM_T1(gelu_erf, return x * (T)0.5 * (1 + tg_m_erf(x * (T)TG__GELU_SQRT1_2));)
+/* x/2 (1 + tanh(beta (x + kappa x^3))) */
+TG__PM_T1(gelu_tanh, const T inner = (T)TG__GELU_BETA * (x + (T)TG__GELU_KAPPA * (x * x * x));
+          return (T)0.5 * x * (1 + tg_m_tanh(inner));)
+/* Phi(x) + x phi(x) */
+TG__PM_T1(gelu_erf_slope, const T cdf = (T)0.5 * (1 + tg_m_erf(x * (T)TG__GELU_SQRT1_2));
+          const T pdf = (T)TG__GELU_PDF * tg_m_exp(x * x * (T)-0.5); return cdf + x * pdf;)
+/* 0.5 (1 + t) + 0.5 x (1 - t^2) beta (1 + 3 kappa x^2), t = tanh(beta (x + kappa x^3)) */
+TG__PM_T1(gelu_tanh_slope, const T x_sq = x * x; const T x_cube = x_sq * x;
+          const T t = tg_m_tanh((T)TG__GELU_BETA * (x + (T)TG__GELU_KAPPA * x_cube));
+          const T left = (T)0.5 * x; const T right = 1 + t;
+          const T inner_d = (T)TG__GELU_BETA * (1 + 3 * (T)TG__GELU_KAPPA * x_sq);
+          return (T)0.5 * right + left * (1 - t * t) * inner_d;)
+/* s (1 + x (1 - s)), s = 1 / (1 + e^-x): PyTorch's silu_backward */
+TG__PM_T1(silu_slope, const T s = 1 / (1 + tg_m_exp(-x)); return s * (1 + x * (1 - s));)
+#undef TG__PM_T1
+#ifndef __cplusplus
+#define TG__PM_PICK(name, x) _Generic((x), float : tg_##name##_f, double : tg_##name##_d)(x)
+#define tg_gelu_erf(x) TG__PM_PICK(gelu_erf, x)
+#define tg_gelu_tanh(x) TG__PM_PICK(gelu_tanh, x)
+#define tg_gelu_erf_slope(x) TG__PM_PICK(gelu_erf_slope, x)
+#define tg_gelu_tanh_slope(x) TG__PM_PICK(gelu_tanh_slope, x)
+#define tg_silu_slope(x) TG__PM_PICK(silu_slope, x)
+#endif
+
 TG_UNARY_MATH(neg, -x)
 TG_UNARY_MATH(exp, tg_m_exp(x))
 TG_UNARY_MATH(log, tg_m_log(x))
@@ -214,6 +275,25 @@ TG_UNARY_MATH(abs, tg_m_fabs(x))
 TG_UNARY_MATH(softplus, x > 20 ? x : tg_m_log1p(tg_m_exp(x)))
 TG_UNARY_MATH(mul_scalar, x *a)
 TG_UNARY_MATH(div_scalar, x / a)
+
+/* ---- issue 25, helper "pointwise" ---- */
+TG_UNARY_MATH(gelu, tg_gelu_erf(x))
+TG_UNARY_MATH(gelu_tanh, tg_gelu_tanh(x))
+/* x sigmoid(x) as PyTorch writes it: x / (1 + e^-x) (NaN at -inf, -0 at -0) */
+TG_UNARY_MATH(silu, x / (1 + tg_m_exp(-x)))
+/* max(x, lo) then min(., hi): a NaN bound compares false (no bound on that side), a NaN x
+ * stays NaN, and lo > hi gives hi everywhere, as PyTorch's clamp. */
+TG_UNARY_MATH(clamp, (x < a ? a : x) > b ? b : (x < a ? a : x))
+/* clamp's derivative by PyTorch 2.15's rule: 1 strictly inside (lo, hi), 0 at a bound,
+ * outside it and at NaN; a NaN bound is no bound. */
+TG_UNARY_MATH(clamp_slope, (x > a || a != a) && (x < b || b != b) ? 1 : 0)
+/* g f'(x) for gelu's two forms and silu (a = g, b = x) */
+TG_BINARY_MATH(gelu_backward, a *tg_gelu_erf_slope(b))
+TG_BINARY_MATH(gelu_tanh_backward, a *tg_gelu_tanh_slope(b))
+TG_BINARY_MATH(silu_backward, a *tg_silu_slope(b))
+/* NaN propagates; a tie gives a (maximum(-0, 0) is -0), as PyTorch */
+TG_BINARY_MATH(maximum, a != a ? a : b != b ? b : a < b ? b : a)
+TG_BINARY_MATH(minimum, a != a ? a : b != b ? b : a > b ? b : a)
 
 TG_BINARY_MATH(add, a + alpha * b)
 TG_BINARY_MATH(sub, a - alpha * b)

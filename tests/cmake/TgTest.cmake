@@ -5,7 +5,9 @@
 #                             2 cores, README "Tests"), slow  everything else;
 #   needs, where apply: cuda  the CUDA suite (emulated or real), mpi  runs under mpiexec,
 #                       python  runs a Python script;
-#   and the groups dist (tg_dist) and parity (the comparison with PyTorch).
+#   and the groups dist (tg_dist), parity (the comparison with PyTorch) and gemm (suites
+#   whose ops run tg's GEMM engines: scripts/test.sh repeats them under ASan on each other
+#   BLIS kernel set the CPU executes; the rest runs no BLIS kernel or only the default one).
 # Every test has one cost label: tg_check_test_labels() fails the configure otherwise.
 #
 # tg_add_test(NAME name LABELS fast|slow [label...]

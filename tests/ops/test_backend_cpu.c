@@ -179,6 +179,7 @@ static void unary_scalars(tg_unary_kind k, double *a, double *b) {
   *a = k == TG_UNARY_ELU ? 0.7 : k == TG_UNARY_POW ? 2.5 : k == TG_UNARY_AFFINE ? 1.5 : 0;
   if (k == TG_UNARY_MUL_SCALAR || k == TG_UNARY_DIV_SCALAR) *a = -1.25;
   *b = k == TG_UNARY_AFFINE ? -0.25 : 0;
+  if (k == TG_UNARY_CLAMP || k == TG_UNARY_CLAMP_SLOPE) *a = -0.5, *b = 0.75; /* the bounds */
 }
 
 static double ref_unary(tg_unary_kind k, double x, double a, double b) {
@@ -215,6 +216,16 @@ static double ref_unary(tg_unary_kind k, double x, double a, double b) {
     return x * a;
   case TG_UNARY_DIV_SCALAR:
     return x / a;
+  case TG_UNARY_GELU: /* issue 25, helper "pointwise": torch.nn.functional.gelu */
+    return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+  case TG_UNARY_GELU_TANH:
+    return 0.5 * x * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+  case TG_UNARY_SILU:
+    return x / (1 + exp(-x));
+  case TG_UNARY_CLAMP:
+    return fmin(fmax(x, a), b);
+  case TG_UNARY_CLAMP_SLOPE:
+    return x > a && x < b ? 1 : 0;
   default:
     return NAN;
   }
@@ -368,6 +379,21 @@ static double ref_binary(tg_binary_kind k, double a, double b, double alpha) {
     return a < b ? 1 : 0;
   case TG_BINARY_LE:
     return a <= b ? 1 : 0;
+  case TG_BINARY_MAXIMUM: /* issue 25, helper "pointwise" */
+    return fmax(a, b);
+  case TG_BINARY_MINIMUM:
+    return fmin(a, b);
+  case TG_BINARY_GELU_BACKWARD: /* a = g, b = x: g gelu'(x) */
+    return a * (0.5 * (1 + erf(b / sqrt(2.0))) +
+                b * exp(-0.5 * b * b) / sqrt(2 * 3.14159265358979323846));
+  case TG_BINARY_GELU_TANH_BACKWARD: {
+    const double k = sqrt(2 / 3.14159265358979323846), t = tanh(k * (b + 0.044715 * b * b * b));
+    return a * (0.5 * (1 + t) + 0.5 * b * (1 - t * t) * k * (1 + 3 * 0.044715 * b * b));
+  }
+  case TG_BINARY_SILU_BACKWARD: {
+    const double s = 1 / (1 + exp(-b));
+    return a * s * (1 + b * (1 - s));
+  }
   default:
     return NAN;
   }

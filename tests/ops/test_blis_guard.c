@@ -294,6 +294,11 @@ TG_TEST(blis_guard, engine_mkl) {
   pin_engine("mkl");
   run_all(NULL, NULL);
 }
+/* OpenBLAS from TG_OPENBLAS_LIBRARY, Debian's libopenblas0-serial or libopenblas.so.0. */
+TG_TEST(blis_guard, engine_openblas) {
+  pin_engine("openblas");
+  run_all(NULL, NULL);
+}
 /* The calibrated choice (at tiny shapes: any engine may win any class). */
 TG_TEST(blis_guard, engine_calibrated) {
   cr_assert_eq(setenv("TG_GEMM_ENGINE", "auto", 1), 0);

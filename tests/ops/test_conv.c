@@ -419,6 +419,23 @@ TG_TEST(conv, front_ends_pass_gradcheck_and_gradgradcheck) {
               (tg_tensor *const[]){randn(gen, TG_F64, TG_SHAPE(1, 4, 3, 2)),
                                    randn(gen, TG_F64, TG_SHAPE(4, 1, 2, 3)),
                                    randn(gen, TG_F64, TG_SHAPE(2))});
+  /* the fills other than zeros: padded by tg_pad or wrapped around, then convolved */
+  f = (front_end){.which = 0, .conv = {.padding = {1, 2}, .fill = TG_CONV_FILL_REFLECT}};
+  check_grads(&f, 3,
+              (tg_tensor *const[]){randn(gen, TG_F64, TG_SHAPE(1, 2, 3, 4)),
+                                   randn(gen, TG_F64, TG_SHAPE(2, 2, 2, 3)),
+                                   randn(gen, TG_F64, TG_SHAPE(2))});
+  f = (front_end){.which = 0,
+                  .conv = {.padding_mode = TG_CONV_PADDING_SAME, .fill = TG_CONV_FILL_CIRCULAR}};
+  check_grads(&f, 3,
+              (tg_tensor *const[]){randn(gen, TG_F64, TG_SHAPE(2, 1, 3, 3)),
+                                   randn(gen, TG_F64, TG_SHAPE(2, 1, 3, 2)),
+                                   randn(gen, TG_F64, TG_SHAPE(2))});
+  f = (front_end){.which = 1, .conv1 = {.padding = 2, .fill = TG_CONV_FILL_REPLICATE}};
+  check_grads(&f, 3,
+              (tg_tensor *const[]){randn(gen, TG_F64, TG_SHAPE(2, 5)),
+                                   randn(gen, TG_F64, TG_SHAPE(3, 2, 2)),
+                                   randn(gen, TG_F64, TG_SHAPE(3))});
   f = (front_end){.which = 3, .fold = {.kernel_size = {2, 2}, .stride = {1, 2}, .padding = {1, 0}}};
   check_grads(&f, 1, (tg_tensor *const[]){randn(gen, TG_F64, TG_SHAPE(1, 2, 3, 4))});
   f.which = 4, f.fold_h = 3, f.fold_w = 4;
@@ -622,6 +639,17 @@ TG_TEST(conv, refuses_bad_inputs_naming_them) {
   tg_expect_error(TG_ERR_SHAPE, "tg_conv2d", "x is [1, 4, 5, 5] with 4 channels", "expects 2");
   cr_assert_null(tg_conv2d(x, w, NULL, &(tg_conv2d_opts){.groups = 4}));
   tg_expect_error(TG_ERR_SHAPE, "tg_conv2d", "groups = 4 does not divide", "[6, 2, 3, 3]");
+  cr_assert_null(tg_conv2d(x, w, NULL, &(tg_conv2d_opts){.groups = 2, .fill = 4}));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_conv2d", "fill 4 is not a tg_conv_padding_fill");
+  cr_assert_null(tg_conv2d(
+      x, w, NULL, &(tg_conv2d_opts){.groups = 2, .padding = {5, 0}, .fill = TG_CONV_FILL_REFLECT}));
+  tg_expect_error(TG_ERR_SHAPE, "tg_conv2d", "fill \"reflect\" pads dim 2 by 5 and 5",
+                  "size above the padding");
+  cr_assert_null(
+      tg_conv2d(x, w, NULL,
+                &(tg_conv2d_opts){.groups = 2, .padding = {0, 6}, .fill = TG_CONV_FILL_CIRCULAR}));
+  tg_expect_error(TG_ERR_SHAPE, "tg_conv2d", "fill \"circular\" pads dim 3 by 6 and 6",
+                  "at least the padding");
   cr_assert_null(tg_conv2d(x, w, NULL, &(tg_conv2d_opts){.groups = -1}));
   tg_expect_error(TG_ERR_ARGUMENT, "tg_conv2d", "groups = -1");
   cr_assert_null(tg_conv2d(x, w, NULL, &(tg_conv2d_opts){.groups = 2, .stride = {1, -2}}));

@@ -302,6 +302,9 @@ TG_TEST(conv_bn, errors) {
   cr_assert_null(tg_conv2d_batch_norm(x, w, NULL, NULL, NULL, NULL,
                                       &(tg_conv2d_opts){.stride = {-1, 1}}, train));
   tg_expect_error(TG_ERR_ARGUMENT, "stride = -1");
+  cr_assert_null(tg_conv2d_batch_norm(x, w, NULL, NULL, NULL, NULL,
+                                      &(tg_conv2d_opts){.fill = TG_CONV_FILL_REFLECT}, train));
+  tg_expect_error(TG_ERR_ARGUMENT, "tg_conv2d_batch_norm", "fill \"reflect\" is not supported");
   /* eval needs running statistics; the reference formula has none */
   cr_assert_null(tg_conv2d_batch_norm(x, w, NULL, NULL, NULL, NULL, NULL, (tg_conv_bn_options){0}));
   tg_expect_error(TG_ERR_ARGUMENT, "eval mode needs running_mean");

@@ -120,6 +120,7 @@ static const unary_case unary_cases[] = {
     {"abs_", tg_abs_, tg_abs, {0.1, 2.0, true}},
     {"reciprocal_", tg_reciprocal_, tg_reciprocal, {0.5, 2.0, true}},
     {"softplus_", tg_softplus_, tg_softplus, {0.1, 2.0, true}},
+    {"silu_", tg_silu_, tg_silu, {0.1, 2.0, true}}, /* issue 25, helper "pointwise" */
 };
 #define N_UNARY (int)(sizeof unary_cases / sizeof unary_cases[0])
 
@@ -230,6 +231,8 @@ static const binary_case binary_cases[] = {
     {"mul_", tg_mul_, tg_mul},
     {"div_", tg_div_, tg_div},
     {"add_scaled_", add_scaled_m1_5_, add_scaled_m1_5},
+    {"maximum_", tg_maximum_, tg_maximum}, /* issue 25, helper "pointwise" */
+    {"minimum_", tg_minimum_, tg_minimum},
 };
 #define N_BINARY (int)(sizeof binary_cases / sizeof binary_cases[0])
 

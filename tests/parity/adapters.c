@@ -384,7 +384,8 @@ static tg_status pt_conv2d(PT_ARGS) {
                             .padding = {ip[2], ip[3]},
                             .dilation = {ip[4], ip[5]},
                             .groups = ip[6],
-                            .padding_mode = (tg_conv_padding_mode)ip[7]};
+                            .padding_mode = (tg_conv_padding_mode)ip[7],
+                            .fill = nip > 8 ? (tg_conv_padding_fill)ip[8] : TG_CONV_FILL_ZEROS};
   return one(out, nout, tg_conv2d(in[0], in[1], nin > 2 ? in[2] : NULL, &o));
 }
 static tg_status pt_conv1d(PT_ARGS) {
@@ -393,7 +394,8 @@ static tg_status pt_conv1d(PT_ARGS) {
                             .padding = ip[1],
                             .dilation = ip[2],
                             .groups = ip[3],
-                            .padding_mode = (tg_conv_padding_mode)ip[4]};
+                            .padding_mode = (tg_conv_padding_mode)ip[4],
+                            .fill = nip > 5 ? (tg_conv_padding_fill)ip[5] : TG_CONV_FILL_ZEROS};
   return one(out, nout, tg_conv1d(in[0], in[1], nin > 2 ? in[2] : NULL, &o));
 }
 static tg_status pt_conv_transpose2d(PT_ARGS) {

@@ -832,18 +832,42 @@ op("full_like", lambda xs, p, ip: (torch.full_like(xs[0], p[0]),), creation_case
 # times a zero of the padding would make NaN where a direct kernel skips the padding).
 CONV_EDGES = ("0", "-0", "inf", "-inf", "nan", "sub", "tiny", "1", "-2.5")
 PAD_MODES = {0: None, 1: "valid", 2: "same"}
+# An optional last int: the padding's fill (tg_conv_padding_fill), torch.nn.Conv2d's
+# padding_mode; other than zeros, the layer pads with F.pad and convolves unpadded.
+FILLS = {1: "reflect", 2: "replicate", 3: "circular"}
+
+
+def filled(x, w, fill, pad, dilation):
+    """x padded as nn.Conv1d/Conv2d's _conv_forward pads it for padding_mode FILLS[fill]."""
+    dims = w.dim() - 2
+    twice = []
+    for d in reversed(range(dims)):
+        if pad == "valid":
+            twice += [0, 0]
+        elif pad == "same":
+            total = dilation[d] * (w.shape[2 + d] - 1)
+            twice += [total // 2, total - total // 2]
+        else:
+            twice += [pad[d], pad[d]]
+    return F.pad(x, twice, mode=FILLS[fill])
 
 
 def conv2d_f(xs, p, ip):
     pad = PAD_MODES[ip[7]] or (ip[2], ip[3])
     b = xs[2] if len(xs) > 2 else None
-    return (F.conv2d(xs[0], xs[1], b, (ip[0], ip[1]), pad, (ip[4], ip[5]), ip[6]),)
+    x = xs[0]
+    if len(ip) > 8 and ip[8]:
+        x, pad = filled(x, xs[1], ip[8], pad, (ip[4], ip[5])), 0
+    return (F.conv2d(x, xs[1], b, (ip[0], ip[1]), pad, (ip[4], ip[5]), ip[6]),)
 
 
 def conv1d_f(xs, p, ip):
     pad = PAD_MODES[ip[4]] or ip[1]
     b = xs[2] if len(xs) > 2 else None
-    return (F.conv1d(xs[0], xs[1], b, ip[0], pad, ip[2], ip[3]),)
+    x = xs[0]
+    if len(ip) > 5 and ip[5]:
+        x, pad = filled(x, xs[1], ip[5], pad if isinstance(pad, str) else (pad,), (ip[2],)), 0
+    return (F.conv1d(x, xs[1], b, ip[0], pad, ip[2], ip[3]),)
 
 
 def conv_transpose2d_f(xs, p, ip):
@@ -875,7 +899,16 @@ def conv2d_cases(dt):
                  ip=[1, 1, 1, 1, 1, 1, 1, 0]),
             case("bad/channels", [x, vals([3, 3, 3, 3], 2, dt)], ip=[1, 1, 0, 0, 1, 1, 1, 0]),
             case("bad/kernel", [vals([1, 2, 2, 2], 1, dt), vals([3, 2, 3, 3], 2, dt)], ip=[1, 1, 0, 0, 1, 1, 1, 0]),
-            case("bad/same,stride", [x, w], ip=[2, 1, 0, 0, 1, 1, 2, 2])]
+            case("bad/same,stride", [x, w], ip=[2, 1, 0, 0, 1, 1, 2, 2]),
+            case("fill=reflect", [x, vals([3, 4, 3, 3], 2, dt), vals([3], 3, dt)], ip=[1, 1, 1, 2, 1, 1, 1, 0, 1]),
+            case("fill=replicate,same", [In(x, "t"), vals([3, 4, 2, 4], 2, dt)], ip=[1, 1, 0, 0, 1, 2, 1, 2, 2]),
+            case("fill=circular,stride,groups", [x, w, b], ip=[2, 1, 2, 1, 1, 2, 2, 0, 3]),
+            case("fill=circular,unbatched", [vals([4, 5, 6], 1, dt), w], ip=[1, 1, 5, 6, 1, 1, 2, 0, 3]),
+            case("fill=reflect,x=edges", [edge_image(dt, [1, 2, 5, 5], 4), vals([2, 2, 2, 2], 2, dt)],
+                 ip=[1, 1, 1, 1, 1, 1, 1, 0, 1]),
+            case("fill=replicate,valid", [x, vals([3, 4, 3, 3], 2, dt)], ip=[1, 1, 1, 1, 1, 1, 1, 1, 2]),
+            case("bad/fill=reflect,pad", [x, vals([3, 4, 1, 1], 2, dt)], ip=[1, 1, 5, 0, 1, 1, 1, 0, 1]),
+            case("bad/fill=circular,pad", [x, vals([3, 4, 1, 1], 2, dt)], ip=[1, 1, 0, 7, 1, 1, 1, 0, 3])]
 
 
 def conv1d_cases(dt):
@@ -884,7 +917,11 @@ def conv1d_cases(dt):
             case("stride,pad,dilation,groups", [In(x, "t"), vals([4, 2, 2], 2, dt)], ip=[2, 2, 3, 2, 0]),
             case("same/even", [x, vals([2, 4, 4], 2, dt), vals([2], 3, dt)], ip=[1, 0, 1, 1, 2]),
             case("unbatched", [vals([4, 9], 1, dt), vals([3, 4, 3], 2, dt)], ip=[1, 1, 1, 1, 0]),
-            case("x=edges", [edge_image(dt, [1, 1, 12], 2), vals([1, 1, 2], 2, dt)], ip=[1, 1, 1, 1, 0])]
+            case("x=edges", [edge_image(dt, [1, 1, 12], 2), vals([1, 1, 2], 2, dt)], ip=[1, 1, 1, 1, 0]),
+            case("fill=circular", [x, vals([3, 4, 3], 2, dt), vals([3], 3, dt)], ip=[1, 2, 1, 1, 0, 3]),
+            case("fill=reflect,same,unbatched", [vals([4, 9], 1, dt), vals([3, 4, 4], 2, dt)],
+                 ip=[1, 0, 2, 1, 2, 1]),
+            case("fill=replicate,stride", [In(x, "t"), vals([4, 2, 2], 2, dt)], ip=[2, 3, 1, 2, 0, 2])]
 
 
 def conv_transpose2d_cases(dt):

@@ -65,11 +65,16 @@ TG_CPU_UNARY_ROW(unary_exp_vf32, float, tg_vf_exp(x), TG_VF_CLONES)
 TG_CPU_UNARY_ROW(unary_sigmoid_vf32, float, tg_vf_sigmoid(x), TG_VF_CLONES)
 TG_CPU_UNARY_ROW(unary_tanh_vf32, float, tg_vf_tanh(x), TG_VF_CLONES)
 TG_CPU_UNARY_ROW(unary_elu_vf32, float, tg_vf_elu(x, A), TG_VF_CLONES)
+/* issue 25, helper "pointwise": gelu's tanh form (GPT-2's MLP) and silu */
+TG_CPU_UNARY_ROW(unary_gelu_tanh_vf32, float, tg_vf_gelu_tanh(x), TG_VF_CLONES)
+TG_CPU_UNARY_ROW(unary_silu_vf32, float, x / (1.0f + tg_vf_exp(-x)), TG_VF_CLONES)
 static const tg_cpu_row_fn unary_rows_vf32[TG_NUM_UNARY] = {
     [TG_UNARY_EXP] = unary_exp_vf32,
     [TG_UNARY_SIGMOID] = unary_sigmoid_vf32,
     [TG_UNARY_TANH] = unary_tanh_vf32,
     [TG_UNARY_ELU] = unary_elu_vf32,
+    [TG_UNARY_GELU_TANH] = unary_gelu_tanh_vf32,
+    [TG_UNARY_SILU] = unary_silu_vf32,
 };
 
 /* Kinds whose every element calls libm (cost LIBM) are worth a thread team at smaller
@@ -152,6 +157,15 @@ static const tg_cpu_row_fn binary_rows[TG_NUM_BINARY][2] = {
 #include "ops/def/binary.def"
 };
 
+/* The F32 rows over the vectorizable math, which replace those above where present (issue
+ * 25, helper "pointwise": g f'(x) of gelu's tanh form and of silu). */
+TG_CPU_BINARY_ROW(binary_gelu_tanh_backward_vf32, float, a *tg_vf_gelu_tanh_slope(b), TG_VF_CLONES)
+TG_CPU_BINARY_ROW(binary_silu_backward_vf32, float, a *tg_vf_silu_slope(b), TG_VF_CLONES)
+static const tg_cpu_row_fn binary_rows_vf32[TG_NUM_BINARY] = {
+    [TG_BINARY_GELU_TANH_BACKWARD] = binary_gelu_tanh_backward_vf32,
+    [TG_BINARY_SILU_BACKWARD] = binary_silu_backward_vf32,
+};
+
 tg_status tg_cpu_binary(int kind, double alpha, tg_tensor *out, const tg_tensor *a,
                         const tg_tensor *b) {
   if ((unsigned)kind >= (unsigned)TG_NUM_BINARY)
@@ -174,8 +188,10 @@ tg_status tg_cpu_binary(int kind, double alpha, tg_tensor *out, const tg_tensor 
   tg_cpu_iter it;
   tg_cpu_iter_init(&it, out->ndim, out->sizes, 3, ops);
   tg_cpu_scalars sc = {alpha, 0};
-  tg_cpu_iter_run(&it, int_row ? int_row : binary_rows[kind][slot], &sc,
-                  tg_cpu_should_parallelize(it.numel, TG_CPU_PARALLEL_MIN));
+  const tg_cpu_row_fn row = int_row                               ? int_row
+                            : slot == 0 && binary_rows_vf32[kind] ? binary_rows_vf32[kind]
+                                                                  : binary_rows[kind][slot];
+  tg_cpu_iter_run(&it, row, &sc, tg_cpu_should_parallelize(it.numel, TG_CPU_PARALLEL_MIN));
   return TG_OK;
 }
 

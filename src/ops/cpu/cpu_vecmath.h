@@ -91,6 +91,25 @@ static inline float tg_vf_d_elu(float z, float alpha) {
   return z > 0.0f ? 1.0f : neg;
 }
 
+/* issue 25, helper "pointwise": gelu's tanh form and its derivative, written with
+ * 1 + tanh(u) = 2 sigmoid(2u) and 1 - tanh(u)^2 = 4 s (1 - s): the same functions as
+ * ops/pointwise_math.h's, but without the cancellation of 1 + tanh(u) for x < 0, which would
+ * turn tanh's few ulp into a large relative error of a small result. */
+static inline float tg_vf_gelu_tanh(float x) {
+  const float u = 0.79788456080286535588f * (x + 0.044715f * (x * x * x));
+  return x * tg_vf_sigmoid(2.0f * u);
+}
+static inline float tg_vf_gelu_tanh_slope(float x) {
+  const float x_sq = x * x;
+  const float s = tg_vf_sigmoid(2.0f * 0.79788456080286535588f * (x + 0.044715f * (x_sq * x)));
+  const float du = 0.79788456080286535588f * (1.0f + 3.0f * 0.044715f * x_sq);
+  return s + 2.0f * x * (s * (1.0f - s)) * du;
+}
+static inline float tg_vf_silu_slope(float x) {
+  const float s = 1.0f / (1.0f + tg_vf_exp(-x));
+  return s * (1.0f + x * (1.0f - s));
+}
+
 /* Compiles a function for AVX-512, AVX2 and baseline x86-64, picked at load time. Not under
  * ThreadSanitizer: the clones' ifunc resolver is instrumented and runs while the executable
  * is relocated, before the TSan runtime is initialised (a crash at start-up). */

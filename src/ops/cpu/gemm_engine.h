@@ -28,20 +28,22 @@ typedef struct tg_gemm_problem {
 
 /* ---- engines (gemm_engines.c) ---- */
 typedef enum tg_gemm_engine_kind {
-  TG_GEMM_ENGINE_BLIS, /* one of BLIS's kernel sets, through its expert API */
-  TG_GEMM_ENGINE_XSMM, /* libxsmm's JIT kernels: C and B with unit column stride */
-  TG_GEMM_ENGINE_MKL,  /* MKL's cblas, loaded at run time where it is found (mkl_gemm.c) */
+  TG_GEMM_ENGINE_BLIS,     /* one of BLIS's kernel sets, through its expert API */
+  TG_GEMM_ENGINE_XSMM,     /* libxsmm's JIT kernels: C and B with unit column stride */
+  TG_GEMM_ENGINE_MKL,      /* MKL's cblas, loaded at run time where it is found (mkl_gemm.c) */
+  TG_GEMM_ENGINE_OPENBLAS, /* OpenBLAS's cblas, the same way (openblas_gemm.c) */
 } tg_gemm_engine_kind;
 
 typedef struct tg_gemm_engine {
-  char name[32]; /* "blis-zen3", "libxsmm", "mkl": what TG_GEMM_ENGINE and the cache say */
+  char name[32]; /* "blis-zen3", "libxsmm", "mkl", "openblas": what TG_GEMM_ENGINE and the
+                  * cache say */
   tg_gemm_engine_kind kind;
   void *blis_cntx; /* a BLIS set's context; NULL: the set BLIS runs for the process */
 } tg_gemm_engine;
 
 #define TG_GEMM_MAX_ENGINES 8
 /* The engines this process can run, after tg_cpu_blis_ready: BLIS's own set first, then the
- * other BLIS sets the CPU executes and this build reaches, libxsmm, MKL. */
+ * other BLIS sets the CPU executes and this build reaches, libxsmm, MKL, OpenBLAS. */
 int tg__gemm_engine_count(void);
 const tg_gemm_engine *tg__gemm_engine_at(int index);
 /* The index of the engine of that name, or -1. */
@@ -50,7 +52,8 @@ int tg__gemm_engine_named(const char *name);
  * 32-bit BLAS integers): nothing written then. A product of more than one thread runs as
  * blocks of out, one per thread, each a one-thread product on tg's thread pool. */
 bool tg__gemm_engine_run(int index, const tg_gemm_problem *p);
-/* "libxsmm 1.17, MKL 2025.2 (path)": the versions the cache is keyed on. */
+/* "BLIS 0.9.0, libxsmm 1.17, MKL 2025.2, OpenBLAS 0.3.21": the versions the cache is keyed
+ * on. */
 void tg__gemm_engine_versions(char *buf, size_t size);
 
 /* MKL (mkl_gemm.c): loaded once, from TG_MKL_LIBRARY when set ("off": never), else
@@ -61,6 +64,15 @@ const char *tg__mkl_version(void); /* NULL: not loaded */
 bool tg__mkl_takes(const tg_gemm_problem *p);
 /* Runs p on one thread (MKL's local count), after tg__mkl_takes. */
 bool tg__mkl_gemm(const tg_gemm_problem *p);
+
+/* OpenBLAS (openblas_gemm.c): loaded once, from TG_OPENBLAS_LIBRARY when set ("off": never),
+ * else Debian's serial build or libopenblas.so.0 from the loader's path. */
+bool tg__openblas_available(void);
+const char *tg__openblas_version(void); /* NULL: not loaded */
+/* One-thread products only (its calls are serialised: openblas_gemm.c says why). */
+bool tg__openblas_takes(const tg_gemm_problem *p);
+/* Runs p on the calling thread, after tg__openblas_takes. */
+bool tg__openblas_gemm(const tg_gemm_problem *p);
 
 /* ---- shape classes (gemm_classes.c) ----
  * A class is (size, aspect, layout, threads): five sizes by multiply-adds (tiny < 2^16,

@@ -1,7 +1,7 @@
 /* The GEMM engines this process can run, listed once: BLIS's own kernel set, the other BLIS
  * sets worth trying that the CPU executes (through their contexts: needs BLIS linked
- * statically, blis_kernels.c), libxsmm (when tg is built with it) and MKL (when found at run
- * time). Each takes a tg_gemm_problem or says it does not. */
+ * statically, blis_kernels.c), libxsmm (when tg is built with it), MKL and OpenBLAS (when
+ * found at run time). Each takes a tg_gemm_problem or says it does not. */
 #include <blis.h>
 #include <limits.h>
 #include <pthread.h>
@@ -54,6 +54,7 @@ static void list_once(void) {
     add("libxsmm", TG_GEMM_ENGINE_XSMM, NULL);
 #endif
     if (tg__mkl_available()) add("mkl", TG_GEMM_ENGINE_MKL, NULL);
+    if (tg__openblas_available()) add("openblas", TG_GEMM_ENGINE_OPENBLAS, NULL);
   }
 }
 
@@ -155,6 +156,8 @@ static bool takes(const tg_gemm_engine *e, const tg_gemm_problem *p) {
     return xsmm_takes(p);
   case TG_GEMM_ENGINE_MKL:
     return tg__mkl_takes(p);
+  case TG_GEMM_ENGINE_OPENBLAS:
+    return tg__openblas_takes(p);
   }
   return false;
 }
@@ -171,6 +174,9 @@ static void run_one(const tg_gemm_engine *e, const tg_gemm_problem *p) {
     return;
   case TG_GEMM_ENGINE_MKL:
     tg__mkl_gemm(p);
+    return;
+  case TG_GEMM_ENGINE_OPENBLAS:
+    tg__openblas_gemm(p);
     return;
   }
 }
@@ -239,14 +245,15 @@ bool tg__gemm_engine_run(int index, const tg_gemm_problem *p) {
 }
 
 void tg__gemm_engine_versions(char *buf, size_t size) {
-  const char *mkl = tg__mkl_version();
+  const char *mkl = tg__mkl_version(), *openblas = tg__openblas_version();
 #if TG_WITH_XSMM
   const char *xsmm = "libxsmm " LIBXSMM_CONFIG_VERSION;
 #else
   const char *xsmm = "no libxsmm";
 #endif
-  snprintf(buf, size, "BLIS %s, %s, %s%s", bli_info_get_version_str(), xsmm,
-           mkl ? "MKL " : "no MKL", mkl ? mkl : "");
+  snprintf(buf, size, "BLIS %s, %s, %s%s, %s%s", bli_info_get_version_str(), xsmm,
+           mkl ? "MKL " : "no MKL", mkl ? mkl : "", openblas ? "OpenBLAS " : "no OpenBLAS",
+           openblas ? openblas : "");
 }
 
 const char *tg_small_gemm_engine(void) {

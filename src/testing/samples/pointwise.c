@@ -1,7 +1,10 @@
 /* Sample inputs of the pointwise ops: unary (ops/def/unary.def), binary and comparisons
  * (ops/def/binary.def), and the scalar-operand ops (ops/def/pointwise.def). In-place forms
  * take these through tg__samples_inplace. */
+#include <math.h>
+
 #include "testing/samples/samples_internal.h"
+#include "tg/ops.h"
 
 /* ---- unary ---- */
 
@@ -226,5 +229,150 @@ int tg__samples_where(const tg_sample_request *r, tg_sample *out) {
   tg__sample_input(&b, s, tg__sample_values(r, false, TG_SHAPE(2, 3), mask6));
   tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 2, 3));
   tg__sample_input(&b, s, TG__CONST(&b, TG__ANY, 2, 3));
+  return tg__samples_end(&b);
+}
+
+/* ---- issue 25, helper "pointwise": silu, maximum, minimum, gelu, the backward ops, clamp,
+ * cumsum, logsumexp ---- */
+
+UNARY_SAMPLES(silu, TG__ANY)
+int tg__samples_maximum(const tg_sample_request *r, tg_sample *out) {
+  return binary_samples(r, out, TG__ANY, false, true);
+}
+int tg__samples_minimum(const tg_sample_request *r, tg_sample *out) {
+  return binary_samples(r, out, TG__ANY, false, true);
+}
+
+/* The unary layouts with the erf form (the bench call: the tanh form, GPT-2's), then the tanh
+ * form on two more. */
+int tg__samples_gelu(const tg_sample_request *r, tg_sample *out) {
+  const int n = unary_samples(r, out, TG__ANY, 0, NULL);
+  if (n < 0) return -1;
+  for (int k = 0; k < n; k++) tg__sample_int(&out[k], r->bench ? TG_GELU_TANH : TG_GELU_NONE);
+  if (r->bench) return n;
+  tg__samples b = {r, out, n, false};
+  tg_sample *s = tg__sample_new(&b, "tanh form");
+  tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 2, 3));
+  tg__sample_int(s, TG_GELU_TANH);
+  s = tg__sample_new(&b, "tanh form, transposed");
+  tg__sample_input(&b, s, tg__sample_tensor(r, TG__TRANSPOSED, TG__ANY, true, TG_SHAPE(3, 4)));
+  tg__sample_int(s, TG_GELU_TANH);
+  return tg__samples_end(&b);
+}
+
+/* g and x of g f'(x): equal sizes, transposed x, a broadcast g; with_form: one sample per
+ * gelu form (the int approximate), else none. */
+static int slope_samples(const tg_sample_request *r, tg_sample *out, bool with_form) {
+  tg__samples b = tg__samples_begin(r, out);
+  tg_sample *s;
+  if (r->bench) {
+    s = tg__sample_new(&b, "bench");
+    tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 1024, TG__BENCH_NUMEL / 1024));
+    tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 1024, TG__BENCH_NUMEL / 1024));
+    if (with_form) tg__sample_int(s, TG_GELU_TANH);
+    return tg__samples_end(&b);
+  }
+  for (int form = 0; form < (with_form ? 2 : 1); form++) {
+    s = tg__sample_new(&b, form ? "tanh form" : "same sizes");
+    tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 2, 3));
+    tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 2, 3));
+    if (with_form) tg__sample_int(s, form);
+    s = tg__sample_new(&b, form ? "tanh form, transposed x" : "transposed x");
+    tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 3, 4));
+    tg__sample_input(&b, s, tg__sample_tensor(r, TG__TRANSPOSED, TG__ANY, true, TG_SHAPE(3, 4)));
+    if (with_form) tg__sample_int(s, form);
+    s = tg__sample_new(&b, form ? "tanh form, broadcast g" : "broadcast g");
+    tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 3));
+    tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 2, 3));
+    if (with_form) tg__sample_int(s, form);
+  }
+  return tg__samples_end(&b);
+}
+int tg__samples_gelu_backward(const tg_sample_request *r, tg_sample *out) {
+  return slope_samples(r, out, true);
+}
+int tg__samples_silu_backward(const tg_sample_request *r, tg_sample *out) {
+  return slope_samples(r, out, false);
+}
+
+/* Bounds on both sides, one side only (NaN: none), and min > max, over the unary layouts;
+ * the values are drawn away from the bounds (gradcheck cannot step across a kink). */
+int tg__samples_clamp(const tg_sample_request *r, tg_sample *out) {
+  static const double bounds[][2] = {{-0.1, 0.1}, {NAN, 0.1}, {-0.1, NAN}, {0.1, -0.1}};
+  const tg__range away = {-2.0, 2.0, 0.25};
+  const int n = unary_samples(r, out, away, 0, NULL);
+  if (n < 0) return -1;
+  for (int k = 0; k < n; k++) {
+    tg__sample_scalar(&out[k], bounds[k % 4][0]);
+    tg__sample_scalar(&out[k], bounds[k % 4][1]);
+  }
+  return n;
+}
+
+/* dim first, last and in the middle, reversed, over contiguous, transposed and 0-dim x. */
+int tg__samples_cumsum(const tg_sample_request *r, tg_sample *out) {
+  tg__samples b = tg__samples_begin(r, out);
+  tg_sample *s;
+  if (r->bench) {
+    s = tg__sample_new(&b, "bench");
+    tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 1024, TG__BENCH_NUMEL / 1024));
+    tg__sample_int(s, 1);
+    tg__sample_int(s, 0);
+    return tg__samples_end(&b);
+  }
+  struct {
+    const char *label;
+    tg__layout layout;
+    int ndim;
+    int64_t dim, reverse;
+  } const cases[] = {
+      {"dim 1", TG__CONTIGUOUS, 2, 1, 0},      {"dim 0", TG__CONTIGUOUS, 2, 0, 0},
+      {"transposed", TG__TRANSPOSED, 2, 1, 0}, {"middle dim of 3", TG__CONTIGUOUS, 3, 1, 0},
+      {"reversed", TG__STEPPED, 2, 1, 1},      {"0-dim", TG__CONTIGUOUS, 0, 0, 0},
+  };
+  static const int64_t sizes[] = {2, 3, 4};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    s = tg__sample_new(&b, cases[k].label);
+    tg__sample_input(&b, s,
+                     tg__sample_tensor(r, cases[k].layout, TG__ANY, true, cases[k].ndim,
+                                       cases[k].ndim == 3 ? sizes : sizes + 1));
+    tg__sample_int(s, cases[k].dim);
+    tg__sample_int(s, cases[k].reverse);
+  }
+  return tg__samples_end(&b);
+}
+
+/* One dim, two dims, all, with and without keepdim, over contiguous and transposed x. */
+int tg__samples_logsumexp(const tg_sample_request *r, tg_sample *out) {
+  tg__samples b = tg__samples_begin(r, out);
+  tg_sample *s;
+  if (r->bench) {
+    s = tg__sample_new(&b, "bench");
+    tg__sample_input(&b, s, TG__GRAD(&b, TG__ANY, 1024, TG__BENCH_NUMEL / 1024));
+    tg__sample_int(s, 0);
+    tg__sample_int(s, 1);
+    return tg__samples_end(&b);
+  }
+  struct {
+    const char *label;
+    tg__layout layout;
+    int ndim, n_dims;
+    int64_t keepdim, dims[2];
+  } const cases[] = {
+      {"last dim", TG__CONTIGUOUS, 2, 1, 0, {1}},
+      {"first dim, keepdim", TG__CONTIGUOUS, 2, 1, 1, {0}},
+      {"transposed", TG__TRANSPOSED, 2, 1, 0, {1}},
+      {"two of three dims", TG__CONTIGUOUS, 3, 2, 0, {0, 2}},
+      {"all dims, keepdim", TG__STEPPED, 2, 2, 1, {0, 1}},
+  };
+  static const int64_t sizes[] = {2, 3, 4};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    s = tg__sample_new(&b, cases[k].label);
+    tg__sample_input(&b, s,
+                     tg__sample_tensor(r, cases[k].layout, TG__ANY, true, cases[k].ndim,
+                                       cases[k].ndim == 3 ? sizes : sizes + 1));
+    tg__sample_int(s, cases[k].keepdim);
+    for (int d = 0; d < cases[k].n_dims; d++) tg__sample_int(s, cases[k].dims[d]);
+  }
   return tg__samples_end(&b);
 }
