@@ -302,7 +302,7 @@ typedef struct run {
   tg_generator *sampler; /* where the batches come from */
   tg_dtype dtype;
   double loss, first_loss, smooth, val_loss, train_seconds;
-  double *losses, *val_at, *step_ms; /* per step */
+  double *losses, *val_at, *step_ms, *opt_ms; /* per step */
 } run;
 
 static int fail(const char *what) {
@@ -318,6 +318,7 @@ static void run_free(run *r) {
   free(r->losses);
   free(r->val_at);
   free(r->step_ms);
+  free(r->opt_ms);
 }
 
 static int run_init(run *r, const options *o) {
@@ -325,8 +326,11 @@ static int run_init(run *r, const options *o) {
   r->losses = malloc(sizeof *r->losses * steps);
   r->val_at = malloc(sizeof *r->val_at * steps);
   r->step_ms = malloc(sizeof *r->step_ms * steps);
-  if (!r->losses || !r->val_at || !r->step_ms) return fprintf(stderr, PROG ": out of memory\n"), 0;
-  for (size_t i = 0; i < steps; i++) r->losses[i] = r->val_at[i] = r->step_ms[i] = NAN;
+  r->opt_ms = malloc(sizeof *r->opt_ms * steps);
+  if (!r->losses || !r->val_at || !r->step_ms || !r->opt_ms)
+    return fprintf(stderr, PROG ": out of memory\n"), 0;
+  for (size_t i = 0; i < steps; i++)
+    r->losses[i] = r->val_at[i] = r->step_ms[i] = r->opt_ms[i] = NAN;
   r->dtype = o->f64 ? TG_F64 : TG_F32;
   gpt_config c = {.layers = o->layers,
                   .heads = o->heads,
@@ -385,7 +389,9 @@ static int train_step(run *r, const options *o, const gpt_data *d, long long ste
   if (st == TG_OK) st = tg_item(loss, &r->loss);
   if (st == TG_OK) st = tg_optimizer_zero_grad(r->opt);
   if (st == TG_OK) st = tg_backward(loss, NULL);
+  double t_opt = train_now_seconds();
   if (st == TG_OK) st = tg_optimizer_step(r->opt);
+  r->opt_ms[step] = 1e3 * (train_now_seconds() - t_opt);
   tg_scope_end(sc);
   free(starts);
   free(u);
@@ -524,6 +530,18 @@ static int compare_doubles(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* The median of x[0, n) (NAN when memory runs out). */
+static double median(const double *x, long long n) {
+  double *sorted = malloc(sizeof *sorted * (size_t)n), m = NAN;
+  if (sorted) {
+    memcpy(sorted, x, sizeof *sorted * (size_t)n);
+    qsort(sorted, (size_t)n, sizeof *sorted, compare_doubles);
+    m = sorted[n / 2];
+  }
+  free(sorted);
+  return m;
+}
+
 /* VmHWM of /proc/self/status in bytes (-1 where there is none). */
 static long long peak_rss_bytes(void) {
   FILE *f = fopen("/proc/self/status", "r");
@@ -591,17 +609,13 @@ static int report(const options *o, const gpt_data *d, run *r, long long start, 
   printf("\n");
   if (steps) {
     /* the median step, leaving out the first (it allocates what the others reuse) */
-    long long skip = steps > 1, n = steps - skip;
-    double *ms = malloc(sizeof *ms * (size_t)n);
-    if (ms) {
-      memcpy(ms, r->step_ms + start + skip, sizeof *ms * (size_t)n);
-      qsort(ms, (size_t)n, sizeof *ms, compare_doubles);
-      printf("train: median %.2f ms/step, %.0f tokens/s (%lld steps of %lld tokens in %.1f s "
-             "of training)\n",
-             ms[n / 2], (double)(o->batch * o->seq) * 1e3 / ms[n / 2], steps, o->batch * o->seq,
-             r->train_seconds);
-      free(ms);
-    }
+    long long skip = steps > 1;
+    double step = median(r->step_ms + start + skip, steps - skip);
+    double opt = median(r->opt_ms + start + skip, steps - skip);
+    printf("train: median %.2f ms/step (AdamW's step %.2f ms of it), %.0f tokens/s (%lld steps "
+           "of %lld tokens in %.1f s of training)\n",
+           step, opt, (double)(o->batch * o->seq) * 1e3 / step, steps, o->batch * o->seq,
+           r->train_seconds);
     printf("final train loss %.17g (last step)\n", r->loss);
   }
   printf("final val loss %.17g nats/token", r->val_loss);

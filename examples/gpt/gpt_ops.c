@@ -53,11 +53,7 @@ tg_tensor *gpt_attention(const tg_tensor *qkv, int64_t batch, int64_t seq, int64
   return attention_composed(qkv, batch, seq, heads);
 }
 
-tg_tensor *gpt_gelu(const tg_tensor *x) {
-  const double k = sqrt(2.0 / 3.14159265358979323846);
-  tg_tensor *inner = tg_add_scaled(x, tg_pow_scalar(x, 3.0), 0.044715);
-  return tg_mul(tg_mul_scalar(x, 0.5), tg_add_scalar(tg_tanh(tg_mul_scalar(inner, k)), 1.0));
-}
+tg_tensor *gpt_gelu(const tg_tensor *x) { return tg_gelu(x, TG_GELU_TANH); }
 
 tg_optimizer *gpt_optimizer_new(const tg_module *m, double lr) {
   return tg_adam_for(m, (tg_adam_options){.lr = lr, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8});
