@@ -75,6 +75,8 @@ public_layer() {
   tg/norm.h) echo ops ;; # issue 24, normalization family (helper norm)
   tg/conv_bn.h) echo ops ;; # the fused Conv2d + BatchNorm2d (issue 24)
   tg/conv_bn_layer.h) echo nn ;; # its layer
+  tg/optim.h) echo nn ;; # AdamW, param groups, clipping, LR schedules (issue 25, helper optim)
+  tg/index.h) echo ops ;; # indexing along a dim (issue 25, helper "index")
   *) echo unknown ;;
   esac
 }

@@ -30,6 +30,10 @@ HOMES = {
     # the fused Conv2d + BatchNorm2d (issue 24, helper "convbn") and its layer
     "conv_bn.h": "ops",
     "conv_bn_layer.h": "nn",
+    # AdamW, parameter groups, clipping, LR schedules (issue 25, helper optim)
+    "optim.h": "nn",
+    # indexing along a dim (issue 25, helper "index")
+    "index.h": "ops",
 }
 
 

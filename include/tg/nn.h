@@ -280,13 +280,14 @@ tg_status tg_optimizer_step(tg_optimizer *opt);
 /* Zeroes every parameter's gradient in place (keeps the buffers). */
 tg_status tg_optimizer_zero_grad(tg_optimizer *opt);
 void tg_optimizer_free(tg_optimizer *opt); /* NULL is a no-op */
-/* The learning rate, and changing it (a schedule); TG_ERR_ARGUMENT unless lr > 0. */
+/* The learning rate (parameter group 0's), and changing it (every group's); TG_ERR_ARGUMENT
+ * unless lr > 0. Groups, AdamW, schedules and clipping: tg/optim.h. */
 double tg_optimizer_lr(const tg_optimizer *opt);
 tg_status tg_optimizer_set_lr(tg_optimizer *opt, double lr);
 
 /* The optimizer's state per parameter, named "<param>.<what>" where <param> is the
  * parameter's dotted name (tg_*_for) or its index ("0", "1", ...): SGD's
- * "momentum_buffer", Adam's "exp_avg", "exp_avg_sq" and "step" (a 0-dim F64), like
+ * "momentum_buffer", Adam's and AdamW's "exp_avg", "exp_avg_sq" and "step" (a 0-dim F64), like
  * torch.optim's state_dict. Only what exists so far (nothing before the first step). The
  * tensors are shared; the caller frees the dict. Loading copies into the optimizer
  * (all-or-nothing): every name must belong to this optimizer with the parameter's shape and

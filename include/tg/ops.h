@@ -165,7 +165,8 @@ tg_status tg_min_dim(const tg_tensor *x, int dim, bool keepdim, tg_tensor **valu
 /* Sums x down to the given (broadcast-compatible) sizes: the backward of broadcasting. */
 tg_tensor *tg_sum_to_size(const tg_tensor *x, int ndim, const int64_t *sizes);
 
-/* ---- linear algebra (2-D); strided operands go to BLAS as strides, not copies ----
+/* ---- linear algebra (issue 25, helper bmm: batched matmul, bmm, tril/triu, masked_fill);
+ * strided operands go to BLAS as strides, not copies ----
  * float32 or float64, one dtype for all operands: no promotion, as PyTorch. The order in
  * which products are summed is BLAS's, not PyTorch's: F32 sums whose partial sums pass
  * FLT_MAX may stay finite in tg where PyTorch's overflow to inf, or the reverse
@@ -179,7 +180,28 @@ tg_tensor *tg_mm(const tg_tensor *a, const tg_tensor *b);
  * (also in tg_mm and tg_matmul) is zeros. */
 tg_tensor *tg_addmm(const tg_tensor *input, const tg_tensor *mat1, const tg_tensor *mat2,
                     double beta, double alpha);
-tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b); /* 1-D or 2-D operands */
+/* torch.matmul. 1-D and 2-D operands: dot, matrix @ vector, vector @ matrix, mm. Batched
+ * (either operand 3-D or more): the last two dims are matrices, the dims before them batch
+ * dims, which broadcast (an operand is broadcast by a stride-0 view, not copied); a 1-D a is
+ * a row [1, k] and a 1-D b a column [k, 1], dropped from the result, as PyTorch. [*, m, k] @
+ * [k, n] is folded into one [(*) m, k] @ [k, n] GEMM (PyTorch's rule). The gradients are
+ * matmuls summed over the broadcast dims back to each operand's sizes (any order).
+ * TG_ERR_SHAPE: a 0-dim operand, inner sizes that differ, batch dims that do not broadcast;
+ * TG_ERR_DTYPE: operands of two dtypes (no promotion) or int64. */
+tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b);
+/* torch.bmm: a [B, m, k] @ b [B, k, n] -> [B, m, n], both 3-D with equal B (no
+ * broadcasting), one floating dtype. On the CPU, batches of small GEMMs run split across the
+ * thread pool and large ones thread themselves; on CUDA one strided-batched cuBLAS call. */
+tg_tensor *tg_bmm(const tg_tensor *a, const tg_tensor *b);
+/* torch.tril / torch.triu over the last two dims (x at least 2-D, any batch dims, any
+ * dtype): the elements with j - i <= diagonal (tril) or j - i >= diagonal (triu) kept, the
+ * others 0 (inf and NaN there too). The gradient is the same triangle of g. */
+tg_tensor *tg_tril(const tg_tensor *x, int64_t diagonal);
+tg_tensor *tg_triu(const tg_tensor *x, int64_t diagonal);
+/* torch.masked_fill: x with value where mask is nonzero (any dtype; NaN counts as true, tg
+ * has no bool), mask broadcast to x's sizes (TG_ERR_SHAPE otherwise); x's sizes and dtype.
+ * x's gradient is g where mask is zero and 0 where it filled. */
+tg_tensor *tg_masked_fill(const tg_tensor *x, const tg_tensor *mask, double value);
 
 /* ---- shape ----
  * Any dtypes: pieces of different dtypes are cast to their promotion (as torch.cat). */

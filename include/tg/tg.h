@@ -128,5 +128,9 @@
 /* the fused Conv2d + BatchNorm2d (issue 24) */
 #include "conv_bn.h"
 #include "conv_bn_layer.h"
+/* AdamW, parameter groups, clip_grad_norm, LR schedules (issue 25, helper optim) */
+#include "optim.h"
+/* indexing along a dim: gather, scatter_add, index_select, topk, ... (issue 25, helper "index") */
+#include "index.h"
 
 #endif

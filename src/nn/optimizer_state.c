@@ -1,5 +1,5 @@
 /* An optimizer's state by name (tg/nn.h): "<param>.momentum_buffer" for SGD, "<param>.exp_avg",
- * "<param>.exp_avg_sq" and "<param>.step" for Adam, like torch.optim's state_dict. */
+ * "<param>.exp_avg_sq" and "<param>.step" for Adam and AdamW, like torch.optim's state_dict. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,7 +70,7 @@ static bool parse_name(const tg_optimizer *opt, const char *name, int *param, in
       *what = 0;
       return true;
     }
-    for (int w = 0; opt->kind == OPT_ADAM && w < N_WHAT; w++) {
+    for (int w = 0; tg__opt_adam_like(opt->kind) && w < N_WHAT; w++) {
       if (strcmp(rest, adam_what[w]) == 0) {
         *param = i;
         *what = w;
@@ -78,11 +78,15 @@ static bool parse_name(const tg_optimizer *opt, const char *name, int *param, in
       }
     }
   }
-  const char *expected = opt->kind == OPT_ADAM    ? "<param>.exp_avg, .exp_avg_sq or .step"
-                         : opt->sgd.momentum != 0 ? "<param>.momentum_buffer"
+  const char *expected = tg__opt_adam_like(opt->kind) ? "<param>.exp_avg, .exp_avg_sq or .step"
+                         : opt->sgd.momentum != 0     ? "<param>.momentum_buffer"
                                                   : "nothing (SGD without momentum has no state)";
   tg_set_error(TG_ERR_ARGUMENT, "%s: \"%s\" is not state of this %s optimizer; it takes %s", fn,
-               name, opt->kind == OPT_ADAM ? "Adam" : "SGD", expected);
+               name,
+               opt->kind == OPT_ADAMW  ? "AdamW"
+               : opt->kind == OPT_ADAM ? "Adam"
+                                       : "SGD",
+               expected);
   return false;
 }
 
@@ -122,12 +126,12 @@ static tg_status check_all(const tg_optimizer *opt, const tg_tensor_dict *state,
     const tg_tensor *t = tg_tensor_dict_at(state, k);
     int i, w;
     if (!parse_name(opt, name, &i, &w)) return tg_last_error();
-    tg_status st = opt->kind == OPT_ADAM && w == STEP ? read_step(name, t, &steps[i])
-                                                      : check_like_param(opt, i, name, t);
+    tg_status st = tg__opt_adam_like(opt->kind) && w == STEP ? read_step(name, t, &steps[i])
+                                                             : check_like_param(opt, i, name, t);
     if (st != TG_OK) return st;
     found[N_WHAT * i + w] = t;
   }
-  for (int i = 0; opt->kind == OPT_ADAM && i < opt->n; i++) {
+  for (int i = 0; tg__opt_adam_like(opt->kind) && i < opt->n; i++) {
     const tg_tensor **f = &found[N_WHAT * i];
     int have = (f[0] != NULL) + (f[1] != NULL) + (f[2] != NULL);
     if (have == 0 || have == N_WHAT) continue;
@@ -176,7 +180,7 @@ void tg__optimizer_load_commit(tg__optimizer_load *l) {
     opt->state1[i] = l->next[2 * i];
     opt->state2[i] = l->next[2 * i + 1];
     l->next[2 * i] = l->next[2 * i + 1] = NULL;
-    opt->steps[i] = opt->kind == OPT_ADAM ? l->steps[i] : (opt->state1[i] ? 1 : 0);
+    opt->steps[i] = tg__opt_adam_like(opt->kind) ? l->steps[i] : (opt->state1[i] ? 1 : 0);
   }
   tg__optimizer_load_abort(l);
 }
@@ -202,7 +206,7 @@ tg_status tg__optimizer_load_stage(tg_optimizer *opt, const tg_tensor_dict *stat
   tg_no_grad_begin();
   tg_scope s = tg_scope_begin();
   tg_status st = check_all(opt, state, found, l->steps);
-  const bool adam = opt->kind == OPT_ADAM;
+  const bool adam = tg__opt_adam_like(opt->kind);
   for (int i = 0; i < n && st == TG_OK; i++) {
     tg_tensor *a = NULL, *b = NULL;
     st = own_copy(opt->params[i], found[N_WHAT * i + (adam ? EXP_AVG : 0)], adam, &a);

@@ -1,4 +1,4 @@
-/* Matrix products: mm, addmm and matmul (1-D and 2-D operands).
+/* Matrix products: mm and addmm (matmul, composed from them and bmm: src/ops/matmul.c).
  *
  * Operands reach the backend's gemm with their own strides: a transposed or sliced view
  * is never copied here (the backend copies only what its BLAS cannot take). Backward is
@@ -158,34 +158,4 @@ tg_tensor *tg_addmm(const tg_tensor *input, const tg_tensor *mat1, const tg_tens
                  tg__sizes_str(input), tg__dims_str(2, out_sizes)))
     return NULL;
   return tg_apply1(TG__OP(addmm), TG__IN(input, mat1, mat2), TG__SC(beta, alpha));
-}
-
-/* ---- matmul: 1-D operands become a row (left) or a column (right) of an mm ---- */
-
-tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b) {
-  static const char *op = "tg_matmul";
-  if (!tg__check_arg(op, "a", a) || !tg__check_arg(op, "b", b)) return NULL;
-  bool zero_dim = a->ndim == 0 || b->ndim == 0;
-  if (!tg__check(!zero_dim && a->ndim <= 2 && b->ndim <= 2,
-                 zero_dim ? TG_ERR_SHAPE : TG_ERR_UNSUPPORTED, op, "a is %s and b is %s: %s",
-                 tg__sizes_str(a), tg__sizes_str(b),
-                 zero_dim ? "both operands need at least 1 dim"
-                          : "only 1-D and 2-D operands are supported (no batched matmul)"))
-    return NULL;
-  if (!tg__check_floating(op, "a", a) || !tg__check_alike(op, "b", b, "a", a) ||
-      !check_inner(op, "a", a, "b", b))
-    return NULL;
-  if (a->ndim == 2 && b->ndim == 2) return mm_op(a, b, 1.0);
-
-  tg_scope s = tg_scope_begin(); /* the row/column views are temporaries */
-  const tg_tensor *left = a->ndim == 1 ? tg_unsqueeze(a, 0) : a;
-  const tg_tensor *right = b->ndim == 1 ? tg_unsqueeze(b, 1) : b;
-  tg_tensor *product = left && right ? mm_op(left, right, 1.0) : NULL;
-  tg_tensor *result = !product             ? NULL
-                      : a->ndim == b->ndim ? tg_reshape(product, 0, NULL) /* dot: 0-dim */
-                      : a->ndim == 1       ? tg_squeeze(product, 0)
-                                           : tg_squeeze(product, 1);
-  result = tg_scope_escape(s, result);
-  tg_scope_end(s);
-  return result;
 }

@@ -484,6 +484,88 @@ static tg_status pt_dropout(PT_ARGS) {
   return one(out, nout, tg_dropout(in[0], p[0], ip[0] != 0, NULL));
 }
 
+/* ---- issue 25, pointwise (helper pointwise): gelu, silu, clamp, maximum, minimum, cumsum,
+ * logsumexp; p and ip as gen_refs.py's section lists them ---- */
+static tg_status pt_gelu(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_gelu(in[0], p[0] != 0 ? TG_GELU_TANH : TG_GELU_NONE));
+}
+UNARY(silu)
+static tg_status pt_clamp(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_clamp(in[0], p[0], p[1]));
+}
+BINARY(maximum)
+BINARY_(maximum)
+BINARY(minimum)
+BINARY_(minimum)
+static tg_status pt_cumsum(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_cumsum(in[0], (int)ip[0]));
+}
+static tg_status pt_logsumexp(PT_ARGS) {
+  PT_UNUSED;
+  int dims[PT_MAX_IP];
+  const int n = ints(ip + 1, nip - 1, dims);
+  return one(out, nout, tg_logsumexp(in[0], n, dims, ip[0] != 0));
+}
+
+/* ---- issue 25, helper bmm: batched matmul, bmm, tril/triu, masked_fill ---- */
+BINARY(bmm)
+static tg_status pt_matmul_batched(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_matmul(in[0], in[1]));
+}
+static tg_status pt_tril(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_tril(in[0], ip[0]));
+}
+static tg_status pt_triu(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_triu(in[0], ip[0]));
+}
+static tg_status pt_masked_fill(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_masked_fill(in[0], in[1], p[0]));
+/* ---- indexing along a dim (issue 25, helper "index"): include/tg/index.h ---- */
+static tg_status pt_gather(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_gather(in[0], (int)ip[0], in[1]));
+}
+static tg_status pt_scatter_add(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_scatter_add(in[0], (int)ip[0], in[1], in[2]));
+}
+static tg_status pt_index_select(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_index_select(in[0], (int)ip[0], in[1]));
+}
+static tg_status pt_index_add(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_index_add(in[0], (int)ip[0], in[1], in[2], p[0]));
+}
+/* ip: k, dim, largest, sorted */
+static tg_status pt_topk(PT_ARGS) {
+  PT_UNUSED;
+  *nout = 0;
+  tg_status st = tg_topk(in[0], ip[0], (int)ip[1], ip[2] != 0, ip[3] != 0, &out[0], &out[1]);
+  if (st == TG_OK) *nout = 2;
+  return st;
+}
+/* ip: has_dim (0: TG_ALL_DIMS), dim, keepdim */
+static tg_status pt_argmax(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_argmax(in[0], ip[0] ? (int)ip[1] : TG_ALL_DIMS, ip[2] != 0));
+}
+static tg_status pt_argmin(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_argmin(in[0], ip[0] ? (int)ip[1] : TG_ALL_DIMS, ip[2] != 0));
+}
+static tg_status pt_one_hot(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_one_hot(in[0], ip[0]));
+}
+
 #define ROW(name)                                                                                  \
   { #name, pt_##name }
 static const struct {
@@ -622,6 +704,32 @@ static const struct {
     ROW(layer_norm),
     ROW(group_norm),
     ROW(dropout),
+    /* issue 25, pointwise (helper pointwise) */
+    ROW(gelu),
+    ROW(silu),
+    ROW(silu_),
+    ROW(clamp),
+    ROW(maximum),
+    ROW(maximum_),
+    ROW(minimum),
+    ROW(minimum_),
+    ROW(cumsum),
+    ROW(logsumexp),
+    /* issue 25, helper bmm */
+    ROW(bmm),
+    ROW(matmul_batched),
+    ROW(tril),
+    ROW(triu),
+    ROW(masked_fill),
+    /* indexing along a dim (issue 25, helper "index") */
+    ROW(gather),
+    ROW(scatter_add),
+    ROW(index_select),
+    ROW(index_add),
+    ROW(topk),
+    ROW(argmax),
+    ROW(argmin),
+    ROW(one_hot),
 };
 
 pt_fn pt_adapter(const char *op) {

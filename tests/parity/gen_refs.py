@@ -1167,6 +1167,218 @@ op("group_norm", lambda xs, p, ip: (F.group_norm(xs[0], ip[0], xs[1], xs[2], p[0
 op("dropout", lambda xs, p, ip: (F.dropout(xs[0], p[0], bool(ip[0])),), dropout_cases, 0)
 
 
+# ---- issue 25, helper bmm: batched matmul, bmm, tril/triu, masked_fill (tg/ops.h) ----
+def bmm_cases(dt):
+    e = edge_vec(dt)
+    n = e.numel()
+    ea = torch.stack([e, e.flip(0)]).reshape(2, 1, n)
+    out = [case("3d", [vals([2, 3, 4], 1, dt), vals([2, 4, 5], 2, dt)]),
+           case("lay=t,t", [In(vals([2, 3, 4], 1, dt), "t"), In(vals([2, 4, 5], 2, dt), "t")]),
+           case("lay=s,c", [In(vals([2, 3, 4], 1, dt), "s"), vals([2, 4, 2], 2, dt)]),
+           case("a=edges", [ea, vals([2, n, 2], 2, dt)]),
+           case("k=0", [vals([2, 3, 0], 1, dt), vals([2, 0, 4], 2, dt)]),
+           case("batch=0", [vals([0, 3, 4], 1, dt), vals([0, 4, 2], 2, dt)]),
+           case("badbatch", [vals([2, 3, 4], 1, dt), vals([3, 4, 5], 2, dt)]),
+           case("badinner", [vals([2, 3, 4], 1, dt), vals([2, 3, 5], 2, dt)]),
+           case("2d", [vals([3, 4], 1, dt), vals([4, 5], 2, dt)])]
+    if dt == "f64":
+        out.append(case("promote", [vals([2, 3, 4], 1, "f32"), vals([2, 4, 5], 2, "f64")]))
+    return out
+
+
+def matmul_batched_cases(dt):
+    e = edge_vec(dt)
+    n = e.numel()
+    out = [case("3d@2d", [vals([2, 3, 4], 1, dt), vals([4, 5], 2, dt)]),
+           case("3d@1d", [vals([2, 3, 4], 1, dt), vals([4], 2, dt)]),
+           case("1d@3d", [vals([4], 1, dt), vals([2, 4, 3], 2, dt)]),
+           case("2d@3d", [vals([3, 4], 1, dt), vals([2, 4, 5], 2, dt)]),
+           case("4d@3d/bcast", [vals([2, 1, 3, 4], 1, dt), vals([5, 4, 2], 2, dt)]),
+           case("4d@4d/bcast", [vals([2, 1, 3, 4], 1, dt), vals([1, 3, 4, 2], 2, dt)]),
+           case("qk^T", [vals([2, 2, 3, 4], 1, dt), In(vals([2, 2, 4, 3], 2, dt), "t")]),
+           case("lay=e0", [In(vals([2, 3, 4], 1, dt), "e0", False), vals([2, 4, 2], 2, dt)]),
+           case("lay=s,t", [In(vals([2, 3, 4], 1, dt), "s"), In(vals([4, 2], 2, dt), "t")]),
+           case("a=edges", [torch.stack([e, e.flip(0)]).reshape(2, 1, n), vals([n, 3], 2, dt)]),
+           case("k=0", [vals([2, 3, 0], 1, dt), vals([0, 4], 2, dt)]),
+           case("batch=0", [vals([0, 3, 4], 1, dt), vals([2, 1, 4, 5], 2, dt)]),
+           case("badbatch", [vals([2, 3, 4], 1, dt), vals([3, 4, 5], 2, dt)]),
+           case("badinner", [vals([2, 3, 4], 1, dt), vals([5, 2], 2, dt)])]
+    if dt == "f64":
+        out.append(case("promote", [vals([2, 3, 4], 1, "f32"), vals([4, 5], 2, "f64")]))
+    return out
+
+
+def tri_cases(dt):
+    e = edge_vec(dt)
+    out = [case("d=%d" % d, [vals([3, 4], 1, dt)], ip=[d]) for d in (-1, 0, 2, -5, 9)]
+    out += [case("batched", [vals([2, 3, 4], 1, dt)], ip=[1]),
+            case("edges", [e.reshape(3, -1)], ip=[0], gp="cycz"),
+            case("lay=t", [In(vals([4, 3], 1, dt), "t")], ip=[-1]),
+            case("empty", [vals([0, 3], 1, dt)], ip=[0]),
+            case("1d", [vals([3], 1, dt)], ip=[0])]
+    if dt == "f64":
+        out.append(case("i64", [vals([3, 4], 1, dt).mul(4).long()], ip=[0]))
+    return out
+
+
+def masked_fill_cases(dt):
+    e = edge_vec(dt)
+    n = e.numel()
+    c0 = lambda t: In(t, "c", False)
+    alt = full([n], 0.0, dt)
+    alt[::2] = 1.0
+    out = [case("edges", [e, c0(alt)], p=[-INF], gp="cycz"),
+           case("edges/value=nan", [e, c0(alt.flip(0))], p=[NAN]),
+           case("mask=edges", [vals([n], 1, dt), c0(e)], p=[2.5]),
+           case("bcast=row", [vals([3, 4], 1, dt), c0(vals([4], 3, dt))], p=[0.5]),
+           case("bcast=col,lay=t", [In(vals([3, 4], 1, dt), "t"), c0(vals([3, 1], 3, dt))], p=[-1]),
+           case("mask=i64", [vals([2, 3], 1, dt), c0(vals([3], 3, dt).mul(4).long())], p=[7]),
+           case("empty", [vals([0, 4], 1, dt), c0(vals([4], 3, dt))], p=[1]),
+           case("badshape", [vals([3, 4], 1, dt), c0(vals([3, 4, 1], 3, dt))], p=[1]),
+           case("badbcast", [vals([3, 4], 1, dt), c0(vals([3], 3, dt))], p=[1])]
+    if dt == "f64":
+        out.append(case("x=i64", [vals([3], 1, dt).mul(4).long(), c0(vals([3], 3, dt))], p=[-3]))
+    return out
+
+
+op("bmm", B(torch.bmm), bmm_cases, 4, "acc")
+op("matmul_batched", B(torch.matmul), matmul_batched_cases, 4, "acc")
+op("tril", lambda xs, p, ip: (torch.tril(xs[0], ip[0]),), tri_cases, 0)
+op("triu", lambda xs, p, ip: (torch.triu(xs[0], ip[0]),), tri_cases, 0)
+op("masked_fill", lambda xs, p, ip: (xs[0].masked_fill(xs[1].bool(), p[0]),), masked_fill_cases, 0)
+# ---- indexing along a dim (issue 25, helper "index"; tg/index.h) ----
+
+
+def I64(v):
+    return In(torch.tensor(v, dtype=torch.int64))
+
+
+def gather_cases(dt):
+    x = vals([3, 4], 1, dt)
+    return [case("d=1/rep", [x, I64([[0, 3, 3], [1, 1, 0], [2, 0, 2]])], ip=[1]),
+            case("d=0/small/lay=t", [In(x, "t"), I64([[2, 0]])], ip=[0]),
+            case("d=-1/lay=s/long", [In(x, "s"), I64([[3, 3, 2, 1, 0, 0]])], ip=[-1]),
+            case("edges", [edge_vec(dt).reshape(1, -1), I64([list(range(edge_vec(dt).numel()))[::-1]])], ip=[1]),
+            case("3d", [In(vals([2, 3, 4], 2, dt), "t"), I64([[[0, 2, 1, 1], [2, 2, 0, 1]]] * 2)], ip=[1]),
+            case("0d", [vals([], 3, dt), I64(0)], ip=[0]),
+            case("empty", [x, In(torch.zeros([3, 0], dtype=torch.int64))], ip=[1]),
+            case("oob", [x, I64([[4]])], ip=[1]),
+            case("neg", [x, I64([[0], [-1]])], ip=[1]),
+            case("badndim", [x, I64([0, 1])], ip=[1]),
+            case("badsize", [x, I64([[0]] * 4)], ip=[1])]
+
+
+def scatter_add_cases(dt):
+    x, src = vals([3, 4], 1, dt), vals([3, 5], 2, dt)
+    return [case("d=1/rep", [x, I64([[0, 3, 3], [1, 1, 0], [2, 0, 2]]), vals([3, 3], 2, dt)], ip=[1]),
+            case("d=0/lay=t", [In(x, "t"), I64([[2, 0, 2, 2], [0, 0, 1, 1]]), In(vals([2, 4], 3, dt), "s")], ip=[0]),
+            # src larger than index: forward only (PyTorch's backward refuses it; tg's gives zeros)
+            case("srcbig", [x, I64([[3, 3]]), In(src, "c", False)], ip=[1]),
+            case("edges", [vals([1, 4], 1, dt), I64([[0, 1, 2, 3, 0, 1, 2, 3, 0, 1]]), edge_vec(dt)[:10].reshape(1, -1)], ip=[1]),
+            case("empty", [x, In(torch.zeros([3, 0], dtype=torch.int64)), In(src, "c", False)], ip=[1]),
+            case("oob", [x, I64([[4]]), src], ip=[1]),
+            case("neg", [x, I64([[-1]]), src], ip=[0]),
+            case("dtype", [x, I64([[0]]), src.long()], ip=[1])]
+
+
+def index_select_cases(dt):
+    x = vals([3, 4], 1, dt)
+    return [case("d=0/rep", [x, I64([2, 0, 2, 2])], ip=[0]),
+            case("d=1/lay=t", [In(x, "t"), I64([3, 0])], ip=[1]),
+            case("d=1/lay=s", [In(x, "s"), I64([1, 1])], ip=[-1]),
+            case("3d", [vals([2, 3, 2], 2, dt), I64([2, 2, 0])], ip=[1]),
+            case("edges", [edge_vec(dt).reshape(-1, 1), I64(list(range(edge_vec(dt).numel()))[::-1])], ip=[0]),
+            case("0dindex", [x, I64(1)], ip=[0]),
+            case("empty", [x, In(torch.zeros([0], dtype=torch.int64))], ip=[1]),
+            case("oob", [x, I64([3])], ip=[0]),
+            case("neg", [x, I64([-1])], ip=[1]),
+            case("2dindex", [x, I64([[1]])], ip=[0])]
+
+
+def index_add_cases(dt):
+    x = vals([3, 4], 1, dt)
+    return [case("d=0/rep", [x, I64([2, 0, 2]), vals([3, 4], 2, dt)], p=[1.0], ip=[0]),
+            case("d=1/alpha/lay=t", [In(x, "t"), I64([3, 0, 3]), In(vals([3, 3], 3, dt), "t")], p=[-2.5], ip=[1]),
+            case("3d/lay=s", [In(vals([2, 3, 2], 2, dt), "s"), I64([1, 1]), vals([2, 2, 2], 4, dt)], p=[0.5], ip=[1]),
+            case("edges", [vals([2, 10], 1, dt), I64([0, 1]), edge_vec(dt)[:20].reshape(2, 10)], p=[1.0], ip=[0]),
+            case("empty", [x, In(torch.zeros([0], dtype=torch.int64)), vals([3, 0], 1, dt)], p=[1.0], ip=[1]),
+            case("oob", [x, I64([3]), vals([1, 4], 1, dt)], p=[1.0], ip=[0]),
+            case("badsrc", [x, I64([0, 1]), vals([1, 4], 1, dt)], p=[1.0], ip=[0])]
+
+
+def topk_f(xs, p, ip):
+    v, i = torch.topk(xs[0], ip[0], ip[1], bool(ip[2]), bool(ip[3]))
+    return (v, i)
+
+
+def topk_cases(dt):
+    x = distinct([3, 5], 1, dt)
+    spec = torch.tensor([NAN, 1.0, -INF, 0.5, INF, -2.0], dtype=DT[dt])
+    out = []
+    for k, dim, largest in ((2, 1, 1), (3, 0, 0), (5, -1, 0), (0, 1, 1)):
+        out.append(case("k=%d/d=%d/l=%d" % (k, dim, largest), [x], ip=[k, dim, largest, 1]))
+    out += [case("lay=t", [In(x, "t")], ip=[2, 0, 1, 1]),
+            case("lay=s", [In(x, "s")], ip=[4, 1, 1, 1]),
+            case("3d", [In(distinct([2, 3, 4], 2, dt), "t")], ip=[2, 1, 0, 1]),
+            case("nan/largest", [spec], ip=[4, 0, 1, 1]),
+            case("nan/smallest", [spec], ip=[6, 0, 0, 1]),
+            case("0d", [vals([], 3, dt)], ip=[1, 0, 1, 1]),
+            case("empty", [vals([0, 3], 1, dt)], ip=[2, 1, 1, 1]),
+            # equal values: tg gives them in index order; PyTorch's order is its sort's
+            case("ties", [torch.tensor([1.0, 3.0, 3.0, 2.0, 3.0, 1.0], dtype=DT[dt])], ip=[2, 0, 1, 1]),
+            case("k>n", [x], ip=[6, 1, 1, 1]),
+            case("k<0", [x], ip=[-1, 1, 1, 1])]
+    if dt == "f64":
+        out.append(case("int", [distinct([2, 4], 3).mul(10).long()], ip=[2, 1, 1, 1]))
+    return out
+
+
+def arg_f(fn):
+    """ip: has_dim (0: over all elements, tg's TG_ALL_DIMS), dim, keepdim."""
+    def f(xs, p, ip):
+        return (fn(xs[0], ip[1] if ip[0] else None, bool(ip[2])),)
+    return f
+
+
+def arg_cases(dt):
+    ties = torch.tensor([[1.0, 3.0, 3.0], [NAN, 2.0, NAN]], dtype=DT[dt])
+    out = []
+    for tag, x in (("ties/nan", ties), ("lay=t", In(vals([3, 4], 1, dt), "t")),
+                   ("edges", edge_vec(dt)[:20].reshape(2, -1)), ("zeros", torch.tensor([[0.0, -0.0], [-0.0, 0.0]], dtype=DT[dt]))):
+        out.append(case(tag + "/all", [x], ip=[0, 0, 0]))
+        out.append(case(tag + "/all/keep", [x], ip=[0, 0, 1]))
+        out += [case(tag + "/d=%d/k=%d" % (d, k), [x], ip=[1, d, k]) for d in (0, -1) for k in (0, 1)]
+    out += [case("0d", [vals([], 3, dt)], ip=[1, 0, 0]),
+            case("emptyrows", [vals([0, 3], 1, dt)], ip=[1, 1, 0]),
+            case("empty/all", [vals([0, 3], 1, dt)], ip=[0, 0, 0]),
+            case("emptydim", [vals([3, 0], 1, dt)], ip=[1, 1, 0])]
+    if dt == "f64":
+        out.append(case("int", [vals([2, 3], 1).mul(4).long()], ip=[1, 1, 0]))
+    return out
+
+
+def one_hot_cases(dt):
+    if dt != "f64":
+        return []
+    return [case("infer", [I64([0, 2, 1])], ip=[-1]),
+            case("c=4/lay=t", [In(torch.tensor([[3, 0], [1, 1]]), "t")], ip=[4]),
+            case("0d", [I64(1)], ip=[3]),
+            case("empty", [In(torch.zeros([0], dtype=torch.int64))], ip=[3]),
+            case("empty/infer", [In(torch.zeros([0], dtype=torch.int64))], ip=[-1]),
+            case("big", [I64([0, 3])], ip=[3]),
+            case("neg", [I64([0, -1])], ip=[3])]
+
+
+op("gather", lambda xs, p, ip: (torch.gather(xs[0], ip[0], xs[1]),), gather_cases, 0)
+op("scatter_add", lambda xs, p, ip: (torch.scatter_add(xs[0], ip[0], xs[1], xs[2]),), scatter_add_cases, 4, "acc")
+op("index_select", lambda xs, p, ip: (torch.index_select(xs[0], ip[0], xs[1]),), index_select_cases, 0)
+op("index_add", lambda xs, p, ip: (torch.index_add(xs[0], ip[0], xs[1], xs[2], alpha=p[0]),), index_add_cases, 4, "acc")
+op("topk", topk_f, topk_cases, 0)
+op("argmax", arg_f(torch.argmax), arg_cases, 0)
+op("argmin", arg_f(torch.argmin), arg_cases, 0)
+op("one_hot", lambda xs, p, ip: (F.one_hot(xs[0], ip[0]),), one_hot_cases, 0)
+
+
 # ---- running and writing ------------------------------------------------------------------
 
 
@@ -1253,6 +1465,70 @@ def run_case(name, dt, c):
                 lines.append(tensor_line("D", gr, sizes_str(gr.shape)))
     return lines
 
+
+
+# ---- issue 25, pointwise (helper pointwise): gelu, silu, clamp, maximum, minimum, cumsum,
+# logsumexp. gelu's p[0]: 0 the erf form, 1 tanh. clamp's p: min, max (NaN: no bound).
+# cumsum's ip: dim. logsumexp's ip: keepdim, then the dims (none: every dim).
+def binary_inplace_via(fn):
+    """An in-place binary form torch lacks (maximum_): the out-of-place result copied in."""
+    def f(xs, p, ip):
+        t = inplace_target(xs[0])
+        r = fn(t.clone(), xs[1])
+        if not torch.can_cast(r.dtype, t.dtype):  # PyTorch's rule for its in-place ops
+            raise RuntimeError("result type %s can't be cast to %s" % (r.dtype, t.dtype))
+        t.copy_(r)
+        return (t,)
+    return f
+
+
+def clamp_f(xs, p, ip):
+    lo, hi = (None if math.isnan(v) else sc(v) for v in p)
+    return (torch.clamp(xs[0], lo, hi),)
+
+
+def cumsum_cases(dt):
+    out = []
+    for c in reduce_cases(False)(dt):
+        x = c["ins"][0].t
+        for dim in ((-1, 0) if x.dim() > 1 else (0,)):
+            out.append(case(c["tag"] + "/d=%d" % dim, c["ins"], ip=[dim]))
+    out.append(case("baddim", [vals([2, 3], 0, dt)], ip=[2]))
+    return out
+
+
+def logsumexp_cases(dt):
+    rows = torch.tensor([[-INF, -INF, -INF], [INF, 1.0, -2.0], [NAN, 1.0, 2.0], [INF, -INF, 0.0],
+                         [1e30 if dt == "f32" else 1e300, 1.0, -1.0]], dtype=DT[dt])
+    out = [case("all", [vals([3, 4], 1, dt)], ip=[0]),
+           case("rows=inf,nan", [rows], ip=[0, 1]),
+           case("rows=inf,nan/keep", [rows], ip=[1, 1]),
+           case("dims=0,2,keep", [vals([3, 4, 5], 2, dt)], ip=[1, 0, 2]),
+           case("lay=t", [In(vals([3, 4], 4, dt), "t")], ip=[0, 0]),
+           case("lay=s", [In(vals([3, 4], 5, dt), "s")], ip=[1, -1]),
+           case("lay=e0", [In(vals([3, 4], 3, dt)[:1].expand(3, 4), "e0")], ip=[0, 0]),
+           case("empty/dim=0", [vals([0, 3], 1, dt)], ip=[0, 0]),
+           case("empty/dim=1", [vals([0, 3], 1, dt)], ip=[0, 1]),
+           case("0d", [vals([], 3, dt)], ip=[0]),
+           case("x=edges", [edge_vec(dt)], ip=[0, 0]),
+           case("baddim", [vals([3, 4], 1, dt)], ip=[0, 2])]
+    if dt == "f64":
+        out.append(case("int", [vals([2, 3], 1).mul(4).long()], ip=[0, 1]))
+    return out
+
+
+op("gelu", lambda xs, p, ip: (F.gelu(xs[0], approximate="tanh" if p[0] else "none"),),
+   unary_cases(((0.0,), (1.0,))), 4)
+op("silu", U(F.silu), unary_cases(), 4)
+op("silu_", inplace_via(lambda x, p: F.silu(x)), unary_cases(per_value=False, inplace=True), 4)
+op("clamp", clamp_f, unary_cases(((-1.0, 2.0), (NAN, 0.5), (0.0, NAN), (2.0, -1.0))), 0)
+for name in ("maximum", "minimum"):
+    op(name, B(getattr(torch, name)), binary_cases(), 0)
+    op(name + "_", binary_inplace_via(getattr(torch, name)), binary_cases(inplace=True, all_edges=False), 0)
+op("cumsum", lambda xs, p, ip: (torch.cumsum(xs[0], ip[0]),), cumsum_cases, 4, "acc")
+op("logsumexp", lambda xs, p, ip: (torch.logsumexp(xs[0], dim=ip[1:] if len(ip) > 1 else
+                                                   list(range(xs[0].dim())), keepdim=bool(ip[0])),),
+   logsumexp_cases, 4, "acc")
 
 def main():
     """gen_refs.py [--out PATH] [--check]: --check compares with the committed refs.txt."""

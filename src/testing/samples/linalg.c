@@ -75,3 +75,28 @@ int tg__samples_addmm(const tg_sample_request *r, tg_sample *out) {
 #undef ADDMM
   return tg__samples_end(&b);
 }
+
+/* a [batch, m, k] @ b [batch, k, n] (issue 25, helper bmm). The layouts of each operand's
+ * matrices (the kernel passes strides through), a batch of one, a size-1 row and k = 1.
+ * Bench: attention's scores of a GPT block, [32, 256, 64] @ [32, 64, 256]. */
+int tg__samples_bmm(const tg_sample_request *r, tg_sample *out) {
+  tg__samples b = tg__samples_begin(r, out);
+  tg_sample *s;
+#define BMM(label, l1, batch, m, k, l2, n)                                                         \
+  s = tg__sample_new(&b, label);                                                                   \
+  tg__sample_input(&b, s, tg__sample_tensor(r, l1, TG__ANY, true, TG_SHAPE(batch, m, k)));         \
+  tg__sample_input(&b, s, tg__sample_tensor(r, l2, TG__ANY, true, TG_SHAPE(batch, k, n)));
+  if (r->bench) {
+    BMM("bench", TG__CONTIGUOUS, 32, 256, 64, TG__CONTIGUOUS, 256)
+    return tg__samples_end(&b);
+  }
+  BMM("row-major", TG__CONTIGUOUS, 2, 2, 3, TG__CONTIGUOUS, 4)
+  BMM("a transposed", TG__TRANSPOSED, 3, 3, 2, TG__CONTIGUOUS, 2)
+  BMM("b transposed", TG__CONTIGUOUS, 2, 2, 3, TG__TRANSPOSED, 4)
+  BMM("stepped", TG__STEPPED, 2, 2, 3, TG__STEPPED, 2)
+  BMM("batch of one", TG__CONTIGUOUS, 1, 3, 2, TG__CONTIGUOUS, 3)
+  BMM("row times column", TG__CONTIGUOUS, 2, 1, 3, TG__TRANSPOSED, 1)
+  BMM("outer products", TG__CONTIGUOUS, 2, 3, 1, TG__CONTIGUOUS, 2)
+#undef BMM
+  return tg__samples_end(&b);
+}

@@ -132,6 +132,19 @@ cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa,
                            cublasOperation_t transb, int m, int n, int k, const double *alpha,
                            const double *A, int lda, const double *B, int ldb, const double *beta,
                            double *C, int ldc);
+/* The batched products bmm runs (src/ops/cuda/bmm.cu): batchCount gemms at fixed strides. */
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                         cublasOperation_t transb, int m, int n, int k,
+                                         const float *alpha, const float *A, int lda,
+                                         long long strideA, const float *B, int ldb,
+                                         long long strideB, const float *beta, float *C, int ldc,
+                                         long long strideC, int batchCount);
+cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                         cublasOperation_t transb, int m, int n, int k,
+                                         const double *alpha, const double *A, int lda,
+                                         long long strideA, const double *B, int ldb,
+                                         long long strideB, const double *beta, double *C, int ldc,
+                                         long long strideC, int batchCount);
 cublasStatus_t cublasSgemv(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
                            const float *alpha, const float *A, int lda, const float *x, int incx,
                            const float *beta, float *y, int incy);

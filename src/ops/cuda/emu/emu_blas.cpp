@@ -69,10 +69,11 @@ bool operand_ok(State &s, const void *p, size_t extent) {
   return extent == 0 || in_device(s, p, extent);
 }
 
-/* cuBLAS's argument checks for gemm, plus: every operand it reads lies in device memory. */
-cublasStatus_t check_gemm(State &s, cublasHandle_t handle, cublasOperation_t ta,
-                          cublasOperation_t tb, int m, int n, int k, const void *A, int lda,
-                          const void *B, int ldb, const void *C, int ldc, size_t elem) {
+/* cuBLAS's argument checks for gemm, plus: every operand it reads lies in device memory. No
+ * injected failure (check_gemm takes it). */
+cublasStatus_t check_gemm_args(State &s, cublasHandle_t handle, cublasOperation_t ta,
+                               cublasOperation_t tb, int m, int n, int k, const void *A, int lda,
+                               const void *B, int ldb, const void *C, int ldc, size_t elem) {
   if (!handle || !s.handles.count(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   int a_rows = ta == CUBLAS_OP_N ? m : k, a_cols = ta == CUBLAS_OP_N ? k : m;
   int b_rows = tb == CUBLAS_OP_N ? k : n, b_cols = tb == CUBLAS_OP_N ? n : k;
@@ -83,6 +84,14 @@ cublasStatus_t check_gemm(State &s, cublasHandle_t handle, cublasOperation_t ta,
       !operand_ok(s, B, k ? matrix_extent(b_rows, b_cols, ldb, elem) : 0) ||
       !operand_ok(s, C, matrix_extent(m, n, ldc, elem)))
     return CUBLAS_STATUS_INVALID_VALUE; /* a GPU would fault or read garbage */
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t check_gemm(State &s, cublasHandle_t handle, cublasOperation_t ta,
+                          cublasOperation_t tb, int m, int n, int k, const void *A, int lda,
+                          const void *B, int ldb, const void *C, int ldc, size_t elem) {
+  cublasStatus_t st = check_gemm_args(s, handle, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, elem);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
   if (take_failure(s.fail_blas)) return CUBLAS_STATUS_EXECUTION_FAILED;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -133,6 +142,36 @@ cublasStatus_t gemm(Gemm blis_gemm, cublasHandle_t handle, cublasOperation_t ta,
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/* The strided-batched gemm: entry i reads A + i strideA, B + i strideB and writes
+ * C + i strideC (a stride of 0 reads one operand for every entry, as cuBLAS allows). Every
+ * entry is checked before any runs; an injected failure fails the whole call. */
+template <typename T, typename Gemm>
+cublasStatus_t gemm_strided_batched(Gemm blis_gemm, cublasHandle_t handle, cublasOperation_t ta,
+                                    cublasOperation_t tb, int m, int n, int k, const T *alpha,
+                                    const T *A, int lda, long long sa, const T *B, int ldb,
+                                    long long sb, const T *beta, T *C, int ldc, long long sc,
+                                    int batch) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!handle || !s.handles.count(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (batch < 0) return CUBLAS_STATUS_INVALID_VALUE;
+  for (int i = 0; i < batch; i++) {
+    cublasStatus_t st = check_gemm_args(s, handle, ta, tb, m, n, k, A + i * sa, lda, B + i * sb,
+                                        ldb, C + i * sc, ldc, sizeof(T));
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
+  }
+  if (take_failure(s.fail_blas)) return CUBLAS_STATUS_EXECUTION_FAILED;
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  T a = *alpha, b = *beta;
+  rntm_t rntm = one_thread();
+  open_window(s);
+  for (int i = 0; i < batch; i++)
+    blis_gemm(blis_trans(ta), blis_trans(tb), m, n, k, &a, (T *)(A + i * sa), 1, lda,
+              (T *)(B + i * sb), 1, ldb, &b, C + i * sc, 1, ldc, NULL, &rntm);
+  close_window(s);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 /* BLIS, like BLAS, sizes gemv by A as stored (m x n), whatever the transpose. */
 template <typename T, typename Gemv>
 cublasStatus_t gemv(Gemv blis_gemv, cublasHandle_t handle, cublasOperation_t trans, int m, int n,
@@ -177,4 +216,22 @@ cublasStatus_t cublasDgemv(cublasHandle_t handle, cublasOperation_t trans, int m
                            const double *alpha, const double *A, int lda, const double *x, int incx,
                            const double *beta, double *y, int incy) {
   return gemv<double>(bli_dgemv_ex, handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy);
+}
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                         cublasOperation_t transb, int m, int n, int k,
+                                         const float *alpha, const float *A, int lda,
+                                         long long strideA, const float *B, int ldb,
+                                         long long strideB, const float *beta, float *C, int ldc,
+                                         long long strideC, int batchCount) {
+  return gemm_strided_batched<float>(bli_sgemm_ex, handle, transa, transb, m, n, k, alpha, A, lda,
+                                     strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
+}
+cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                         cublasOperation_t transb, int m, int n, int k,
+                                         const double *alpha, const double *A, int lda,
+                                         long long strideA, const double *B, int ldb,
+                                         long long strideB, const double *beta, double *C, int ldc,
+                                         long long strideC, int batchCount) {
+  return gemm_strided_batched<double>(bli_dgemm_ex, handle, transa, transb, m, n, k, alpha, A, lda,
+                                      strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
 }
