@@ -16,8 +16,8 @@ tg_tensor *gpt_attention(const tg_tensor *qkv, int64_t batch, int64_t seq, int64
  * 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))). Scope-owned. */
 tg_tensor *gpt_gelu(const tg_tensor *x);
 
-/* AdamW over every parameter of m as llm.c's CPU reference trains: betas 0.9, 0.999, eps
- * 1e-8, weight decay 0 (with no decay AdamW's update is Adam's). */
+/* AdamW (tg_adamw_for) over every parameter of m as llm.c's CPU reference trains: betas 0.9,
+ * 0.999, eps 1e-8, weight decay 0. */
 tg_optimizer *gpt_optimizer_new(const tg_module *m, double lr);
 
 #endif
