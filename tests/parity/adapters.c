@@ -527,6 +527,8 @@ static tg_status pt_triu(PT_ARGS) {
 static tg_status pt_masked_fill(PT_ARGS) {
   PT_UNUSED;
   return one(out, nout, tg_masked_fill(in[0], in[1], p[0]));
+}
+
 /* ---- indexing along a dim (issue 25, helper "index"): include/tg/index.h ---- */
 static tg_status pt_gather(PT_ARGS) {
   PT_UNUSED;
