@@ -77,6 +77,7 @@ public_layer() {
   tg/conv_bn_layer.h) echo nn ;; # its layer
   tg/optim.h) echo nn ;; # AdamW, param groups, clipping, LR schedules (issue 25, helper optim)
   tg/index.h) echo ops ;; # indexing along a dim (issue 25, helper "index")
+  tg/attention.h) echo ops ;; # issue 25, fused attention (helper "attn")
   *) echo unknown ;;
   esac
 }

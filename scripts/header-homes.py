@@ -34,6 +34,8 @@ HOMES = {
     "optim.h": "nn",
     # indexing along a dim (issue 25, helper "index")
     "index.h": "ops",
+    # issue 25, fused attention (helper "attn")
+    "attention.h": "ops",
 }
 
 

@@ -132,5 +132,7 @@
 #include "optim.h"
 /* indexing along a dim: gather, scatter_add, index_select, topk, ... (issue 25, helper "index") */
 #include "index.h"
+/* issue 25, fused attention (helper "attn") */
+#include "attention.h"
 
 #endif

@@ -483,6 +483,19 @@ static tg_status pt_dropout(PT_ARGS) {
   PT_UNUSED;
   return one(out, nout, tg_dropout(in[0], p[0], ip[0] != 0, NULL));
 }
+/* issue 25, fused scaled dot-product attention (helper "attn"): p scale, ip is_causal */
+static tg_attention_options attention_options(const double *p, const int64_t *ip) {
+  return (tg_attention_options){.is_causal = ip[0] != 0, .scale = p[0]};
+}
+static tg_status pt_scaled_dot_product_attention(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout,
+             tg_scaled_dot_product_attention(in[0], in[1], in[2], attention_options(p, ip)));
+}
+static tg_status pt_attention_composed(PT_ARGS) {
+  PT_UNUSED;
+  return one(out, nout, tg_attention_composed(in[0], in[1], in[2], attention_options(p, ip)));
+}
 
 /* ---- issue 25, pointwise (helper pointwise): gelu, silu, clamp, maximum, minimum, cumsum,
  * logsumexp; p and ip as gen_refs.py's section lists them ---- */
@@ -732,6 +745,9 @@ static const struct {
     ROW(argmax),
     ROW(argmin),
     ROW(one_hot),
+    /* issue 25, fused scaled dot-product attention (helper "attn") */
+    ROW(scaled_dot_product_attention),
+    ROW(attention_composed),
 };
 
 pt_fn pt_adapter(const char *op) {

@@ -1377,6 +1377,37 @@ op("topk", topk_f, topk_cases, 0)
 op("argmax", arg_f(torch.argmax), arg_cases, 0)
 op("argmin", arg_f(torch.argmin), arg_cases, 0)
 op("one_hot", lambda xs, p, ip: (F.one_hot(xs[0], ip[0]),), one_hot_cases, 0)
+# ---- issue 25, fused scaled dot-product attention (helper "attn") ----
+def attention_cases(dt):
+    """tg_scaled_dot_product_attention (fused) and tg_attention_composed against
+    F.scaled_dot_product_attention without dropout (the generators differ); p: scale (0 for
+    1/sqrt(D)), ip: is_causal. Causal with Tq != Tk is top-left in both."""
+    def qkv(b, h, tq, tk, d, dv):
+        return [vals([b, h, tq, d], 1, dt), vals([b, h, tk, d], 2, dt), vals([b, h, tk, dv], 3, dt)]
+    e = edge_vec(dt)
+    kv = [torch.tensor([[1.0], [-1.0], [0.5]], dtype=DT[dt]), vals([3, 2], 3, dt)]
+    return [case("lay=c", qkv(2, 2, 5, 5, 4, 4), p=[0], ip=[0]),
+            case("causal", qkv(1, 2, 6, 6, 3, 5), p=[0], ip=[1]),
+            case("tq<tk", qkv(1, 2, 3, 5, 4, 2), p=[0], ip=[0]),
+            case("causal,tq>tk", qkv(1, 2, 5, 3, 4, 4), p=[0], ip=[1]),
+            case("causal,tq<tk,scale", qkv(1, 1, 3, 5, 2, 2), p=[0.5], ip=[1]),
+            case("lay=t,s", [In(vals([1, 2, 4, 3], 1, dt), "t"), vals([1, 2, 4, 3], 2, dt),
+                             In(vals([1, 2, 4, 3], 3, dt), "s")], p=[0], ip=[1]),
+            case("3d", [vals([2, 4, 3], 1, dt), vals([2, 4, 3], 2, dt), vals([2, 4, 3], 3, dt)], p=[0], ip=[0]),
+            case("2d,t=1", [vals([1, 3], 1, dt), vals([1, 3], 2, dt), vals([1, 2], 3, dt)], p=[0], ip=[1]),
+            case("empty", qkv(0, 2, 3, 3, 2, 2), p=[0], ip=[1]),
+            case("q=edges", [e.reshape(-1, 1)] + kv, p=[1], ip=[0]),
+            case("badshape", [vals([1, 2, 4, 3], 1, dt), vals([1, 2, 4, 2], 2, dt), vals([1, 2, 4, 3], 3, dt)],
+                 p=[0], ip=[0])]
+
+
+def attention_f(xs, p, ip):
+    return (F.scaled_dot_product_attention(xs[0], xs[1], xs[2], is_causal=bool(ip[0]),
+                                           scale=p[0] if p[0] != 0 else None),)
+
+
+op("scaled_dot_product_attention", attention_f, attention_cases, 16, "acc")
+op("attention_composed", attention_f, attention_cases, 16, "acc")
 
 
 # ---- running and writing ------------------------------------------------------------------

@@ -32,6 +32,20 @@ static tg_status conv2d_batch_norm_composed(const tg_sample *s, tg_tensor **out)
   return out[0] ? TG_OK : tg_last_error();
 }
 
+/* scaled_dot_product_attention's sample (scalars dropout_p and scale; ints is_causal and the
+ * dropout generator's seed and offset) through tg_attention_composed, with a generator in that
+ * state: the same dropout mask as the fused op's. */
+static tg_status attention_composed(const tg_sample *s, tg_tensor **out) {
+  tg_generator *gen = tg_generator_new((uint64_t)s->ints[1]);
+  if (!gen) return tg_last_error();
+  tg_generator_set_state(gen, (tg_generator_state){(uint64_t)s->ints[1], (uint64_t)s->ints[2]});
+  const tg_attention_options opts = {
+      .is_causal = (int)s->ints[0], .dropout_p = s->scalars[0], .gen = gen, .scale = s->scalars[1]};
+  out[0] = tg_attention_composed(s->inputs[0], s->inputs[1], s->inputs[2], opts);
+  tg_generator_free(gen);
+  return out[0] ? TG_OK : tg_last_error();
+}
+
 static const tgop_target composites[] = {
     {.name = "lltm_composed",
      .n_inputs = 5,
@@ -45,6 +59,12 @@ static const tgop_target composites[] = {
      .samples_of = "conv2d_batch_norm",
      .what = "composite: tg_conv2d_batch_norm_composed (conv2d, then batch norm from tg ops)",
      .run = conv2d_batch_norm_composed},
+    {.name = "attention_composed",
+     .n_inputs = 3,
+     .n_outputs = 1,
+     .samples_of = "scaled_dot_product_attention",
+     .what = "composite: tg_attention_composed (matmul, where, softmax, dropout, matmul)",
+     .run = attention_composed},
 };
 
 int tgop_num_composites(void) { return (int)(sizeof composites / sizeof composites[0]); }

@@ -59,9 +59,10 @@ static void usage(FILE *f) {
       "  -h, --help                 this text\n"
       "\n"
       "Besides registered ops, NAME may be a composite reference: lltm_composed\n"
-      "(tg_lltm_composed, on the samples of op lltm) or conv2d_batch_norm_composed\n"
-      "(tg_conv2d_batch_norm_composed, on those of conv2d_batch_norm). Exit: 0 ok, 1 a check\n"
-      "or run failed, 2 bad command line or unknown op.\n",
+      "(tg_lltm_composed, on the samples of op lltm), conv2d_batch_norm_composed\n"
+      "(tg_conv2d_batch_norm_composed, on those of conv2d_batch_norm) or attention_composed\n"
+      "(tg_attention_composed, on those of scaled_dot_product_attention). Exit: 0 ok, 1 a\n"
+      "check or run failed, 2 bad command line or unknown op.\n",
       f);
 }
 
