@@ -23,8 +23,8 @@ typedef struct gpt_config {
   int64_t max_seq;                 /* rows of wpe: the longest sequence the model takes */
 } gpt_config;
 
-/* The causal self-attention: tg_scaled_dot_product_attention (fused, its own backward) or
- * the same computed from generic ops (gpt_ops.h says which ops each uses today). */
+/* The causal self-attention: tg_scaled_dot_product_attention (fused: tiles, its own
+ * backward, keeps no T x T matrix) or tg_attention_composed (matmul, mask, softmax, matmul). */
 typedef enum gpt_attention_impl { GPT_ATTENTION_FUSED, GPT_ATTENTION_COMPOSED } gpt_attention_impl;
 
 typedef struct gpt_block {

@@ -1,25 +1,5 @@
-/* The pieces of gpt_ops.h, composed from tg's generic ops. */
+/* The pieces of gpt_ops.h, each a call of its tg op. */
 #include "gpt_ops.h"
-
-#include <math.h>
-#include <stdlib.h>
-
-/* [T, T]: 0 on and below the diagonal, -inf above it (added to the scores, softmax then
- * gives the future weight 0 and its gradient passes through unchanged). */
-static tg_tensor *causal_mask(int64_t seq, tg_dtype dtype) {
-  double *m = malloc(sizeof *m * (size_t)(seq * seq));
-  if (!m) {
-    tg_set_error(TG_ERR_MEMORY, "gpt_attention: out of memory for a %lldx%lld mask", (long long)seq,
-                 (long long)seq);
-    return NULL;
-  }
-  for (int64_t i = 0; i < seq; i++)
-    for (int64_t j = 0; j < seq; j++) m[i * seq + j] = j > i ? -INFINITY : 0.0;
-  tg_tensor *mask =
-      tg_to_dtype(tg_from_data(TG_SHAPE(seq, seq), m, (tg_options){.dtype = TG_F64}), dtype);
-  free(m);
-  return mask;
-}
 
 /* q, k, v [B, H, T, D] of qkv [B * T, 3C]: views, no copy. */
 static void split_heads(const tg_tensor *qkv, int64_t batch, int64_t seq, int64_t heads,
@@ -32,21 +12,15 @@ static void split_heads(const tg_tensor *qkv, int64_t batch, int64_t seq, int64_
   *v = tg_select(x, 0, 2);
 }
 
-/* softmax(q k^T / sqrt(D) + mask) v with batched matmuls over [B, H]. */
-static tg_tensor *attention_composed(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v) {
-  int64_t seq = tg_size(q, 2), D = tg_size(q, 3);
-  tg_tensor *scores = tg_mul_scalar(tg_matmul(q, tg_transpose(k, 2, 3)), 1.0 / sqrt((double)D));
-  tg_tensor *p = tg_softmax(tg_add(scores, causal_mask(seq, tg_tensor_dtype(q))), 3);
-  return tg_matmul(p, v);
-}
-
 tg_tensor *gpt_attention(const tg_tensor *qkv, int64_t batch, int64_t seq, int64_t heads,
                          gpt_attention_impl impl) {
   tg_tensor *q, *k, *v;
   split_heads(qkv, batch, seq, heads, &q, &k, &v);
-  /* tg_scaled_dot_product_attention is not on this branch yet: both run the composed form */
-  (void)impl;
-  tg_tensor *y = attention_composed(q, k, v); /* [B, H, T, D] */
+  tg_attention_options opts = tg_attention_defaults(); /* scale 1 / sqrt(D), no dropout */
+  opts.is_causal = 1;
+  tg_tensor *y = impl == GPT_ATTENTION_FUSED ? tg_scaled_dot_product_attention(q, k, v, opts)
+                                             : tg_attention_composed(q, k, v, opts);
+  /* [B, H, T, D] -> [B, T, H, D] -> [B * T, C] */
   return tg_reshape(tg_transpose(y, 1, 2), TG_SHAPE(batch * seq, tg_size(qkv, 1) / 3));
 }
 

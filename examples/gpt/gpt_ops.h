@@ -1,6 +1,6 @@
-/* The three pieces of train_gpt that each have one home here, so that moving one to a
- * dedicated tg op is a one-line change: the causal attention, GELU's tanh form, and the
- * optimizer (AdamW with llm.c's settings). */
+/* The three pieces of train_gpt that are a dedicated tg op each, in one place: the causal
+ * attention (tg/attention.h), GELU's tanh form and the optimizer (AdamW with llm.c's
+ * settings, tg/optim.h). */
 #ifndef GPT_OPS_H
 #define GPT_OPS_H
 

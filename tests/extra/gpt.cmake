@@ -24,6 +24,25 @@ if(CMAKE_SCRIPT_MODE_FILE) # ---- the resume test ----
   endfunction()
   # One thread, as charlm.cmake: a GEMM on one thread rounds differently from two.
   set(one --threads 1)
+  if(FUSED_VS_COMPOSED) # ---- both attentions train alike from one seed ----
+    # The two compute the same function: their losses differ by F32 rounding carried through
+    # training, so 20 steps and 5 digits (as cnn.cmake's fused conv+BN check).
+    foreach(impl fused composed)
+      gpt_run(${impl} --steps 20 --${impl} ${one})
+      foreach(what train val)
+        charlm_final("${${impl}}" ${what} value)
+        string(SUBSTRING "${value}" 0 6 ${impl}_${what})
+      endforeach()
+    endforeach()
+    foreach(what train val)
+      if(NOT fused_${what} STREQUAL composed_${what})
+        message(FATAL_ERROR "final ${what} loss: fused ${fused_${what}}, composed ${composed_${what}}")
+      endif()
+      message(STATUS "final ${what} loss: fused ${fused_${what}}, composed ${composed_${what}}")
+    endforeach()
+    file(REMOVE_RECURSE ${DIR})
+    return()
+  endif()
   gpt_run(straight --steps 40 ${one})
   gpt_run(first_half --steps 20 --checkpoint ${DIR}/gpt.ckpt --checkpoint-every 10 ${one})
   gpt_run(resumed --steps 40 --checkpoint ${DIR}/gpt.ckpt --resume ${one})
@@ -50,6 +69,12 @@ add_test(NAME gpt_resume_bit_identical
                  -DDIR=${CMAKE_CURRENT_BINARY_DIR}/gpt_resume -P ${CMAKE_CURRENT_LIST_FILE})
 set_tests_properties(gpt_resume_bit_identical PROPERTIES TIMEOUT 120)
 tg_test_labels(gpt_resume_bit_identical LABELS slow)
+
+add_test(NAME gpt_fused_matches_composed
+         COMMAND ${CMAKE_COMMAND} -DPROG=$<TARGET_FILE:train_gpt> -DFUSED_VS_COMPOSED=ON
+                 -DDIR=${CMAKE_CURRENT_BINARY_DIR}/gpt_fused -P ${CMAKE_CURRENT_LIST_FILE})
+set_tests_properties(gpt_fused_matches_composed PROPERTIES TIMEOUT 120)
+tg_test_labels(gpt_fused_matches_composed LABELS slow)
 
 # Sampling, the CSV and the F64 path run through (a few steps; the text is not checked).
 add_test(NAME gpt_sample_and_csv
