@@ -45,6 +45,8 @@ NOT_TGS = {"app.c", "my_ext.c", "my_ext.cu", "src.c", "setup.py", "check.py", "g
     "stdalign stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn string "
     "tgmath threads time uchar wchar wctype pthread unistd dlfcn sched omp blis "
     "criterion cuda cuda_runtime cublas_v2 cuda_fp16 immintrin cpuid").split()}
+# gpt (issue 25): karpathy/llm.c's files, which docs/gpt.md and examples/gpt/ compare against
+NOT_TGS |= {"llm.c", "train_gpt2.c", "train_gpt2.py", "train_gpt2.cu"}
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 

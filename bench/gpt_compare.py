@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""The GPT-2 training step, tg (examples/train_gpt.c) against PyTorch eager
+(bench/gpt_torch.py bench), alternating in rounds, at 1 and 2 threads, on the issue's two
+configurations:
+
+  small        4 layers, 4 heads, 256 channels, vocab 256,   T 256, batch 8
+  gpt2-small  12 layers, 12 heads, 768 channels, vocab 50257, T 64,  batch 4
+
+  bench/gpt_compare.py [--build build] [--python /tmp/torchvenv/bin/python] [--rounds 2]
+                       [--steps 5] [--threads 1,2] [--configs small,gpt2-small] [--composed]
+
+Both train on uniformly random token ids (the cost of a step does not depend on the text)
+with AdamW (lr 1e-4, no weight decay), each program in a process of its own. Each number is
+the smallest over the rounds of a run's median ms per step (its first step left out: it
+allocates what the others reuse), so drift on a shared machine biases neither side. Peak RSS
+is each process's VmHWM / ru_maxrss (so it includes the initialisation). PyTorch runs with
+glibc's default malloc settings, as the issue's table does.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CONFIGS = {
+    "small": dict(layers=4, heads=4, channels=256, vocab=256, seq=256, batch=8),
+    "gpt2-small": dict(layers=12, heads=12, channels=768, vocab=50257, seq=64, batch=4),
+}
+
+
+def run_tg(exe, cfg, steps, threads, composed):
+    cmd = [exe] + [x for k, v in cfg.items() for x in ("--" + k, str(v))] + [
+        "--random-tokens", str(max(20000, 4 * cfg["batch"] * cfg["seq"] * 10)), "--steps",
+        str(steps), "--threads", str(threads), "--val-windows", "1", "--lr", "1e-4", "--quiet",
+        "--composed" if composed else "--fused"]
+    print("# " + " ".join(cmd), file=sys.stderr, flush=True)
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("gpt_compare.py: train_gpt failed:\n" + out.stdout + out.stderr)
+    ms = float(re.search(r"median ([.0-9]+) ms/step", out.stdout).group(1))
+    rss = float(re.search(r"peak RSS ([.0-9]+) MB", out.stdout).group(1))
+    return ms, rss
+
+
+def run_torch(python, cfg, steps, threads):
+    cmd = [python, os.path.join(HERE, "gpt_torch.py"), "bench"] + [
+        x for k, v in cfg.items() for x in ("--" + k, str(v))] + [
+        "--steps", str(steps), "--threads", str(threads)]
+    print("# " + " ".join(cmd), file=sys.stderr, flush=True)
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("gpt_compare.py: gpt_torch.py failed:\n" + out.stdout + out.stderr)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return r["ms_per_step"], r["peak_rss_mb"], r["impl"]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--python", default="/tmp/torchvenv/bin/python")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--configs", default="small,gpt2-small")
+    p.add_argument("--composed", action="store_true", help="tg's composed attention")
+    a = p.parse_args()
+    exe = os.path.join(a.build, "train_gpt")
+    rows, impl = [], "PyTorch"
+    for name in a.configs.split(","):
+        cfg = CONFIGS[name]
+        tokens = cfg["batch"] * cfg["seq"]
+        for threads in (int(t) for t in a.threads.split(",")):
+            best = {"tg": (float("inf"), 0.0), "pt": (float("inf"), 0.0)}
+            for _ in range(a.rounds):
+                ms, rss = run_tg(exe, cfg, a.steps, threads, a.composed)
+                best["tg"] = min(best["tg"], (ms, rss))
+                ms, rss, impl = run_torch(a.python, cfg, a.steps, threads)
+                best["pt"] = min(best["pt"], (ms, rss))
+            rows.append((name, threads, tokens, best))
+            print(json.dumps({"config": name, "threads": threads, "tg_ms": best["tg"][0],
+                              "tg_rss_mb": best["tg"][1], "torch_ms": best["pt"][0],
+                              "torch_rss_mb": best["pt"][1]}), flush=True)
+    print("\n| config | threads | tg ms/step | %s ms/step | tg tokens/s | PyTorch tokens/s | "
+          "PyTorch / tg time | tg peak RSS | PyTorch peak RSS |" % impl)
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, threads, tokens, b in rows:
+        (tm, tr), (pm, pr) = b["tg"], b["pt"]
+        print("| %s | %d | %.0f | %.0f | %.0f | %.0f | %.2fx | %.0f MB | %.0f MB |"
+              % (name, threads, tm, pm, tokens * 1e3 / tm, tokens * 1e3 / pm, pm / tm, tr, pr))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
