@@ -30,6 +30,7 @@
 #include "gpt/gpt_model.h"
 #include "gpt/gpt_ops.h"
 #include "gpt/llmc_io.h"
+#include "proc_status.h"
 #include "train_util.h"
 #include "tg/tg.h"
 
@@ -543,17 +544,6 @@ static double median(const double *x, long long n) {
   return m;
 }
 
-/* VmHWM of /proc/self/status in bytes (-1 where there is none). */
-static long long peak_rss_bytes(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  long long kb = -1;
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "VmHWM: %lld kB", &kb) == 1) break;
-  if (f) fclose(f);
-  return kb < 0 ? -1 : kb * 1024;
-}
-
 static int train(const options *o, const gpt_data *d, run *r, long long *start_out, FILE *csv) {
   long long start = 0;
   if (o->resume) {
@@ -622,7 +612,9 @@ static int report(const options *o, const gpt_data *d, run *r, long long start, 
   printf("final val loss %.17g nats/token", r->val_loss);
   if (!isnan(d->unigram))
     printf(" = %.3f x the unigram entropy (%.4f)", r->val_loss / d->unigram, d->unigram);
-  printf("\npeak RSS %.1f MB\nwall time %.1f s\n", (double)peak_rss_bytes() / 1e6, wall);
+  long long peak_kb = proc_status_kb("VmHWM");
+  printf("\npeak RSS %.1f MB\nwall time %.1f s\n",
+         (peak_kb < 0 ? -1.0 : (double)peak_kb * 1024) / 1e6, wall);
   int ok = 1;
   if (o->check && !(r->val_loss < r->first_loss - CHECK_MARGIN)) {
     printf("CHECK FAILED: validation loss %.4f is not %g below the first training loss %.4f\n",
