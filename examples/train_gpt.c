@@ -31,6 +31,7 @@
 #include "gpt/gpt_ops.h"
 #include "gpt/llmc_io.h"
 #include "proc_status.h"
+#include "train_run.h"
 #include "train_util.h"
 #include "tg/tg.h"
 
@@ -38,6 +39,7 @@
 /* --check: what training must gain over the first step, in nats per token (the first loss
  * is about log V; on a text the unigram entropy is reached only after many more steps). */
 #define CHECK_MARGIN 1.0
+#define CSV_HEADER "step,loss,tokens_per_s,elapsed_s,val_loss"
 
 typedef struct options {
   long long layers, heads, channels, seq, batch, vocab, steps, threads, seed;
@@ -546,23 +548,14 @@ static double median(const double *x, long long n) {
 
 static int train(const options *o, const gpt_data *d, run *r, long long *start_out, FILE *csv) {
   long long start = 0;
-  if (o->resume) {
-    int64_t step = 0;
-    if (tg_checkpoint_load(o->checkpoint, r->model->module, r->opt, &step, 1, &r->sampler) != TG_OK)
-      return fail("--resume");
-    if (step > o->steps) {
-      fprintf(stderr, PROG ": the checkpoint is at step %lld, past --steps %lld\n", (long long)step,
-              o->steps);
-      return 0;
-    }
-    start = step;
-    if (!o->quiet) printf("resumed from %s at step %lld\n", o->checkpoint, start);
-  }
+  char why[8192]; /* tg_last_error_message, which may quote a long path */
+  if (o->resume && !train_resume(o->checkpoint, r->model->module, r->opt, &r->sampler, o->steps,
+                                 o->quiet, &start, why, sizeof why))
+    return fprintf(stderr, PROG ": %s\n", why), 0;
   *start_out = start;
-  int tty = isatty(STDOUT_FILENO);
-  long long log_every = o->log_every ? o->log_every : (o->steps - start + 19) / 20;
+  train_progress progress = train_progress_new(o->log_every, start, o->steps);
   long long val_every = (o->steps + 9) / 10;
-  double t_start = train_now_seconds(), last_draw = 0;
+  double t_start = train_now_seconds();
   for (long long s = start; s < o->steps; s++) {
     if (!train_step(r, o, d, s)) return 0;
     if (s == start) r->first_loss = r->smooth = r->loss;
@@ -579,18 +572,13 @@ static int train(const options *o, const gpt_data *d, run *r, long long *start_o
       if (validating) fprintf(csv, "%.17g", r->val_loss);
       fprintf(csv, "\n");
     }
-    if (o->checkpoint &&
-        ((o->checkpoint_every && done % o->checkpoint_every == 0) || done == o->steps) &&
+    if (o->checkpoint && train_checkpoint_due(o->checkpoint_every, done, o->steps) &&
         tg_checkpoint_save(o->checkpoint, r->model->module, r->opt, done, 1, &r->sampler) != TG_OK)
       return fail("checkpoint");
-    if (!o->quiet && tty && (elapsed - last_draw > 0.1 || done == o->steps)) {
-      last_draw = elapsed;
-      progress_line(o, r, done, start, elapsed, 1);
-    } else if (!o->quiet && !tty && ((done - start) % log_every == 0 || done == o->steps)) {
-      progress_line(o, r, done, start, elapsed, 0);
-    }
+    if (!o->quiet && train_progress_due(&progress, done, start, o->steps, elapsed))
+      progress_line(o, r, done, start, elapsed, progress.tty);
   }
-  if (!o->quiet && tty) printf("\n");
+  if (!o->quiet && progress.tty) printf("\n");
   if (start == o->steps && !validate(r, o, d)) return 0;
   return 1;
 }
@@ -693,34 +681,21 @@ int main(int argc, char **argv) {
   }
   if (ok && !o.resume) ok = export_files(&r, &o, &d);
   FILE *csv = NULL;
-  if (ok && o.csv) {
-    csv = fopen(o.csv, o.resume ? "a" : "w"); /* a resumed run adds its rows */
-    if (!csv) {
-      fprintf(stderr, PROG ": cannot write '%s': %s\n", o.csv, strerror(errno));
-      ok = 0;
-    } else if (ftell(csv) == 0) {
-      fprintf(csv, "step,loss,tokens_per_s,elapsed_s,val_loss\n");
-    }
+  if (ok && o.csv && !(csv = train_csv_open(o.csv, o.resume, CSV_HEADER))) {
+    fprintf(stderr, PROG ": cannot write '%s': %s\n", o.csv, strerror(errno));
+    ok = 0;
   }
   long long start = 0;
   double t0 = train_now_seconds();
   if (ok) ok = train(&o, &d, &r, &start, csv);
   double wall = train_now_seconds() - t0;
-  if (csv && fclose(csv) != 0) {
-    fprintf(stderr, PROG ": writing '%s' failed\n", o.csv);
-    ok = 0;
-  }
+  if (!train_csv_close(csv, PROG, o.csv)) ok = 0;
   int checks = 1;
   if (ok) checks = report(&o, &d, &r, start, wall);
   if (ok && o.sample > 0) ok = sample_tokens(&r, &o, &d);
   if (ok && o.plot) plot(&o, &d, &r, start);
   run_free(&r);
   gpt_data_free(&d);
-  int64_t live = tg_live_objects();
-  if (live != 0) {
-    fprintf(stderr, PROG ": warning: %lld tg objects still alive at exit (a leak)\n",
-            (long long)live);
-    ok = 0;
-  }
+  if (!train_no_leaks(PROG)) ok = 0;
   return ok && checks ? 0 : 1;
 }
