@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cli_parse.h"
+#include "train_run.h"
 #include "train_util.h"
 #include "cnn/cnn_model.h"
 #include "tg/tg.h"
@@ -38,6 +39,7 @@
 #define PROG "train_cnn"
 /* --check: the test accuracy the run must reach (10 classes: chance is 0.1). */
 #define CHECK_ACCURACY 0.5
+#define CSV_HEADER "step,impl,loss,images_per_s,elapsed_s,test_loss,test_accuracy"
 /* Fashion-MNIST's pixel mean and standard deviation (of x / 255 over the training set). */
 #define PIXEL_MEAN 0.2860
 #define PIXEL_STD 0.3530
@@ -532,33 +534,17 @@ static void plot(const options *o, const run *r, long long start) {
 
 /* ---- main ---- */
 
-static double mean_last(const run *r, long long start, long long end, long long n) {
-  long long from = end - n > start ? end - n : start;
-  double sum = 0;
-  for (long long s = from; s < end; s++) sum += r->losses[s];
-  return end > from ? sum / (double)(end - from) : NAN;
-}
-
 static int train(const options *o, const images *tr, const images *te, run *r, long long *start_out,
                  FILE *csv) {
   long long start = 0;
-  if (o->resume) {
-    int64_t step = 0;
-    if (tg_checkpoint_load(o->checkpoint, r->model->module, r->opt, &step, 1, &r->sampler) != TG_OK)
-      return fail("--resume");
-    if (step > o->steps) {
-      fprintf(stderr, PROG ": the checkpoint is at step %lld, past --steps %lld\n", (long long)step,
-              o->steps);
-      return 0;
-    }
-    start = step;
-    if (!o->quiet) printf("resumed from %s at step %lld\n", o->checkpoint, start);
-  }
+  char why[8192]; /* tg_last_error_message, which may quote a long path */
+  if (o->resume && !train_resume(o->checkpoint, r->model->module, r->opt, &r->sampler, o->steps,
+                                 o->quiet, &start, why, sizeof why))
+    return fprintf(stderr, PROG ": %s\n", why), 0;
   *start_out = start;
-  int tty = isatty(STDOUT_FILENO);
-  long long log_every = o->log_every ? o->log_every : (o->steps - start + 19) / 20;
+  train_progress progress = train_progress_new(o->log_every, start, o->steps);
   long long test_every = (o->steps + 9) / 10;
-  double t_start = train_now_seconds(), last_draw = 0;
+  double t_start = train_now_seconds();
   r->test_accuracy = NAN;
   for (long long s = start; s < o->steps; s++) {
     if (!train_step(r, o, tr)) return 0;
@@ -579,18 +565,13 @@ static int train(const options *o, const images *tr, const images *te, run *r, l
         fprintf(csv, ",");
       fprintf(csv, "\n");
     }
-    if (o->checkpoint &&
-        ((o->checkpoint_every && done % o->checkpoint_every == 0) || done == o->steps) &&
+    if (o->checkpoint && train_checkpoint_due(o->checkpoint_every, done, o->steps) &&
         tg_checkpoint_save(o->checkpoint, r->model->module, r->opt, done, 1, &r->sampler) != TG_OK)
       return fail("checkpoint");
-    if (!o->quiet && tty && (elapsed - last_draw > 0.1 || done == o->steps)) {
-      last_draw = elapsed;
-      progress_line(o, r, done, start, elapsed, 1);
-    } else if (!o->quiet && !tty && ((done - start) % log_every == 0 || done == o->steps)) {
-      progress_line(o, r, done, start, elapsed, 0);
-    }
+    if (!o->quiet && train_progress_due(&progress, done, start, o->steps, elapsed))
+      progress_line(o, r, done, start, elapsed, progress.tty);
   }
-  if (!o->quiet && tty) printf("\n");
+  if (!o->quiet && progress.tty) printf("\n");
   if (start == o->steps && !evaluate(r, te)) return 0;
   return 1;
 }
@@ -605,7 +586,7 @@ static int report(const options *o, const images *te, const run *r, long long st
     long long n_mean = steps < 50 ? steps : 50;
     printf("final train loss %.17g (last step), %.4f (mean of the last %lld steps; first step "
            "%.4f)\n",
-           r->loss, mean_last(r, start, o->steps, n_mean), n_mean, r->first_loss);
+           r->loss, train_mean_last(r->losses, start, o->steps, n_mean), n_mean, r->first_loss);
   }
   printf("final test loss %.17g\n", r->test_loss);
   printf("test accuracy %.4f (%lld of %lld test images)\n", r->test_accuracy,
@@ -614,7 +595,7 @@ static int report(const options *o, const images *te, const run *r, long long st
   int ok = 1;
   if (o->check && steps) {
     long long n_mean = steps < 50 ? steps : 50;
-    double last = mean_last(r, start, o->steps, n_mean);
+    double last = train_mean_last(r->losses, start, o->steps, n_mean);
     if (!(last < r->first_loss)) {
       printf("CHECK FAILED: the training loss did not fall: mean of the last %lld steps %.4f, "
              "first step %.4f\n",
@@ -679,23 +660,15 @@ int main(int argc, char **argv) {
     printf(", seed %lld, %d threads\n", o.seed, tg_get_num_threads());
   }
   FILE *csv = NULL;
-  if (ok && o.csv) {
-    csv = fopen(o.csv, o.resume ? "a" : "w"); /* a resumed run adds its rows */
-    if (!csv) {
-      fprintf(stderr, PROG ": cannot write '%s': %s\n", o.csv, strerror(errno));
-      ok = 0;
-    } else if (ftell(csv) == 0) {
-      fprintf(csv, "step,impl,loss,images_per_s,elapsed_s,test_loss,test_accuracy\n");
-    }
+  if (ok && o.csv && !(csv = train_csv_open(o.csv, o.resume, CSV_HEADER))) {
+    fprintf(stderr, PROG ": cannot write '%s': %s\n", o.csv, strerror(errno));
+    ok = 0;
   }
   long long start = 0;
   double t0 = train_now_seconds();
   if (ok) ok = train(&o, &train_set, &test_set, &r, &start, csv);
   double wall = train_now_seconds() - t0;
-  if (csv && fclose(csv) != 0) {
-    fprintf(stderr, PROG ": writing '%s' failed\n", o.csv);
-    ok = 0;
-  }
+  if (!train_csv_close(csv, PROG, o.csv)) ok = 0;
   int checks = 1;
   if (ok) checks = report(&o, &test_set, &r, start, wall);
   if (ok && o.plot) plot(&o, &r, start);
@@ -703,11 +676,6 @@ int main(int argc, char **argv) {
   run_free(&r);
   images_free(&train_set);
   images_free(&test_set);
-  int64_t live = tg_live_objects();
-  if (live != 0) {
-    fprintf(stderr, PROG ": warning: %lld tg objects still alive at exit (a leak)\n",
-            (long long)live);
-    ok = 0;
-  }
+  if (!train_no_leaks(PROG)) ok = 0;
   return ok && checks ? 0 : 1;
 }
