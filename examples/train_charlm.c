@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "cli_parse.h"
+#include "train_run.h"
 #include "train_util.h"
 #include "tg/dist.h"
 #include "tg/tg.h"
@@ -41,6 +42,7 @@
 #define PROG "train_charlm"
 /* --check: what the model must gain over byte frequencies alone, in nats per character. */
 #define CHECK_MARGIN 0.5
+#define CSV_HEADER "step,impl,loss,tokens_per_s,elapsed_s,val_loss"
 
 /* ---- options ---- */
 
@@ -727,28 +729,13 @@ static void dist_report(const run *r, const options *o, long long steps) {
 
 /* ---- main ---- */
 
-static double mean_last(const run *r, long long start, long long end, long long n) {
-  long long from = end - n > start ? end - n : start;
-  double sum = 0;
-  for (long long s = from; s < end; s++) sum += r->losses[s];
-  return end > from ? sum / (double)(end - from) : NAN;
-}
-
 static int train(const options *o, const corpus *c, run *runs, int n_runs, long long *start_out,
                  FILE *csv) {
   long long start = 0;
-  if (o->resume) {
-    int64_t step = 0;
-    if (tg_checkpoint_load(o->checkpoint, runs[0].model, runs[0].opt, &step, 1, &runs[0].sampler) !=
-        TG_OK)
-      return fail("--resume");
-    if (step > o->steps) {
-      return complain("the checkpoint is at step %lld, past --steps %lld", (long long)step,
-                      o->steps);
-    }
-    start = step;
-    if (!o->quiet) printf("resumed from %s at step %lld\n", o->checkpoint, start);
-  }
+  char why[8192]; /* tg_last_error_message, which may quote a long path */
+  if (o->resume && !train_resume(o->checkpoint, runs[0].model, runs[0].opt, &runs[0].sampler,
+                                 o->steps, o->quiet, &start, why, sizeof why))
+    return complain("%s", why);
   *start_out = start;
   if (dist.on) { /* after --resume: every rank loaded the same file, rank 0's values win */
     size_t cap = o->bucket_kb ? (size_t)o->bucket_kb * 1024 : 0;
@@ -756,10 +743,9 @@ static int train(const options *o, const corpus *c, run *runs, int n_runs, long 
         runs[0].model, (tg_ddp_options){.bucket_cap_bytes = cap, .no_overlap = o->no_overlap != 0});
     if (!runs[0].ddp) return fail("tg_ddp_new");
   }
-  int tty = isatty(STDOUT_FILENO);
-  long long log_every = o->log_every ? o->log_every : (o->steps - start + 19) / 20;
+  train_progress progress = train_progress_new(o->log_every, start, o->steps);
   long long val_every = (o->steps + 9) / 10;
-  double t_start = train_now_seconds(), last_draw = 0;
+  double t_start = train_now_seconds();
   for (long long s = start; s < o->steps; s++) {
     for (int i = 0; i < n_runs; i++) {
       run *r = &runs[i];
@@ -782,19 +768,15 @@ static int train(const options *o, const corpus *c, run *runs, int n_runs, long 
       fprintf(csv, "\n");
     }
     if (o->checkpoint && dist.rank == 0 &&
-        ((o->checkpoint_every && done % o->checkpoint_every == 0) || done == o->steps)) {
+        train_checkpoint_due(o->checkpoint_every, done, o->steps)) {
       if (tg_checkpoint_save(o->checkpoint, runs[0].model, runs[0].opt, done, 1,
                              &runs[0].sampler) != TG_OK)
         return fail("checkpoint");
     }
-    if (!o->quiet && tty && (elapsed - last_draw > 0.1 || done == o->steps)) {
-      last_draw = elapsed;
-      progress_line(o, runs, n_runs, done, start, elapsed, 1);
-    } else if (!o->quiet && !tty && ((done - start) % log_every == 0 || done == o->steps)) {
-      progress_line(o, runs, n_runs, done, start, elapsed, 0);
-    }
+    if (!o->quiet && train_progress_due(&progress, done, start, o->steps, elapsed))
+      progress_line(o, runs, n_runs, done, start, elapsed, progress.tty);
   }
-  if (!o->quiet && tty) printf("\n");
+  if (!o->quiet && progress.tty) printf("\n");
   if (start == o->steps)
     for (int i = 0; i < n_runs; i++)
       if (!validate(&runs[i], o, c)) return 0;
@@ -814,7 +796,7 @@ static int report(const options *o, const corpus *c, run *runs, int n_runs, long
     if (steps) {
       long long n_mean = steps < 100 ? steps : 100;
       printf("%s: final train loss %.17g (last step), %.4f (mean of the last %lld steps)\n",
-             r->name, r->loss, mean_last(r, start, o->steps, n_mean), n_mean);
+             r->name, r->loss, train_mean_last(r->losses, start, o->steps, n_mean), n_mean);
     }
     printf("%s: final val loss %.17g nats/char = %.3f x the unigram entropy (%.4f)\n", r->name,
            r->val_loss, r->val_loss / c->unigram, c->unigram);
@@ -896,14 +878,8 @@ int main(int argc, char **argv) {
     printf("\n");
   }
   FILE *csv = NULL;
-  if (ok && o.csv) {
-    csv = fopen(o.csv, o.resume ? "a" : "w"); /* a resumed run adds its rows */
-    if (!csv) {
-      ok = complain("cannot write '%s': %s", o.csv, strerror(errno));
-    } else if (ftell(csv) == 0) {
-      fprintf(csv, "step,impl,loss,tokens_per_s,elapsed_s,val_loss\n");
-    }
-  }
+  if (ok && o.csv && !(csv = train_csv_open(o.csv, o.resume, CSV_HEADER)))
+    ok = complain("cannot write '%s': %s", o.csv, strerror(errno));
   long long start = 0;
   double t0 = train_now_seconds();
   if (ok) ok = train(&o, &c, runs, n_runs, &start, csv);
@@ -912,10 +888,7 @@ int main(int argc, char **argv) {
   /* A rank that failed ends the job now, before any cleanup: its peers wait for it in a
    * collective (until the timeout), or still hold a bucket in flight. */
   if (dist.on && !ok) tg_dist_abort(1, failure);
-  if (csv && fclose(csv) != 0) {
-    fprintf(stderr, PROG ": writing '%s' failed\n", o.csv);
-    ok = 0;
-  }
+  if (!train_csv_close(csv, PROG, o.csv)) ok = 0;
   int checks = 1;
   if (ok && dist.rank == 0) checks = report(&o, &c, runs, n_runs, start, wall);
   if (ok && o.sample > 0) ok = sample_text(&runs[0], &o, &c);
@@ -923,12 +896,7 @@ int main(int argc, char **argv) {
 
   for (int i = 0; i < n_runs; i++) run_free(&runs[i]);
   free(c.tokens);
-  int64_t live = tg_live_objects();
-  if (live != 0) {
-    fprintf(stderr, PROG ": warning: %lld tg objects still alive at exit (a leak)\n",
-            (long long)live);
-    ok = 0;
-  }
+  if (!train_no_leaks(PROG)) ok = 0;
   /* After training every rank is past its last collective: a failure here (a leak) or a
    * failed check (rank 0's report) is this rank's exit status alone. */
   if (dist.on && tg_dist_finalize() != TG_OK) return fail("tg_dist_finalize"), 1;
