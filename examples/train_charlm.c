@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "cli_parse.h"
+#include "train_options.h"
 #include "train_run.h"
 #include "train_util.h"
 #include "tg/dist.h"
@@ -50,13 +51,14 @@ enum impl_choice { RUN_FUSED, RUN_COMPOSED, RUN_BOTH };
 
 typedef struct options {
   const char *text;
-  long long steps, batch, seq_len, hidden, embed, threads, checkpoint_every, sample, log_every;
+  long long steps, batch, seq_len, hidden, embed, threads, sample;
   long long bucket_kb; /* --dist: the DDP's bucket size (0: tg_dist's default) */
   double lr, temperature, clip, expect_below;
   long long seed;
   enum impl_choice impl;
-  const char *csv, *plot, *checkpoint, *prompt;
-  int resume, quiet, check, dist, no_overlap;
+  const char *prompt;
+  int dist, no_overlap;
+  train_options common; /* --csv, --plot, --checkpoint, ... (train_options.h) */
 } options;
 
 /* Where this process stands in a --dist job (rank 0 of 1 without it): the whole program's
@@ -112,18 +114,10 @@ enum {
   OPT_FUSED,
   OPT_COMPOSED,
   OPT_BOTH,
-  OPT_CSV,
-  OPT_PLOT,
-  OPT_CKPT,
-  OPT_CKPT_EVERY,
-  OPT_RESUME,
   OPT_SAMPLE,
   OPT_PROMPT,
   OPT_TEMPERATURE,
-  OPT_LOG_EVERY,
-  OPT_CHECK,
   OPT_EXPECT_BELOW,
-  OPT_QUIET,
   OPT_DIST,
   OPT_BUCKET_KB,
   OPT_NO_OVERLAP,
@@ -146,18 +140,18 @@ static int parse_options(int argc, char **argv, options *o) {
       {"fused", no_argument, 0, OPT_FUSED},
       {"composed", no_argument, 0, OPT_COMPOSED},
       {"both", no_argument, 0, OPT_BOTH},
-      {"csv", required_argument, 0, OPT_CSV},
-      {"plot", required_argument, 0, OPT_PLOT},
-      {"checkpoint", required_argument, 0, OPT_CKPT},
-      {"checkpoint-every", required_argument, 0, OPT_CKPT_EVERY},
-      {"resume", no_argument, 0, OPT_RESUME},
+      {"csv", required_argument, 0, TRAIN_OPT_CSV},
+      {"plot", required_argument, 0, TRAIN_OPT_PLOT},
+      {"checkpoint", required_argument, 0, TRAIN_OPT_CKPT},
+      {"checkpoint-every", required_argument, 0, TRAIN_OPT_CKPT_EVERY},
+      {"resume", no_argument, 0, TRAIN_OPT_RESUME},
       {"sample", required_argument, 0, OPT_SAMPLE},
       {"prompt", required_argument, 0, OPT_PROMPT},
       {"temperature", required_argument, 0, OPT_TEMPERATURE},
-      {"log-every", required_argument, 0, OPT_LOG_EVERY},
-      {"check", no_argument, 0, OPT_CHECK},
+      {"log-every", required_argument, 0, TRAIN_OPT_LOG_EVERY},
+      {"check", no_argument, 0, TRAIN_OPT_CHECK},
       {"expect-below", required_argument, 0, OPT_EXPECT_BELOW},
-      {"quiet", no_argument, 0, OPT_QUIET},
+      {"quiet", no_argument, 0, TRAIN_OPT_QUIET},
       {"dist", no_argument, 0, OPT_DIST},
       {"bucket-kb", required_argument, 0, OPT_BUCKET_KB},
       {"no-overlap", no_argument, 0, OPT_NO_OVERLAP},
@@ -167,6 +161,11 @@ static int parse_options(int argc, char **argv, options *o) {
   int impl_flags = 0, c, ok = 1;
   while (ok && (c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
     const char *a = optarg;
+    int taken = train_option(PROG, c, a, &o->common);
+    if (taken >= 0) {
+      ok = taken;
+      continue;
+    }
     switch (c) {
     case OPT_TEXT:
       o->text = a;
@@ -207,21 +206,6 @@ static int parse_options(int argc, char **argv, options *o) {
     case OPT_BOTH:
       o->impl = RUN_BOTH, impl_flags++;
       break;
-    case OPT_CSV:
-      o->csv = a;
-      break;
-    case OPT_PLOT:
-      o->plot = a;
-      break;
-    case OPT_CKPT:
-      o->checkpoint = a;
-      break;
-    case OPT_CKPT_EVERY:
-      ok = cli_parse_ll(PROG, "--checkpoint-every", a, 1, 100000000, &o->checkpoint_every);
-      break;
-    case OPT_RESUME:
-      o->resume = 1;
-      break;
     case OPT_SAMPLE:
       ok = cli_parse_ll(PROG, "--sample", a, 0, 100000000, &o->sample);
       break;
@@ -231,17 +215,8 @@ static int parse_options(int argc, char **argv, options *o) {
     case OPT_TEMPERATURE:
       ok = cli_parse_double(PROG, "--temperature", a, 1e-3, 100, &o->temperature);
       break;
-    case OPT_LOG_EVERY:
-      ok = cli_parse_ll(PROG, "--log-every", a, 1, 100000000, &o->log_every);
-      break;
-    case OPT_CHECK:
-      o->check = 1;
-      break;
     case OPT_EXPECT_BELOW:
       ok = cli_parse_double(PROG, "--expect-below", a, 0, 1e30, &o->expect_below);
-      break;
-    case OPT_QUIET:
-      o->quiet = 1;
       break;
     case OPT_DIST:
       o->dist = 1;
@@ -259,19 +234,10 @@ static int parse_options(int argc, char **argv, options *o) {
       ok = 0;
     }
   }
-  if (ok && optind < argc) {
-    fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
-    ok = 0;
-  }
-  if (ok && impl_flags > 1) {
-    fprintf(stderr, PROG ": give one of --fused, --composed, --both\n");
-    ok = 0;
-  }
-  if (ok && (o->resume || o->checkpoint_every) && !o->checkpoint) {
-    fprintf(stderr, PROG ": --resume and --checkpoint-every need --checkpoint PATH\n");
-    ok = 0;
-  }
-  if (ok && o->checkpoint && o->impl == RUN_BOTH) {
+  ok = ok && train_no_operands(PROG, optind, argc, argv);
+  ok = ok && train_one_impl(PROG, impl_flags, "--fused, --composed, --both");
+  ok = ok && train_checkpoint_options_ok(PROG, &o->common);
+  if (ok && o->common.checkpoint && o->impl == RUN_BOTH) {
     fprintf(stderr, PROG ": --checkpoint saves one model: not with --both\n");
     ok = 0;
   }
@@ -637,7 +603,7 @@ static void progress_line(const options *o, run *runs, int n_runs, long long don
 /* ---- the plot ---- */
 
 static void plot(const options *o, const corpus *c, run *runs, int n_runs, long long start) {
-  FILE *g = train_gnuplot_open(o->plot);
+  FILE *g = train_gnuplot_open(o->common.plot);
   if (!g) return;
   fprintf(g, "set title 'train_charlm: %s (batch %lld, seq-len %lld, hidden %lld, embed %lld)'\n",
           o->text, o->batch, o->seq_len, o->hidden, o->embed);
@@ -657,7 +623,7 @@ static void plot(const options *o, const corpus *c, run *runs, int n_runs, long 
       if (!isnan(runs[i].val_at[s])) fprintf(g, "%lld %.6f\n", s + 1, runs[i].val_at[s]);
     fprintf(g, "e\n");
   }
-  train_gnuplot_close(g, o->plot, o->quiet);
+  train_gnuplot_close(g, o->common.plot, o->common.quiet);
 }
 
 /* ---- --dist ---- */
@@ -688,8 +654,8 @@ static int dist_start(options *o) {
     return CLI_EXIT_USAGE;
   }
   if (dist.rank != 0) {
-    o->quiet = 1;
-    o->csv = o->plot = NULL;
+    o->common.quiet = 1;
+    o->common.csv = o->common.plot = NULL;
     o->sample = 0;
   }
   return -1;
@@ -733,8 +699,9 @@ static int train(const options *o, const corpus *c, run *runs, int n_runs, long 
                  FILE *csv) {
   long long start = 0;
   char why[8192]; /* tg_last_error_message, which may quote a long path */
-  if (o->resume && !train_resume(o->checkpoint, runs[0].model, runs[0].opt, &runs[0].sampler,
-                                 o->steps, o->quiet, &start, why, sizeof why))
+  if (o->common.resume &&
+      !train_resume(o->common.checkpoint, runs[0].model, runs[0].opt, &runs[0].sampler, o->steps,
+                    o->common.quiet, &start, why, sizeof why))
     return complain("%s", why);
   *start_out = start;
   if (dist.on) { /* after --resume: every rank loaded the same file, rank 0's values win */
@@ -743,7 +710,7 @@ static int train(const options *o, const corpus *c, run *runs, int n_runs, long 
         runs[0].model, (tg_ddp_options){.bucket_cap_bytes = cap, .no_overlap = o->no_overlap != 0});
     if (!runs[0].ddp) return fail("tg_ddp_new");
   }
-  train_progress progress = train_progress_new(o->log_every, start, o->steps);
+  train_progress progress = train_progress_new(o->common.log_every, start, o->steps);
   long long val_every = (o->steps + 9) / 10;
   double t_start = train_now_seconds();
   for (long long s = start; s < o->steps; s++) {
@@ -767,16 +734,16 @@ static int train(const options *o, const corpus *c, run *runs, int n_runs, long 
       if (validating) fprintf(csv, "%.9g", runs[i].val_loss);
       fprintf(csv, "\n");
     }
-    if (o->checkpoint && dist.rank == 0 &&
-        train_checkpoint_due(o->checkpoint_every, done, o->steps)) {
-      if (tg_checkpoint_save(o->checkpoint, runs[0].model, runs[0].opt, done, 1,
+    if (o->common.checkpoint && dist.rank == 0 &&
+        train_checkpoint_due(o->common.checkpoint_every, done, o->steps)) {
+      if (tg_checkpoint_save(o->common.checkpoint, runs[0].model, runs[0].opt, done, 1,
                              &runs[0].sampler) != TG_OK)
         return fail("checkpoint");
     }
-    if (!o->quiet && train_progress_due(&progress, done, start, o->steps, elapsed))
+    if (!o->common.quiet && train_progress_due(&progress, done, start, o->steps, elapsed))
       progress_line(o, runs, n_runs, done, start, elapsed, progress.tty);
   }
-  if (!o->quiet && progress.tty) printf("\n");
+  if (!o->common.quiet && progress.tty) printf("\n");
   if (start == o->steps)
     for (int i = 0; i < n_runs; i++)
       if (!validate(&runs[i], o, c)) return 0;
@@ -807,7 +774,7 @@ static int report(const options *o, const corpus *c, run *runs, int n_runs, long
   printf("wall time %.1f s\n", wall);
   for (int i = 0; i < n_runs; i++) {
     const run *r = &runs[i];
-    if (o->check &&
+    if (o->common.check &&
         !(r->val_loss < c->unigram - CHECK_MARGIN && (!steps || r->val_loss < r->first_loss))) {
       printf("CHECK FAILED: %s validation loss %.4f is not %g below the unigram entropy %.4f "
              "and below the first training loss %.4f\n",
@@ -820,7 +787,7 @@ static int report(const options *o, const corpus *c, run *runs, int n_runs, long
       ok = 0;
     }
   }
-  if (ok && (o->check || o->expect_below > 0)) printf("check passed\n");
+  if (ok && (o->common.check || o->expect_below > 0)) printf("check passed\n");
   return ok;
 }
 
@@ -843,7 +810,7 @@ int main(int argc, char **argv) {
   if (joined >= 0) return joined;
   if (o.threads) tg_set_num_threads((int)o.threads);
   /* A checkpointed run must resume bit for bit even on a busy machine (tensor.h). */
-  if (o.checkpoint) tg_set_deterministic(true);
+  if (o.common.checkpoint) tg_set_deterministic(true);
 
   corpus c = {0};
   int ok = read_corpus(o.text, &c);
@@ -861,7 +828,7 @@ int main(int argc, char **argv) {
   int n_runs = o.impl == RUN_BOTH ? 2 : 1;
   ok = run_init(&runs[0], &o, &c, o.impl == RUN_COMPOSED ? TG_LLTM_COMPOSED : TG_LLTM_FUSED);
   if (ok && n_runs == 2) ok = run_init(&runs[1], &o, &c, TG_LLTM_COMPOSED);
-  if (ok && !o.quiet) {
+  if (ok && !o.common.quiet) {
     printf("text: %s, %lld bytes, %d distinct (train %lld, validation %lld)\n", o.text,
            (long long)c.n, c.vocab, (long long)c.n_train, (long long)(c.n - c.n_train));
     printf("unigram entropy: %.4f nats/char (the loss of a model that knows only the byte "
@@ -878,8 +845,8 @@ int main(int argc, char **argv) {
     printf("\n");
   }
   FILE *csv = NULL;
-  if (ok && o.csv && !(csv = train_csv_open(o.csv, o.resume, CSV_HEADER)))
-    ok = complain("cannot write '%s': %s", o.csv, strerror(errno));
+  if (ok && o.common.csv && !(csv = train_csv_open(o.common.csv, o.common.resume, CSV_HEADER)))
+    ok = complain("cannot write '%s': %s", o.common.csv, strerror(errno));
   long long start = 0;
   double t0 = train_now_seconds();
   if (ok) ok = train(&o, &c, runs, n_runs, &start, csv);
@@ -888,11 +855,11 @@ int main(int argc, char **argv) {
   /* A rank that failed ends the job now, before any cleanup: its peers wait for it in a
    * collective (until the timeout), or still hold a bucket in flight. */
   if (dist.on && !ok) tg_dist_abort(1, failure);
-  if (!train_csv_close(csv, PROG, o.csv)) ok = 0;
+  if (!train_csv_close(csv, PROG, o.common.csv)) ok = 0;
   int checks = 1;
   if (ok && dist.rank == 0) checks = report(&o, &c, runs, n_runs, start, wall);
   if (ok && o.sample > 0) ok = sample_text(&runs[0], &o, &c);
-  if (ok && o.plot) plot(&o, &c, runs, n_runs, start);
+  if (ok && o.common.plot) plot(&o, &c, runs, n_runs, start);
 
   for (int i = 0; i < n_runs; i++) run_free(&runs[i]);
   free(c.tokens);
