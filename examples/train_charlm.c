@@ -734,12 +734,9 @@ static int train(const options *o, const corpus *c, run *runs, int n_runs, long 
       if (validating) fprintf(csv, "%.9g", runs[i].val_loss);
       fprintf(csv, "\n");
     }
-    if (o->common.checkpoint && dist.rank == 0 &&
-        train_checkpoint_due(o->common.checkpoint_every, done, o->steps)) {
-      if (tg_checkpoint_save(o->common.checkpoint, runs[0].model, runs[0].opt, done, 1,
-                             &runs[0].sampler) != TG_OK)
-        return fail("checkpoint");
-    }
+    if (dist.rank == 0 && train_checkpoint_if_due(&o->common, runs[0].model, runs[0].opt,
+                                                  &runs[0].sampler, done, o->steps) != TG_OK)
+      return fail("checkpoint");
     if (!o->common.quiet && train_progress_due(&progress, done, start, o->steps, elapsed))
       progress_line(o, runs, n_runs, done, start, elapsed, progress.tty);
   }
@@ -808,9 +805,7 @@ int main(int argc, char **argv) {
   if (parsed <= 0) return parsed == 0 ? 0 : CLI_EXIT_USAGE;
   int joined = o.dist ? dist_start(&o) : -1;
   if (joined >= 0) return joined;
-  if (o.threads) tg_set_num_threads((int)o.threads);
-  /* A checkpointed run must resume bit for bit even on a busy machine (tensor.h). */
-  if (o.common.checkpoint) tg_set_deterministic(true);
+  train_setup_threads(o.threads, &o.common);
 
   corpus c = {0};
   int ok = read_corpus(o.text, &c);

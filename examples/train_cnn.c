@@ -529,9 +529,8 @@ static int train(const options *o, const images *tr, const images *te, run *r, l
         fprintf(csv, ",");
       fprintf(csv, "\n");
     }
-    if (o->common.checkpoint && train_checkpoint_due(o->common.checkpoint_every, done, o->steps) &&
-        tg_checkpoint_save(o->common.checkpoint, r->model->module, r->opt, done, 1, &r->sampler) !=
-            TG_OK)
+    if (train_checkpoint_if_due(&o->common, r->model->module, r->opt, &r->sampler, done,
+                                o->steps) != TG_OK)
       return fail("checkpoint");
     if (!o->common.quiet && train_progress_due(&progress, done, start, o->steps, elapsed))
       progress_line(o, r, done, start, elapsed, progress.tty);
@@ -595,9 +594,7 @@ int main(int argc, char **argv) {
   int parsed = parse_options(argc, argv, &o);
   if (parsed <= 0) return parsed == 0 ? 0 : CLI_EXIT_USAGE;
   if (o.lr == 0) o.lr = o.optimizer == OPT_ADAM ? 2e-3 : 0.05;
-  if (o.threads) tg_set_num_threads((int)o.threads);
-  /* A checkpointed run must resume bit for bit even on a busy machine (tensor.h). */
-  if (o.common.checkpoint) tg_set_deterministic(true);
+  train_setup_threads(o.threads, &o.common);
 
   images train_set = {0}, test_set = {0};
   int ok = read_split(o.data, "train", o.train_size, &train_set) &&

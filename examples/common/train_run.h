@@ -1,6 +1,7 @@
 /* What the training examples (train_charlm.c, train_cnn.c, train_gpt.c) share that needs tg:
- * picking a run up from its checkpoint (--resume), when to save one, and the leak check at
- * exit. Header-only (static functions); the rest of their plumbing is in train_util.h. */
+ * the thread setup, picking a run up from its checkpoint (--resume), saving one when due, and
+ * the leak check at exit. Header-only (static functions); the rest of their plumbing is in
+ * train_util.h. */
 #ifndef TG_TRAIN_RUN_H
 #define TG_TRAIN_RUN_H
 
@@ -8,6 +9,7 @@
 #include <stdio.h>
 
 #include "tg/tg.h"
+#include "train_options.h"
 
 /* --resume: loads model, optimizer and the batch sampler from path and puts the step to go on
  * from in *start (saying so unless quiet). 0 after writing why not into why (len bytes), for
@@ -30,9 +32,21 @@ static inline int train_resume(const char *path, tg_module *model, tg_optimizer 
   return 1;
 }
 
-/* Whether step `done` saves the checkpoint: every `every` steps (0: never) and at the end. */
-static inline int train_checkpoint_due(long long every, long long done, long long steps) {
-  return (every && done % every == 0) || done == steps;
+/* After step `done`: saves model, optimizer, step and sampler to t->checkpoint (when given)
+ * every t->checkpoint_every steps (0: never) and after the last step. */
+static inline tg_status train_checkpoint_if_due(const train_options *t, const tg_module *model,
+                                                const tg_optimizer *opt, tg_generator **sampler,
+                                                long long done, long long steps) {
+  int due = (t->checkpoint_every && done % t->checkpoint_every == 0) || done == steps;
+  if (!t->checkpoint || !due) return TG_OK;
+  return tg_checkpoint_save(t->checkpoint, model, opt, done, 1, sampler);
+}
+
+/* --threads (0: tg's default) and a checkpointed run's determinism: it must resume bit for bit
+ * even on a busy machine (tensor.h). */
+static inline void train_setup_threads(long long threads, const train_options *t) {
+  if (threads) tg_set_num_threads((int)threads);
+  if (t->checkpoint) tg_set_deterministic(true);
 }
 
 /* 0 after a warning when tg objects are still alive at exit (a leak). */
