@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "proc_status.h" /* examples/common: proc_status_kb */
+
 /* The peak resident memory of one implementation's run, forward and backward, as growth over
  * what the process holds just before its first forward (inputs made, libraries loaded). On
  * Linux the process's high-water mark is reset first (writing 5 to /proc/self/clear_refs sets
@@ -22,22 +24,6 @@ typedef struct tg_bench_rss {
   bool reset;      /* the high-water mark was reset: VmHWM is this run's */
   long long start; /* kB: VmRSS (reset) or ru_maxrss before the first forward; -1 unknown */
 } tg_bench_rss;
-
-/* A "Name:   123 kB" field of /proc/self/status in kB, or -1. */
-static inline long long proc_status_kb(const char *name) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f) return -1;
-  char line[256];
-  long long kb = -1;
-  const size_t n = strlen(name);
-  while (fgets(line, sizeof line, f))
-    if (strncmp(line, name, n) == 0 && line[n] == ':') {
-      if (sscanf(line + n + 1, "%lld", &kb) != 1) kb = -1;
-      break;
-    }
-  fclose(f);
-  return kb;
-}
 
 static inline long long max_rss_kb(void) {
   struct rusage ru;

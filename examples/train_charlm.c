@@ -34,6 +34,8 @@
 #include <unistd.h>
 
 #include "cli_parse.h"
+#include "train_options.h"
+#include "train_run.h"
 #include "train_util.h"
 #include "tg/dist.h"
 #include "tg/tg.h"
@@ -41,6 +43,7 @@
 #define PROG "train_charlm"
 /* --check: what the model must gain over byte frequencies alone, in nats per character. */
 #define CHECK_MARGIN 0.5
+#define CSV_HEADER "step,impl,loss,tokens_per_s,elapsed_s,val_loss"
 
 /* ---- options ---- */
 
@@ -48,13 +51,14 @@ enum impl_choice { RUN_FUSED, RUN_COMPOSED, RUN_BOTH };
 
 typedef struct options {
   const char *text;
-  long long steps, batch, seq_len, hidden, embed, threads, checkpoint_every, sample, log_every;
+  long long steps, batch, seq_len, hidden, embed, threads, sample;
   long long bucket_kb; /* --dist: the DDP's bucket size (0: tg_dist's default) */
   double lr, temperature, clip, expect_below;
   long long seed;
   enum impl_choice impl;
-  const char *csv, *plot, *checkpoint, *prompt;
-  int resume, quiet, check, dist, no_overlap;
+  const char *prompt;
+  int dist, no_overlap;
+  train_options common; /* --csv, --plot, --checkpoint, ... (train_options.h) */
 } options;
 
 /* Where this process stands in a --dist job (rank 0 of 1 without it): the whole program's
@@ -110,18 +114,10 @@ enum {
   OPT_FUSED,
   OPT_COMPOSED,
   OPT_BOTH,
-  OPT_CSV,
-  OPT_PLOT,
-  OPT_CKPT,
-  OPT_CKPT_EVERY,
-  OPT_RESUME,
   OPT_SAMPLE,
   OPT_PROMPT,
   OPT_TEMPERATURE,
-  OPT_LOG_EVERY,
-  OPT_CHECK,
   OPT_EXPECT_BELOW,
-  OPT_QUIET,
   OPT_DIST,
   OPT_BUCKET_KB,
   OPT_NO_OVERLAP,
@@ -144,18 +140,18 @@ static int parse_options(int argc, char **argv, options *o) {
       {"fused", no_argument, 0, OPT_FUSED},
       {"composed", no_argument, 0, OPT_COMPOSED},
       {"both", no_argument, 0, OPT_BOTH},
-      {"csv", required_argument, 0, OPT_CSV},
-      {"plot", required_argument, 0, OPT_PLOT},
-      {"checkpoint", required_argument, 0, OPT_CKPT},
-      {"checkpoint-every", required_argument, 0, OPT_CKPT_EVERY},
-      {"resume", no_argument, 0, OPT_RESUME},
+      {"csv", required_argument, 0, TRAIN_OPT_CSV},
+      {"plot", required_argument, 0, TRAIN_OPT_PLOT},
+      {"checkpoint", required_argument, 0, TRAIN_OPT_CKPT},
+      {"checkpoint-every", required_argument, 0, TRAIN_OPT_CKPT_EVERY},
+      {"resume", no_argument, 0, TRAIN_OPT_RESUME},
       {"sample", required_argument, 0, OPT_SAMPLE},
       {"prompt", required_argument, 0, OPT_PROMPT},
       {"temperature", required_argument, 0, OPT_TEMPERATURE},
-      {"log-every", required_argument, 0, OPT_LOG_EVERY},
-      {"check", no_argument, 0, OPT_CHECK},
+      {"log-every", required_argument, 0, TRAIN_OPT_LOG_EVERY},
+      {"check", no_argument, 0, TRAIN_OPT_CHECK},
       {"expect-below", required_argument, 0, OPT_EXPECT_BELOW},
-      {"quiet", no_argument, 0, OPT_QUIET},
+      {"quiet", no_argument, 0, TRAIN_OPT_QUIET},
       {"dist", no_argument, 0, OPT_DIST},
       {"bucket-kb", required_argument, 0, OPT_BUCKET_KB},
       {"no-overlap", no_argument, 0, OPT_NO_OVERLAP},
@@ -165,6 +161,11 @@ static int parse_options(int argc, char **argv, options *o) {
   int impl_flags = 0, c, ok = 1;
   while (ok && (c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
     const char *a = optarg;
+    int taken = train_option(PROG, c, a, &o->common);
+    if (taken >= 0) {
+      ok = taken;
+      continue;
+    }
     switch (c) {
     case OPT_TEXT:
       o->text = a;
@@ -205,21 +206,6 @@ static int parse_options(int argc, char **argv, options *o) {
     case OPT_BOTH:
       o->impl = RUN_BOTH, impl_flags++;
       break;
-    case OPT_CSV:
-      o->csv = a;
-      break;
-    case OPT_PLOT:
-      o->plot = a;
-      break;
-    case OPT_CKPT:
-      o->checkpoint = a;
-      break;
-    case OPT_CKPT_EVERY:
-      ok = cli_parse_ll(PROG, "--checkpoint-every", a, 1, 100000000, &o->checkpoint_every);
-      break;
-    case OPT_RESUME:
-      o->resume = 1;
-      break;
     case OPT_SAMPLE:
       ok = cli_parse_ll(PROG, "--sample", a, 0, 100000000, &o->sample);
       break;
@@ -229,17 +215,8 @@ static int parse_options(int argc, char **argv, options *o) {
     case OPT_TEMPERATURE:
       ok = cli_parse_double(PROG, "--temperature", a, 1e-3, 100, &o->temperature);
       break;
-    case OPT_LOG_EVERY:
-      ok = cli_parse_ll(PROG, "--log-every", a, 1, 100000000, &o->log_every);
-      break;
-    case OPT_CHECK:
-      o->check = 1;
-      break;
     case OPT_EXPECT_BELOW:
       ok = cli_parse_double(PROG, "--expect-below", a, 0, 1e30, &o->expect_below);
-      break;
-    case OPT_QUIET:
-      o->quiet = 1;
       break;
     case OPT_DIST:
       o->dist = 1;
@@ -257,19 +234,10 @@ static int parse_options(int argc, char **argv, options *o) {
       ok = 0;
     }
   }
-  if (ok && optind < argc) {
-    fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
-    ok = 0;
-  }
-  if (ok && impl_flags > 1) {
-    fprintf(stderr, PROG ": give one of --fused, --composed, --both\n");
-    ok = 0;
-  }
-  if (ok && (o->resume || o->checkpoint_every) && !o->checkpoint) {
-    fprintf(stderr, PROG ": --resume and --checkpoint-every need --checkpoint PATH\n");
-    ok = 0;
-  }
-  if (ok && o->checkpoint && o->impl == RUN_BOTH) {
+  ok = ok && train_no_operands(PROG, optind, argc, argv);
+  ok = ok && train_one_impl(PROG, impl_flags, "--fused, --composed, --both");
+  ok = ok && train_checkpoint_options_ok(PROG, &o->common);
+  if (ok && o->common.checkpoint && o->impl == RUN_BOTH) {
     fprintf(stderr, PROG ": --checkpoint saves one model: not with --both\n");
     ok = 0;
   }
@@ -635,7 +603,7 @@ static void progress_line(const options *o, run *runs, int n_runs, long long don
 /* ---- the plot ---- */
 
 static void plot(const options *o, const corpus *c, run *runs, int n_runs, long long start) {
-  FILE *g = train_gnuplot_open(o->plot);
+  FILE *g = train_gnuplot_open(o->common.plot);
   if (!g) return;
   fprintf(g, "set title 'train_charlm: %s (batch %lld, seq-len %lld, hidden %lld, embed %lld)'\n",
           o->text, o->batch, o->seq_len, o->hidden, o->embed);
@@ -655,7 +623,7 @@ static void plot(const options *o, const corpus *c, run *runs, int n_runs, long 
       if (!isnan(runs[i].val_at[s])) fprintf(g, "%lld %.6f\n", s + 1, runs[i].val_at[s]);
     fprintf(g, "e\n");
   }
-  train_gnuplot_close(g, o->plot, o->quiet);
+  train_gnuplot_close(g, o->common.plot, o->common.quiet);
 }
 
 /* ---- --dist ---- */
@@ -686,8 +654,8 @@ static int dist_start(options *o) {
     return CLI_EXIT_USAGE;
   }
   if (dist.rank != 0) {
-    o->quiet = 1;
-    o->csv = o->plot = NULL;
+    o->common.quiet = 1;
+    o->common.csv = o->common.plot = NULL;
     o->sample = 0;
   }
   return -1;
@@ -727,28 +695,14 @@ static void dist_report(const run *r, const options *o, long long steps) {
 
 /* ---- main ---- */
 
-static double mean_last(const run *r, long long start, long long end, long long n) {
-  long long from = end - n > start ? end - n : start;
-  double sum = 0;
-  for (long long s = from; s < end; s++) sum += r->losses[s];
-  return end > from ? sum / (double)(end - from) : NAN;
-}
-
 static int train(const options *o, const corpus *c, run *runs, int n_runs, long long *start_out,
                  FILE *csv) {
   long long start = 0;
-  if (o->resume) {
-    int64_t step = 0;
-    if (tg_checkpoint_load(o->checkpoint, runs[0].model, runs[0].opt, &step, 1, &runs[0].sampler) !=
-        TG_OK)
-      return fail("--resume");
-    if (step > o->steps) {
-      return complain("the checkpoint is at step %lld, past --steps %lld", (long long)step,
-                      o->steps);
-    }
-    start = step;
-    if (!o->quiet) printf("resumed from %s at step %lld\n", o->checkpoint, start);
-  }
+  char why[8192]; /* tg_last_error_message, which may quote a long path */
+  if (o->common.resume &&
+      !train_resume(o->common.checkpoint, runs[0].model, runs[0].opt, &runs[0].sampler, o->steps,
+                    o->common.quiet, &start, why, sizeof why))
+    return complain("%s", why);
   *start_out = start;
   if (dist.on) { /* after --resume: every rank loaded the same file, rank 0's values win */
     size_t cap = o->bucket_kb ? (size_t)o->bucket_kb * 1024 : 0;
@@ -756,10 +710,9 @@ static int train(const options *o, const corpus *c, run *runs, int n_runs, long 
         runs[0].model, (tg_ddp_options){.bucket_cap_bytes = cap, .no_overlap = o->no_overlap != 0});
     if (!runs[0].ddp) return fail("tg_ddp_new");
   }
-  int tty = isatty(STDOUT_FILENO);
-  long long log_every = o->log_every ? o->log_every : (o->steps - start + 19) / 20;
+  train_progress progress = train_progress_new(o->common.log_every, start, o->steps);
   long long val_every = (o->steps + 9) / 10;
-  double t_start = train_now_seconds(), last_draw = 0;
+  double t_start = train_now_seconds();
   for (long long s = start; s < o->steps; s++) {
     for (int i = 0; i < n_runs; i++) {
       run *r = &runs[i];
@@ -781,20 +734,13 @@ static int train(const options *o, const corpus *c, run *runs, int n_runs, long 
       if (validating) fprintf(csv, "%.9g", runs[i].val_loss);
       fprintf(csv, "\n");
     }
-    if (o->checkpoint && dist.rank == 0 &&
-        ((o->checkpoint_every && done % o->checkpoint_every == 0) || done == o->steps)) {
-      if (tg_checkpoint_save(o->checkpoint, runs[0].model, runs[0].opt, done, 1,
-                             &runs[0].sampler) != TG_OK)
-        return fail("checkpoint");
-    }
-    if (!o->quiet && tty && (elapsed - last_draw > 0.1 || done == o->steps)) {
-      last_draw = elapsed;
-      progress_line(o, runs, n_runs, done, start, elapsed, 1);
-    } else if (!o->quiet && !tty && ((done - start) % log_every == 0 || done == o->steps)) {
-      progress_line(o, runs, n_runs, done, start, elapsed, 0);
-    }
+    if (dist.rank == 0 && train_checkpoint_if_due(&o->common, runs[0].model, runs[0].opt,
+                                                  &runs[0].sampler, done, o->steps) != TG_OK)
+      return fail("checkpoint");
+    if (!o->common.quiet && train_progress_due(&progress, done, start, o->steps, elapsed))
+      progress_line(o, runs, n_runs, done, start, elapsed, progress.tty);
   }
-  if (!o->quiet && tty) printf("\n");
+  if (!o->common.quiet && progress.tty) printf("\n");
   if (start == o->steps)
     for (int i = 0; i < n_runs; i++)
       if (!validate(&runs[i], o, c)) return 0;
@@ -814,7 +760,7 @@ static int report(const options *o, const corpus *c, run *runs, int n_runs, long
     if (steps) {
       long long n_mean = steps < 100 ? steps : 100;
       printf("%s: final train loss %.17g (last step), %.4f (mean of the last %lld steps)\n",
-             r->name, r->loss, mean_last(r, start, o->steps, n_mean), n_mean);
+             r->name, r->loss, train_mean_last(r->losses, start, o->steps, n_mean), n_mean);
     }
     printf("%s: final val loss %.17g nats/char = %.3f x the unigram entropy (%.4f)\n", r->name,
            r->val_loss, r->val_loss / c->unigram, c->unigram);
@@ -825,7 +771,7 @@ static int report(const options *o, const corpus *c, run *runs, int n_runs, long
   printf("wall time %.1f s\n", wall);
   for (int i = 0; i < n_runs; i++) {
     const run *r = &runs[i];
-    if (o->check &&
+    if (o->common.check &&
         !(r->val_loss < c->unigram - CHECK_MARGIN && (!steps || r->val_loss < r->first_loss))) {
       printf("CHECK FAILED: %s validation loss %.4f is not %g below the unigram entropy %.4f "
              "and below the first training loss %.4f\n",
@@ -838,7 +784,7 @@ static int report(const options *o, const corpus *c, run *runs, int n_runs, long
       ok = 0;
     }
   }
-  if (ok && (o->check || o->expect_below > 0)) printf("check passed\n");
+  if (ok && (o->common.check || o->expect_below > 0)) printf("check passed\n");
   return ok;
 }
 
@@ -859,9 +805,7 @@ int main(int argc, char **argv) {
   if (parsed <= 0) return parsed == 0 ? 0 : CLI_EXIT_USAGE;
   int joined = o.dist ? dist_start(&o) : -1;
   if (joined >= 0) return joined;
-  if (o.threads) tg_set_num_threads((int)o.threads);
-  /* A checkpointed run must resume bit for bit even on a busy machine (tensor.h). */
-  if (o.checkpoint) tg_set_deterministic(true);
+  train_setup_threads(o.threads, &o.common);
 
   corpus c = {0};
   int ok = read_corpus(o.text, &c);
@@ -879,7 +823,7 @@ int main(int argc, char **argv) {
   int n_runs = o.impl == RUN_BOTH ? 2 : 1;
   ok = run_init(&runs[0], &o, &c, o.impl == RUN_COMPOSED ? TG_LLTM_COMPOSED : TG_LLTM_FUSED);
   if (ok && n_runs == 2) ok = run_init(&runs[1], &o, &c, TG_LLTM_COMPOSED);
-  if (ok && !o.quiet) {
+  if (ok && !o.common.quiet) {
     printf("text: %s, %lld bytes, %d distinct (train %lld, validation %lld)\n", o.text,
            (long long)c.n, c.vocab, (long long)c.n_train, (long long)(c.n - c.n_train));
     printf("unigram entropy: %.4f nats/char (the loss of a model that knows only the byte "
@@ -896,14 +840,8 @@ int main(int argc, char **argv) {
     printf("\n");
   }
   FILE *csv = NULL;
-  if (ok && o.csv) {
-    csv = fopen(o.csv, o.resume ? "a" : "w"); /* a resumed run adds its rows */
-    if (!csv) {
-      ok = complain("cannot write '%s': %s", o.csv, strerror(errno));
-    } else if (ftell(csv) == 0) {
-      fprintf(csv, "step,impl,loss,tokens_per_s,elapsed_s,val_loss\n");
-    }
-  }
+  if (ok && o.common.csv && !(csv = train_csv_open(o.common.csv, o.common.resume, CSV_HEADER)))
+    ok = complain("cannot write '%s': %s", o.common.csv, strerror(errno));
   long long start = 0;
   double t0 = train_now_seconds();
   if (ok) ok = train(&o, &c, runs, n_runs, &start, csv);
@@ -912,23 +850,15 @@ int main(int argc, char **argv) {
   /* A rank that failed ends the job now, before any cleanup: its peers wait for it in a
    * collective (until the timeout), or still hold a bucket in flight. */
   if (dist.on && !ok) tg_dist_abort(1, failure);
-  if (csv && fclose(csv) != 0) {
-    fprintf(stderr, PROG ": writing '%s' failed\n", o.csv);
-    ok = 0;
-  }
+  if (!train_csv_close(csv, PROG, o.common.csv)) ok = 0;
   int checks = 1;
   if (ok && dist.rank == 0) checks = report(&o, &c, runs, n_runs, start, wall);
   if (ok && o.sample > 0) ok = sample_text(&runs[0], &o, &c);
-  if (ok && o.plot) plot(&o, &c, runs, n_runs, start);
+  if (ok && o.common.plot) plot(&o, &c, runs, n_runs, start);
 
   for (int i = 0; i < n_runs; i++) run_free(&runs[i]);
   free(c.tokens);
-  int64_t live = tg_live_objects();
-  if (live != 0) {
-    fprintf(stderr, PROG ": warning: %lld tg objects still alive at exit (a leak)\n",
-            (long long)live);
-    ok = 0;
-  }
+  if (!train_no_leaks(PROG)) ok = 0;
   /* After training every rank is past its last collective: a failure here (a leak) or a
    * failed check (rank 0's report) is this rank's exit status alone. */
   if (dist.on && tg_dist_finalize() != TG_OK) return fail("tg_dist_finalize"), 1;

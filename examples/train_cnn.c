@@ -31,6 +31,8 @@
 #include <unistd.h>
 
 #include "cli_parse.h"
+#include "train_options.h"
+#include "train_run.h"
 #include "train_util.h"
 #include "cnn/cnn_model.h"
 #include "tg/tg.h"
@@ -38,6 +40,7 @@
 #define PROG "train_cnn"
 /* --check: the test accuracy the run must reach (10 classes: chance is 0.1). */
 #define CHECK_ACCURACY 0.5
+#define CSV_HEADER "step,impl,loss,images_per_s,elapsed_s,test_loss,test_accuracy"
 /* Fashion-MNIST's pixel mean and standard deviation (of x / 255 over the training set). */
 #define PIXEL_MEAN 0.2860
 #define PIXEL_STD 0.3530
@@ -47,13 +50,12 @@
 enum optimizer_choice { OPT_SGD, OPT_ADAM };
 
 typedef struct options {
-  const char *data, *csv, *plot, *checkpoint;
-  long long steps, batch, c1, c2, train_size, test_size, seed, threads, checkpoint_every;
-  long long log_every;
+  const char *data;
+  long long steps, batch, c1, c2, train_size, test_size, seed, threads;
   double lr, momentum, expect_accuracy;
   enum optimizer_choice optimizer;
   cnn_conv_bn conv_bn;
-  int resume, quiet, check;
+  train_options common; /* --csv, --plot, --checkpoint, ... (train_options.h) */
 } options;
 
 static void usage(FILE *f) {
@@ -102,15 +104,7 @@ enum {
   O_THREADS,
   O_FUSED,
   O_COMPOSED,
-  O_CSV,
-  O_PLOT,
-  O_CKPT,
-  O_CKPT_EVERY,
-  O_RESUME,
-  O_LOG_EVERY,
-  O_CHECK,
   O_EXPECT_ACCURACY,
-  O_QUIET,
   O_HELP,
 };
 
@@ -131,21 +125,26 @@ static int parse_options(int argc, char **argv, options *o) {
       {"threads", required_argument, 0, O_THREADS},
       {"fused", no_argument, 0, O_FUSED},
       {"composed", no_argument, 0, O_COMPOSED},
-      {"csv", required_argument, 0, O_CSV},
-      {"plot", required_argument, 0, O_PLOT},
-      {"checkpoint", required_argument, 0, O_CKPT},
-      {"checkpoint-every", required_argument, 0, O_CKPT_EVERY},
-      {"resume", no_argument, 0, O_RESUME},
-      {"log-every", required_argument, 0, O_LOG_EVERY},
-      {"check", no_argument, 0, O_CHECK},
+      {"csv", required_argument, 0, TRAIN_OPT_CSV},
+      {"plot", required_argument, 0, TRAIN_OPT_PLOT},
+      {"checkpoint", required_argument, 0, TRAIN_OPT_CKPT},
+      {"checkpoint-every", required_argument, 0, TRAIN_OPT_CKPT_EVERY},
+      {"resume", no_argument, 0, TRAIN_OPT_RESUME},
+      {"log-every", required_argument, 0, TRAIN_OPT_LOG_EVERY},
+      {"check", no_argument, 0, TRAIN_OPT_CHECK},
       {"expect-accuracy", required_argument, 0, O_EXPECT_ACCURACY},
-      {"quiet", no_argument, 0, O_QUIET},
+      {"quiet", no_argument, 0, TRAIN_OPT_QUIET},
       {"help", no_argument, 0, O_HELP},
       {0, 0, 0, 0},
   };
   int impl_flags = 0, c, ok = 1;
   while (ok && (c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
     const char *a = optarg;
+    int taken = train_option(PROG, c, a, &o->common);
+    if (taken >= 0) {
+      ok = taken;
+      continue;
+    }
     switch (c) {
     case O_DATA:
       o->data = a;
@@ -196,32 +195,8 @@ static int parse_options(int argc, char **argv, options *o) {
     case O_COMPOSED:
       o->conv_bn = CNN_COMPOSED, impl_flags++;
       break;
-    case O_CSV:
-      o->csv = a;
-      break;
-    case O_PLOT:
-      o->plot = a;
-      break;
-    case O_CKPT:
-      o->checkpoint = a;
-      break;
-    case O_CKPT_EVERY:
-      ok = cli_parse_ll(PROG, "--checkpoint-every", a, 1, 100000000, &o->checkpoint_every);
-      break;
-    case O_RESUME:
-      o->resume = 1;
-      break;
-    case O_LOG_EVERY:
-      ok = cli_parse_ll(PROG, "--log-every", a, 1, 100000000, &o->log_every);
-      break;
-    case O_CHECK:
-      o->check = 1;
-      break;
     case O_EXPECT_ACCURACY:
       ok = cli_parse_double(PROG, "--expect-accuracy", a, 0, 1, &o->expect_accuracy);
-      break;
-    case O_QUIET:
-      o->quiet = 1;
       break;
     case O_HELP:
       usage(stdout);
@@ -230,18 +205,9 @@ static int parse_options(int argc, char **argv, options *o) {
       ok = 0;
     }
   }
-  if (ok && optind < argc) {
-    fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
-    ok = 0;
-  }
-  if (ok && impl_flags > 1) {
-    fprintf(stderr, PROG ": give one of --fused, --composed\n");
-    ok = 0;
-  }
-  if (ok && (o->resume || o->checkpoint_every) && !o->checkpoint) {
-    fprintf(stderr, PROG ": --resume and --checkpoint-every need --checkpoint PATH\n");
-    ok = 0;
-  }
+  ok = ok && train_no_operands(PROG, optind, argc, argv);
+  ok = ok && train_one_impl(PROG, impl_flags, "--fused, --composed");
+  ok = ok && train_checkpoint_options_ok(PROG, &o->common);
   if (!ok) cli_usage_error(PROG);
   return ok ? 1 : -1;
 }
@@ -511,7 +477,7 @@ static void progress_line(const options *o, const run *r, long long done, long l
 /* ---- the plot ---- */
 
 static void plot(const options *o, const run *r, long long start) {
-  FILE *g = train_gnuplot_open(o->plot);
+  FILE *g = train_gnuplot_open(o->common.plot);
   if (!g) return;
   fprintf(g, "set title 'train_cnn: Fashion-MNIST (%s, batch %lld, c1 %lld, c2 %lld, %s)'\n",
           o->optimizer == OPT_ADAM ? "Adam" : "SGD", o->batch, o->c1, o->c2,
@@ -527,38 +493,22 @@ static void plot(const options *o, const run *r, long long start) {
   for (long long s = start; s < o->steps; s++)
     if (!isnan(r->accuracy[s])) fprintf(g, "%lld %.6f\n", s + 1, r->accuracy[s]);
   fprintf(g, "e\n");
-  train_gnuplot_close(g, o->plot, o->quiet);
+  train_gnuplot_close(g, o->common.plot, o->common.quiet);
 }
 
 /* ---- main ---- */
 
-static double mean_last(const run *r, long long start, long long end, long long n) {
-  long long from = end - n > start ? end - n : start;
-  double sum = 0;
-  for (long long s = from; s < end; s++) sum += r->losses[s];
-  return end > from ? sum / (double)(end - from) : NAN;
-}
-
 static int train(const options *o, const images *tr, const images *te, run *r, long long *start_out,
                  FILE *csv) {
   long long start = 0;
-  if (o->resume) {
-    int64_t step = 0;
-    if (tg_checkpoint_load(o->checkpoint, r->model->module, r->opt, &step, 1, &r->sampler) != TG_OK)
-      return fail("--resume");
-    if (step > o->steps) {
-      fprintf(stderr, PROG ": the checkpoint is at step %lld, past --steps %lld\n", (long long)step,
-              o->steps);
-      return 0;
-    }
-    start = step;
-    if (!o->quiet) printf("resumed from %s at step %lld\n", o->checkpoint, start);
-  }
+  char why[8192]; /* tg_last_error_message, which may quote a long path */
+  if (o->common.resume && !train_resume(o->common.checkpoint, r->model->module, r->opt, &r->sampler,
+                                        o->steps, o->common.quiet, &start, why, sizeof why))
+    return fprintf(stderr, PROG ": %s\n", why), 0;
   *start_out = start;
-  int tty = isatty(STDOUT_FILENO);
-  long long log_every = o->log_every ? o->log_every : (o->steps - start + 19) / 20;
+  train_progress progress = train_progress_new(o->common.log_every, start, o->steps);
   long long test_every = (o->steps + 9) / 10;
-  double t_start = train_now_seconds(), last_draw = 0;
+  double t_start = train_now_seconds();
   r->test_accuracy = NAN;
   for (long long s = start; s < o->steps; s++) {
     if (!train_step(r, o, tr)) return 0;
@@ -579,18 +529,13 @@ static int train(const options *o, const images *tr, const images *te, run *r, l
         fprintf(csv, ",");
       fprintf(csv, "\n");
     }
-    if (o->checkpoint &&
-        ((o->checkpoint_every && done % o->checkpoint_every == 0) || done == o->steps) &&
-        tg_checkpoint_save(o->checkpoint, r->model->module, r->opt, done, 1, &r->sampler) != TG_OK)
+    if (train_checkpoint_if_due(&o->common, r->model->module, r->opt, &r->sampler, done,
+                                o->steps) != TG_OK)
       return fail("checkpoint");
-    if (!o->quiet && tty && (elapsed - last_draw > 0.1 || done == o->steps)) {
-      last_draw = elapsed;
-      progress_line(o, r, done, start, elapsed, 1);
-    } else if (!o->quiet && !tty && ((done - start) % log_every == 0 || done == o->steps)) {
-      progress_line(o, r, done, start, elapsed, 0);
-    }
+    if (!o->common.quiet && train_progress_due(&progress, done, start, o->steps, elapsed))
+      progress_line(o, r, done, start, elapsed, progress.tty);
   }
-  if (!o->quiet && tty) printf("\n");
+  if (!o->common.quiet && progress.tty) printf("\n");
   if (start == o->steps && !evaluate(r, te)) return 0;
   return 1;
 }
@@ -605,16 +550,16 @@ static int report(const options *o, const images *te, const run *r, long long st
     long long n_mean = steps < 50 ? steps : 50;
     printf("final train loss %.17g (last step), %.4f (mean of the last %lld steps; first step "
            "%.4f)\n",
-           r->loss, mean_last(r, start, o->steps, n_mean), n_mean, r->first_loss);
+           r->loss, train_mean_last(r->losses, start, o->steps, n_mean), n_mean, r->first_loss);
   }
   printf("final test loss %.17g\n", r->test_loss);
   printf("test accuracy %.4f (%lld of %lld test images)\n", r->test_accuracy,
          (long long)llround(r->test_accuracy * (double)te->n), (long long)te->n);
   printf("wall time %.1f s\n", wall);
   int ok = 1;
-  if (o->check && steps) {
+  if (o->common.check && steps) {
     long long n_mean = steps < 50 ? steps : 50;
-    double last = mean_last(r, start, o->steps, n_mean);
+    double last = train_mean_last(r->losses, start, o->steps, n_mean);
     if (!(last < r->first_loss)) {
       printf("CHECK FAILED: the training loss did not fall: mean of the last %lld steps %.4f, "
              "first step %.4f\n",
@@ -622,7 +567,7 @@ static int report(const options *o, const images *te, const run *r, long long st
       ok = 0;
     }
   }
-  if (o->check && !(r->test_accuracy >= CHECK_ACCURACY)) {
+  if (o->common.check && !(r->test_accuracy >= CHECK_ACCURACY)) {
     printf("CHECK FAILED: test accuracy %.4f is below %g\n", r->test_accuracy, CHECK_ACCURACY);
     ok = 0;
   }
@@ -630,7 +575,7 @@ static int report(const options *o, const images *te, const run *r, long long st
     printf("CHECK FAILED: test accuracy %.4f is below %g\n", r->test_accuracy, o->expect_accuracy);
     ok = 0;
   }
-  if (ok && (o->check || o->expect_accuracy > 0)) printf("check passed\n");
+  if (ok && (o->common.check || o->expect_accuracy > 0)) printf("check passed\n");
   return ok;
 }
 
@@ -649,9 +594,7 @@ int main(int argc, char **argv) {
   int parsed = parse_options(argc, argv, &o);
   if (parsed <= 0) return parsed == 0 ? 0 : CLI_EXIT_USAGE;
   if (o.lr == 0) o.lr = o.optimizer == OPT_ADAM ? 2e-3 : 0.05;
-  if (o.threads) tg_set_num_threads((int)o.threads);
-  /* A checkpointed run must resume bit for bit even on a busy machine (tensor.h). */
-  if (o.checkpoint) tg_set_deterministic(true);
+  train_setup_threads(o.threads, &o.common);
 
   images train_set = {0}, test_set = {0};
   int ok = read_split(o.data, "train", o.train_size, &train_set) &&
@@ -664,7 +607,7 @@ int main(int argc, char **argv) {
   }
   run r = {0};
   if (ok) ok = run_init(&r, &o, &train_set);
-  if (ok && !o.quiet) {
+  if (ok && !o.common.quiet) {
     printf("data: %s, %lld training and %lld test images of %lldx%lld (Fashion-MNIST)\n", o.data,
            (long long)train_set.n, (long long)test_set.n, (long long)train_set.rows,
            (long long)train_set.cols);
@@ -679,35 +622,22 @@ int main(int argc, char **argv) {
     printf(", seed %lld, %d threads\n", o.seed, tg_get_num_threads());
   }
   FILE *csv = NULL;
-  if (ok && o.csv) {
-    csv = fopen(o.csv, o.resume ? "a" : "w"); /* a resumed run adds its rows */
-    if (!csv) {
-      fprintf(stderr, PROG ": cannot write '%s': %s\n", o.csv, strerror(errno));
-      ok = 0;
-    } else if (ftell(csv) == 0) {
-      fprintf(csv, "step,impl,loss,images_per_s,elapsed_s,test_loss,test_accuracy\n");
-    }
+  if (ok && o.common.csv && !(csv = train_csv_open(o.common.csv, o.common.resume, CSV_HEADER))) {
+    fprintf(stderr, PROG ": cannot write '%s': %s\n", o.common.csv, strerror(errno));
+    ok = 0;
   }
   long long start = 0;
   double t0 = train_now_seconds();
   if (ok) ok = train(&o, &train_set, &test_set, &r, &start, csv);
   double wall = train_now_seconds() - t0;
-  if (csv && fclose(csv) != 0) {
-    fprintf(stderr, PROG ": writing '%s' failed\n", o.csv);
-    ok = 0;
-  }
+  if (!train_csv_close(csv, PROG, o.common.csv)) ok = 0;
   int checks = 1;
   if (ok) checks = report(&o, &test_set, &r, start, wall);
-  if (ok && o.plot) plot(&o, &r, start);
+  if (ok && o.common.plot) plot(&o, &r, start);
 
   run_free(&r);
   images_free(&train_set);
   images_free(&test_set);
-  int64_t live = tg_live_objects();
-  if (live != 0) {
-    fprintf(stderr, PROG ": warning: %lld tg objects still alive at exit (a leak)\n",
-            (long long)live);
-    ok = 0;
-  }
+  if (!train_no_leaks(PROG)) ok = 0;
   return ok && checks ? 0 : 1;
 }

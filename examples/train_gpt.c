@@ -30,6 +30,9 @@
 #include "gpt/gpt_model.h"
 #include "gpt/gpt_ops.h"
 #include "gpt/llmc_io.h"
+#include "proc_status.h"
+#include "train_options.h"
+#include "train_run.h"
 #include "train_util.h"
 #include "tg/tg.h"
 
@@ -37,13 +40,15 @@
 /* --check: what training must gain over the first step, in nats per token (the first loss
  * is about log V; on a text the unigram entropy is reached only after many more steps). */
 #define CHECK_MARGIN 1.0
+#define CSV_HEADER "step,loss,tokens_per_s,elapsed_s,val_loss"
 
 typedef struct options {
   long long layers, heads, channels, seq, batch, vocab, steps, threads, seed;
-  long long random_tokens, checkpoint_every, sample, log_every, val_windows;
+  long long random_tokens, sample, val_windows;
   double lr, temperature, expect_below;
-  int f64, composed, sequential, resume, check, quiet;
-  const char *text, *csv, *plot, *checkpoint, *prompt, *save_init, *llmc_dir;
+  int f64, composed, sequential;
+  const char *text, *prompt, *save_init, *llmc_dir;
+  train_options common; /* --csv, --plot, --checkpoint, ... (train_options.h) */
 } options;
 
 static void usage(FILE *f) {
@@ -104,21 +109,13 @@ enum {
   OPT_TEXT,
   OPT_RANDOM,
   OPT_SEQUENTIAL,
-  OPT_CSV,
-  OPT_PLOT,
-  OPT_CKPT,
-  OPT_CKPT_EVERY,
-  OPT_RESUME,
   OPT_SAMPLE,
   OPT_PROMPT,
   OPT_TEMPERATURE,
   OPT_SAVE_INIT,
   OPT_LLMC_DIR,
-  OPT_LOG_EVERY,
   OPT_VAL_WINDOWS,
-  OPT_CHECK,
   OPT_EXPECT_BELOW,
-  OPT_QUIET,
   OPT_HELP,
 };
 
@@ -146,12 +143,8 @@ static long long *int_option(options *o, int c, const char **name, long long *lo
     return *name = "--threads", *hi = 4096, &o->threads;
   case OPT_RANDOM:
     return *name = "--random-tokens", *lo = 2, *hi = 1LL << 31, &o->random_tokens;
-  case OPT_CKPT_EVERY:
-    return *name = "--checkpoint-every", *hi = 100000000, &o->checkpoint_every;
   case OPT_SAMPLE:
     return *name = "--sample", *lo = 0, *hi = 100000000, &o->sample;
-  case OPT_LOG_EVERY:
-    return *name = "--log-every", *hi = 100000000, &o->log_every;
   case OPT_VAL_WINDOWS:
     return *name = "--val-windows", *hi = 100000000, &o->val_windows;
   default:
@@ -178,21 +171,21 @@ static int parse_options(int argc, char **argv, options *o) {
       {"text", required_argument, 0, OPT_TEXT},
       {"random-tokens", required_argument, 0, OPT_RANDOM},
       {"sequential", no_argument, 0, OPT_SEQUENTIAL},
-      {"csv", required_argument, 0, OPT_CSV},
-      {"plot", required_argument, 0, OPT_PLOT},
-      {"checkpoint", required_argument, 0, OPT_CKPT},
-      {"checkpoint-every", required_argument, 0, OPT_CKPT_EVERY},
-      {"resume", no_argument, 0, OPT_RESUME},
+      {"csv", required_argument, 0, TRAIN_OPT_CSV},
+      {"plot", required_argument, 0, TRAIN_OPT_PLOT},
+      {"checkpoint", required_argument, 0, TRAIN_OPT_CKPT},
+      {"checkpoint-every", required_argument, 0, TRAIN_OPT_CKPT_EVERY},
+      {"resume", no_argument, 0, TRAIN_OPT_RESUME},
       {"sample", required_argument, 0, OPT_SAMPLE},
       {"prompt", required_argument, 0, OPT_PROMPT},
       {"temperature", required_argument, 0, OPT_TEMPERATURE},
       {"save-init", required_argument, 0, OPT_SAVE_INIT},
       {"llmc-dir", required_argument, 0, OPT_LLMC_DIR},
-      {"log-every", required_argument, 0, OPT_LOG_EVERY},
+      {"log-every", required_argument, 0, TRAIN_OPT_LOG_EVERY},
       {"val-windows", required_argument, 0, OPT_VAL_WINDOWS},
-      {"check", no_argument, 0, OPT_CHECK},
+      {"check", no_argument, 0, TRAIN_OPT_CHECK},
       {"expect-below", required_argument, 0, OPT_EXPECT_BELOW},
-      {"quiet", no_argument, 0, OPT_QUIET},
+      {"quiet", no_argument, 0, TRAIN_OPT_QUIET},
       {"help", no_argument, 0, OPT_HELP},
       {0, 0, 0, 0},
   };
@@ -202,6 +195,11 @@ static int parse_options(int argc, char **argv, options *o) {
     long long lo, hi, *target = int_option(o, c, &name, &lo, &hi);
     if (target) {
       ok = cli_parse_ll(PROG, name, a, lo, hi, target);
+      continue;
+    }
+    int taken = train_option(PROG, c, a, &o->common);
+    if (taken >= 0) {
+      ok = taken;
       continue;
     }
     switch (c) {
@@ -229,18 +227,6 @@ static int parse_options(int argc, char **argv, options *o) {
     case OPT_SEQUENTIAL:
       o->sequential = 1;
       break;
-    case OPT_CSV:
-      o->csv = a;
-      break;
-    case OPT_PLOT:
-      o->plot = a;
-      break;
-    case OPT_CKPT:
-      o->checkpoint = a;
-      break;
-    case OPT_RESUME:
-      o->resume = 1;
-      break;
     case OPT_PROMPT:
       o->prompt = a;
       break;
@@ -250,12 +236,6 @@ static int parse_options(int argc, char **argv, options *o) {
     case OPT_LLMC_DIR:
       o->llmc_dir = a;
       break;
-    case OPT_CHECK:
-      o->check = 1;
-      break;
-    case OPT_QUIET:
-      o->quiet = 1;
-      break;
     case OPT_HELP:
       usage(stdout);
       return 0;
@@ -263,14 +243,8 @@ static int parse_options(int argc, char **argv, options *o) {
       ok = 0; /* getopt_long said what is wrong */
     }
   }
-  if (ok && optind < argc) {
-    fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
-    ok = 0;
-  }
-  if (ok && impl_flags > 1) {
-    fprintf(stderr, PROG ": give one of --fused, --composed\n");
-    ok = 0;
-  }
+  ok = ok && train_no_operands(PROG, optind, argc, argv);
+  ok = ok && train_one_impl(PROG, impl_flags, "--fused, --composed");
   if (ok && o->channels % o->heads) {
     fprintf(stderr, PROG ": --channels %lld is not a multiple of --heads %lld\n", o->channels,
             o->heads);
@@ -287,10 +261,7 @@ static int parse_options(int argc, char **argv, options *o) {
             o->vocab);
     ok = 0;
   }
-  if (ok && (o->resume || o->checkpoint_every) && !o->checkpoint) {
-    fprintf(stderr, PROG ": --resume and --checkpoint-every need --checkpoint PATH\n");
-    ok = 0;
-  }
+  ok = ok && train_checkpoint_options_ok(PROG, &o->common);
   if (!ok) cli_usage_error(PROG);
   return ok ? 1 : -1;
 }
@@ -507,7 +478,7 @@ static void progress_line(const options *o, const run *r, long long done, long l
 }
 
 static void plot(const options *o, const gpt_data *d, const run *r, long long start) {
-  FILE *g = train_gnuplot_open(o->plot);
+  FILE *g = train_gnuplot_open(o->common.plot);
   if (!g) return;
   fprintf(g, "set title 'train_gpt: L%lld H%lld C%lld T%lld B%lld V%lld'\n", o->layers, o->heads,
           o->channels, o->seq, o->batch, o->vocab);
@@ -523,7 +494,7 @@ static void plot(const options *o, const gpt_data *d, const run *r, long long st
   for (long long s = start; s < o->steps; s++)
     if (!isnan(r->val_at[s])) fprintf(g, "%lld %.6f\n", s + 1, r->val_at[s]);
   fprintf(g, "e\n");
-  train_gnuplot_close(g, o->plot, o->quiet);
+  train_gnuplot_close(g, o->common.plot, o->common.quiet);
 }
 
 static int compare_doubles(const void *a, const void *b) {
@@ -543,36 +514,16 @@ static double median(const double *x, long long n) {
   return m;
 }
 
-/* VmHWM of /proc/self/status in bytes (-1 where there is none). */
-static long long peak_rss_bytes(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  long long kb = -1;
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "VmHWM: %lld kB", &kb) == 1) break;
-  if (f) fclose(f);
-  return kb < 0 ? -1 : kb * 1024;
-}
-
 static int train(const options *o, const gpt_data *d, run *r, long long *start_out, FILE *csv) {
   long long start = 0;
-  if (o->resume) {
-    int64_t step = 0;
-    if (tg_checkpoint_load(o->checkpoint, r->model->module, r->opt, &step, 1, &r->sampler) != TG_OK)
-      return fail("--resume");
-    if (step > o->steps) {
-      fprintf(stderr, PROG ": the checkpoint is at step %lld, past --steps %lld\n", (long long)step,
-              o->steps);
-      return 0;
-    }
-    start = step;
-    if (!o->quiet) printf("resumed from %s at step %lld\n", o->checkpoint, start);
-  }
+  char why[8192]; /* tg_last_error_message, which may quote a long path */
+  if (o->common.resume && !train_resume(o->common.checkpoint, r->model->module, r->opt, &r->sampler,
+                                        o->steps, o->common.quiet, &start, why, sizeof why))
+    return fprintf(stderr, PROG ": %s\n", why), 0;
   *start_out = start;
-  int tty = isatty(STDOUT_FILENO);
-  long long log_every = o->log_every ? o->log_every : (o->steps - start + 19) / 20;
+  train_progress progress = train_progress_new(o->common.log_every, start, o->steps);
   long long val_every = (o->steps + 9) / 10;
-  double t_start = train_now_seconds(), last_draw = 0;
+  double t_start = train_now_seconds();
   for (long long s = start; s < o->steps; s++) {
     if (!train_step(r, o, d, s)) return 0;
     if (s == start) r->first_loss = r->smooth = r->loss;
@@ -589,18 +540,13 @@ static int train(const options *o, const gpt_data *d, run *r, long long *start_o
       if (validating) fprintf(csv, "%.17g", r->val_loss);
       fprintf(csv, "\n");
     }
-    if (o->checkpoint &&
-        ((o->checkpoint_every && done % o->checkpoint_every == 0) || done == o->steps) &&
-        tg_checkpoint_save(o->checkpoint, r->model->module, r->opt, done, 1, &r->sampler) != TG_OK)
+    if (train_checkpoint_if_due(&o->common, r->model->module, r->opt, &r->sampler, done,
+                                o->steps) != TG_OK)
       return fail("checkpoint");
-    if (!o->quiet && tty && (elapsed - last_draw > 0.1 || done == o->steps)) {
-      last_draw = elapsed;
-      progress_line(o, r, done, start, elapsed, 1);
-    } else if (!o->quiet && !tty && ((done - start) % log_every == 0 || done == o->steps)) {
-      progress_line(o, r, done, start, elapsed, 0);
-    }
+    if (!o->common.quiet && train_progress_due(&progress, done, start, o->steps, elapsed))
+      progress_line(o, r, done, start, elapsed, progress.tty);
   }
-  if (!o->quiet && tty) printf("\n");
+  if (!o->common.quiet && progress.tty) printf("\n");
   if (start == o->steps && !validate(r, o, d)) return 0;
   return 1;
 }
@@ -622,9 +568,11 @@ static int report(const options *o, const gpt_data *d, run *r, long long start, 
   printf("final val loss %.17g nats/token", r->val_loss);
   if (!isnan(d->unigram))
     printf(" = %.3f x the unigram entropy (%.4f)", r->val_loss / d->unigram, d->unigram);
-  printf("\npeak RSS %.1f MB\nwall time %.1f s\n", (double)peak_rss_bytes() / 1e6, wall);
+  long long peak_kb = proc_status_kb("VmHWM");
+  printf("\npeak RSS %.1f MB\nwall time %.1f s\n",
+         (peak_kb < 0 ? -1.0 : (double)peak_kb * 1024) / 1e6, wall);
   int ok = 1;
-  if (o->check && !(r->val_loss < r->first_loss - CHECK_MARGIN)) {
+  if (o->common.check && !(r->val_loss < r->first_loss - CHECK_MARGIN)) {
     printf("CHECK FAILED: validation loss %.4f is not %g below the first training loss %.4f\n",
            r->val_loss, CHECK_MARGIN, r->first_loss);
     ok = 0;
@@ -633,7 +581,7 @@ static int report(const options *o, const gpt_data *d, run *r, long long start, 
     printf("CHECK FAILED: validation loss %.4f is not below %g\n", r->val_loss, o->expect_below);
     ok = 0;
   }
-  if (ok && (o->check || o->expect_below > 0)) printf("check passed\n");
+  if (ok && (o->common.check || o->expect_below > 0)) printf("check passed\n");
   return ok;
 }
 
@@ -677,14 +625,12 @@ int main(int argc, char **argv) {
   };
   int parsed = parse_options(argc, argv, &o);
   if (parsed <= 0) return parsed == 0 ? 0 : CLI_EXIT_USAGE;
-  if (o.threads) tg_set_num_threads((int)o.threads);
-  /* A checkpointed run must resume bit for bit even on a busy machine (tensor.h). */
-  if (o.checkpoint) tg_set_deterministic(true);
+  train_setup_threads(o.threads, &o.common);
 
   gpt_data d = {0};
   run r = {0};
   int ok = load_data(&o, &d) && run_init(&r, &o);
-  if (ok && !o.quiet) {
+  if (ok && !o.common.quiet) {
     if (o.random_tokens)
       printf("tokens: %lld uniformly random ids in [0, %lld)", o.random_tokens, o.vocab);
     else
@@ -699,36 +645,23 @@ int main(int argc, char **argv) {
            o.batch, o.sequential ? "sequential" : "random windows", o.lr, o.seed,
            tg_get_num_threads());
   }
-  if (ok && !o.resume) ok = export_files(&r, &o, &d);
+  if (ok && !o.common.resume) ok = export_files(&r, &o, &d);
   FILE *csv = NULL;
-  if (ok && o.csv) {
-    csv = fopen(o.csv, o.resume ? "a" : "w"); /* a resumed run adds its rows */
-    if (!csv) {
-      fprintf(stderr, PROG ": cannot write '%s': %s\n", o.csv, strerror(errno));
-      ok = 0;
-    } else if (ftell(csv) == 0) {
-      fprintf(csv, "step,loss,tokens_per_s,elapsed_s,val_loss\n");
-    }
+  if (ok && o.common.csv && !(csv = train_csv_open(o.common.csv, o.common.resume, CSV_HEADER))) {
+    fprintf(stderr, PROG ": cannot write '%s': %s\n", o.common.csv, strerror(errno));
+    ok = 0;
   }
   long long start = 0;
   double t0 = train_now_seconds();
   if (ok) ok = train(&o, &d, &r, &start, csv);
   double wall = train_now_seconds() - t0;
-  if (csv && fclose(csv) != 0) {
-    fprintf(stderr, PROG ": writing '%s' failed\n", o.csv);
-    ok = 0;
-  }
+  if (!train_csv_close(csv, PROG, o.common.csv)) ok = 0;
   int checks = 1;
   if (ok) checks = report(&o, &d, &r, start, wall);
   if (ok && o.sample > 0) ok = sample_tokens(&r, &o, &d);
-  if (ok && o.plot) plot(&o, &d, &r, start);
+  if (ok && o.common.plot) plot(&o, &d, &r, start);
   run_free(&r);
   gpt_data_free(&d);
-  int64_t live = tg_live_objects();
-  if (live != 0) {
-    fprintf(stderr, PROG ": warning: %lld tg objects still alive at exit (a leak)\n",
-            (long long)live);
-    ok = 0;
-  }
+  if (!train_no_leaks(PROG)) ok = 0;
   return ok && checks ? 0 : 1;
 }

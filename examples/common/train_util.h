@@ -1,6 +1,7 @@
-/* What the training examples (train_charlm.c, train_cnn.c) share besides option parsing
- * (cli_parse.h): a clock, the progress line's bar and ETA, and the gnuplot plot's plumbing.
- * Header-only (static functions); POSIX (popen, access, clock_gettime). */
+/* What the training examples (train_charlm.c, train_cnn.c, train_gpt.c) share besides option
+ * parsing (cli_parse.h) and tg's checkpoints (train_run.h): a clock, the progress line's bar,
+ * ETA and cadence, the CSV file's opening and closing, and the gnuplot plot's plumbing.
+ * Header-only (static functions); POSIX (popen, access, isatty, clock_gettime). */
 #ifndef TG_TRAIN_UTIL_H
 #define TG_TRAIN_UTIL_H
 
@@ -51,6 +52,53 @@ static inline void train_progress_end(long long done, long long start, long long
   train_format_duration(per_step * (double)(steps - done), eta, sizeof eta);
   printf("  ETA %s%s", eta, tty ? "\033[K" : "\n");
   fflush(stdout);
+}
+
+/* When a progress line is due: on a terminal (a bar redrawn in place) at most every 0.1 s,
+ * else every log_every steps (by default about 20 lines a run); always after the last step. */
+typedef struct train_progress {
+  int tty;
+  long long log_every;
+  double last_draw; /* elapsed seconds at the last redraw */
+} train_progress;
+
+static inline train_progress train_progress_new(long long log_every, long long start,
+                                                long long steps) {
+  train_progress p = {isatty(STDOUT_FILENO), log_every ? log_every : (steps - start + 19) / 20, 0};
+  return p;
+}
+
+static inline int train_progress_due(train_progress *p, long long done, long long start,
+                                     long long steps, double elapsed) {
+  if (!p->tty) return (done - start) % p->log_every == 0 || done == steps;
+  if (!(elapsed - p->last_draw > 0.1 || done == steps)) return 0;
+  p->last_draw = elapsed;
+  return 1;
+}
+
+/* The mean of losses[end - n .. end - 1] (not before start), NAN when that is empty. */
+static inline double train_mean_last(const double *losses, long long start, long long end,
+                                     long long n) {
+  long long from = end - n > start ? end - n : start;
+  double sum = 0;
+  for (long long s = from; s < end; s++) sum += losses[s];
+  return end > from ? sum / (double)(end - from) : NAN;
+}
+
+/* The --csv file: a resumed run adds its rows, so it is opened to append then, and the header
+ * line goes in only where the file is empty. NULL (errno set) when it cannot be opened: the
+ * caller says so. */
+static inline FILE *train_csv_open(const char *path, int resume, const char *header) {
+  FILE *f = fopen(path, resume ? "a" : "w");
+  if (f && ftell(f) == 0) fprintf(f, "%s\n", header);
+  return f;
+}
+
+/* Closes it (when open); 0 after a message when what was written did not reach the file. */
+static inline int train_csv_close(FILE *f, const char *prog, const char *path) {
+  if (!f || fclose(f) == 0) return 1;
+  fprintf(stderr, "%s: writing '%s' failed\n", prog, path);
+  return 0;
 }
 
 static inline int train_on_path(const char *program) {
