@@ -8,6 +8,7 @@
 
 #include "ops/adam_math.h"
 #include "ops/backend.h"
+#include "tensor/check.h"
 #include "tensor/tensor_impl.h"
 #include "tg/ops.h"
 
@@ -17,14 +18,9 @@ static bool unshared(const tg_tensor *t) {
   return atomic_load(&t->refcount) == 1 && atomic_load(&t->storage->refcount) == 1;
 }
 
+/* b is a contiguous tensor of a's dtype, device and sizes. */
 static bool same_layout(const tg_tensor *a, const tg_tensor *b) {
-  if (a->dtype != b->dtype || a->ndim != b->ndim || !tg_is_contiguous(b) ||
-      a->storage->device.type != b->storage->device.type ||
-      a->storage->device.index != b->storage->device.index)
-    return false;
-  for (int d = 0; d < a->ndim; d++)
-    if (a->sizes[d] != b->sizes[d]) return false;
-  return true;
+  return tg__is_alike(b, a) && tg__same_sizes(b, a) && tg_is_contiguous(b);
 }
 
 tg_kernel_fn tg__adam_fused_kernel(const tg_optimizer *opt, int i, const tg_tensor *g) {
