@@ -79,3 +79,18 @@ TG_CUDA_TEST(cuda_optim, adamw_groups_train_as_on_the_cpu) {
     for (int i = 0; i < 3; i++) tg_release(ps[d][i]);
   }
 }
+
+/* adam.step on the device refuses operands it would read past (the CPU's: test_adam_fused.c). */
+TG_TEST(cuda_optim, adam_kernel_refuses_other_sizes_and_gaps) {
+  tg_kernel_fn step = tg_device_ops_of(TG_CUDA)->kernel("adam.step");
+  cr_assert_not_null(step);
+  const tg_options f32 = {.dtype = TG_F32, .device = TG_CUDA0};
+  tg_tensor *p = tg_zeros(TG_SHAPE(4, 3), f32), *m = tg_zeros(TG_SHAPE(4, 3), f32);
+  tg_tensor *params = tg_zeros(TG_SHAPE(7), (tg_options){.dtype = TG_F64});
+  cr_assert_eq(step(5, (tg_tensor *const[]){p, p, m, tg_zeros(TG_SHAPE(5), f32), params}),
+               TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "adam.step", "tensor 3 must be contiguous", "12 elements");
+  cr_assert_eq(step(5, (tg_tensor *const[]){p, p, tg_transpose(m, 0, 1), m, params}),
+               TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "adam.step", "tensor 2 must be contiguous");
+}

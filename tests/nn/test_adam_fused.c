@@ -9,6 +9,7 @@
 #include "testutil.h"
 
 #include "nn/optimizer_impl.h"
+#include "ops/adam_math.h"
 
 /* A reference to each moment of parameter i: while it is held, the fused kernel must not
  * write the moments in place, so the composed update runs (a state dict the caller kept
@@ -179,4 +180,29 @@ TG_TEST(adam_fused, fused_and_composed_parameters_in_one_step) {
   release_held(all, 4);
   tg_optimizer_free(a), tg_optimizer_free(c);
   tg_release(w1), tg_release(b1), tg_release(w2), tg_release(b2);
+}
+
+/* The kernel itself (reachable by name through tg_device_ops_of(...)->kernel) refuses operands
+ * it would read past: another size, a non-contiguous moment, a bad params tensor. */
+static void kernel_refusals(tg_device device) {
+  const tg_device_ops *ops = tg_device_ops_of(device.type);
+  cr_assert_not_null(ops);
+  tg_kernel_fn step = ops->kernel("adam.step");
+  cr_assert_not_null(step);
+  const tg_options f32 = {.dtype = TG_F32, .device = device};
+  tg_tensor *p = tg_zeros(TG_SHAPE(4, 3), f32), *g = tg_zeros(TG_SHAPE(4, 3), f32);
+  tg_tensor *m = tg_zeros(TG_SHAPE(4, 3), f32), *small = tg_zeros(TG_SHAPE(5), f32);
+  tg_tensor *params = tg_zeros(TG_SHAPE(TG_ADAM_NUM_PARAMS), (tg_options){.dtype = TG_F64});
+  tg_tensor *bad_params = tg_zeros(TG_SHAPE(3), (tg_options){.dtype = TG_F64});
+  cr_assert_eq(step(5, (tg_tensor *const[]){p, g, m, small, params}), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "adam.step", "tensor 3 must be contiguous", "12 elements");
+  cr_assert_eq(step(5, (tg_tensor *const[]){p, g, tg_transpose(m, 0, 1), m, params}),
+               TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "adam.step", "tensor 2 must be contiguous");
+  cr_assert_eq(step(5, (tg_tensor *const[]){p, g, m, m, bad_params}), TG_ERR_ARGUMENT);
+  tg_expect_error(TG_ERR_ARGUMENT, "adam.step", "params must be");
+}
+
+TG_TEST(adam_fused, the_cpu_kernel_refuses_what_it_would_read_past) {
+  kernel_refusals(TG_DEVICE_CPU);
 }

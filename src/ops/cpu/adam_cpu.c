@@ -30,6 +30,14 @@ tg_status tg__kernel_adam_step_cpu(int n_tensors, tg_tensor *const *t) {
   const tg_dtype dtype = tg_tensor_dtype(t[0]);
   if (dtype != TG_F32 && dtype != TG_F64)
     return tg_set_error(TG_ERR_DTYPE, "adam.step: dtype %s (F32, F64 only)", tg_dtype_name(dtype));
+  for (int k = 0; k < 4; k++) /* the kernel reads each as param's flat elements */
+    if (tg_tensor_dtype(t[k]) != dtype || tg_numel(t[k]) != tg_numel(t[0]) ||
+        !tg_is_contiguous(t[k]))
+      return tg_set_error(TG_ERR_ARGUMENT,
+                          "adam.step: tensor %d must be contiguous %s with %lld elements, as "
+                          "param; got %s with %lld",
+                          k, tg_dtype_name(dtype), (long long)tg_numel(t[0]),
+                          tg_dtype_name(tg_tensor_dtype(t[k])), (long long)tg_numel(t[k]));
   adam_pass a = {tg_adam_scalars_read(tg_data_ptr(params)), tg_data_ptr(t[0]), tg_data_ptr(t[2]),
                  tg_data_ptr(t[3]), tg_data_ptr(t[1])};
   const int64_t n = tg_numel(t[0]);

@@ -24,6 +24,16 @@ __global__ void step_kernel(int64_t n, tg_adam_scalars s, T *p, const T *g, T *m
   TG_CU_GRID_STRIDE(e, n) { adam_element<T>::run(&s, &p[e], g[e], &m[e], &v[e]); }
 }
 
+/* Row-major without gaps. */
+bool dense(const tg_cu_view &v) {
+  int64_t stride = 1;
+  for (int d = v.ndim - 1; d >= 0; d--) {
+    if (v.sizes[d] != 1 && v.strides[d] != stride) return false;
+    stride *= v.sizes[d];
+  }
+  return true;
+}
+
 } // namespace
 
 tg_status tg__kernel_adam_step_cuda(int n_tensors, tg_tensor *const *t) {
@@ -39,6 +49,11 @@ tg_status tg__kernel_adam_step_cuda(int n_tensors, tg_tensor *const *t) {
                         (int)TG_ADAM_NUM_PARAMS);
   const tg_adam_scalars s = tg_adam_scalars_read((const double *)pv.data);
   const int64_t n = tg_cu_numel(v[0]);
+  for (int k = 0; k < 4; k++) /* the kernel reads each as param's flat elements */
+    if (tg_cu_numel(v[k]) != n || !dense(v[k]))
+      return tg_set_error(TG_ERR_ARGUMENT,
+                          "%s: tensor %d must be contiguous with %lld elements, as param", op, k,
+                          (long long)n);
   if (n == 0) return TG_OK;
   tg_cu_device *dev = nullptr;
   st = tg_cu_device_get(op, v[0].device, &dev);
