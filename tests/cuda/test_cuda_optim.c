@@ -81,7 +81,7 @@ TG_CUDA_TEST(cuda_optim, adamw_groups_train_as_on_the_cpu) {
 }
 
 /* adam.step on the device refuses operands it would read past (the CPU's: test_adam_fused.c). */
-TG_TEST(cuda_optim, adam_kernel_refuses_other_sizes_and_gaps) {
+TG_CUDA_TEST(cuda_optim, adam_kernel_refuses_other_sizes_and_gaps) {
   tg_kernel_fn step = tg_device_ops_of(TG_CUDA)->kernel("adam.step");
   cr_assert_not_null(step);
   const tg_options f32 = {.dtype = TG_F32, .device = TG_CUDA0};
