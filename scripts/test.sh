@@ -113,8 +113,9 @@ if [ -n "$valgrind" ]; then
     dir=$logs/$name
     mkdir -p "$dir"
     SECONDS=0
-    # As under ctest (tests/cmake/TgTest.cmake): tg's fixed GEMM engine rules, no calibration.
-    TG_GEMM_ENGINE=builtin valgrind -q --trace-children=yes --error-exitcode=1 --leak-check=full \
+    # As under ctest (tests/cmake/TgTest.cmake): tg's fixed GEMM engine rules, no calibration;
+    # TG_TEST_UNDER_VALGRIND shortens what would take minutes there (test_autograd's chains).
+    TG_GEMM_ENGINE=builtin TG_TEST_UNDER_VALGRIND=1 valgrind -q --trace-children=yes --error-exitcode=1 --leak-check=full \
       --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect \
       --log-file="$dir/%p.log" "$bin" --jobs 1 >"$dir.out" 2>&1 || status=$?
     cat "$dir.out"

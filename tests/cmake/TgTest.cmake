@@ -54,6 +54,12 @@ function(tg_test_labels)
     if(label IN_LIST _tg_cost_labels)
       set_property(TEST ${ARG_UNPARSED_ARGUMENTS} APPEND PROPERTY ENVIRONMENT "TG_GEMM_ENGINE=builtin")
     endif()
+    # A build tree that has not run its tests yet (a clean clone in CI) has no measured
+    # times: ctest then starts the slow tests first, so that the last minutes are not one
+    # long test on one core while the other idles.
+    if(label STREQUAL "slow")
+      set_property(TEST ${ARG_UNPARSED_ARGUMENTS} PROPERTY COST 10)
+    endif()
   endforeach()
 endfunction()
 
