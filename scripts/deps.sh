@@ -6,7 +6,8 @@
 # libomp; libcjson (safetensors headers) and libdlpack (the DLPack header); NumPy for the .npy
 # and safetensors interop tests; Open MPI (libopenmpi-dev, openmpi-bin: tg_dist's data-parallel
 # training and its multi-process tests; tg builds without it, TG_MPI=AUTO); libxsmm (small
-# GEMMs faster than BLIS; optional: tg builds without it); dataset-fashion-mnist (the images
+# GEMMs faster than BLIS; optional: tg builds without it); libdnnl-dev (oneDNN 2.6: the CPU's
+# convolutions, 1.2-1.6x tg's im2col + GEMM; optional, loaded at run time); dataset-fashion-mnist (the images
 # examples/train_cnn.c trains on; its ctests skip without it; optional, so that a release
 # that does not ship it still gets the rest. The .gz files are read through gzip, which every
 # Debian system has, so no zlib headers are needed).
@@ -18,7 +19,7 @@ packages=(build-essential cmake pkg-config libblis-dev libcriterion-dev valgrind
 # libFuzzer and the sanitizer runtimes have had their own package since LLVM 14.0.6 (Debian 12,
 # Ubuntu 24.04); Ubuntu 22.04 ships them in libclang-common-14-dev, which clang pulls in. So
 # this one is installed only where apt knows it.
-optional=(libclang-rt-14-dev libxsmm-dev dataset-fashion-mnist)
+optional=(libclang-rt-14-dev libxsmm-dev libdnnl-dev dataset-fashion-mnist)
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "deps: not a Debian system; install by hand: ${packages[*]}" >&2

@@ -42,6 +42,13 @@ const char *tg_blis_large_kernels(void);
  * otherwise. */
 const char *tg_small_gemm_engine(void);
 
+/* ---- Convolutions ----
+ * What runs F32 conv2d, conv_transpose2d and their gradients on the CPU: "oneDNN 2.6.3" where
+ * oneDNN's libdnnl.so.2 is found at run time (TG_ONEDNN_LIBRARY: a path to load instead, or
+ * "off") and tg was built with its headers (Debian's libdnnl-dev), else "im2col + GEMM",
+ * tg's own (which also runs F64, and any call oneDNN declines: docs/cnn.md). */
+const char *tg_conv_engine(void);
+
 /* ---- The GEMM engine per shape class ----
  * Every CPU GEMM runs on one of the engines this process has: BLIS's kernel set, other BLIS
  * sets the CPU executes ("blis-haswell", "blis-zen3", "blis-skx"; BLIS linked statically),

@@ -52,6 +52,9 @@ const tg_device_ops *tg__device_ready(const char *op, tg_device device);
 /* device's kernel named kernel ("<op>.<kernel>"): NULL with TG_ERR_UNSUPPORTED naming op and
  * the device when it has none. */
 tg_kernel_fn tg__kernel(const char *op, const char *kernel, tg_device device);
+/* device's kernel named kernel, or NULL (no error recorded) when it has none: for
+ * TG_OP_FAST_KERNEL lines, whose ops then run their generic path. */
+tg_kernel_fn tg__fast_kernel(const char *kernel, tg_device device);
 
 /* The kernel functions the built-in devices define, one per TG_OP_KERNEL line and device
  * (each device's kernel lookup is generated from the same lines). */
@@ -60,6 +63,11 @@ tg_kernel_fn tg__kernel(const char *op, const char *kernel, tg_device device);
   tg_status tg__kernel_##name##_##kernel##_cuda(int n, tg_tensor *const *t);
 #include "ops/op_kernels.h"
 #undef TG_OP_KERNEL
+/* ... and the CPU's TG_OP_FAST_KERNEL lines. */
+#define TG_OP_FAST_KERNEL(name, kernel)                                                            \
+  tg_status tg__kernel_##name##_##kernel##_cpu(int n, tg_tensor *const *t);
+#include "ops/op_kernels.h"
+#undef TG_OP_FAST_KERNEL
 
 /* In a kernel: refuses a call with another number of tensors than its line documents. */
 #define TG__KERNEL_ARITY(kernel, n, expected)                                                      \

@@ -167,6 +167,32 @@ static bool grouped_gemm(const tg_backend *be, tg_tensor *out, const tg_tensor *
   return true;
 }
 
+/* ---- the device's own convolution ---- */
+
+typedef enum device_conv { DEVICE_CONV_DONE, DEVICE_CONV_DECLINED, DEVICE_CONV_FAILED } device_conv;
+
+/* Runs kernel (a TG_OP_FAST_KERNEL conv2d.* line) on contiguous x, w, y and the geometry,
+ * where x's device has it and it takes the call; it writes the one its name says. */
+static device_conv device_convolution(const char *kernel, const tg_tensor *x, const tg_tensor *w,
+                                      const tg_tensor *y, const tg__conv_geometry *g) {
+  tg_kernel_fn fn = tg__fast_kernel(kernel, x->storage->device);
+  if (!fn) return DEVICE_CONV_DECLINED;
+  tg_scope sc = tg_scope_begin();
+  const int64_t ints[TG__CONV_NUM_INTS] = {
+      g->stride_h, g->stride_w, g->pad_h, g->pad_w, g->dilation_h, g->dilation_w, g->groups,
+      g->h,        g->w,        g->out_h, g->out_w, g->kernel_h,   g->kernel_w};
+  tg_tensor *geometry =
+      tg_from_data(1, (const int64_t[]){TG__CONV_NUM_INTS}, ints, (tg_options){.dtype = TG_I64});
+  tg_tensor *xc = geometry ? tg_contiguous(x) : NULL, *wc = xc ? tg_contiguous(w) : NULL,
+            *yc = wc ? tg_contiguous(y) : NULL;
+  /* the output is one of the three, fresh and contiguous: contiguous() returned it itself */
+  tg_status st = yc ? fn(4, (tg_tensor *const[]){xc, wc, yc, geometry}) : tg_last_error();
+  tg_scope_end(sc);
+  return st == TG_OK                ? DEVICE_CONV_DONE
+         : st == TG_ERR_UNSUPPORTED ? DEVICE_CONV_DECLINED
+                                    : DEVICE_CONV_FAILED;
+}
+
 /* y [n, c_out, out_h, out_w] = w @ im2col(x), one GEMM per chunk of images and group. */
 static tg_tensor *conv2d_forward(const char *op, const tg_tensor *x, const tg_tensor *w,
                                  const tg__conv_geometry *g) {
@@ -178,6 +204,8 @@ static tg_tensor *conv2d_forward(const char *op, const tg_tensor *x, const tg_te
       be ? tg_empty(4, (const int64_t[]){n, c_out, g->out_h, g->out_w}, options_of(x)) : NULL;
   if (!y || tg_numel(y) == 0) return y;
   if (depth == 0) return be->fill(y, 0.0) == TG_OK ? y : NULL;
+  const device_conv own = device_convolution("conv2d.forward", x, w, y, g);
+  if (own != DEVICE_CONV_DECLINED) return own == DEVICE_CONV_DONE ? y : NULL;
   const int64_t rows = groups * depth,
                 chunk = images_per_chunk(n, rows * grid, tg_dtype_size(y->dtype));
   const bool direct = chunk == 1 && grid_w == g->out_w; /* the GEMM writes y itself */
@@ -219,6 +247,8 @@ static tg_tensor *conv_transpose2d_forward(const char *op, const tg_tensor *y, c
          : NULL;
   if (!x || tg_numel(x) == 0) return x;
   if (c_out == 0 || grid == 0) return be->fill(x, 0.0) == TG_OK ? x : NULL;
+  const device_conv own = device_convolution("conv2d.backward_data", x, w, y, g);
+  if (own != DEVICE_CONV_DECLINED) return own == DEVICE_CONV_DONE ? x : NULL;
   const int64_t rows = groups * depth,
                 chunk = images_per_chunk(n, rows * grid, tg_dtype_size(x->dtype));
   /* w^T [depth, c_out] packed: a row-major left operand runs BLIS's faster kernels (up to
@@ -280,6 +310,8 @@ static tg_tensor *conv2d_weight_forward(const char *op, const tg_tensor *x, cons
          : NULL;
   if (!dw || tg_numel(dw) == 0) return dw;
   if (n * grid == 0) return be->fill(dw, 0.0) == TG_OK ? dw : NULL;
+  const device_conv own = device_convolution("conv2d.backward_weights", x, dw, y, g);
+  if (own != DEVICE_CONV_DECLINED) return own == DEVICE_CONV_DONE ? dw : NULL;
   const int64_t rows = groups * depth,
                 chunk = images_per_chunk(n, rows * grid, tg_dtype_size(dw->dtype));
   tg_tensor *cols = chunk_buffer(rows, chunk * grid, options_of(x));

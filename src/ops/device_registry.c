@@ -188,6 +188,14 @@ tg_kernel_fn tg__kernel(const char *op, const char *kernel, tg_device device) {
   return fn;
 }
 
+tg_kernel_fn tg__fast_kernel(const char *kernel, tg_device device) {
+  if ((unsigned)device.type >= TG_NUM_DEVICE_TYPES) return NULL;
+  tg_status saved = tg_last_error();
+  const tg_device_ops *ops = ops_of(device.type); /* may load a module: no error kept */
+  if (tg_last_error() != TG_OK && saved == TG_OK) tg_clear_error();
+  return ops && ops->kernel ? ops->kernel(kernel) : NULL;
+}
+
 /* ---- which ops run where ---- */
 
 /* The kernels each built-in op needs, from the TG_OP_KERNEL lines. */

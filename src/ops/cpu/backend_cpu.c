@@ -48,11 +48,14 @@ const tg_backend tg_cpu_backend = {
     .normal = tg_cpu_normal,
 };
 
-/* The ops' kernels, one per TG_OP_KERNEL line (each defined next to its implementation). */
+/* The ops' kernels, one per TG_OP_KERNEL and TG_OP_FAST_KERNEL line (each defined next to its
+ * implementation). */
 static tg_kernel_fn cpu_kernel(const char *name) {
 #define TG_OP_KERNEL(op, kernel)                                                                   \
   if (strcmp(name, #op "." #kernel) == 0) return tg__kernel_##op##_##kernel##_cpu;
+#define TG_OP_FAST_KERNEL(op, kernel) TG_OP_KERNEL(op, kernel)
 #include "ops/op_kernels.h"
+#undef TG_OP_FAST_KERNEL
 #undef TG_OP_KERNEL
   return NULL;
 }
