@@ -83,11 +83,11 @@ static bool bench_shape(const options *o, const int64_t *shape, int threads) {
   if (ok) {
     const double flops = 2.0 * (double)n * (double)co * (double)c * 9.0 * (double)(hw * hw);
     if (o->json)
-      printf("{\"impl\": \"tg\", \"batch\": %lld, \"in\": %lld, \"out\": %lld, \"size\": %lld, "
-             "\"threads\": %d, \"forward_us\": %.3f, \"forward_backward_us\": %.3f, "
-             "\"gemm_us\": %.3f, \"iters\": %d}\n",
-             (long long)n, (long long)c, (long long)co, (long long)hw, threads, fwd, fwd_bwd, gemm,
-             o->iters);
+      printf("{\"impl\": \"tg\", \"engine\": \"%s\", \"batch\": %lld, \"in\": %lld, "
+             "\"out\": %lld, \"size\": %lld, \"threads\": %d, \"forward_us\": %.3f, "
+             "\"forward_backward_us\": %.3f, \"gemm_us\": %.3f, \"iters\": %d}\n",
+             tg_conv_engine(), (long long)n, (long long)c, (long long)co, (long long)hw, threads,
+             fwd, fwd_bwd, gemm, o->iters);
     else
       printf("%-18s %7d %10.2f %9.1f %12.2f %9.1f %11.1f\n", "", threads, fwd / 1e3,
              flops / fwd / 1e3, fwd_bwd / 1e3, 3 * flops / fwd_bwd / 1e3, flops / gemm / 1e3);
@@ -161,8 +161,9 @@ int main(int argc, char **argv) {
     return cli_usage_error(me);
   }
   if (!o.json) {
-    printf("conv2d 3x3, padding 1, F32, CPU; times in ms (median of %d), rates in GFLOP/s\n",
-           o.iters);
+    printf("conv2d 3x3, padding 1, F32, CPU, on %s; times in ms (median of %d), rates in "
+           "GFLOP/s\n",
+           tg_conv_engine(), o.iters);
     printf("%-18s %7s %10s %9s %12s %9s %11s\n", "shape (NxCinxCoutxHW)", "threads", "fwd ms",
            "fwd GF/s", "fwd+bwd ms", "f+b GF/s", "GEMM GF/s");
   }

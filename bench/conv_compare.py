@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """conv2d on the CPU, tg against PyTorch eager (oneDNN), in alternating rounds: the issue-24
-comparison. Each round runs build/bench/conv_bench --json, then bench/pytorch_conv.py under
+comparison. Each round runs build/bench/conv_bench --json (tg's engine, tg_conv_engine(); where
+that is oneDNN, again with TG_ONEDNN_LIBRARY=off for tg's own im2col + GEMM, the "im2col"
+columns), then bench/pytorch_conv.py under
 every Python given (default: the first of $TORCHVENV/bin/python, ${TMPDIR:-/tmp}/torchvenv/bin/python
 that imports torch); each number is the smallest of its rounds' medians.
 
@@ -33,12 +35,15 @@ def find_python(given):
     return None
 
 
-def run(cmd, sink):
+def run(cmd, sink, env=None, impl=None):
     print("# " + " ".join(cmd), file=sys.stderr, flush=True)
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True,
+                         env=dict(os.environ, **env) if env else None)
     if out.returncode != 0:
         sys.exit(f"conv_compare.py: {cmd[0]} exited with {out.returncode}")
     rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    for r in rows:
+        r["impl"] = impl or r["impl"]
     if sink:
         for r in rows:
             sink.write(json.dumps(r) + "\n")
@@ -67,6 +72,9 @@ def main():
     best = {}
     for _ in range(args.rounds):
         rows = run([bench, "--json"] + common, sink)
+        engine = rows[0].get("engine", "") if rows else ""
+        if not engine.startswith("im2col"):  # tg's own path too, side by side
+            rows += run([bench, "--json"] + common, sink, {"TG_ONEDNN_LIBRARY": "off"}, "im2col")
         if py:
             rows += run([py, os.path.join(HERE, "pytorch_conv.py")] + common, sink)
         for r in rows:
@@ -79,14 +87,17 @@ def main():
         sink.close()
     print(f"conv2d 3x3 padding 1, F32, CPU; best of {args.rounds} rounds of medians of "
           f"{args.iters}; PyTorch: {py or 'none'}")
+    engine = next((r.get("engine") for k, r in best.items() if k[5] == "tg"), "?")
+    print(f"tg's convolutions: {engine}; \"im2col\": the same build with TG_ONEDNN_LIBRARY=off")
     print("| N x Cin x Cout x HW | thr | tg fwd ms | PT fwd ms | fwd PT/tg | tg f+b ms | "
-          "PT f+b ms | f+b PT/tg | tg f+b GF/s | GEMM GF/s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "PT f+b ms | f+b PT/tg | im2col f+b ms | f+b PT/im2col | tg f+b GF/s | GEMM GF/s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     misses = []
     for key in sorted(k for k in best if k[5] == "tg"):
         n, c, co, hw, t, _ = key
         tg = best[key]
         pt = best.get((n, c, co, hw, t, "pytorch"))
+        own = best.get((n, c, co, hw, t, "im2col"))
         flops = 2.0 * n * c * co * 9 * hw * hw
         cells = [f"{n}x{c}x{co}x{hw}", str(t), f"{tg['forward_us'] / 1e3:.2f}",
                  f"{pt['forward_us'] / 1e3:.2f}" if pt else "-",
@@ -94,6 +105,9 @@ def main():
                  f"{tg['forward_backward_us'] / 1e3:.2f}",
                  f"{pt['forward_backward_us'] / 1e3:.2f}" if pt else "-",
                  f"{pt['forward_backward_us'] / tg['forward_backward_us']:.2f}" if pt else "-",
+                 f"{own['forward_backward_us'] / 1e3:.2f}" if own else "-",
+                 f"{pt['forward_backward_us'] / own['forward_backward_us']:.2f}"
+                 if pt and own else "-",
                  f"{3 * flops / tg['forward_backward_us'] / 1e3:.1f}",
                  f"{flops / tg['gemm_us'] / 1e3:.1f}"]
         print("| " + " | ".join(cells) + " |")
