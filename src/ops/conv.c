@@ -384,11 +384,18 @@ tg_status tg__fwd_conv2d(tg_ctx *ctx, const tg_tensor *const *in, tg_tensor **ou
 
 tg_status tg__bwd_conv2d(tg_ctx *ctx, const tg_tensor *const *grad, tg_tensor **gi) {
   const tg__conv_geometry g = tg__conv_geometry_saved(ctx);
+  /* Both gradients read grad's elements packed (the columns' GEMMs, a device's own
+   * convolution): one packed copy for both where it has gaps (sum's backward expands one
+   * value over the whole output), instead of one each. */
+  const tg_tensor *gy = grad[0];
+  if (tg_ctx_needs_input_grad(ctx, 0) && tg_ctx_needs_input_grad(ctx, 1) && !tg_is_contiguous(gy) &&
+      !(gy = tg_contiguous(gy)))
+    return tg_last_error();
   if (tg_ctx_needs_input_grad(ctx, 0) &&
-      !(gi[0] = tg__conv_transpose2d_apply(grad[0], saved_input(ctx, 1), &g)))
+      !(gi[0] = tg__conv_transpose2d_apply(gy, saved_input(ctx, 1), &g)))
     return tg_last_error();
   if (tg_ctx_needs_input_grad(ctx, 1) &&
-      !(gi[1] = tg__conv2d_weight_apply(saved_input(ctx, 0), grad[0], &g)))
+      !(gi[1] = tg__conv2d_weight_apply(saved_input(ctx, 0), gy, &g)))
     return tg_last_error();
   return TG_OK;
 }

@@ -177,8 +177,104 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
     }                                                                                              \
   }
 
+/* Layer norm's layout: K = 1 and each group a whole number of rows of the C channels, so a
+ * group is I / C rows whose elements take the weights in step (element q's channel is
+ * q % C). The passes above would go one element per run there; these go a row at a time,
+ * with the same arithmetic in the same order (sums in double, element by element along each
+ * group or channel), so the results are the same to the bit. */
+#define NORM_ROW_PASSES(T, S)                                                                      \
+  TG_VF_CLONES static void y_row_##S(T *restrict y, const T *restrict x, int64_t n, T m, T s,      \
+                                     const T *restrict w, const T *restrict b) {                   \
+    for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) * (s * w[i]) + b[i];                         \
+  }                                                                                                \
+  static void apply_rows_##S(int64_t r0, int64_t r1, void *ctx) {                                  \
+    const norm_pass *p = ctx;                                                                      \
+    const norm_layout l = p->l;                                                                    \
+    const T *x = p->x, *mean = p->mean, *rstd = p->rstd, *w = p->weight, *b = p->bias;             \
+    T *y = p->out0;                                                                                \
+    for (int64_t row = r0; row < r1; row++) {                                                      \
+      const int64_t g = row % l.G, base = (row / l.G) * l.span + g * l.I;                          \
+      for (int64_t q = 0; q < l.I; q += l.C)                                                       \
+        y_row_##S(y + base + q, x + base + q, l.C, mean[g], rstd[g], w, b);                        \
+    }                                                                                              \
+  }                                                                                                \
+  /* sum(e) and sum(e (x - m)) over a row, e = dy w, added element by element */                   \
+  TG_VF_CLONES static void e_sums_##S(const T *restrict dy, const T *restrict x,                   \
+                                      const T *restrict w, int64_t n, double m, double out[2]) {   \
+    double se = out[0], seh = out[1];                                                              \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      se += (double)w[i] * (double)dy[i];                                                          \
+      seh += (double)w[i] * ((double)dy[i] * ((double)x[i] - m));                                  \
+    }                                                                                              \
+    out[0] = se;                                                                                   \
+    out[1] = seh;                                                                                  \
+  }                                                                                                \
+  TG_VF_CLONES static void dx_row_##S(T *restrict dx, const T *restrict dy, const T *restrict x,   \
+                                      const T *restrict w, int64_t n, double s, double shift,      \
+                                      double m, double slope) {                                    \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      dx[i] = (T)(s * (double)w[i] * (double)dy[i] - shift - ((double)x[i] - m) * slope);          \
+  }                                                                                                \
+  static void backward_rows_##S(int64_t g0, int64_t g1, void *ctx) {                               \
+    const norm_pass *p = ctx;                                                                      \
+    const norm_layout l = p->l;                                                                    \
+    const T *dy = p->dy, *x = p->x, *mean = p->mean, *rstd = p->rstd, *w = p->weight;              \
+    T *dx = p->out0;                                                                               \
+    const double n = (double)(l.A * l.I);                                                          \
+    for (int64_t g = g0; g < g1; g++) {                                                            \
+      const double m = (double)mean[g], s = (double)rstd[g];                                       \
+      double sums[2] = {0, 0};                                                                     \
+      for (int64_t a = 0; a < l.A; a++)                                                            \
+        for (int64_t q = 0; q < l.I; q += l.C) {                                                   \
+          const int64_t at = a * l.span + g * l.I + q;                                             \
+          e_sums_##S(dy + at, x + at, w, l.C, m, sums);                                            \
+        }                                                                                          \
+      const double shift = s * sums[0] / n, slope = s * s * s * sums[1] / n;                       \
+      for (int64_t a = 0; a < l.A; a++)                                                            \
+        for (int64_t q = 0; q < l.I; q += l.C) {                                                   \
+          const int64_t at = a * l.span + g * l.I + q;                                             \
+          dx_row_##S(dx + at, dy + at, x + at, w, l.C, s, shift, m, slope);                        \
+        }                                                                                          \
+    }                                                                                              \
+  }                                                                                                \
+  /* channels [c0, c1) of one row: dw += rstd dy (x - m), db += dy, in double */                   \
+  TG_VF_CLONES static void affine_row_##S(double *restrict sw, double *restrict sb,                \
+                                          const T *restrict dy, const T *restrict x, int64_t n,    \
+                                          double m, double s) {                                    \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      sw[i] += s * ((double)dy[i] * ((double)x[i] - m));                                           \
+      sb[i] += (double)dy[i];                                                                      \
+    }                                                                                              \
+  }                                                                                                \
+  static void affine_grad_rows_##S(int64_t c0, int64_t c1, void *ctx) {                            \
+    const norm_pass *p = ctx;                                                                      \
+    const norm_layout l = p->l;                                                                    \
+    const T *dy = p->dy, *x = p->x, *mean = p->mean, *rstd = p->rstd;                              \
+    T *dw = p->out0, *db = p->out1;                                                                \
+    enum { BLOCK = 256 };                                                                          \
+    for (int64_t cb = c0; cb < c1; cb += BLOCK) {                                                  \
+      const int64_t n = min64(BLOCK, c1 - cb);                                                     \
+      double sw[BLOCK] = {0}, sb[BLOCK] = {0};                                                     \
+      for (int64_t a = 0; a < l.A; a++)                                                            \
+        for (int64_t q = 0; q < l.span; q += l.C) {                                                \
+          const int64_t g = q / l.I, at = a * l.span + q + cb;                                     \
+          affine_row_##S(sw, sb, dy + at, x + at, n, (double)mean[g], (double)rstd[g]);            \
+        }                                                                                          \
+      for (int64_t i = 0; i < n; i++) {                                                            \
+        dw[cb + i] = (T)sw[i];                                                                     \
+        db[cb + i] = (T)sb[i];                                                                     \
+      }                                                                                            \
+    }                                                                                              \
+  }
+
 NORM_PASSES(float, f32)
 NORM_PASSES(double, f64)
+NORM_ROW_PASSES(float, f32)
+NORM_ROW_PASSES(double, f64)
+
+static bool rows_of_channels(const norm_layout *l) {
+  return l->K == 1 && l->C > 0 && l->I % l->C == 0;
+}
 
 /* Runs the F32 or F64 form of a pass over n units, or refuses another dtype. */
 static tg_status run(const char *kernel, tg_dtype dtype, int64_t n, tg_cpu_range_fn f32,
@@ -214,7 +310,9 @@ tg_status tg__kernel_normalize_groups_apply_cpu(int n_tensors, tg_tensor *const 
                  tg_data_ptr(t[3]),
                  tg_data_ptr(t[4]),
                  tg_data_ptr(t[5])};
-  return run("normalize_groups.apply", t[1]->dtype, p.l.A * p.l.G, apply_f32, apply_f64, &p);
+  const bool rows = rows_of_channels(&p.l);
+  return run("normalize_groups.apply", t[1]->dtype, p.l.A * p.l.G,
+             rows ? apply_rows_f32 : apply_f32, rows ? apply_rows_f64 : apply_f64, &p);
 }
 
 tg_status tg__kernel_normalize_groups_backward_cpu(int n_tensors, tg_tensor *const *t) {
@@ -222,7 +320,9 @@ tg_status tg__kernel_normalize_groups_backward_cpu(int n_tensors, tg_tensor *con
   norm_pass p = {layout_of(t[2], t[3]), tg_data_ptr(t[0]), NULL,
                  tg_data_ptr(t[1]),     tg_data_ptr(t[2]), tg_data_ptr(t[3]),
                  tg_data_ptr(t[4]),     tg_data_ptr(t[5]), NULL};
-  return run("normalize_groups.backward", t[2]->dtype, p.l.G, backward_f32, backward_f64, &p);
+  const bool rows = rows_of_channels(&p.l);
+  return run("normalize_groups.backward", t[2]->dtype, p.l.G,
+             rows ? backward_rows_f32 : backward_f32, rows ? backward_rows_f64 : backward_f64, &p);
 }
 
 tg_status tg__kernel_normalize_groups_affine_grad_cpu(int n_tensors, tg_tensor *const *t) {
@@ -236,6 +336,8 @@ tg_status tg__kernel_normalize_groups_affine_grad_cpu(int n_tensors, tg_tensor *
                  tg_data_ptr(t[5]),
                  NULL,
                  NULL};
-  return run("normalize_groups.affine_grad", t[3]->dtype, p.l.C, affine_grad_f32, affine_grad_f64,
-             &p);
+  const bool rows = rows_of_channels(&p.l);
+  return run("normalize_groups.affine_grad", t[3]->dtype, p.l.C,
+             rows ? affine_grad_rows_f32 : affine_grad_f32,
+             rows ? affine_grad_rows_f64 : affine_grad_f64, &p);
 }
