@@ -65,11 +65,16 @@ TG_TEST(conv_onednn, agrees_with_im2col_over_every_option) {
       {2, 4, 4, 7, 7, 3, 3, {.padding_mode = TG_CONV_PADDING_SAME}},
       {2, 4, 4, 6, 6, 4, 4, {.padding_mode = TG_CONV_PADDING_SAME}}, /* uneven "same" split */
       {1, 32, 16, 14, 14, 3, 3, {.padding = {1, 1}}},
+      {5, 4, 6, 6, 6, 3, 3, {.padding = {1, 1}}}, /* 5 images in 3 parts on 3 threads */
   };
+  /* One thread: one oneDNN call; more: the batch split over tg's pool (conv_onednn.c), the
+   * weight gradient summed over the parts. Every case on 1, 2 and 3 threads. */
+  const int n_cases = (int)(sizeof cases / sizeof cases[0]), thread_counts[] = {1, 2, 3};
   tg_generator *gen = tg_generator_new(7);
-  for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+  for (int i = 0; i < 3 * n_cases; i++) {
+    tg_set_num_threads(thread_counts[i / n_cases]);
     tg_scope sc = tg_scope_begin();
-    const conv_case *k = &cases[i];
+    const conv_case *k = &cases[i % n_cases];
     const int64_t groups = k->opts.groups ? k->opts.groups : 1;
     tg_tensor *x = tg_randn(TG_SHAPE(k->n, k->c_in, k->h, k->w), f32, gen);
     tg_tensor *w = tg_randn(TG_SHAPE(k->c_out, k->c_in / groups, k->kh, k->kw), f32, gen);
@@ -104,6 +109,7 @@ TG_TEST(conv_onednn, agrees_with_im2col_over_every_option) {
     assert_close("conv_transpose2d", i, t_own, t_generic);
     tg_scope_end(sc);
   }
+  tg_set_num_threads(0);
   tg_generator_free(gen);
 }
 
