@@ -507,3 +507,76 @@ TG_TEST(reduce, null_inputs_keep_the_first_error) {
   tg_expect_error(TG_ERR_ARGUMENT, "tg_sum_to_size: x is NULL");
   tg_scope_end(sc);
 }
+
+/* max_dim / min_dim over long contiguous rows (the two-pass scan of cpu_reduce.c) against the
+ * one-pass rule written here: the first strictly better element wins, the first NaN beats
+ * everything, -0 and +0 tie. Rows of 64 to 300 elements with repeated maxima, signed zeros,
+ * infinities and NaNs planted at the front, middle and end, in F32, F64 and I64. */
+static void one_pass(const double *row, int64_t n, bool max, double *value, int64_t *index) {
+  double best = row[0];
+  int64_t at = 0;
+  for (int64_t r = 1; r < n && best == best; r++)
+    if (row[r] != row[r] || (max ? row[r] > best : row[r] < best)) best = row[r], at = r;
+  *value = best;
+  *index = at;
+}
+
+TG_TEST(reduce, max_and_min_over_long_rows_keep_the_first_best_and_the_first_nan) {
+  const int64_t lengths[] = {64, 65, 79, 128, 300};
+  const tg_dtype dtypes[] = {TG_F32, TG_F64, TG_I64};
+  uint64_t seed = 12345;
+  for (int li = 0; li < 5; li++)
+    for (int di = 0; di < 3; di++)
+      for (int pattern = 0; pattern < 8; pattern++) {
+        const int64_t n = lengths[li], rows = 3;
+        const tg_dtype dt = dtypes[di];
+        if (dt == TG_I64 && pattern >= 4) continue; /* no NaN, zeros or infinities to plant */
+        double v[3 * 300];
+        for (int64_t i = 0; i < rows * n; i++) {
+          seed = seed * 6364136223846793005u + 1442695040888963407u;
+          v[i] = (double)(int64_t)((seed >> 33) % 7) - 3; /* many ties */
+        }
+        for (int64_t r = 0; r < rows; r++) {
+          double *row = v + r * n;
+          const int64_t spot[3] = {0, n / 2 + r, n - 1};
+          if (pattern == 1) row[spot[r]] = 9, row[n - 1 - r] = 9;         /* repeated maxima */
+          if (pattern == 2) row[spot[r]] = -9, row[(n - 1 + r) / 2] = -9; /* repeated minima */
+          if (pattern == 3) row[n - 1] = 100 + r;                         /* the best last */
+          if (pattern == 4) row[spot[r]] = NAN, row[n - 1] = NAN;         /* two NaNs */
+          if (pattern == 5)                                               /* only signed zeros */
+            for (int64_t i = 0; i < n; i++) row[i] = (i + r) % 3 ? 0.0 : -0.0;
+          if (pattern == 6) row[spot[r]] = INFINITY, row[n / 3] = -INFINITY;
+          if (pattern == 7) row[spot[r]] = -INFINITY, row[(2 * n) / 3] = INFINITY, row[1] = NAN;
+        }
+        tg_scope sc = tg_scope_begin();
+        const int64_t sizes[2] = {rows, n};
+        tg_tensor *x = tg_to_dtype(tg_from_data(2, sizes, v, (tg_options){.dtype = TG_F64}), dt);
+        cr_assert_not_null(x, "%s", tg_last_error_message());
+        for (int max = 0; max < 2; max++) {
+          tg_tensor *values = NULL, *indices = NULL;
+          cr_assert_eq((max ? tg_max_dim : tg_min_dim)(x, 1, false, &values, &indices), TG_OK);
+          double got_v[3];
+          int64_t got_i[3];
+          cr_assert_eq(tg_to_host_array(tg_to_dtype(values, TG_F64), got_v, sizeof got_v), TG_OK);
+          cr_assert_eq(tg_to_host_array(indices, got_i, sizeof got_i), TG_OK);
+          double host[3 * 300];
+          cr_assert_eq(
+              tg_to_host_array(tg_to_dtype(x, TG_F64), host, sizeof(double) * (size_t)(rows * n)),
+              TG_OK);
+          for (int64_t r = 0; r < rows; r++) {
+            double want_v;
+            int64_t want_i;
+            one_pass(host + r * n, n, max, &want_v, &want_i);
+            cr_assert_eq(got_i[r], want_i,
+                         "%s n=%lld pattern %d row %lld %s: index %lld, want %lld",
+                         tg_dtype_name(dt), (long long)n, pattern, (long long)r,
+                         max ? "max" : "min", (long long)got_i[r], (long long)want_i);
+            const bool same = (got_v[r] != got_v[r] && want_v != want_v) ||
+                              (got_v[r] == want_v && signbit(got_v[r]) == signbit(want_v));
+            cr_assert(same, "%s n=%lld pattern %d row %lld: value %g, want %g", tg_dtype_name(dt),
+                      (long long)n, pattern, (long long)r, got_v[r], want_v);
+          }
+        }
+        tg_scope_end(sc);
+      }
+}

@@ -12,6 +12,7 @@
  * contiguous run: float inputs lose nothing to accumulation, and the order of additions
  * does not depend on the thread count, so results are reproducible. */
 #include "ops/cpu/cpu_internal.h"
+#include "ops/cpu/cpu_vecmath.h"
 
 /* Outputs reduced together in the strided case: the accumulators live on the stack. */
 #define TG_CPU_REDUCE_CHUNK 256
@@ -63,14 +64,59 @@ typedef struct reduce_ctx {
 
 /* NAME##_takes: whether v replaces the running best: the kind's strict `better` (so ties
  * keep the first index), or a NaN when the best is not yet NaN. */
+/* A long contiguous run goes in two passes: the best value and whether any is NaN, with 16
+ * independent running bests (which vectorize), then the first index holding a NaN, else the
+ * first holding a value equal to the best (-0 and +0 are equal, as under `better`, so the
+ * first of them wins either way). The one-pass loop below, a compare and a branch per
+ * element, took 57 ms to argmax [1024, 50257] F32, six times a sum's time. */
+#define TG_CPU_SELECT_SCAN_MIN 64
 #define TG_CPU_SELECT_ROW(NAME, T, better)                                                         \
   static inline bool NAME##_takes(T v, T best) { return (better) || (v != v && best == best); }    \
+  TG_VF_CLONES static int64_t NAME##_scan(const T *restrict run, int64_t R) {                      \
+    T acc[16];                                                                                     \
+    int32_t nan[16];                                                                               \
+    for (int k = 0; k < 16; k++) acc[k] = run[0], nan[k] = 0;                                      \
+    int64_t r = 0;                                                                                 \
+    for (; r + 16 <= R; r += 16)                                                                   \
+      for (int k = 0; k < 16; k++) {                                                               \
+        const T v = run[r + k], best = acc[k];                                                     \
+        acc[k] = (better) ? v : best;                                                              \
+        nan[k] |= v != v;                                                                          \
+      }                                                                                            \
+    for (; r < R; r++) {                                                                           \
+      const T v = run[r], best = acc[0];                                                           \
+      acc[0] = (better) ? v : best;                                                                \
+      nan[0] |= v != v;                                                                            \
+    }                                                                                              \
+    int32_t any_nan = run[0] != run[0];                                                            \
+    T top = acc[0];                                                                                \
+    for (int k = 0; k < 16; k++) {                                                                 \
+      const T v = acc[k], best = top;                                                              \
+      top = (better) ? v : best;                                                                   \
+      any_nan |= nan[k];                                                                           \
+    }                                                                                              \
+    int64_t i = 0;                                                                                 \
+    if (any_nan)                                                                                   \
+      while (run[i] == run[i]) i++;                                                                \
+    else                                                                                           \
+      while (!(run[i] == top)) i++;                                                                \
+    return i;                                                                                      \
+  }                                                                                                \
   static void NAME(int64_t n, char *const *p, const int64_t *s, const void *vctx) {                \
     const reduce_ctx *ctx = (const reduce_ctx *)vctx;                                              \
     const int64_t R = ctx->size, rs = ctx->stride;                                                 \
     T *values = (T *)p[0];                                                                         \
     int64_t *indices = (int64_t *)p[1];                                                            \
     const T *x = (const T *)p[2];                                                                  \
+    if (rs == 1 && R >= TG_CPU_SELECT_SCAN_MIN) {                                                  \
+      for (int64_t j = 0; j < n; j++) {                                                            \
+        const T *run = x + j * s[2];                                                               \
+        const int64_t best_r = NAME##_scan(run, R);                                                \
+        values[j * s[0]] = run[best_r];                                                            \
+        indices[j * s[1]] = best_r;                                                                \
+      }                                                                                            \
+      return;                                                                                      \
+    }                                                                                              \
     if (rs == 1 || n == 1) {                                                                       \
       for (int64_t j = 0; j < n; j++) {                                                            \
         const T *run = x + j * s[2];                                                               \
