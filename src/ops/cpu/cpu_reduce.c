@@ -77,12 +77,14 @@ typedef struct reduce_ctx {
     int32_t nan[16];                                                                               \
     for (int k = 0; k < 16; k++) acc[k] = run[0], nan[k] = 0;                                      \
     int64_t r = 0;                                                                                 \
-    for (; r + 16 <= R; r += 16)                                                                   \
-      for (int k = 0; k < 16; k++) {                                                               \
+    /* not unrolled: GCC 12 at -O3 unrolls the lanes into scalars and vectorizes nothing */        \
+    for (; r + 16 <= R; r += 16) {                                                                 \
+      _Pragma("GCC unroll 1") for (int k = 0; k < 16; k++) {                                       \
         const T v = run[r + k], best = acc[k];                                                     \
         acc[k] = (better) ? v : best;                                                              \
-        nan[k] |= v != v;                                                                          \
       }                                                                                            \
+      _Pragma("GCC unroll 1") for (int k = 0; k < 16; k++) nan[k] |= run[r + k] != run[r + k];     \
+    }                                                                                              \
     for (; r < R; r++) {                                                                           \
       const T v = run[r], best = acc[0];                                                           \
       acc[0] = (better) ? v : best;                                                                \
