@@ -2,6 +2,8 @@
  * the contiguous [A, R, C, K]; within one a, group g is the contiguous run [g I, (g + 1) I)
  * of the R C K elements, so a group is A runs of I elements. Sums are accumulated in double
  * for both dtypes; groups (or channels) are split among the pool's threads. */
+#include <string.h>
+
 #include "ops/cpu/cpu_internal.h"
 #include "ops/cpu/cpu_vecmath.h"
 #include "ops/cpu/thread_pool.h"
@@ -30,46 +32,60 @@ static bool worth_threads(const norm_layout *l) {
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* Four doubles in one vector (GCC's and clang's vector extension), and four elements loaded
+ * into one, converted (NORM_LOAD4): the sums below are written with them because GCC 12 at -O3 left
+ * the same sums over an array of eight partial sums as scalar code (the batch norm backward's
+ * grad_sums was a twelfth of train_cnn's step on Zen 3). A macro loads: a function returning
+ * the vector would change the ABI of the baseline clone. */
+typedef double norm_v4d __attribute__((vector_size(32)));
+
+#define NORM_LOAD4(p) ((norm_v4d){(double)(p)[0], (double)(p)[1], (double)(p)[2], (double)(p)[3]})
+
 /* Defines the four passes for element type T (suffix S). Within a group the channel changes
  * every K elements, and within a channel's run the group every I: the loops go run by run,
  * so the inner loops have no division and keep their weight, mean and rstd in registers. */
 #define NORM_PASSES(T, S)                                                                          \
   /* Sums over n elements in double, eight partial sums (two AVX2 vectors) so the adds do          \
-   * not wait on each other: sum(x), sum((x - m)^2), and out = {sum(dy), sum(dy (x - m))}. */      \
+   * not wait on each other: sum(x), sum((x - m)^2), and out = {sum(dy), sum(dy (x - m))}.         \
+   * Partial sum k takes the elements i with i % 8 == k, in order. */                              \
   TG_VF_CLONES static double sum_##S(const T *restrict x, int64_t n) {                             \
-    double acc[8] = {0};                                                                           \
+    norm_v4d a0 = {0}, a1 = {0};                                                                   \
     int64_t i = 0;                                                                                 \
-    for (; i + 8 <= n; i += 8)                                                                     \
-      for (int k = 0; k < 8; k++) acc[k] += (double)x[i + k];                                      \
-    for (; i < n; i++) acc[0] += (double)x[i];                                                     \
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));      \
+    for (; i + 8 <= n; i += 8) {                                                                   \
+      a0 += NORM_LOAD4(x + i);                                                                     \
+      a1 += NORM_LOAD4(x + i + 4);                                                                 \
+    }                                                                                              \
+    for (; i < n; i++) a0[0] += (double)x[i];                                                      \
+    return ((a0[0] + a0[1]) + (a0[2] + a0[3])) + ((a1[0] + a1[1]) + (a1[2] + a1[3]));              \
   }                                                                                                \
   TG_VF_CLONES static double sq_dev_##S(const T *restrict x, int64_t n, double m) {                \
-    double acc[8] = {0};                                                                           \
+    norm_v4d a0 = {0}, a1 = {0};                                                                   \
     int64_t i = 0;                                                                                 \
-    for (; i + 8 <= n; i += 8)                                                                     \
-      for (int k = 0; k < 8; k++) {                                                                \
-        const double d = (double)x[i + k] - m;                                                     \
-        acc[k] += d * d;                                                                           \
-      }                                                                                            \
-    for (; i < n; i++) acc[0] += ((double)x[i] - m) * ((double)x[i] - m);                          \
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));      \
+    for (; i + 8 <= n; i += 8) {                                                                   \
+      const norm_v4d d0 = NORM_LOAD4(x + i) - m, d1 = NORM_LOAD4(x + i + 4) - m;                   \
+      a0 += d0 * d0;                                                                               \
+      a1 += d1 * d1;                                                                               \
+    }                                                                                              \
+    for (; i < n; i++) a0[0] += ((double)x[i] - m) * ((double)x[i] - m);                           \
+    return ((a0[0] + a0[1]) + (a0[2] + a0[3])) + ((a1[0] + a1[1]) + (a1[2] + a1[3]));              \
   }                                                                                                \
   TG_VF_CLONES static void grad_sums_##S(const T *restrict dy, const T *restrict x, int64_t n,     \
                                          double m, double out[2]) {                                \
-    double sd[8] = {0}, sx[8] = {0};                                                               \
+    norm_v4d d0 = {0}, d1 = {0}, x0 = {0}, x1 = {0};                                               \
     int64_t i = 0;                                                                                 \
-    for (; i + 8 <= n; i += 8)                                                                     \
-      for (int k = 0; k < 8; k++) {                                                                \
-        sd[k] += (double)dy[i + k];                                                                \
-        sx[k] += (double)dy[i + k] * ((double)x[i + k] - m);                                       \
-      }                                                                                            \
-    for (; i < n; i++) {                                                                           \
-      sd[0] += (double)dy[i];                                                                      \
-      sx[0] += (double)dy[i] * ((double)x[i] - m);                                                 \
+    for (; i + 8 <= n; i += 8) {                                                                   \
+      const norm_v4d g0 = NORM_LOAD4(dy + i), g1 = NORM_LOAD4(dy + i + 4);                         \
+      d0 += g0;                                                                                    \
+      d1 += g1;                                                                                    \
+      x0 += g0 * (NORM_LOAD4(x + i) - m);                                                          \
+      x1 += g1 * (NORM_LOAD4(x + i + 4) - m);                                                      \
     }                                                                                              \
-    out[0] += ((sd[0] + sd[1]) + (sd[2] + sd[3])) + ((sd[4] + sd[5]) + (sd[6] + sd[7]));           \
-    out[1] += ((sx[0] + sx[1]) + (sx[2] + sx[3])) + ((sx[4] + sx[5]) + (sx[6] + sx[7]));           \
+    for (; i < n; i++) {                                                                           \
+      d0[0] += (double)dy[i];                                                                      \
+      x0[0] += (double)dy[i] * ((double)x[i] - m);                                                 \
+    }                                                                                              \
+    out[0] += ((d0[0] + d0[1]) + (d0[2] + d0[3])) + ((d1[0] + d1[1]) + (d1[2] + d1[3]));           \
+    out[1] += ((x0[0] + x0[1]) + (x0[2] + x0[3])) + ((x1[0] + x1[1]) + (x1[2] + x1[3]));           \
   }                                                                                                \
   /* the inner loops of y and dx over one run of n elements */                                     \
   TG_VF_CLONES static void y_run_##S(T *restrict y, const T *restrict x, int64_t n, T m, T sw,     \
