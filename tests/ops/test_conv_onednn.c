@@ -173,6 +173,20 @@ TG_TEST(conv_onednn, declines_what_it_does_not_take_and_the_generic_path_runs_it
   cr_assert_not_null(short_windows, "%s", tg_last_error_message());
   cr_assert_eq(tg_item(tg_sum(short_windows), &centre), TG_OK);
   cr_assert_eq(centre, 3 * 4 * 8.0, "every output is 2 channels x 4 ones: %g", centre);
+  /* operands that do not fit the geometry are an error naming them, never a read past them */
+  tg_tensor *short_x = tg_ones(TG_SHAPE(1, 2, 4, 5), f32),
+            *big_y = tg_zeros(TG_SHAPE(2, 3, 5, 5), f32);
+  for (int k = 0; k < 3; k++) {
+    cr_assert_eq(call_kernel(kernels[k], short_x, w, y, plain), TG_ERR_SHAPE, "%s", kernels[k]);
+    cr_assert(strstr(tg_last_error_message(), "do not fit the geometry"), "%s",
+              tg_last_error_message());
+    tg_clear_error();
+    cr_assert_eq(call_kernel(kernels[k], x, w, big_y, plain), TG_ERR_SHAPE, "%s", kernels[k]);
+    tg_clear_error();
+    cr_assert_eq(call_kernel(kernels[k], x, tg_ones(TG_SHAPE(3, 1, 3, 3), f32), y, plain),
+                 TG_ERR_SHAPE, "%s: w's channels against groups 1", kernels[k]);
+    tg_clear_error();
+  }
   /* a wrong number of tensors is an error, as for any kernel */
   tg_kernel_fn fn = tg__fast_kernel("conv2d.forward", TG_DEVICE_CPU);
   cr_assert_eq(fn(3, (tg_tensor *const[]){x, w, y}), TG_ERR_ARGUMENT);

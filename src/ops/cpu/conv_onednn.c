@@ -31,6 +31,7 @@
 #include "ops/cpu/conv_onednn.h"
 #include "ops/cpu/cpu_internal.h"
 #include "ops/cpu/thread_pool.h"
+#include "tensor/check.h"
 #include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
 
@@ -298,6 +299,28 @@ static int64_t trailing_pad(int64_t size, int64_t pad, int64_t out, int64_t stri
   return (out - 1) * stride + (kernel - 1) * dilation + 1 - size - pad;
 }
 
+/* Whether x, w and y have the sizes the geometry gives them. The kernels can be called by name
+ * with anything (tg_device_ops.kernel), and oneDNN would read and write by the geometry: a
+ * mismatch is an error, never a read past a tensor. */
+static bool fits(const char *kernel, tg_tensor *const *t, const int64_t *g) {
+  const tg_tensor *x = t[0], *w = t[1], *y = t[2];
+  bool ok = x->ndim == 4 && w->ndim == 4 && y->ndim == 4 && g[GROUPS] >= 1;
+  for (int i = 0; ok && i < N_INTS; i++)
+    ok = g[i] >= (i == PAD_H || i == PAD_W ? 0 : 1) && g[i] < ((int64_t)1 << 31);
+  ok = ok && x->sizes[2] == g[H] && x->sizes[3] == g[W] && y->sizes[0] == x->sizes[0] &&
+       y->sizes[2] == g[OUT_H] && y->sizes[3] == g[OUT_W] && w->sizes[0] == y->sizes[1] &&
+       w->sizes[1] * g[GROUPS] == x->sizes[1] && y->sizes[1] % g[GROUPS] == 0 &&
+       w->sizes[2] == g[KH] && w->sizes[3] == g[KW];
+  if (!ok)
+    tg_set_error(TG_ERR_SHAPE,
+                 "%s: x %s, w %s and y %s do not fit the geometry (image %lld x %lld, grid %lld "
+                 "x %lld, kernel %lld x %lld, groups %lld)",
+                 kernel, tg__sizes_str(x), tg__sizes_str(w), tg__sizes_str(y), (long long)g[H],
+                 (long long)g[W], (long long)g[OUT_H], (long long)g[OUT_W], (long long)g[KH],
+                 (long long)g[KW], (long long)g[GROUPS]);
+  return ok;
+}
+
 static bool takes(tg_tensor *const *t, const int64_t *g) {
   for (int i = 0; i < 3; i++)
     if (t[i]->dtype != TG_F32 || tg_numel(t[i]) == 0 || !tg_is_contiguous(t[i])) return false;
@@ -466,8 +489,10 @@ static tg_status error_of(pass p, outcome o) {
 static tg_status run(pass p, int n, tg_tensor *const *t) {
   TG__KERNEL_ARITY(pass_names[p], n, 4);
   int64_t g[N_INTS];
-  if (!tg__cpu_conv_onednn_available() || !geometry_of(t[3], g) || !takes(t, g))
+  if (!tg__cpu_conv_onednn_available() || !geometry_of(t[3], g))
     return TG_ERR_UNSUPPORTED; /* declined, nothing recorded */
+  if (!fits(pass_names[p], t, g)) return tg_last_error();
+  if (!takes(t, g)) return TG_ERR_UNSUPPORTED;
   const int threads = tg_get_num_threads() > 1 && !tg_cpu_pool_busy_here() && !tg_cpu_contended()
                           ? tg_get_num_threads()
                           : 1;
