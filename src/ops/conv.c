@@ -178,11 +178,10 @@ static device_conv device_convolution(const char *kernel, const tg_tensor *x, co
   tg_kernel_fn fn = tg__fast_kernel(kernel, x->storage->device);
   if (!fn) return DEVICE_CONV_DECLINED;
   tg_scope sc = tg_scope_begin();
-  const int64_t ints[TG__CONV_NUM_INTS] = {
-      g->stride_h, g->stride_w, g->pad_h, g->pad_w, g->dilation_h, g->dilation_w, g->groups,
-      g->h,        g->w,        g->out_h, g->out_w, g->kernel_h,   g->kernel_w};
-  tg_tensor *geometry =
-      tg_from_data(1, (const int64_t[]){TG__CONV_NUM_INTS}, ints, (tg_options){.dtype = TG_I64});
+  /* the struct's 13 ints, in the ops' order (conv_internal.h), as tg__conv_geometry_of reads
+   * them */
+  tg_tensor *geometry = tg_from_data(1, (const int64_t[]){TG__CONV_NUM_INTS}, &g->stride_h,
+                                     (tg_options){.dtype = TG_I64});
   tg_tensor *xc = geometry ? tg_contiguous(x) : NULL, *wc = xc ? tg_contiguous(w) : NULL,
             *yc = wc ? tg_contiguous(y) : NULL;
   /* the output is one of the three, fresh and contiguous: contiguous() returned it itself */

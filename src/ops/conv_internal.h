@@ -23,8 +23,11 @@ typedef struct tg__conv_geometry {
   int64_t kernel_h, kernel_w;
 } tg__conv_geometry;
 
-/* The geometry travels as the ops' ints, in the struct's order. */
+/* The geometry travels as the ops' ints, in the struct's order (which is also read as an array
+ * of them, from &g->stride_h). */
 #define TG__CONV_NUM_INTS 13
+_Static_assert(sizeof(tg__conv_geometry) == TG__CONV_NUM_INTS * sizeof(int64_t),
+               "tg__conv_geometry is its 13 ints, nothing between them");
 #define TG__CONV_INTS(g)                                                                           \
   TG__INTS((g).stride_h, (g).stride_w, (g).pad_h, (g).pad_w, (g).dilation_h, (g).dilation_w,       \
            (g).groups, (g).h, (g).w, (g).out_h, (g).out_w, (g).kernel_h, (g).kernel_w)

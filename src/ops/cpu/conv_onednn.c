@@ -32,6 +32,7 @@
 #include "ops/cpu/cpu_internal.h"
 #include "ops/cpu/thread_pool.h"
 #include "tensor/check.h"
+#include "tensor/checked.h"
 #include "tensor/host_memory.h"
 #include "tensor/tensor_impl.h"
 
@@ -463,6 +464,21 @@ typedef struct split {
   outcome out[MAX_PARTS];
 } split;
 
+/* A problem on `threads` OpenMP threads of the calling thread's own (oneDNN sizes its split of
+ * the work when it describes the primitive: the count is set before, and restored after). */
+static outcome convolve_on(int threads, const problem *pr) {
+  const int threads_before = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  const outcome o = convolve(pr);
+  omp_set_num_threads(threads_before);
+  return o;
+}
+
+/* oneDNN has no implementation for the problem: the call is declined, the generic path runs. */
+static bool declined(outcome o) {
+  return o.status == dnnl_unimplemented || o.status == dnnl_invalid_arguments;
+}
+
 static void run_part(int64_t k, void *ctx) {
   split *s = ctx;
   problem pr = s->whole;
@@ -471,10 +487,7 @@ static void run_part(int64_t k, void *ctx) {
   pr.x += b0 * s->x_image;
   pr.y += b0 * s->y_image;
   if (pr.p == BACKWARD_WEIGHTS && k > 0) pr.w = s->partial_w + (k - 1) * s->w_numel;
-  const int threads_before = omp_get_max_threads();
-  omp_set_num_threads(1);
-  s->out[k] = convolve(&pr);
-  omp_set_num_threads(threads_before);
+  s->out[k] = convolve_on(1, &pr);
 }
 
 static tg_status error_of(pass p, outcome o) {
@@ -504,37 +517,33 @@ static tg_status run(pass p, int n, tg_tensor *const *t) {
   s.parts = s.whole.n < threads ? s.whole.n : threads;
   if (s.parts > MAX_PARTS) s.parts = MAX_PARTS;
   if (s.parts <= 1) {
-    /* oneDNN sizes its split of the work when it describes the primitive: the count is set
-     * before, for the calling thread only, and restored after. */
-    const int threads_before = omp_get_max_threads();
-    omp_set_num_threads(threads);
-    const outcome o = convolve(&s.whole);
-    omp_set_num_threads(threads_before);
-    if (o.status == dnnl_unimplemented || o.status == dnnl_invalid_arguments)
-      return TG_ERR_UNSUPPORTED; /* declined: the generic path runs it */
+    const outcome o = convolve_on(threads, &s.whole);
+    if (declined(o)) return TG_ERR_UNSUPPORTED;
     runs += o.status == dnnl_success;
     return error_of(p, o);
   }
-  const size_t partial_bytes = (size_t)((s.parts - 1) * s.w_numel) * sizeof(float);
-  if (p == BACKWARD_WEIGHTS && !(s.partial_w = tg__host_cached_alloc(partial_bytes)))
+  int64_t partial_bytes = 0;
+  if (p == BACKWARD_WEIGHTS &&
+      (tg__mul_ovf(s.parts - 1, s.w_numel, &partial_bytes) ||
+       tg__mul_ovf(partial_bytes, (int64_t)sizeof(float), &partial_bytes) ||
+       !(s.partial_w = tg__host_cached_alloc((size_t)partial_bytes))))
     return tg_set_error(TG_ERR_MEMORY, "%s: out of memory for %lld partial weight gradients",
                         pass_names[p], (long long)(s.parts - 1));
   tg_cpu_parallel_for(s.parts, run_part, &s);
   tg_status st = TG_OK;
-  bool declined = false;
+  bool any_declined = false;
   for (int64_t k = 0; k < s.parts; k++) {
-    const dnnl_status_t o = s.out[k].status;
-    declined |= o == dnnl_unimplemented || o == dnnl_invalid_arguments;
-    if (st == TG_OK && !declined) st = error_of(p, s.out[k]);
+    any_declined |= declined(s.out[k]);
+    if (st == TG_OK && !any_declined) st = error_of(p, s.out[k]);
   }
-  if (st == TG_OK && !declined && p == BACKWARD_WEIGHTS) {
+  if (st == TG_OK && !any_declined && p == BACKWARD_WEIGHTS) {
     float *dw = s.whole.w;
     for (int64_t k = 1; k < s.parts; k++)
       for (int64_t i = 0; i < s.w_numel; i++) dw[i] += s.partial_w[(k - 1) * s.w_numel + i];
   }
-  if (s.partial_w) tg__host_cached_free(s.partial_w, partial_bytes);
-  runs += st == TG_OK && !declined;
-  return st == TG_OK && declined ? TG_ERR_UNSUPPORTED : st;
+  if (s.partial_w) tg__host_cached_free(s.partial_w, (size_t)partial_bytes);
+  runs += st == TG_OK && !any_declined;
+  return st == TG_OK && any_declined ? TG_ERR_UNSUPPORTED : st;
 }
 
 #else /* built without oneDNN's headers: the generic path runs every convolution */
