@@ -66,7 +66,12 @@ const char *tg_conv_engine(void);
  *     (TG_GEMM_CACHE, else $XDG_CACHE_HOME/tg or ~/.cache/tg, one file per CPU model, thread
  *     count and library versions; "off": none), else measured now (seconds) and cached
  *     (written atomically). A cache that is corrupt or another machine's is ignored with a
- *     message on stderr. Times are taken in F32; F64 products follow the same choice. */
+ *     message on stderr. Times are taken in F32; F64 products follow the same choice.
+ *     One-thread products under 2^22 multiply-adds are then also tuned per exact shape
+ *     (sizes, layouts, dtype): the first 3 calls per engine of each run once on each engine
+ *     in turn, timed, and the fastest runs it from then on (a class is measured at two of its
+ *     shapes and mispredicts others). Not in deterministic mode, nor with
+ *     TG_GEMM_SHAPES=off. */
 /* Measures every engine on every class now, uses the result and writes the cache (a failed
  * write is reported on stderr). TG_ERR_MEMORY when the operands cannot be allocated. */
 tg_status tg_gemm_calibrate(void);
@@ -77,13 +82,14 @@ tg_status tg_gemm_calibrate(void);
 const char *tg_gemm_engine_source(void);
 /* The engine a product out[m, n] = a[m, k] @ b[k, n] runs on: a_transposed / b_transposed
  * for a column-major operand, threads the team it would get (products under 2^22
- * multiply-adds always run one thread). NULL with the error pending for negative sizes or
- * threads < 1. */
+ * multiply-adds always run one thread); for an F32 shape tuned and settled, its engine. NULL with
+ * the error pending for negative sizes or threads < 1. */
 const char *tg_gemm_engine_for(int64_t m, int64_t n, int64_t k, bool a_transposed,
                                bool b_transposed, int threads);
 /* Writes a description of the choice into buf (snprintf's rules: the length it needed is
- * returned, buf may be NULL with size 0): the engines, who chose and the classes per engine;
- * with per_class, a line per class with each engine's measured time. */
+ * returned, buf may be NULL with size 0): the engines, who chose, the classes per engine and
+ * how many exact shapes have settled; with per_class, a line per class with each engine's measured
+ * time. */
 size_t tg_gemm_engine_report(char *buf, size_t size, bool per_class);
 
 #ifdef __cplusplus

@@ -5,6 +5,7 @@
  * what is tested is the machinery, not the speed (bench/gemm_engines.c measures that). */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -378,4 +379,189 @@ TG_TEST(gemm_choice, classes_hold_their_shapes) {
                tg__gemm_class_of(16, 16, 16, false, false, 1));
   cr_assert_eq(tg__gemm_class_named("giant/even/NN/t1"), -1);
   cr_assert_eq(tg__gemm_class_named("huge/even/NN/t3"), -1);
+}
+
+/* ---- exact small shapes (gemm_shapes.c) ---- */
+
+/* A clock on which engine `fast` runs 10 ns and every other 100: elapsed is the end call's
+ * step, since each timed run reads the clock at its start and its end. */
+static int fast_engine = -1;
+static int64_t fake_now;
+static int64_t fake_clock(int engine) { return fake_now += engine == fast_engine ? 10 : 100; }
+
+/* c = a @ b for a [m, k], b [k, n] (b given as [n, k] transposed when b_t), checked against
+ * F64. */
+static void product_checked(int64_t m, int64_t n, int64_t k, bool b_t, uint64_t seed) {
+  tg_scope sc = tg_scope_begin();
+  tg_manual_seed(seed);
+  tg_tensor *a = tg_randn(TG_SHAPE(m, k), (tg_options){0}, NULL);
+  tg_tensor *b = b_t ? tg_t(tg_randn(TG_SHAPE(n, k), (tg_options){0}, NULL))
+                     : tg_randn(TG_SHAPE(k, n), (tg_options){0}, NULL);
+  tg_tensor *c = tg_mm(a, b);
+  cr_assert(c, "%s", tg_last_error_message());
+  tg_tensor *want = tg_mm(tg_to_dtype(a, TG_F64), tg_to_dtype(b, TG_F64));
+  tg_assert_close(tg_to_dtype(c, TG_F64), want, 1e-4, 1e-4 * (double)k);
+  tg_scope_end(sc);
+}
+
+static int settled_count_reported(void) {
+  static char report[8192];
+  tg_gemm_engine_report(report, sizeof report, false);
+  const char *at = strstr(report, "exact small shapes settled: ");
+  cr_assert(at, "%s", report);
+  return atoi(at + strlen("exact small shapes settled: "));
+}
+
+static void shapes_teardown(void) {
+  tg__gemm_shapes_fake_clock(NULL);
+  unsetenv("TG_GEMM_SHAPES");
+  tg_set_deterministic(false);
+  teardown();
+}
+
+TestSuite(gemm_shapes, .init = setup, .fini = shapes_teardown);
+
+TG_TEST(gemm_shapes, a_small_shape_settles_on_its_fastest_engine) {
+  tg__gemm_choice_again();
+  cr_assert_str_eq(tg_gemm_engine_source(), "calibrated");
+  const int engines = tg__gemm_engine_count();
+  /* Each engine in turn as the fastest, each on a shape of its own (16 x 384 x 160 + e). */
+  for (fast_engine = 0; fast_engine < engines; fast_engine++) {
+    tg__gemm_shapes_fake_clock(fake_clock);
+    const int64_t m = 16, n = 384, k = 160 + fast_engine;
+    const char *before = tg_gemm_engine_for(m, n, k, false, false, 1);
+    for (int call = 0; call < TG_GEMM_SHAPE_ROUNDS * engines; call++) {
+      /* Until its last timed call comes back the shape keeps its class's engine. */
+      cr_assert_str_eq(tg_gemm_engine_for(m, n, k, false, false, 1), before, "call %d", call);
+      product_checked(m, n, k, false, (uint64_t)call + 1); /* every engine's result checked */
+    }
+    cr_assert_str_eq(tg_gemm_engine_for(m, n, k, false, false, 1),
+                     tg__gemm_engine_at(fast_engine)->name);
+    /* The shape in F32 and, from product_checked's reference, in F64. */
+    cr_assert_eq(settled_count_reported(), 2 * (fast_engine + 1));
+    /* Settled: the fast engine runs it from now on, right. */
+    product_checked(m, n, k, false, 99);
+  }
+  /* Another layout is another shape, still the class's. */
+  cr_assert_eq(tg__gemm_shape_settled(&(tg_gemm_problem){.dtype = TG_F32,
+                                                         .m = 16,
+                                                         .n = 384,
+                                                         .k = 160,
+                                                         .a_rs = 160,
+                                                         .a_cs = 1,
+                                                         .b_rs = 1,
+                                                         .b_cs = 160,
+                                                         .threads = 1}),
+               -1);
+}
+
+TG_TEST(gemm_shapes, an_engine_that_declines_the_shape_is_never_chosen) {
+  const int xsmm = tg__gemm_engine_named("libxsmm");
+  if (xsmm < 0) cr_skip_test("no libxsmm in this build: no engine declines a layout");
+  tg__gemm_choice_again();
+  fast_engine = xsmm; /* the fastest, had it run: it takes no transposed b */
+  tg__gemm_shapes_fake_clock(fake_clock);
+  for (int call = 0; call < TG_GEMM_SHAPE_ROUNDS * tg__gemm_engine_count(); call++)
+    product_checked(16, 96, 40, true, (uint64_t)call + 1);
+  cr_assert_eq(settled_count_reported(), 2); /* F32, and F64 for the reference */
+  /* (tg_gemm_engine_for would hide it: it names the rules' engine where libxsmm declines) */
+  const tg_gemm_problem p = {.dtype = TG_F32,
+                             .m = 16,
+                             .n = 96,
+                             .k = 40,
+                             .a_rs = 40,
+                             .a_cs = 1,
+                             .b_rs = 1,
+                             .b_cs = 40,
+                             .threads = 1};
+  const int settled = tg__gemm_shape_settled(&p);
+  cr_assert(settled >= 0 && settled != xsmm, "settled on %d (libxsmm is %d)", settled, xsmm);
+  product_checked(16, 96, 40, true, 7);
+}
+
+/* Nothing is tuned where results must not depend on timing, where the user said so, where
+ * no table chose, and for products that may run more than one thread. */
+static void runs_untuned(int64_t m, int64_t n, int64_t k) {
+  fast_engine = tg__gemm_engine_count() - 1;
+  tg__gemm_shapes_fake_clock(fake_clock);
+  const char *before = tg_gemm_engine_for(m, n, k, false, false, 1);
+  for (int call = 0; call < TG_GEMM_SHAPE_ROUNDS * tg__gemm_engine_count() + 1; call++)
+    product_checked(m, n, k, false, (uint64_t)call + 1);
+  cr_assert_str_eq(tg_gemm_engine_for(m, n, k, false, false, 1), before);
+  if (tg__gemm_choice_measured()) cr_assert_eq(settled_count_reported(), 0);
+}
+
+TG_TEST(gemm_shapes, deterministic_mode_tunes_nothing) {
+  tg__gemm_choice_again();
+  tg_set_deterministic(true);
+  runs_untuned(16, 384, 160);
+}
+
+TG_TEST(gemm_shapes, tg_gemm_shapes_off_tunes_nothing) {
+  cr_assert_eq(setenv("TG_GEMM_SHAPES", "off", 1), 0);
+  tg__gemm_choice_again();
+  runs_untuned(16, 384, 160);
+}
+
+TG_TEST(gemm_shapes, builtin_rules_tune_nothing) {
+  cr_assert_eq(setenv("TG_GEMM_ENGINE", "builtin", 1), 0);
+  tg__gemm_choice_again();
+  runs_untuned(16, 384, 160);
+}
+
+TG_TEST(gemm_shapes, products_past_the_one_thread_bound_are_not_tuned) {
+  tg__gemm_choice_again();
+  runs_untuned(128, 256, 128); /* 2^22 multiply-adds */
+}
+
+TG_TEST(gemm_shapes, more_shapes_than_slots_keep_their_class_engine) {
+  tg__gemm_choice_again();
+  fast_engine = tg__gemm_engine_count() - 1;
+  tg__gemm_shapes_fake_clock(fake_clock);
+  const int calls = TG_GEMM_SHAPE_ROUNDS * tg__gemm_engine_count();
+  for (int64_t s = 0; s < 1100; s++)
+    for (int call = 0; call < calls; call++) {
+      tg_scope sc = tg_scope_begin();
+      tg_tensor *a = tg_full(TG_SHAPE(1, 1 + s % 40), 1.0, (tg_options){0});
+      tg_tensor *b = tg_full(TG_SHAPE(1 + s % 40, 1 + s / 40), 2.0, (tg_options){0});
+      tg_tensor *c = tg_mm(a, b);
+      cr_assert(c, "%s", tg_last_error_message());
+      double v = 0;
+      cr_assert_eq(tg_get(c, (int64_t[]){0, s / 40}, &v), TG_OK);
+      cr_assert_eq(v, 2.0 * (double)(1 + s % 40), "shape %ld, call %d", (long)s, call);
+      tg_scope_end(sc);
+    }
+  const int settled = settled_count_reported();
+  cr_assert(settled > 900 && settled <= 1024, "%d shapes settled", settled);
+}
+
+/* Threads of the caller's own running one shape while it is explored and after it settles
+ * (ASan here; the table's lock and its release/acquire pairs are what let them). */
+static void *run_shape_repeatedly(void *arg) {
+  const int64_t k = *(const int64_t *)arg;
+  for (int call = 0; call < 40; call++) {
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *a = tg_full(TG_SHAPE(8, k), 1.0, (tg_options){0});
+    tg_tensor *b = tg_full(TG_SHAPE(k, 24), 0.5, (tg_options){0});
+    tg_tensor *c = tg_mm(a, b);
+    double v = -1;
+    const bool ok = c && tg_get(c, (int64_t[]){7, 23}, &v) == TG_OK && v == 0.5 * (double)k;
+    tg_scope_end(sc);
+    if (!ok) return (void *)1;
+  }
+  return NULL;
+}
+
+TG_TEST(gemm_shapes, threads_explore_and_settle_one_shape_together) {
+  tg__gemm_choice_again();
+  pthread_t threads[4];
+  int64_t ks[4] = {32, 32, 32, 33};
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(pthread_create(&threads[i], NULL, run_shape_repeatedly, &ks[i]), 0);
+  for (int i = 0; i < 4; i++) {
+    void *failed = NULL;
+    cr_assert_eq(pthread_join(threads[i], &failed), 0);
+    cr_assert_null(failed, "thread %d got a wrong product", i);
+  }
+  cr_assert_eq(settled_count_reported(), 2);
 }

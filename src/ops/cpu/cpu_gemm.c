@@ -159,10 +159,14 @@ static tg_status run_gemm(tg_dtype dtype, const matrix *c, const matrix *a, cons
       dtype, c->rows, c->cols, k,     c->data, c->rs, c->cs, a->data,
       a->rs, a->cs,   b->data, b->rs, b->cs,   alpha, beta,  one_thread ? 1 : threads};
   tg_status st;
-  int engine = tg__gemm_engine_choice(&p, &st);
+  const int class_engine = tg__gemm_engine_choice(&p, &st);
   if (st == TG_OK) {
     const int64_t t0 = one_thread ? 0 : tg_cpu_now_ns();
-    if (engine < 0 || !tg__gemm_engine_run(engine, &p)) {
+    tg_gemm_shape_probe probe;
+    int engine = tg__gemm_shape_engine(&p, class_engine, &probe); /* small: per exact shape */
+    const bool ran = engine >= 0 && tg__gemm_engine_run(engine, &p);
+    tg__gemm_shape_done(&probe, class_engine, ran);
+    if (!ran) {
       engine = tg__gemm_builtin_engine(&p);
       if (!tg__gemm_engine_run(engine, &p)) tg__gemm_engine_run(0, &p); /* BLIS takes all */
     }

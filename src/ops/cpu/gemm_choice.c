@@ -185,6 +185,10 @@ int tg__gemm_engine_choice(const tg_gemm_problem *p, tg_status *status) {
   return -1;
 }
 
+bool tg__gemm_choice_measured(void) {
+  return atomic_load_explicit(&state.mode, memory_order_acquire) == MODE_TABLE;
+}
+
 /* ---- the public API (tg/cpu.h) ---- */
 
 tg_status tg_gemm_calibrate(void) {
@@ -234,6 +238,8 @@ const char *tg_gemm_engine_for(int64_t m, int64_t n, int64_t k, bool a_transpose
   int e = tg__gemm_engine_choice(&p, &st);
   if (st != TG_OK) return NULL;
   /* What cpu_gemm.c does when the engine does not take the product: the rules decide. */
+  const int settled = tg__gemm_shape_settled(&p);
+  if (settled >= 0) e = settled;
   pthread_once(&rules.once, find_rule_engines);
   if (e < 0 || (e == rules.xsmm && b_transposed))
     e = builtin_engine(m, n, k, b_transposed, threads);
@@ -276,6 +282,7 @@ size_t tg_gemm_engine_report(char *buf, size_t size, bool per_class) {
     put(buf, size, &used, "; classes per engine:");
     for (int e = 0; e < engines; e++)
       if (count[e]) put(buf, size, &used, " %s %d", tg__gemm_engine_at(e)->name, count[e]);
+    put(buf, size, &used, "; exact small shapes settled: %d", tg__gemm_shapes_settled_count());
     if (per_class) {
       put(buf, size, &used, "\n%-24s %-14s", "class (size/aspect/ab/threads)", "chosen");
       for (int e = 0; e < engines; e++) put(buf, size, &used, " %12s", tg__gemm_engine_at(e)->name);
@@ -307,4 +314,5 @@ void tg__gemm_choice_again(void) {
   pthread_mutex_lock(&state.lock);
   choose();
   pthread_mutex_unlock(&state.lock);
+  tg__gemm_shapes_reset();
 }
