@@ -13,7 +13,7 @@ typedef struct adam_pass {
 } adam_pass;
 
 /* The scalars copied out of ctx and restrict pointers let the loop vectorize (with sqrtf
- * free of errno: CMakeLists.txt compiles this file with -fno-math-errno). Vector square
+ * free of errno: CMakeLists.txt compiles tg with -fno-math-errno). Vector square
  * roots and divisions round as the scalar ones do, and C11 mode contracts no multiply-add,
  * so each clone gives the composed update's bits (tests/nn/test_adam_fused.c). GPT-2
  * small's AdamW step over 124M parameters was 17% of its training step, scalar. */
