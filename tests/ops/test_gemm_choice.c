@@ -97,23 +97,28 @@ static void engines_per_class(const char *names[TG_GEMM_CLASSES]) {
 }
 
 /* mm against a plain loop in F64, for the engine in use. */
+/* c = a @ b for a [m, k] and b [k, n], either given transposed (a_t: from [k, m], b_t: from
+ * [n, k]), checked against F64. */
+static void product_checked(int64_t m, int64_t n, int64_t k, bool a_t, bool b_t, uint64_t seed) {
+  tg_scope sc = tg_scope_begin();
+  tg_manual_seed(seed);
+  tg_tensor *a = a_t ? tg_t(tg_randn(TG_SHAPE(k, m), (tg_options){0}, NULL))
+                     : tg_randn(TG_SHAPE(m, k), (tg_options){0}, NULL);
+  tg_tensor *b = b_t ? tg_t(tg_randn(TG_SHAPE(n, k), (tg_options){0}, NULL))
+                     : tg_randn(TG_SHAPE(k, n), (tg_options){0}, NULL);
+  tg_tensor *c = tg_mm(a, b);
+  cr_assert(c, "%s", tg_last_error_message());
+  tg_tensor *want = tg_mm(tg_to_dtype(a, TG_F64), tg_to_dtype(b, TG_F64));
+  tg_assert_close(tg_to_dtype(c, TG_F64), want, 1e-4, 1e-4 * (double)k);
+  tg_scope_end(sc);
+}
+
 static void check_products(void) {
   static const int64_t shapes[][3] = {{1, 1, 1}, {7, 33, 17}, {64, 48, 5}, {3, 200, 129}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-    for (int layout = 0; layout < 4; layout++) {
-      tg_scope sc = tg_scope_begin();
-      const int64_t m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
-      tg_manual_seed((uint64_t)(s * 4 + (size_t)layout + 1));
-      tg_tensor *a = layout & 1 ? tg_t(tg_randn(TG_SHAPE(k, m), (tg_options){0}, NULL))
-                                : tg_randn(TG_SHAPE(m, k), (tg_options){0}, NULL);
-      tg_tensor *b = layout & 2 ? tg_t(tg_randn(TG_SHAPE(n, k), (tg_options){0}, NULL))
-                                : tg_randn(TG_SHAPE(k, n), (tg_options){0}, NULL);
-      tg_tensor *c = tg_mm(a, b);
-      cr_assert(c, "%s", tg_last_error_message());
-      tg_tensor *want = tg_mm(tg_to_dtype(a, TG_F64), tg_to_dtype(b, TG_F64));
-      tg_assert_close(tg_to_dtype(c, TG_F64), want, 1e-4, 1e-4 * (double)k);
-      tg_scope_end(sc);
-    }
+    for (int layout = 0; layout < 4; layout++)
+      product_checked(shapes[s][0], shapes[s][2], shapes[s][1], layout & 1, layout & 2,
+                      (uint64_t)(s * 4 + (size_t)layout + 1));
 }
 
 TG_TEST(gemm_choice, calibrates_on_first_use_then_reads_the_cache) {
@@ -389,21 +394,6 @@ static int fast_engine = -1;
 static int64_t fake_now;
 static int64_t fake_clock(int engine) { return fake_now += engine == fast_engine ? 10 : 100; }
 
-/* c = a @ b for a [m, k], b [k, n] (b given as [n, k] transposed when b_t), checked against
- * F64. */
-static void product_checked(int64_t m, int64_t n, int64_t k, bool b_t, uint64_t seed) {
-  tg_scope sc = tg_scope_begin();
-  tg_manual_seed(seed);
-  tg_tensor *a = tg_randn(TG_SHAPE(m, k), (tg_options){0}, NULL);
-  tg_tensor *b = b_t ? tg_t(tg_randn(TG_SHAPE(n, k), (tg_options){0}, NULL))
-                     : tg_randn(TG_SHAPE(k, n), (tg_options){0}, NULL);
-  tg_tensor *c = tg_mm(a, b);
-  cr_assert(c, "%s", tg_last_error_message());
-  tg_tensor *want = tg_mm(tg_to_dtype(a, TG_F64), tg_to_dtype(b, TG_F64));
-  tg_assert_close(tg_to_dtype(c, TG_F64), want, 1e-4, 1e-4 * (double)k);
-  tg_scope_end(sc);
-}
-
 static int settled_count_reported(void) {
   static char report[8192];
   tg_gemm_engine_report(report, sizeof report, false);
@@ -433,14 +423,15 @@ TG_TEST(gemm_shapes, a_small_shape_settles_on_its_fastest_engine) {
     for (int call = 0; call < TG_GEMM_SHAPE_ROUNDS * engines; call++) {
       /* Until its last timed call comes back the shape keeps its class's engine. */
       cr_assert_str_eq(tg_gemm_engine_for(m, n, k, false, false, 1), before, "call %d", call);
-      product_checked(m, n, k, false, (uint64_t)call + 1); /* every engine's result checked */
+      product_checked(m, n, k, false, false,
+                      (uint64_t)call + 1); /* every engine's result checked */
     }
     cr_assert_str_eq(tg_gemm_engine_for(m, n, k, false, false, 1),
                      tg__gemm_engine_at(fast_engine)->name);
     /* The shape in F32 and, from product_checked's reference, in F64. */
     cr_assert_eq(settled_count_reported(), 2 * (fast_engine + 1));
     /* Settled: the fast engine runs it from now on, right. */
-    product_checked(m, n, k, false, 99);
+    product_checked(m, n, k, false, false, 99);
   }
   /* Another layout is another shape, still the class's. */
   cr_assert_eq(tg__gemm_shape_settled(&(tg_gemm_problem){.dtype = TG_F32,
@@ -462,7 +453,7 @@ TG_TEST(gemm_shapes, an_engine_that_declines_the_shape_is_never_chosen) {
   fast_engine = xsmm; /* the fastest, had it run: it takes no transposed b */
   tg__gemm_shapes_fake_clock(fake_clock);
   for (int call = 0; call < TG_GEMM_SHAPE_ROUNDS * tg__gemm_engine_count(); call++)
-    product_checked(16, 96, 40, true, (uint64_t)call + 1);
+    product_checked(16, 96, 40, false, true, (uint64_t)call + 1);
   cr_assert_eq(settled_count_reported(), 2); /* F32, and F64 for the reference */
   /* (tg_gemm_engine_for would hide it: it names the rules' engine where libxsmm declines) */
   const tg_gemm_problem p = {.dtype = TG_F32,
@@ -476,7 +467,7 @@ TG_TEST(gemm_shapes, an_engine_that_declines_the_shape_is_never_chosen) {
                              .threads = 1};
   const int settled = tg__gemm_shape_settled(&p);
   cr_assert(settled >= 0 && settled != xsmm, "settled on %d (libxsmm is %d)", settled, xsmm);
-  product_checked(16, 96, 40, true, 7);
+  product_checked(16, 96, 40, false, true, 7);
 }
 
 /* Nothing is tuned where results must not depend on timing, where the user said so, where
@@ -486,7 +477,7 @@ static void runs_untuned(int64_t m, int64_t n, int64_t k) {
   tg__gemm_shapes_fake_clock(fake_clock);
   const char *before = tg_gemm_engine_for(m, n, k, false, false, 1);
   for (int call = 0; call < TG_GEMM_SHAPE_ROUNDS * tg__gemm_engine_count() + 1; call++)
-    product_checked(m, n, k, false, (uint64_t)call + 1);
+    product_checked(m, n, k, false, false, (uint64_t)call + 1);
   cr_assert_str_eq(tg_gemm_engine_for(m, n, k, false, false, 1), before);
   if (tg__gemm_choice_measured()) cr_assert_eq(settled_count_reported(), 0);
 }
