@@ -68,9 +68,9 @@ const char *tg_conv_engine(void);
  *     (written atomically). A cache that is corrupt or another machine's is ignored with a
  *     message on stderr. Times are taken in F32; F64 products follow the same choice.
  *     One-thread products under 2^22 multiply-adds are then also tuned per exact shape
- *     (sizes, layouts, dtype): the first 3 calls per engine of each run once on each engine
- *     in turn, timed, and the fastest runs it from then on (a class is measured at two of its
- *     shapes and mispredicts others). Not in deterministic mode, nor with
+ *     (sizes, layouts, dtype): a shape's first call times every engine on it (into scratch
+ *     memory) and the fastest runs it from then on, that call included (a class is measured
+ *     at two of its shapes and mispredicts others). Not in deterministic mode, nor with
  *     TG_GEMM_SHAPES=off. */
 /* Measures every engine on every class now, uses the result and writes the cache (a failed
  * write is reported on stderr). TG_ERR_MEMORY when the operands cannot be allocated. */

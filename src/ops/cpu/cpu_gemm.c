@@ -162,11 +162,8 @@ static tg_status run_gemm(tg_dtype dtype, const matrix *c, const matrix *a, cons
   const int class_engine = tg__gemm_engine_choice(&p, &st);
   if (st == TG_OK) {
     const int64_t t0 = one_thread ? 0 : tg_cpu_now_ns();
-    tg_gemm_shape_probe probe;
-    int engine = tg__gemm_shape_engine(&p, class_engine, &probe); /* small: per exact shape */
-    const bool ran = engine >= 0 && tg__gemm_engine_run(engine, &p);
-    tg__gemm_shape_done(&probe, class_engine, ran);
-    if (!ran) {
+    int engine = tg__gemm_shape_engine(&p, class_engine); /* small: per exact shape */
+    if (engine < 0 || !tg__gemm_engine_run(engine, &p)) {
       engine = tg__gemm_builtin_engine(&p);
       if (!tg__gemm_engine_run(engine, &p)) tg__gemm_engine_run(0, &p); /* BLIS takes all */
     }

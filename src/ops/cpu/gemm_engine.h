@@ -135,27 +135,21 @@ bool tg__gemm_choice_measured(void);
  * BLIS 27.3 us, libxsmm 23.4 us on Zen 3, in a class BLIS won). One-thread products below
  * TG_CPU_GEMM_PARALLEL_MIN_MACS are therefore tuned per exact shape (sizes, layouts, dtype)
  * while the choice is a table, deterministic mode is off and TG_GEMM_SHAPES is not "off": the
- * first TG_GEMM_SHAPE_ROUNDS calls per engine run once on each engine in turn, timed on the
- * thread's CPU clock; then the fastest of its runs (the class's engine unless another is 3%
- * faster) runs the shape. Up to 1024 shapes; the others keep their class's engine. */
+ * shape's first call times every engine on it, TG_GEMM_SHAPE_ROUNDS rounds into a scratch
+ * output on the thread's CPU clock, and the fastest (the class's engine unless another is 3%
+ * faster) runs that call and every later one. Up to 1024 shapes; the others, and a first call
+ * without memory for the scratch output, keep their class's engine. */
 enum { TG_GEMM_SHAPE_ROUNDS = 3 };
-typedef struct tg_gemm_shape_probe {
-  int slot; /* -1: this call is not timed */
-  int engine;
-  int64_t t0;
-} tg_gemm_shape_probe;
-/* The engine to run p on now, given its class's (-1 passes through); *probe says whether
- * this call is timed. */
-int tg__gemm_shape_engine(const tg_gemm_problem *p, int class_engine, tg_gemm_shape_probe *probe);
-/* After the call: ran is false where probe's engine did not take p (never chosen then). */
-void tg__gemm_shape_done(const tg_gemm_shape_probe *probe, int class_engine, bool ran);
+/* The engine to run p on, given its class's (-1 passes through). */
+int tg__gemm_shape_engine(const tg_gemm_problem *p, int class_engine);
 /* The engine p's exact shape settled on, or -1. */
 int tg__gemm_shape_settled(const tg_gemm_problem *p);
 /* How many shapes have settled in this process. */
 int tg__gemm_shapes_settled_count(void);
 /* Forgets every shape and reads TG_GEMM_SHAPES again (tg__gemm_choice_again). */
 void tg__gemm_shapes_reset(void);
-/* Tests: a clock per engine's run in place of the thread's CPU clock (NULL: the real one). */
+/* Tests: a clock read before and after each engine's timed run, in place of the thread's CPU
+ * clock (NULL: the real one). */
 void tg__gemm_shapes_fake_clock(int64_t (*clock)(int engine));
 
 /* ---- calibration (gemm_calibrate.c) ---- */

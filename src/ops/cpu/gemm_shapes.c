@@ -1,12 +1,13 @@
 /* Exact small shapes (gemm_engine.h): a class's engine is measured at two shapes of the
  * class, and a small product of another shape can run faster on another engine. So the first
- * calls of each exact one-thread small shape run once on every engine in turn, timed on the
- * thread's CPU clock, and the fastest runs it from then on. The work is the caller's own:
- * nothing runs twice, nothing is allocated.
+ * call of each exact one-thread small shape times every engine on it (3 rounds, into a scratch
+ * output, on the thread's CPU clock), and the fastest runs it from then on, that first call
+ * included: within a process one shape always runs on one engine, so its results do not
+ * change from call to call (gradcheck runs a backward twice and wants the same bits).
  *
- * The table is fixed (SLOTS entries, no eviction): a shape that finds no slot keeps its
- * class's engine. An entry's key is written once, under the lock, before its state leaves
- * EMPTY (release); a settled entry is read without the lock. */
+ * The table is fixed (SLOTS entries, no eviction): a shape that finds no slot, or no memory
+ * for the scratch output, keeps its class's engine. An entry's key is written once, under the
+ * lock, before its state leaves EMPTY (release); a settled entry is read without the lock. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <pthread.h>
@@ -15,19 +16,18 @@
 #include <string.h>
 #include <time.h>
 
+#include "tensor/host_memory.h"
+
 #include "ops/cpu/cpu_internal.h"
 #include "ops/cpu/gemm_engine.h"
 
-enum { SLOTS = 1024, PROBES = 16, EMPTY = 0, EXPLORING = 1, SETTLED = 2 };
+enum { SLOTS = 1024, PROBES = 16, EMPTY = 0, SETTLED = 1 };
 
 typedef struct entry {
   atomic_int state;
   atomic_int chosen; /* SETTLED: the engine */
   int64_t m, n, k;
-  int code;                           /* dtype and layouts (shape_code) */
-  int handed;                         /* timed calls handed out */
-  int records;                        /* timed calls that came back */
-  float best_ns[TG_GEMM_MAX_ENGINES]; /* fastest run per engine; INFINITY: not taken */
+  int code; /* dtype and layouts (shape_code) */
 } entry;
 
 static struct {
@@ -71,10 +71,7 @@ static entry *find(const tg_gemm_problem *p, bool create) {
     if (state == EMPTY) {
       if (!create) return NULL;
       e->m = p->m, e->n = p->n, e->k = p->k, e->code = code;
-      e->handed = e->records = 0;
-      for (int j = 0; j < TG_GEMM_MAX_ENGINES; j++) e->best_ns[j] = INFINITY;
-      atomic_store_explicit(&e->state, EXPLORING, memory_order_release);
-      return e;
+      return e; /* the caller settles it */
     }
     if (same_key(e, p->m, p->n, p->k, code)) return e;
   }
@@ -96,54 +93,67 @@ static int64_t thread_now_ns(int engine) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int tg__gemm_shape_engine(const tg_gemm_problem *p, int class_engine, tg_gemm_shape_probe *probe) {
-  probe->slot = -1;
+/* The fastest engine; the class's unless another is 3% faster (as calibration decides). */
+static int fastest(const float *best_ns, int class_engine, int engines) {
+  int best = class_engine;
+  for (int j = 0; j < engines; j++)
+    if (best_ns[j] < best_ns[best]) best = j;
+  if (best != class_engine && best_ns[best] * 1.03f > best_ns[class_engine]) best = class_engine;
+  return best;
+}
+
+/* Times every engine on p's shape, 3 rounds, writing into a zeroed scratch output laid out
+ * as p's (with the room behind it BLIS may read); the engine to settle on, or -1 without
+ * memory for it. */
+static int tune(const tg_gemm_problem *p, int class_engine) {
+  const size_t elsize = p->dtype == TG_F64 ? sizeof(double) : sizeof(float);
+  const int64_t longer = p->m > p->n ? p->m : p->n;
+  /* below 2^22 multiply-adds with k >= 1: m * n fits comfortably */
+  const size_t bytes = ((size_t)(p->m * p->n + longer)) * elsize + 64;
+  char *scratch = tg__host_aligned_alloc(64, bytes);
+  if (!scratch) return -1;
+  memset(scratch, 0, bytes);
+  tg_gemm_problem q = *p;
+  q.c = scratch;
+  const bool c_column_major = p->c_rs == 1 && p->c_cs != 1;
+  q.c_rs = c_column_major ? 1 : p->n;
+  q.c_cs = c_column_major ? p->m : 1;
+  const int engines = tg__gemm_engine_count();
+  float best_ns[TG_GEMM_MAX_ENGINES];
+  for (int e = 0; e < engines; e++) best_ns[e] = INFINITY;
+  for (int round = 0; round < TG_GEMM_SHAPE_ROUNDS; round++)
+    for (int e = 0; e < engines; e++) {
+      const int64_t t0 = thread_now_ns(e);
+      const bool ran = tg__gemm_engine_run(e, &q);
+      const float ns = (float)(thread_now_ns(e) - t0);
+      if (ran && ns < best_ns[e]) best_ns[e] = ns;
+    }
+  tg__host_free(scratch);
+  return fastest(best_ns, class_engine, engines);
+}
+
+int tg__gemm_shape_engine(const tg_gemm_problem *p, int class_engine) {
   if (class_engine < 0 || !applies(p)) return class_engine;
   entry *e = find(p, false);
   if (e && atomic_load_explicit(&e->state, memory_order_acquire) == SETTLED)
     return atomic_load_explicit(&e->chosen, memory_order_relaxed);
+  /* A first call: tuned under the lock (once per shape; other first calls wait). */
   pthread_mutex_lock(&table.lock);
-  if (!e) e = find(p, true);
   int engine = class_engine;
-  const int engines = tg__gemm_engine_count();
+  e = find(p, true);
   if (e && atomic_load_explicit(&e->state, memory_order_relaxed) == SETTLED) {
     engine = atomic_load_explicit(&e->chosen, memory_order_relaxed);
-  } else if (e && e->handed < TG_GEMM_SHAPE_ROUNDS * engines) {
-    engine = e->handed % engines;
-    e->handed++;
-    probe->slot = (int)(e - table.slots);
-    probe->engine = engine;
+  } else if (e) {
+    const int tuned = tune(p, class_engine);
+    if (tuned >= 0) {
+      engine = tuned;
+      atomic_store_explicit(&e->chosen, tuned, memory_order_relaxed);
+      atomic_store_explicit(&e->state, SETTLED, memory_order_release);
+      atomic_fetch_add(&table.settled, 1);
+    }
   }
-  /* else: every timed call is out (other threads') or no slot: the class's engine, untimed */
   pthread_mutex_unlock(&table.lock);
-  if (probe->slot >= 0) probe->t0 = thread_now_ns(engine);
   return engine;
-}
-
-/* The fastest engine; the class's unless another is 3% faster (as calibration decides). */
-static int fastest(const entry *e, int class_engine, int engines) {
-  int best = class_engine;
-  for (int j = 0; j < engines; j++)
-    if (e->best_ns[j] < e->best_ns[best]) best = j;
-  if (best != class_engine && e->best_ns[best] * 1.03f > e->best_ns[class_engine])
-    best = class_engine;
-  return best;
-}
-
-void tg__gemm_shape_done(const tg_gemm_shape_probe *probe, int class_engine, bool ran) {
-  if (probe->slot < 0) return;
-  const int64_t t1 = thread_now_ns(probe->engine);
-  entry *e = &table.slots[probe->slot];
-  pthread_mutex_lock(&table.lock);
-  const float ns = ran ? (float)(t1 - probe->t0) : INFINITY;
-  if (ns < e->best_ns[probe->engine]) e->best_ns[probe->engine] = ns;
-  const int engines = tg__gemm_engine_count();
-  if (++e->records == TG_GEMM_SHAPE_ROUNDS * engines) {
-    atomic_store_explicit(&e->chosen, fastest(e, class_engine, engines), memory_order_relaxed);
-    atomic_store_explicit(&e->state, SETTLED, memory_order_release);
-    atomic_fetch_add(&table.settled, 1);
-  }
-  pthread_mutex_unlock(&table.lock);
 }
 
 int tg__gemm_shape_settled(const tg_gemm_problem *p) {
