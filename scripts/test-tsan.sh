@@ -2,8 +2,9 @@
 # Builds the threading tests with ThreadSanitizer into build-tsan/ and runs them, from any
 # directory. Fails on a failed test and on any ThreadSanitizer report.
 #   - TG_SANITIZE=thread, CPU only (TG_CUDA=OFF), no examples; only the programs named in
-#     TSAN_TESTS are built and run (default: threads_standalone and thread_pool_standalone,
-#     tests/autograd/test_threads.c and tests/ops/test_thread_pool.c built without Criterion:
+#     TSAN_TESTS are built and run (default: threads_standalone, thread_pool_standalone and
+#     gemm_shapes_threads: tests/autograd/test_threads.c and tests/ops/test_thread_pool.c built
+#     without Criterion, and tests/ops/gemm_shapes_threads.c:
 #     Criterion's runner cannot start under TSan, its shared arena wants address space that
 #     TSan reserves).
 #   - OMP_NUM_THREADS=1 and BLIS_NUM_THREADS=1: libgomp and Debian's BLIS are not built with
@@ -27,7 +28,7 @@ for arg in "$@"; do
     *) echo "usage: $0 [--runs=N]" >&2; exit 2 ;;
   esac
 done
-tests=${TSAN_TESTS:-threads_standalone thread_pool_standalone}
+tests=${TSAN_TESTS:-threads_standalone thread_pool_standalone gemm_shapes_threads}
 jobs=$(nproc 2>/dev/null || echo 2)
 
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="${CC:-gcc}" \
