@@ -5,7 +5,6 @@
  * what is tested is the machinery, not the speed (bench/gemm_engines.c measures that). */
 #define _GNU_SOURCE
 #include <dirent.h>
-#include <pthread.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -515,37 +514,6 @@ TG_TEST(gemm_shapes, more_shapes_than_slots_keep_their_class_engine) {
     }
   const int settled = settled_count_reported();
   cr_assert(settled > 900 && settled <= 1024, "%d shapes settled", settled);
-}
-
-/* Threads of the caller's own running one shape while it is explored and after it settles
- * (ASan here; the table's lock and its release/acquire pairs are what let them). */
-static void *run_shape_repeatedly(void *arg) {
-  const int64_t k = *(const int64_t *)arg;
-  for (int call = 0; call < 40; call++) {
-    tg_scope sc = tg_scope_begin();
-    tg_tensor *a = tg_full(TG_SHAPE(8, k), 1.0, (tg_options){0});
-    tg_tensor *b = tg_full(TG_SHAPE(k, 24), 0.5, (tg_options){0});
-    tg_tensor *c = tg_mm(a, b);
-    double v = -1;
-    const bool ok = c && tg_get(c, (int64_t[]){7, 23}, &v) == TG_OK && v == 0.5 * (double)k;
-    tg_scope_end(sc);
-    if (!ok) return (void *)1;
-  }
-  return NULL;
-}
-
-TG_TEST(gemm_shapes, threads_explore_and_settle_one_shape_together) {
-  tg__gemm_choice_again();
-  pthread_t threads[4];
-  int64_t ks[4] = {32, 32, 32, 33};
-  for (int i = 0; i < 4; i++)
-    cr_assert_eq(pthread_create(&threads[i], NULL, run_shape_repeatedly, &ks[i]), 0);
-  for (int i = 0; i < 4; i++) {
-    void *failed = NULL;
-    cr_assert_eq(pthread_join(threads[i], &failed), 0);
-    cr_assert_null(failed, "thread %d got a wrong product", i);
-  }
-  cr_assert_eq(settled_count_reported(), 2);
 }
 
 /* From its first call on, a shape runs on one engine: the same product gives the same bits
