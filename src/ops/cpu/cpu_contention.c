@@ -41,6 +41,12 @@ int64_t tg_cpu_now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t tg_cpu_thread_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 bool tg_cpu_contended(void) {
   if (atomic_load_explicit(&deterministic, memory_order_relaxed)) return false;
   const long long until = atomic_load_explicit(&contended_until, memory_order_relaxed);

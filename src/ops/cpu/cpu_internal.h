@@ -84,7 +84,8 @@ bool tg_cpu_should_parallelize(int64_t numel, int64_t min_numel);
 #define TG_CONTENDED_GEMM_MIN_MACS_PER_US 6000
 #define TG_CONTENDED_WARMUP 2
 #define TG_CONTENDED_SAMPLE 4
-int64_t tg_cpu_now_ns(void); /* CLOCK_MONOTONIC */
+int64_t tg_cpu_now_ns(void);        /* CLOCK_MONOTONIC */
+int64_t tg_cpu_thread_now_ns(void); /* CLOCK_THREAD_CPUTIME_ID: the calling thread's CPU time */
 /* Whether tg is in a one-thread period after a sample of mostly slow parallel GEMMs. */
 bool tg_cpu_contended(void);
 /* Starts a one-thread period (doubling while samples stay late). */

@@ -7,7 +7,7 @@
  * one, where the first run is the time: the engines' buffers are warm by then); an engine's
  * time at a shape is its fastest run, and its score the sum of the two. An engine
  * already 3x slower than the best on its untimed run is not timed further. The engine the built-in
- * rules run keeps the class unless another is more than TG_CALIBRATION_MARGIN faster, so noise does
+ * rules run keeps the class unless another is more than TG_GEMM_CHOICE_MARGIN faster, so noise does
  * not move choices about. F64 products use the F32 choice. About 3 s on 2 idle Zen 3 cores.
  *
  * A busy machine: one-thread runs are timed in the thread's CPU time, which a descheduled
@@ -31,7 +31,6 @@
 
 #define TG_CALIBRATION_ROUNDS 3
 #define TG_CALIBRATION_FAR_ROUNDS 0
-#define TG_CALIBRATION_MARGIN 0.03
 #define TG_CALIBRATION_SKIP_RATIO 3.0
 
 static atomic_bool quick, assume_noisy;
@@ -67,10 +66,7 @@ static int cmp_float(const void *x, const void *y) {
 
 /* Nanoseconds on the thread's CPU clock (one-thread runs) or the wall clock. */
 static int64_t now_ns(bool thread_clock) {
-  if (!thread_clock) return tg_cpu_now_ns();
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return thread_clock ? tg_cpu_thread_now_ns() : tg_cpu_now_ns();
 }
 
 /* One timed run in microseconds; negative when the engine does not take p. */
@@ -190,7 +186,7 @@ static tg_status measure_class(int cls, int threads, tg_gemm_table *table, int b
   }
   /* The built-in choice stays unless beaten by the margin. */
   if (best >= 0 && builtin >= 0 && table->us[cls][builtin] >= 0 &&
-      table->us[cls][best] * (1 + TG_CALIBRATION_MARGIN) >= table->us[cls][builtin])
+      table->us[cls][best] * (1 + TG_GEMM_CHOICE_MARGIN) >= table->us[cls][builtin])
     best = builtin;
   table->chosen[cls] = best >= 0 ? best : 0;
   return TG_OK;

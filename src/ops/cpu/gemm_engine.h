@@ -152,6 +152,10 @@ void tg__gemm_shapes_reset(void);
  * clock (NULL: the real one). */
 void tg__gemm_shapes_fake_clock(int64_t (*clock)(int engine));
 
+/* How much faster than the engine a choice starts from another must be to replace it, so that
+ * noise does not move choices about (calibration per class, tuning per shape). */
+#define TG_GEMM_CHOICE_MARGIN 0.03
+
 /* ---- calibration (gemm_calibrate.c) ---- */
 /* Measures every engine on every measured class: TG_OK, or TG_ERR_MEMORY. The engine the
  * built-in rules would run (builtin[cls]) keeps a class unless another is 3% faster. *noisy:

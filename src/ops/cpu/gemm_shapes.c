@@ -14,8 +14,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "tensor/checked.h"
 #include "tensor/host_memory.h"
 
 #include "ops/cpu/cpu_internal.h"
@@ -87,10 +87,7 @@ static bool applies(const tg_gemm_problem *p) {
 }
 
 static int64_t thread_now_ns(int engine) {
-  if (table.fake_clock) return table.fake_clock(engine);
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return table.fake_clock ? table.fake_clock(engine) : tg_cpu_thread_now_ns();
 }
 
 /* The fastest engine; the class's unless another is 3% faster (as calibration decides). */
@@ -98,7 +95,9 @@ static int fastest(const float *best_ns, int class_engine, int engines) {
   int best = class_engine;
   for (int j = 0; j < engines; j++)
     if (best_ns[j] < best_ns[best]) best = j;
-  if (best != class_engine && best_ns[best] * 1.03f > best_ns[class_engine]) best = class_engine;
+  if (best != class_engine &&
+      best_ns[best] * (float)(1 + TG_GEMM_CHOICE_MARGIN) > best_ns[class_engine])
+    best = class_engine;
   return best;
 }
 
@@ -108,11 +107,13 @@ static int fastest(const float *best_ns, int class_engine, int engines) {
 static int tune(const tg_gemm_problem *p, int class_engine) {
   const size_t elsize = p->dtype == TG_F64 ? sizeof(double) : sizeof(float);
   const int64_t longer = p->m > p->n ? p->m : p->n;
-  /* below 2^22 multiply-adds with k >= 1: m * n fits comfortably */
-  const size_t bytes = ((size_t)(p->m * p->n + longer)) * elsize + 64;
-  char *scratch = tg__host_aligned_alloc(64, bytes);
+  int64_t bytes; /* m * n elements, one more row or column and a vector: what BLIS may read */
+  if (tg__mul_ovf(p->m, p->n, &bytes) || tg__add_ovf(bytes, longer, &bytes) ||
+      tg__mul_ovf(bytes, (int64_t)elsize, &bytes) || tg__add_ovf(bytes, 64, &bytes))
+    return -1;
+  char *scratch = tg__host_aligned_alloc(64, (size_t)bytes);
   if (!scratch) return -1;
-  memset(scratch, 0, bytes);
+  memset(scratch, 0, (size_t)bytes);
   tg_gemm_problem q = *p;
   q.c = scratch;
   const bool c_column_major = p->c_rs == 1 && p->c_cs != 1;
