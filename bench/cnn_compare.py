@@ -9,7 +9,10 @@ the PyTorch side times the same steps the same way, on random images). Each numb
 smallest of its rounds.
 
   bench/cnn_compare.py [--build build] [--steps 200] [--batch 64] [--rounds 3]
-                       [--threads 1,2] [--python PY]
+                       [--threads 1,2] [--python PY] [--device cuda]
+
+--device cuda trains all three on the GPU (train_cnn synchronizes after each step; the
+PyTorch side synchronizes before reading its clock).
 """
 import argparse
 import os
@@ -22,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def torch_side(steps, batch, threads, c1, c2):
+def torch_side(steps, batch, threads, c1, c2, device):
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -44,16 +47,20 @@ def torch_side(steps, batch, threads, c1, c2):
             x = F.max_pool2d(F.relu(self.bn2(self.conv2(x))), 2)
             return self.fc(x.flatten(1))
 
-    model = CNN()
+    device = torch.device(device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    model = CNN().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    xs = torch.rand(8, batch, 1, 28, 28)
-    ys = torch.randint(0, 10, (8, batch))
+    xs = torch.rand(8, batch, 1, 28, 28).to(device)
+    ys = torch.randint(0, 10, (8, batch)).to(device)
+    sync()
     t0 = time.perf_counter()
     for s in range(steps):
         opt.zero_grad(set_to_none=True)
         loss = F.cross_entropy(model(xs[s % 8]), ys[s % 8])
         loss.backward()
         opt.step()
+    sync()
     print(f"{1e3 * (time.perf_counter() - t0) / steps:.3f} ms/step")
 
 
@@ -87,11 +94,12 @@ def main():
     p.add_argument("--c1", type=int, default=8)
     p.add_argument("--c2", type=int, default=16)
     p.add_argument("--python")
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--torch-side", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
     if args.torch_side:
-        torch_side(args.steps, args.batch, threads[0], args.c1, args.c2)
+        torch_side(args.steps, args.batch, threads[0], args.c1, args.c2, args.device)
         return
     prog = os.path.join(args.build, "train_cnn")
     if not os.access(prog, os.X_OK):
@@ -104,17 +112,19 @@ def main():
         for t in threads:
             common = ["--steps", str(args.steps), "--batch", str(args.batch), "--threads", str(t),
                       "--c1", str(args.c1), "--c2", str(args.c2), "--quiet",
-                      "--train-size", "10000", "--test-size", "100"]
+                      "--train-size", "10000", "--test-size", "100", "--device", args.device]
             runs = {"composed": [prog] + common, "fused": [prog, "--fused"] + common}
             if py:
                 runs["pytorch"] = [py, os.path.abspath(__file__), "--torch-side", "--steps",
                                    str(args.steps), "--batch", str(args.batch), "--threads",
-                                   str(t), "--c1", str(args.c1), "--c2", str(args.c2)]
+                                   str(t), "--c1", str(args.c1), "--c2", str(args.c2),
+                                   "--device", args.device]
             for name, cmd in runs.items():
                 ms = ms_per_step(cmd)
                 print(f"# {name} {t}t: {ms:.2f} ms/step", file=sys.stderr, flush=True)
                 best[(t, name)] = min(best.get((t, name), ms), ms)
-    print(f"train_cnn's step (batch {args.batch}, c1 {args.c1}, c2 {args.c2}, SGD), ms/step, "
+    print(f"train_cnn's step (batch {args.batch}, c1 {args.c1}, c2 {args.c2}, SGD, on "
+          f"{args.device}), ms/step, "
           f"best of {args.rounds} rounds of {args.steps} steps; PyTorch: {py or 'none'}")
     print("| threads | tg composed | tg fused | PyTorch eager | PT / composed | PT / fused |")
     print("|---|---|---|---|---|---|")

@@ -1,16 +1,19 @@
 /* conv2d's speed: forward, and forward + backward (dx and dw), at ResNet-18's 3x3 layers
  * (batch 8: 64 -> 64 channels at 56x56, 128 -> 128 at 28x28, 256 -> 256 at 14x14; stride 1,
- * padding 1), F32 on the CPU, in GFLOP/s beside the GEMM engine's rate on the forward's
- * product alone ([C_out, C_in * 9] @ [C_in * 9, H * W], once per batch element), so the
+ * padding 1), F32 on the CPU or a CUDA device, in GFLOP/s beside the GEMM engine's rate on the
+ * forward's product alone ([C_out, C_in * 9] @ [C_in * 9, H * W], once per batch element), so the
  * share im2col, col2im and the copies cost shows.
  *
  *   conv_bench [--iters N] [--threads 1,2] [--shapes 8x64x56,8x128x28,8x256x14] [--json]
+ *              [--device cpu|cuda]
  *
  * A shape is batch x channels x size (square images), or batch x in x out channels x size.
  * Median of N timed runs after one warm-up. FLOPs: 2 * N * C_out * C_in * 9 * H * W forward;
  * three times that with backward (dx, dw; the first layer's dx is not needed by a model, but
  * PyTorch's peer, bench/pytorch_conv.py, computes it too). --json: one line per point, for
- * bench/conv_compare.py. */
+ * bench/conv_compare.py. On CUDA the operands are drawn on the CPU (the same values) and
+ * copied over, and every span is timed with events on tg's stream (timing.h); --threads then
+ * sets only the host's threads. */
 #include <getopt.h>
 #include <stdio.h>
 
@@ -24,9 +27,15 @@ enum { MAX_LIST = 16, MAX_ITERS = 1000 };
 typedef struct options {
   int iters, n_threads, n_shapes;
   bool json;
+  tg_device device;
   int threads[MAX_LIST];
   int64_t shapes[MAX_LIST][4]; /* batch, in, out, size */
 } options;
+
+/* What runs the convolutions: the CPU's engine (tg_conv_engine) or the device's name. */
+static const char *engine_name(const options *o) {
+  return o->device.type == TG_CPU ? tg_conv_engine() : tg_device_type_name(o->device.type);
+}
 
 /* The median of o->iters runs of one of three steps, in microseconds. */
 typedef enum step { FORWARD, FORWARD_BACKWARD, GEMM } step;
@@ -54,12 +63,13 @@ static bool time_step(const options *o, step s, tg_tensor *x, tg_tensor *w, tg_t
                       tg_tensor *wm, tg_tensor *cols, double *median_us) {
   double us[MAX_ITERS];
   tg_bench_stopwatch sw = {0};
-  if (run_step(s, x, w, b, wm, cols) != TG_OK) return false; /* warm-up */
-  for (int i = 0; i < o->iters; i++) {
-    if (tg_bench_stopwatch_start(&sw) != TG_OK || run_step(s, x, w, b, wm, cols) != TG_OK ||
-        tg_bench_stopwatch_us(&sw, &us[i]) != TG_OK)
-      return false;
-  }
+  if (o->device.type == TG_CUDA && !(sw.timer = tg_cuda_timer_new())) return false;
+  bool ok = run_step(s, x, w, b, wm, cols) == TG_OK; /* warm-up */
+  for (int i = 0; ok && i < o->iters; i++)
+    ok = tg_bench_stopwatch_start(&sw) == TG_OK && run_step(s, x, w, b, wm, cols) == TG_OK &&
+         tg_bench_stopwatch_us(&sw, &us[i]) == TG_OK;
+  tg_cuda_timer_free(sw.timer);
+  if (!ok) return false;
   *median_us = tg_bench_median(us, o->iters);
   return true;
 }
@@ -69,11 +79,12 @@ static bool bench_shape(const options *o, const int64_t *shape, int threads) {
   tg_scope sc = tg_scope_begin();
   tg_generator *gen = tg_generator_new(1);
   const tg_options f32 = {.dtype = TG_F32};
-  tg_tensor *x = tg_randn(TG_SHAPE(n, c, hw, hw), f32, gen);
-  tg_tensor *w = tg_randn(TG_SHAPE(co, c, 3, 3), f32, gen);
-  tg_tensor *b = tg_randn(TG_SHAPE(co), f32, gen);
-  tg_tensor *wm = tg_randn(TG_SHAPE(co, c * 9), f32, gen);
-  tg_tensor *cols = tg_randn(TG_SHAPE(c * 9, hw * hw), f32, gen);
+  const tg_device d = o->device;
+  tg_tensor *x = tg_to_device(tg_randn(TG_SHAPE(n, c, hw, hw), f32, gen), d);
+  tg_tensor *w = tg_to_device(tg_randn(TG_SHAPE(co, c, 3, 3), f32, gen), d);
+  tg_tensor *b = tg_to_device(tg_randn(TG_SHAPE(co), f32, gen), d);
+  tg_tensor *wm = tg_to_device(tg_randn(TG_SHAPE(co, c * 9), f32, gen), d);
+  tg_tensor *cols = tg_to_device(tg_randn(TG_SHAPE(c * 9, hw * hw), f32, gen), d);
   bool ok = cols && tg_set_requires_grad(x, true) == TG_OK &&
             tg_set_requires_grad(w, true) == TG_OK && tg_set_requires_grad(b, true) == TG_OK;
   double fwd = 0, fwd_bwd = 0, gemm = 0;
@@ -86,8 +97,8 @@ static bool bench_shape(const options *o, const int64_t *shape, int threads) {
       printf("{\"impl\": \"tg\", \"engine\": \"%s\", \"batch\": %lld, \"in\": %lld, "
              "\"out\": %lld, \"size\": %lld, \"threads\": %d, \"forward_us\": %.3f, "
              "\"forward_backward_us\": %.3f, \"gemm_us\": %.3f, \"iters\": %d}\n",
-             tg_conv_engine(), (long long)n, (long long)c, (long long)co, (long long)hw, threads,
-             fwd, fwd_bwd, gemm, o->iters);
+             engine_name(o), (long long)n, (long long)c, (long long)co, (long long)hw, threads, fwd,
+             fwd_bwd, gemm, o->iters);
     else
       printf("%-18s %7d %10.2f %9.1f %12.2f %9.1f %11.1f\n", "", threads, fwd / 1e3,
              flops / fwd / 1e3, fwd_bwd / 1e3, 3 * flops / fwd_bwd / 1e3, flops / gemm / 1e3);
@@ -134,10 +145,13 @@ int main(int argc, char **argv) {
                .threads = {1, 2},
                .n_shapes = 3,
                .shapes = {{8, 64, 64, 56}, {8, 128, 128, 28}, {8, 256, 256, 14}}};
-  static const struct option longs[] = {
-      {"iters", required_argument, NULL, 'i'},  {"threads", required_argument, NULL, 't'},
-      {"shapes", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
-      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+  static const struct option longs[] = {{"iters", required_argument, NULL, 'i'},
+                                        {"threads", required_argument, NULL, 't'},
+                                        {"shapes", required_argument, NULL, 's'},
+                                        {"json", no_argument, NULL, 'j'},
+                                        {"device", required_argument, NULL, 'd'},
+                                        {"help", no_argument, NULL, 'h'},
+                                        {NULL, 0, NULL, 0}};
   for (int c; (c = getopt_long(argc, argv, "", longs, NULL)) != -1;) {
     bool ok = true;
     if (c == 'i')
@@ -148,8 +162,12 @@ int main(int argc, char **argv) {
       ok = parse_shapes("--shapes", optarg, &o);
     else if (c == 'j')
       o.json = true;
-    else if (c == 'h') {
-      printf("usage: %s [--iters N] [--threads 1,2] [--shapes 8x64x56,8x1x16x28,...] [--json]\n",
+    else if (c == 'd') {
+      ok = tg_device_parse(optarg, &o.device) == TG_OK;
+      if (!ok) fprintf(stderr, "%s: --device %s: %s\n", me, optarg, tg_last_error_message());
+    } else if (c == 'h') {
+      printf("usage: %s [--iters N] [--threads 1,2] [--shapes 8x64x56,8x1x16x28,...] [--json]\n"
+             "       [--device cpu|cuda]\n",
              me);
       return 0;
     } else
@@ -161,9 +179,8 @@ int main(int argc, char **argv) {
     return cli_usage_error(me);
   }
   if (!o.json) {
-    printf("conv2d 3x3, padding 1, F32, CPU, on %s; times in ms (median of %d), rates in "
-           "GFLOP/s\n",
-           tg_conv_engine(), o.iters);
+    printf("conv2d 3x3, padding 1, F32, on %s; times in ms (median of %d), rates in GFLOP/s\n",
+           engine_name(&o), o.iters);
     printf("%-18s %7s %10s %9s %12s %9s %11s\n", "shape (NxCinxCoutxHW)", "threads", "fwd ms",
            "fwd GF/s", "fwd+bwd ms", "f+b GF/s", "GEMM GF/s");
   }

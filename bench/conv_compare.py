@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""conv2d on the CPU, tg against PyTorch eager (oneDNN), in alternating rounds: the issue-24
-comparison. Each round runs build/bench/conv_bench --json (tg's engine, tg_conv_engine(); where
+"""conv2d on the CPU (or --device cuda), tg against PyTorch eager (oneDNN; cuDNN on CUDA), in
+alternating rounds: the issue-24 comparison. Each round runs build/bench/conv_bench --json (tg's engine, tg_conv_engine(); where
 that is oneDNN, again with TG_ONEDNN_LIBRARY=off for tg's own im2col + GEMM, the "im2col"
 columns), then bench/pytorch_conv.py under
 every Python given (default: the first of $TORCHVENV/bin/python, ${TMPDIR:-/tmp}/torchvenv/bin/python
@@ -8,6 +8,7 @@ that imports torch); each number is the smallest of its rounds' medians.
 
   bench/conv_compare.py [--build build] [--iters 5] [--rounds 3] [--threads 1,2]
                         [--shapes 8x64x56,8x128x28,8x256x14] [--python PY] [--jsonl FILE]
+                        [--device cuda]
 
 Table: per shape (batch x in x out x size) and threads, forward and forward+backward
 milliseconds of each, the ratio PyTorch / tg (above 1: tg faster; goal >= 1.0), tg's
@@ -60,6 +61,7 @@ def main():
     p.add_argument("--shapes", default="8x64x56,8x128x28,8x256x14")
     p.add_argument("--python", action="append", help="a Python with torch (default: found)")
     p.add_argument("--jsonl", help="also write every result line here, as it comes")
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda: both on the GPU")
     args = p.parse_args()
     bench = os.path.join(args.build, "bench", "conv_bench")
     if not os.access(bench, os.X_OK):
@@ -67,13 +69,14 @@ def main():
     py = find_python(args.python)
     if not py:
         print("# no python with torch found: PyTorch columns left empty", file=sys.stderr)
-    common = ["--iters", str(args.iters), "--threads", args.threads, "--shapes", args.shapes]
+    common = ["--iters", str(args.iters), "--threads", args.threads, "--shapes", args.shapes,
+              "--device", args.device]
     sink = open(args.jsonl, "w") if args.jsonl else None
     best = {}
     for _ in range(args.rounds):
         rows = run([bench, "--json"] + common, sink)
         engine = rows[0].get("engine", "") if rows else ""
-        if not engine.startswith("im2col"):  # tg's own path too, side by side
+        if args.device == "cpu" and not engine.startswith("im2col"):  # tg's own path too
             rows += run([bench, "--json"] + common, sink, {"TG_ONEDNN_LIBRARY": "off"}, "im2col")
         if py:
             rows += run([py, os.path.join(HERE, "pytorch_conv.py")] + common, sink)
@@ -85,7 +88,7 @@ def main():
                     old[f] = min(old[f], r[f])
     if sink:
         sink.close()
-    print(f"conv2d 3x3 padding 1, F32, CPU; best of {args.rounds} rounds of medians of "
+    print(f"conv2d 3x3 padding 1, F32, {args.device}; best of {args.rounds} rounds of medians of "
           f"{args.iters}; PyTorch: {py or 'none'}")
     engine = next((r.get("engine") for k, r in best.items() if k[5] == "tg"), "?")
     print(f"tg's convolutions: {engine}; \"im2col\": the same build with TG_ONEDNN_LIBRARY=off")

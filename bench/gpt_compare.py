@@ -8,6 +8,7 @@ configurations:
 
   bench/gpt_compare.py [--build build] [--python /tmp/torchvenv/bin/python] [--rounds 2]
                        [--steps 5] [--threads 1,2] [--configs small,gpt2-small] [--composed]
+                       [--device cuda]
 
 Both train on uniformly random token ids (the cost of a step does not depend on the text)
 with AdamW (lr 1e-4, no weight decay), each program in a process of its own. Each number is
@@ -15,6 +16,10 @@ the smallest over the rounds of a run's median ms per step (its first step left 
 allocates what the others reuse), so drift on a shared machine biases neither side. Peak RSS
 is each process's VmHWM / ru_maxrss (so it includes the initialisation). PyTorch runs with
 glibc's default malloc settings, as the issue's table does.
+
+--device cuda trains both on the GPU (one CPU thread unless --threads says otherwise; each
+step ends with a device synchronize in both) and adds each one's peak device memory in use:
+tg's CUDA allocator's peak (tg_cuda_memory_stats) and torch.cuda.max_memory_allocated.
 """
 import argparse
 import json
@@ -31,30 +36,31 @@ CONFIGS = {
 }
 
 
-def run_tg(exe, cfg, steps, threads, composed):
+def run_tg(exe, cfg, steps, threads, composed, device):
     cmd = [exe] + [x for k, v in cfg.items() for x in ("--" + k, str(v))] + [
         "--random-tokens", str(max(20000, 4 * cfg["batch"] * cfg["seq"] * 10)), "--steps",
         str(steps), "--threads", str(threads), "--val-windows", "1", "--lr", "1e-4", "--quiet",
-        "--composed" if composed else "--fused"]
+        "--composed" if composed else "--fused", "--device", device]
     print("# " + " ".join(cmd), file=sys.stderr, flush=True)
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit("gpt_compare.py: train_gpt failed:\n" + out.stdout + out.stderr)
     ms = float(re.search(r"median ([.0-9]+) ms/step", out.stdout).group(1))
     rss = float(re.search(r"peak RSS ([.0-9]+) MB", out.stdout).group(1))
-    return ms, rss
+    dev = re.search(r"peak CUDA memory in use ([.0-9]+) MB", out.stdout)
+    return ms, rss, float(dev.group(1)) if dev else None
 
 
-def run_torch(python, cfg, steps, threads):
+def run_torch(python, cfg, steps, threads, device):
     cmd = [python, os.path.join(HERE, "gpt_torch.py"), "bench"] + [
         x for k, v in cfg.items() for x in ("--" + k, str(v))] + [
-        "--steps", str(steps), "--threads", str(threads)]
+        "--steps", str(steps), "--threads", str(threads), "--device", device]
     print("# " + " ".join(cmd), file=sys.stderr, flush=True)
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit("gpt_compare.py: gpt_torch.py failed:\n" + out.stdout + out.stderr)
     r = json.loads(out.stdout.strip().splitlines()[-1])
-    return r["ms_per_step"], r["peak_rss_mb"], r["impl"]
+    return r["ms_per_step"], r["peak_rss_mb"], r.get("peak_cuda_mb"), r["impl"]
 
 
 def main():
@@ -63,33 +69,41 @@ def main():
     p.add_argument("--python", default="/tmp/torchvenv/bin/python")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--steps", type=int, default=5)
-    p.add_argument("--threads", default="1,2")
+    p.add_argument("--threads", help="CPU threads, a list (default 1,2; with --device cuda 1)")
     p.add_argument("--configs", default="small,gpt2-small")
     p.add_argument("--composed", action="store_true", help="tg's composed attention")
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     a = p.parse_args()
+    if a.threads is None:
+        a.threads = "1" if a.device != "cpu" else "1,2"
     exe = os.path.join(a.build, "train_gpt")
     rows, impl = [], "PyTorch"
     for name in a.configs.split(","):
         cfg = CONFIGS[name]
         tokens = cfg["batch"] * cfg["seq"]
         for threads in (int(t) for t in a.threads.split(",")):
-            best = {"tg": (float("inf"), 0.0), "pt": (float("inf"), 0.0)}
+            best = {"tg": (float("inf"), 0.0, None), "pt": (float("inf"), 0.0, None)}
             for _ in range(a.rounds):
-                ms, rss = run_tg(exe, cfg, a.steps, threads, a.composed)
-                best["tg"] = min(best["tg"], (ms, rss))
-                ms, rss, impl = run_torch(a.python, cfg, a.steps, threads)
-                best["pt"] = min(best["pt"], (ms, rss))
+                best["tg"] = min(best["tg"], run_tg(exe, cfg, a.steps, threads, a.composed,
+                                                    a.device), key=lambda r: r[0])
+                *pt, impl = run_torch(a.python, cfg, a.steps, threads, a.device)
+                best["pt"] = min(best["pt"], tuple(pt), key=lambda r: r[0])
             rows.append((name, threads, tokens, best))
-            print(json.dumps({"config": name, "threads": threads, "tg_ms": best["tg"][0],
-                              "tg_rss_mb": best["tg"][1], "torch_ms": best["pt"][0],
-                              "torch_rss_mb": best["pt"][1]}), flush=True)
-    print("\n| config | threads | tg ms/step | %s ms/step | tg tokens/s | PyTorch tokens/s | "
-          "PyTorch / tg time | tg peak RSS | PyTorch peak RSS |" % impl)
-    print("|---|---|---|---|---|---|---|---|---|")
+            print(json.dumps({"config": name, "device": a.device, "threads": threads,
+                              "tg_ms": best["tg"][0], "tg_rss_mb": best["tg"][1],
+                              "tg_cuda_mb": best["tg"][2], "torch_ms": best["pt"][0],
+                              "torch_rss_mb": best["pt"][1], "torch_cuda_mb": best["pt"][2]}),
+                  flush=True)
+    cuda = a.device != "cpu"
+    print("\n| config | device | threads | tg ms/step | %s ms/step | tg tokens/s | "
+          "PyTorch tokens/s | PyTorch / tg time | tg peak RSS | PyTorch peak RSS |%s" %
+          (impl, " tg peak device memory | PyTorch peak device memory |" if cuda else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if cuda else ""))
     for name, threads, tokens, b in rows:
-        (tm, tr), (pm, pr) = b["tg"], b["pt"]
-        print("| %s | %d | %.0f | %.0f | %.0f | %.0f | %.2fx | %.0f MB | %.0f MB |"
-              % (name, threads, tm, pm, tokens * 1e3 / tm, tokens * 1e3 / pm, pm / tm, tr, pr))
+        (tm, tr, td), (pm, pr, pd) = b["tg"], b["pt"]
+        print("| %s | %s | %d | %.0f | %.0f | %.0f | %.0f | %.2fx | %.0f MB | %.0f MB |%s"
+              % (name, a.device, threads, tm, pm, tokens * 1e3 / tm, tokens * 1e3 / pm, pm / tm,
+                 tr, pr, " %.0f MB | %.0f MB |" % (td, pd) if cuda else ""))
     return 0
 
 

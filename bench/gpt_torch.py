@@ -11,9 +11,11 @@ of examples/gpt/gpt_model.h), for two jobs:
       visible skip) when torch or safetensors cannot be imported.
 
   gpt_torch.py bench --layers L --heads H --channels C --vocab V --seq T --batch B
-                     [--steps N] [--threads N] [--f64] [--init PATH]
+                     [--steps N] [--threads N] [--f64] [--init PATH] [--device cpu|cuda]
       Times training steps on random token ids (PyTorch eager) and prints one JSON line:
-      median ms/step (the first step left out), tokens/s, peak RSS (bench/gpt_compare.py).
+      median ms/step (the first step left out), tokens/s, peak RSS and, on CUDA, the peak of
+      the caching allocator's memory in use (bench/gpt_compare.py). On CUDA each step ends
+      with torch.cuda.synchronize(), as train_gpt's ends with tg_cuda_synchronize().
 """
 import argparse
 import json
@@ -176,30 +178,41 @@ def bench(argv):
         p.add_argument("--" + name, type=int, default=default)
     p.add_argument("--f64", action="store_true")
     p.add_argument("--init", help="tg's initial state (safetensors) instead of a fresh init")
+    p.add_argument("--device", default="cpu")
     a = p.parse_args(argv)
+    device = torch.device(a.device)
+    cuda = device.type == "cuda"
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     dtype = torch.float64 if a.f64 else torch.float32
     model = GPT(a.layers, a.heads, a.channels, a.vocab, a.seq).to(dtype)
     if a.init:
         model.load_state_dict(load_file(a.init), strict=True)
+    model = model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=0.0)
     times, losses = [], []
     for _ in range(a.steps):
-        buf = torch.randint(0, a.vocab, (a.batch * a.seq + 1,))
+        buf = torch.randint(0, a.vocab, (a.batch * a.seq + 1,)).to(device)
+        if cuda:
+            torch.cuda.synchronize()
         t0 = time.perf_counter()
         loss = model(buf[:-1].view(a.batch, a.seq), buf[1:].view(a.batch, a.seq))
         opt.zero_grad()
         loss.backward()
         opt.step()
         losses.append(loss.item())
+        if cuda:
+            torch.cuda.synchronize()
         times.append(1e3 * (time.perf_counter() - t0))
     ms = sorted(times[1:] if len(times) > 1 else times)[len(times[1:] or times) // 2]
-    print(json.dumps({"impl": "PyTorch %s eager" % torch.__version__.split("+")[0],
-                      "threads": a.threads, "ms_per_step": ms,
-                      "tokens_per_s": a.batch * a.seq * 1e3 / ms,
-                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
-                      "first_loss": losses[0]}))
+    r = {"impl": "PyTorch %s eager" % torch.__version__.split("+")[0], "device": a.device,
+         "threads": a.threads, "ms_per_step": ms, "tokens_per_s": a.batch * a.seq * 1e3 / ms,
+         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
+         "first_loss": losses[0]}
+    if cuda:
+        r["peak_cuda_mb"] = torch.cuda.max_memory_allocated(device) / 1e6
+        r["gpu"] = torch.cuda.get_device_name(device)
+    print(json.dumps(r))
     return 0
 
 

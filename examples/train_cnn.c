@@ -5,7 +5,7 @@
  *
  *   train_cnn [--data DIR] [--steps N] [--batch B] [--optimizer sgd|adam] [--lr LR]
  *             [--momentum M] [--c1 C] [--c2 C] [--train-size N] [--test-size N] [--seed S]
- *             [--threads N] [--fused | --composed] [--csv PATH] [--plot PATH.png]
+ *             [--threads N] [--device D] [--fused | --composed] [--csv PATH] [--plot PATH.png]
  *             [--checkpoint PATH [--checkpoint-every N]] [--resume] [--log-every N]
  *             [--check] [--expect-accuracy X] [--quiet]
  *
@@ -18,7 +18,8 @@
  * --resume continues bit for bit. The test accuracy is measured on the first --test-size
  * test images in eval mode (batch norm's running statistics). Exit status: 0, 1 when a
  * check fails (--check, --expect-accuracy, objects left alive) or a file cannot be read,
- * 2 on bad usage. */
+ * 2 on bad usage. --device cuda trains on the GPU: the model is made on the CPU (the same
+ * initial weights) and moved; the batches are drawn on the CPU and copied over. */
 #define _GNU_SOURCE /* getopt_long, popen, clock_gettime */
 #include <errno.h>
 #include <getopt.h>
@@ -56,6 +57,7 @@ typedef struct options {
   enum optimizer_choice optimizer;
   cnn_conv_bn conv_bn;
   train_options common; /* --csv, --plot, --checkpoint, ... (train_options.h) */
+  tg_device device;     /* --device, parsed */
 } options;
 
 static void usage(FILE *f) {
@@ -72,6 +74,7 @@ static void usage(FILE *f) {
              "  --test-size N        test on the first N test images (default 10000)\n"
              "  --seed S             initialisation and batch sampling (default 1)\n"
              "  --threads N          CPU threads (default: tg's, usually all cores)\n"
+             "  --device D           where the model trains: cpu (default), cuda, cuda:I\n"
              "  --fused | --composed conv+batch norm as one fused op or as tg_conv2d then\n"
              "                       tg_batch_norm (default composed)\n"
              "  --csv PATH           step, loss, images/s, elapsed, test loss and accuracy\n"
@@ -123,6 +126,7 @@ static int parse_options(int argc, char **argv, options *o) {
       {"test-size", required_argument, 0, O_TEST_SIZE},
       {"seed", required_argument, 0, O_SEED},
       {"threads", required_argument, 0, O_THREADS},
+      {"device", required_argument, 0, TRAIN_OPT_DEVICE},
       {"fused", no_argument, 0, O_FUSED},
       {"composed", no_argument, 0, O_COMPOSED},
       {"csv", required_argument, 0, TRAIN_OPT_CSV},
@@ -208,6 +212,7 @@ static int parse_options(int argc, char **argv, options *o) {
   ok = ok && train_no_operands(PROG, optind, argc, argv);
   ok = ok && train_one_impl(PROG, impl_flags, "--fused, --composed");
   ok = ok && train_checkpoint_options_ok(PROG, &o->common);
+  ok = ok && train_parse_device(PROG, &o->common, &o->device);
   if (!ok) cli_usage_error(PROG);
   return ok ? 1 : -1;
 }
@@ -323,10 +328,10 @@ static void images_free(images *im) {
   free(im->labels);
 }
 
-/* Images [n, 1, rows, cols] (normalized F32) and labels [n] (I64) of items idx[0..n-1],
- * owned by the innermost scope. */
-static int make_batch(const images *im, const int64_t *idx, int64_t n, tg_tensor **x,
-                      tg_tensor **y) {
+/* Images [n, 1, rows, cols] (normalized F32) and labels [n] (I64) of items idx[0..n-1] on
+ * device, owned by the innermost scope. */
+static int make_batch(const images *im, const int64_t *idx, int64_t n, tg_device device,
+                      tg_tensor **x, tg_tensor **y) {
   int64_t plane = im->rows * im->cols;
   float *px = malloc(sizeof *px * (size_t)(n * plane));
   int64_t *lab = malloc(sizeof *lab * (size_t)n);
@@ -338,8 +343,9 @@ static int make_batch(const images *im, const int64_t *idx, int64_t n, tg_tensor
         px[b * plane + p] = (float)(((double)src[p] / 255.0 - PIXEL_MEAN) / PIXEL_STD);
       lab[b] = im->labels[idx[b]];
     }
-    *x = tg_from_data(TG_SHAPE(n, 1, im->rows, im->cols), px, TG_OPTS_DEFAULT);
-    *y = tg_from_data(TG_SHAPE(n), lab, (tg_options){.dtype = TG_I64});
+    *x =
+        tg_to_device(tg_from_data(TG_SHAPE(n, 1, im->rows, im->cols), px, TG_OPTS_DEFAULT), device);
+    *y = tg_to_device(tg_from_data(TG_SHAPE(n), lab, (tg_options){.dtype = TG_I64}), device);
   } else {
     tg_set_error(TG_ERR_MEMORY, PROG ": out of memory for a batch of %lld", (long long)n);
   }
@@ -354,6 +360,7 @@ typedef struct run {
   cnn_model *model;
   tg_optimizer *opt;
   tg_generator *sampler; /* which images each batch takes */
+  tg_device device;      /* --device */
   double train_seconds;  /* in training steps only */
   double loss, smooth, first_loss, test_loss, test_accuracy;
   double *losses;   /* per step, for --check and the plot */
@@ -382,13 +389,14 @@ static int train_step(run *r, const options *o, const images *train) {
     idx[b] = i < train->n ? i : train->n - 1;
   }
   tg_tensor *x = NULL, *y = NULL;
-  if (st == TG_OK && !make_batch(train, idx, B, &x, &y)) st = tg_last_error();
+  if (st == TG_OK && !make_batch(train, idx, B, r->device, &x, &y)) st = tg_last_error();
   tg_tensor *loss = st == TG_OK ? tg_cross_entropy(cnn_model_logits(r->model, x), y) : NULL;
   if (st == TG_OK && !loss) st = tg_last_error();
   if (st == TG_OK) st = tg_item(loss, &r->loss);
   if (st == TG_OK) st = tg_optimizer_zero_grad(r->opt);
   if (st == TG_OK) st = tg_backward(loss, NULL);
   if (st == TG_OK) st = tg_optimizer_step(r->opt);
+  if (st == TG_OK) st = train_sync(r->device);
   tg_scope_end(sc);
   free(idx);
   free(u);
@@ -411,7 +419,7 @@ static int evaluate(run *r, const images *test) {
     tg_scope sc = tg_scope_begin();
     tg_tensor *x, *y, *z = NULL;
     double l = 0;
-    if (!make_batch(test, idx, n, &x, &y) || !(z = cnn_model_logits(r->model, x)))
+    if (!make_batch(test, idx, n, r->device, &x, &y) || !(z = cnn_model_logits(r->model, x)))
       st = tg_last_error();
     if (st == TG_OK) st = tg_item(tg_cross_entropy(z, y), &l);
     if (st == TG_OK) st = tg_to_host_array(z, logits, sizeof logits[0] * (size_t)(n * 10));
@@ -444,6 +452,8 @@ static int run_init(run *r, const options *o, const images *train) {
   r->accuracy = malloc(sizeof *r->accuracy * (size_t)o->steps);
   if (!r->losses || !r->accuracy) return fprintf(stderr, PROG ": out of memory\n"), 0;
   for (long long i = 0; i < o->steps; i++) r->losses[i] = r->accuracy[i] = NAN;
+  if (!train_device_ready(PROG, &o->common, o->device)) return 0;
+  r->device = o->device;
   tg_generator *init = tg_generator_new((uint64_t)o->seed);
   r->sampler = tg_generator_new((uint64_t)o->seed + 1);
   if (!init || !r->sampler) return tg_generator_free(init), fail("setup");
@@ -456,6 +466,8 @@ static int run_init(run *r, const options *o, const images *train) {
   r->model = cnn_model_new(sizes, o->conv_bn, TG_F32, init);
   tg_generator_free(init);
   if (!r->model) return fail("the model");
+  /* before the optimizer: its state is made where the parameters are */
+  if (tg_module_to_device(r->model->module, r->device) != TG_OK) return fail("--device");
   r->opt =
       o->optimizer == OPT_ADAM
           ? tg_adam_for(r->model->module, (tg_adam_options){.lr = o->lr})
@@ -555,6 +567,9 @@ static int report(const options *o, const images *te, const run *r, long long st
   printf("final test loss %.17g\n", r->test_loss);
   printf("test accuracy %.4f (%lld of %lld test images)\n", r->test_accuracy,
          (long long)llround(r->test_accuracy * (double)te->n), (long long)te->n);
+  tg_cuda_memory_stats mem;
+  if (r->device.type == TG_CUDA && tg_cuda_memory_stats_get(&mem) == TG_OK)
+    printf("peak CUDA memory in use %.1f MB\n", (double)mem.peak_bytes_in_use / 1e6);
   printf("wall time %.1f s\n", wall);
   int ok = 1;
   if (o->common.check && steps) {
@@ -619,7 +634,8 @@ int main(int argc, char **argv) {
     printf("training: %lld steps of batch %lld, %s lr %g", o.steps, o.batch,
            o.optimizer == OPT_ADAM ? "Adam" : "SGD", o.lr);
     if (o.optimizer == OPT_SGD) printf(" momentum %g", o.momentum);
-    printf(", seed %lld, %d threads\n", o.seed, tg_get_num_threads());
+    printf(", seed %lld, %d threads, on %s\n", o.seed, tg_get_num_threads(),
+           o.common.device ? o.common.device : "cpu");
   }
   FILE *csv = NULL;
   if (ok && o.common.csv && !(csv = train_csv_open(o.common.csv, o.common.resume, CSV_HEADER))) {

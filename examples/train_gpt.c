@@ -3,7 +3,8 @@
  * random token ids for timing a vocabulary like GPT-2's. Built on tg's public API only.
  *
  *   train_gpt [--layers L] [--heads H] [--channels C] [--seq T] [--batch B] [--vocab V]
- *             [--steps N] [--lr LR] [--seed S] [--threads N] [--f64] [--fused | --composed]
+ *             [--steps N] [--lr LR] [--seed S] [--threads N] [--device D] [--f64]
+ *             [--fused | --composed]
  *             [--text PATH | --random-tokens N] [--sequential] [--csv PATH] [--plot PNG]
  *             [--checkpoint PATH [--checkpoint-every N]] [--resume] [--sample N
  *             [--prompt TEXT] [--temperature X]] [--save-init PATH] [--llmc-dir DIR]
@@ -15,7 +16,9 @@
  * 10% is held out for the validation loss. The optimizer is AdamW as llm.c's CPU reference
  * trains (betas 0.9, 0.999, eps 1e-8, no weight decay). --save-init writes the initial
  * state (safetensors) and --llmc-dir llm.c's model file and token files, for the agreement
- * checks of docs/gpt.md. Exit status: 0, 1 when a check or a step fails, 2 on bad usage. */
+ * checks of docs/gpt.md. --device cuda trains on the GPU: the model is made on the CPU (the same
+ * initial weights as there) and moved, the batches are drawn on the CPU and copied over. Exit
+ * status: 0, 1 when a check or a step fails, 2 on bad usage. */
 #define _GNU_SOURCE /* getopt_long, popen, isatty, clock_gettime */
 #include <errno.h>
 #include <getopt.h>
@@ -49,6 +52,7 @@ typedef struct options {
   int f64, composed, sequential;
   const char *text, *prompt, *save_init, *llmc_dir;
   train_options common; /* --csv, --plot, --checkpoint, ... (train_options.h) */
+  tg_device device;     /* --device, parsed */
 } options;
 
 static void usage(FILE *f) {
@@ -64,6 +68,7 @@ static void usage(FILE *f) {
              "  --lr LR              AdamW's learning rate (default 0.001)\n"
              "  --seed S             initialisation and batch sampling (default 1)\n"
              "  --threads N          CPU threads (default: tg's, usually all cores)\n"
+             "  --device D           where the model trains: cpu (default), cuda, cuda:I\n"
              "  --f64                train in float64 (default float32)\n"
              "  --fused | --composed the attention: tg's fused op or generic ops (default fused)\n"
              "  --text PATH          training text (default /usr/share/common-licenses/GPL-3)\n"
@@ -165,6 +170,7 @@ static int parse_options(int argc, char **argv, options *o) {
       {"lr", required_argument, 0, OPT_LR},
       {"seed", required_argument, 0, OPT_SEED},
       {"threads", required_argument, 0, OPT_THREADS},
+      {"device", required_argument, 0, TRAIN_OPT_DEVICE},
       {"f64", no_argument, 0, OPT_F64},
       {"fused", no_argument, 0, OPT_FUSED},
       {"composed", no_argument, 0, OPT_COMPOSED},
@@ -262,6 +268,7 @@ static int parse_options(int argc, char **argv, options *o) {
     ok = 0;
   }
   ok = ok && train_checkpoint_options_ok(PROG, &o->common);
+  ok = ok && train_parse_device(PROG, &o->common, &o->device);
   if (!ok) cli_usage_error(PROG);
   return ok ? 1 : -1;
 }
@@ -273,6 +280,7 @@ typedef struct run {
   tg_optimizer *opt;
   tg_generator *sampler; /* where the batches come from */
   tg_dtype dtype;
+  tg_device device; /* --device */
   double loss, first_loss, smooth, val_loss, train_seconds;
   double *losses, *val_at, *step_ms, *opt_ms; /* per step */
 } run;
@@ -304,6 +312,8 @@ static int run_init(run *r, const options *o) {
   for (size_t i = 0; i < steps; i++)
     r->losses[i] = r->val_at[i] = r->step_ms[i] = r->opt_ms[i] = NAN;
   r->dtype = o->f64 ? TG_F64 : TG_F32;
+  if (!train_device_ready(PROG, &o->common, o->device)) return 0;
+  r->device = o->device;
   gpt_config c = {.layers = o->layers,
                   .heads = o->heads,
                   .channels = o->channels,
@@ -316,6 +326,8 @@ static int run_init(run *r, const options *o) {
       gpt_model_new(c, o->composed ? GPT_ATTENTION_COMPOSED : GPT_ATTENTION_FUSED, r->dtype, init);
   tg_generator_free(init);
   if (!r->model) return fail("the model");
+  /* before the optimizer: its moments are made where the parameters are */
+  if (tg_module_to_device(r->model->module, r->device) != TG_OK) return fail("--device");
   r->opt = gpt_optimizer_new(r->model->module, o->lr);
   return r->opt ? 1 : fail("AdamW");
 }
@@ -328,8 +340,8 @@ static tg_tensor *window_loss(run *r, const gpt_data *d, const int64_t *starts, 
   if (x && y) {
     gpt_data_windows(d, starts, n, T, x, y);
     tg_options i64 = {.dtype = TG_I64};
-    loss = gpt_model_loss(r->model, tg_from_data(TG_SHAPE(n, T), x, i64),
-                          tg_from_data(TG_SHAPE(n, T), y, i64));
+    loss = gpt_model_loss(r->model, tg_to_device(tg_from_data(TG_SHAPE(n, T), x, i64), r->device),
+                          tg_to_device(tg_from_data(TG_SHAPE(n, T), y, i64), r->device));
   } else {
     tg_set_error(TG_ERR_MEMORY, PROG ": out of memory for a batch");
   }
@@ -363,6 +375,7 @@ static int train_step(run *r, const options *o, const gpt_data *d, long long ste
   if (st == TG_OK) st = tg_backward(loss, NULL);
   double t_opt = train_now_seconds();
   if (st == TG_OK) st = tg_optimizer_step(r->opt);
+  if (st == TG_OK) st = train_sync(r->device);
   r->opt_ms[step] = 1e3 * (train_now_seconds() - t_opt);
   tg_scope_end(sc);
   free(starts);
@@ -424,7 +437,8 @@ static int sample_tokens(run *r, const options *o, const gpt_data *d) {
   for (long long i = 0; i < o->sample && st == TG_OK; i++) {
     tg_scope sc = tg_scope_begin();
     int64_t len = n < T ? n : T;
-    tg_tensor *x = tg_from_data(TG_SHAPE(1, len), ctx + n - len, (tg_options){.dtype = TG_I64});
+    tg_tensor *x = tg_to_device(
+        tg_from_data(TG_SHAPE(1, len), ctx + n - len, (tg_options){.dtype = TG_I64}), r->device);
     tg_tensor *last = tg_select(gpt_model_logits(r->model, x), 0, len - 1);
     tg_tensor *p = tg_to_dtype(tg_softmax(tg_div_scalar(last, o->temperature), 0), TG_F64);
     tg_tensor *draw = tg_rand(TG_SHAPE(1), (tg_options){.dtype = TG_F64}, g);
@@ -569,8 +583,11 @@ static int report(const options *o, const gpt_data *d, run *r, long long start, 
   if (!isnan(d->unigram))
     printf(" = %.3f x the unigram entropy (%.4f)", r->val_loss / d->unigram, d->unigram);
   long long peak_kb = proc_status_kb("VmHWM");
-  printf("\npeak RSS %.1f MB\nwall time %.1f s\n",
-         (peak_kb < 0 ? -1.0 : (double)peak_kb * 1024) / 1e6, wall);
+  printf("\npeak RSS %.1f MB\n", (peak_kb < 0 ? -1.0 : (double)peak_kb * 1024) / 1e6);
+  tg_cuda_memory_stats mem;
+  if (r->device.type == TG_CUDA && tg_cuda_memory_stats_get(&mem) == TG_OK)
+    printf("peak CUDA memory in use %.1f MB\n", (double)mem.peak_bytes_in_use / 1e6);
+  printf("wall time %.1f s\n", wall);
   int ok = 1;
   if (o->common.check && !(r->val_loss < r->first_loss - CHECK_MARGIN)) {
     printf("CHECK FAILED: validation loss %.4f is not %g below the first training loss %.4f\n",
@@ -641,9 +658,9 @@ int main(int argc, char **argv) {
            "attention, %s; %lld parameters\n",
            o.layers, o.heads, o.channels, o.vocab, o.seq, o.composed ? "composed" : "fused",
            o.f64 ? "float64" : "float32", (long long)tg_module_parameter_count(r.model->module));
-    printf("training: %lld steps of batch %lld (%s), AdamW lr %g, seed %lld, %d threads\n", o.steps,
-           o.batch, o.sequential ? "sequential" : "random windows", o.lr, o.seed,
-           tg_get_num_threads());
+    printf("training: %lld steps of batch %lld (%s), AdamW lr %g, seed %lld, %d threads, on %s\n",
+           o.steps, o.batch, o.sequential ? "sequential" : "random windows", o.lr, o.seed,
+           tg_get_num_threads(), o.common.device ? o.common.device : "cpu");
   }
   if (ok && !o.common.resume) ok = export_files(&r, &o, &d);
   FILE *csv = NULL;

@@ -1,8 +1,9 @@
 /* The command-line options every training example (train_charlm.c, train_cnn.c, train_gpt.c)
  * takes alike: files (--csv, --plot, --checkpoint), --checkpoint-every, --resume, --log-every,
- * --check and --quiet, and the checks after getopt_long that they share. Each program lists
- * them in its own getopt_long table (whose order getopt_long's messages follow) with the
- * codes below, and hands any code to train_option first. Header-only; no tg inside. */
+ * --check, --quiet and --device (parsed by train_run.h's train_device, which needs tg), and the
+ * checks after getopt_long that they share. Each program lists them in its own getopt_long table
+ * (whose order getopt_long's messages follow) with the codes below, and hands any code to
+ * train_option first. Header-only; no tg inside. */
 #ifndef TG_TRAIN_OPTIONS_H
 #define TG_TRAIN_OPTIONS_H
 
@@ -12,6 +13,7 @@
 
 typedef struct train_options {
   const char *csv, *plot, *checkpoint;
+  const char *device; /* --device as given (NULL: the CPU); train_device() reads it */
   long long checkpoint_every, log_every; /* 0: only at the end; about 20 lines a run */
   int resume, check, quiet;
 } train_options;
@@ -26,6 +28,7 @@ enum {
   TRAIN_OPT_LOG_EVERY,
   TRAIN_OPT_CHECK,
   TRAIN_OPT_QUIET,
+  TRAIN_OPT_DEVICE,
 };
 
 /* One of the options above: 1 taken, 0 a bad value (after the message), -1 not one of them. */
@@ -47,6 +50,8 @@ static inline int train_option(const char *prog, int code, const char *arg, trai
     return t->check = 1, 1;
   case TRAIN_OPT_QUIET:
     return t->quiet = 1, 1;
+  case TRAIN_OPT_DEVICE:
+    return t->device = arg, 1;
   default:
     return -1;
   }

@@ -49,6 +49,32 @@ static inline void train_setup_threads(long long threads, const train_options *t
   if (t->checkpoint) tg_set_deterministic(true);
 }
 
+/* --device: the device named (cpu, cuda, cuda:1, ...; the CPU when not given) in *device. 0
+ * after a message naming the option when tg cannot parse the name (a usage error). */
+static inline int train_parse_device(const char *prog, const train_options *t, tg_device *device) {
+  *device = TG_DEVICE_CPU;
+  if (!t->device || tg_device_parse(t->device, device) == TG_OK) return 1;
+  fprintf(stderr, "%s: --device %s: %s\n", prog, t->device, tg_last_error_message());
+  return 0;
+}
+
+/* 0 after a message naming --device when the device is not there (no CUDA module, no GPU,
+ * no such index): a real use of it, which loads its module and checks the index. */
+static inline int train_device_ready(const char *prog, const train_options *t, tg_device device) {
+  tg_scope sc = tg_scope_begin();
+  int ok = tg_zeros(TG_SHAPE(1), (tg_options){.device = device}) != NULL;
+  tg_scope_end(sc);
+  if (!ok)
+    fprintf(stderr, "%s: --device %s: %s (%s)\n", prog, t->device ? t->device : "cpu",
+            tg_last_error_message(), tg_status_name(tg_last_error()));
+  return ok;
+}
+
+/* Waits for the device's queued work (a CUDA stream), so that a step's time is its own. */
+static inline tg_status train_sync(tg_device device) {
+  return device.type == TG_CUDA ? tg_cuda_synchronize() : TG_OK;
+}
+
 /* 0 after a warning when tg objects are still alive at exit (a leak). */
 static inline int train_no_leaks(const char *prog) {
   int64_t live = tg_live_objects();

@@ -148,7 +148,10 @@ tg_tensor *gpt_model_logits(gpt_model *m, const tg_tensor *tokens) {
     return NULL;
   }
   int64_t B = tg_size(tokens, 0), T = tg_size(tokens, 1);
-  tg_tensor *pos = tg_arange(0, (double)T, 1, (tg_options){.dtype = TG_I64});
+  /* positions where the model is (tokens too: a CPU batch of a CUDA model is copied over) */
+  const tg_device device = tg_tensor_device(tg_embedding_layer_weight(m->wte));
+  tokens = tg_to_device(tokens, device);
+  tg_tensor *pos = tg_arange(0, (double)T, 1, (tg_options){.dtype = TG_I64, .device = device});
   tg_tensor *x = tg_add(tg_embedding_layer_forward(m->wte, tokens),
                         tg_embedding_layer_forward(m->wpe, pos)); /* [B, T, C] */
   x = tg_reshape(x, TG_SHAPE(B * T, c->channels));
@@ -160,5 +163,6 @@ tg_tensor *gpt_model_logits(gpt_model *m, const tg_tensor *tokens) {
 tg_tensor *gpt_model_loss(gpt_model *m, const tg_tensor *tokens, const tg_tensor *targets) {
   tg_tensor *logits = gpt_model_logits(m, tokens);
   if (!logits || !targets) return NULL;
+  targets = tg_to_device(targets, tg_tensor_device(logits));
   return tg_cross_entropy(logits, tg_reshape(targets, TG_SHAPE(tg_numel(targets))));
 }

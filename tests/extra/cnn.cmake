@@ -1,6 +1,8 @@
 # examples/train_cnn.c in the suite: a short run on Fashion-MNIST must learn (the training
 # loss falls and the test accuracy reaches CNN_ACCURACY_BAR), a run resumed from a checkpoint
-# must end exactly where the uninterrupted run ends, and its command line refuses bad values.
+# must end exactly where the uninterrupted run ends, its command line refuses bad values, and
+# on the CUDA device (emulated, and on a GPU where there is one) it trains as on the CPU
+# (cnn_cuda_matches_cpu_*).
 # The runs need the data set (Debian's dataset-fashion-mnist, scripts/deps.sh installs it):
 # without it they skip visibly (exit 77, "SKIP: ..."), as tests that need torch do.
 #
@@ -26,6 +28,56 @@ if(CMAKE_SCRIPT_MODE_FILE) # ---- the resume test ----
     endif()
     set(${out} "${text}" PARENT_SCOPE)
   endfunction()
+  if(DEVICE) # ---- --device ${DEVICE} trains as the CPU does ----
+    # train_cnn is F32 only, and the device's convolutions and GEMMs sum in other orders than
+    # oneDNN's and BLIS's: 3 steps and 4 digits, as the fused/composed check allows. Then a run
+    # resumed on the device ends bit for bit where the uninterrupted device run ends.
+    set(tiny --train-size 200 --test-size 40 --batch 8 --c1 4 --c2 4)
+    execute_process(COMMAND ${PROG} ${tiny} --steps 1 --device ${DEVICE} --quiet OUTPUT_QUIET
+                    ERROR_VARIABLE err RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0 AND err MATCHES "no CUDA device is available")
+      message(FATAL_ERROR "SKIP: no GPU here")
+    endif()
+    foreach(impl fused composed)
+      cnn_run(cpu ${tiny} --steps 3 --${impl})
+      cnn_run(dev ${tiny} --steps 3 --${impl} --device ${DEVICE})
+      if(NOT dev MATCHES "peak CUDA memory in use [0-9.]+ MB" OR dev MATCHES "in use 0\\.0 MB")
+        message(FATAL_ERROR "the ${DEVICE} run used no device memory:\n${dev}")
+      endif()
+      foreach(what "final train loss" "final test loss")
+        foreach(run cpu dev)
+          if(NOT "${${run}}" MATCHES "${what} ([-+.0-9eE]+)")
+            message(FATAL_ERROR "no '${what}' in:\n${${run}}")
+          endif()
+          string(SUBSTRING "${CMAKE_MATCH_1}" 0 5 ${run}_value)
+        endforeach()
+        if(NOT cpu_value STREQUAL dev_value)
+          message(FATAL_ERROR "${impl}: ${what}: cpu ${cpu_value}, ${DEVICE} ${dev_value}")
+        endif()
+        message(STATUS "${impl}: ${what}: cpu ${cpu_value}, ${DEVICE} ${dev_value}")
+      endforeach()
+    endforeach()
+    cnn_run(straight ${tiny} --steps 4 --device ${DEVICE} --optimizer adam)
+    cnn_run(first_half ${tiny} --steps 2 --device ${DEVICE} --optimizer adam
+            --checkpoint ${DIR}/cnn.ckpt)
+    cnn_run(resumed ${tiny} --steps 4 --device ${DEVICE} --optimizer adam
+            --checkpoint ${DIR}/cnn.ckpt --resume)
+    foreach(what "final train loss" "final test loss")
+      foreach(run straight resumed)
+        if(NOT "${${run}}" MATCHES "${what} ([-+.0-9eE]+|nan|inf)")
+          message(FATAL_ERROR "no '${what}' in:\n${${run}}")
+        endif()
+        set(${run}_value ${CMAKE_MATCH_1})
+      endforeach()
+      if(NOT straight_value STREQUAL resumed_value)
+        message(FATAL_ERROR "${DEVICE}: ${what} ${resumed_value} resumed, ${straight_value} "
+                            "uninterrupted")
+      endif()
+      message(STATUS "${DEVICE}: ${what} ${straight_value}: resumed == uninterrupted")
+    endforeach()
+    file(REMOVE_RECURSE ${DIR})
+    return()
+  endif()
   if(FUSED_VS_COMPOSED) # ---- fused and composed conv+BN train alike ----
     # Same seed, same batches: the two graphs compute the same function, so the losses differ
     # only by F32 rounding carried through training: 1e-7 relative after 20 steps (measured),
@@ -156,3 +208,26 @@ add_test(NAME cnn_fused_matches_composed
                  -P ${CMAKE_CURRENT_LIST_FILE})
 set_tests_properties(cnn_fused_matches_composed PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 tg_test_labels(cnn_fused_matches_composed LABELS slow)
+
+# On the CUDA device: the emulation (tests/cuda) and, where the real module is built, a GPU
+# (skipped where the machine has none).
+set(_tg_cnn_cuda_modules)
+if(TARGET tg_cuda_emu)
+  list(APPEND _tg_cnn_cuda_modules emu tg_cuda_emu)
+endif()
+if(TG_HAVE_CUDA)
+  list(APPEND _tg_cnn_cuda_modules gpu tg_cuda)
+endif()
+while(_tg_cnn_cuda_modules)
+  list(POP_FRONT _tg_cnn_cuda_modules variant module)
+  add_test(NAME cnn_cuda_matches_cpu_${variant}
+           COMMAND ${CNN_IF_DATA} ${CMAKE_COMMAND} -E env TG_CUDA_MODULE=$<TARGET_FILE:${module}>
+                   ${CMAKE_COMMAND} -DPROG=$<TARGET_FILE:train_cnn> -DDEVICE=cuda
+                   -DDIR=${CMAKE_CURRENT_BINARY_DIR}/cnn_cuda_${variant}
+                   -P ${CMAKE_CURRENT_LIST_FILE})
+  set_tests_properties(cnn_cuda_matches_cpu_${variant} PROPERTIES SKIP_RETURN_CODE 77
+                       TIMEOUT 120 SKIP_REGULAR_EXPRESSION "SKIP: no GPU here")
+  tg_test_labels(cnn_cuda_matches_cpu_${variant} LABELS slow)
+endwhile()
+cnn_cli_test(device_unknown "^exit 2: train_cnn: --device tpu: tg_device_parse: 'tpu' names no device type"
+             --device tpu)

@@ -1,7 +1,9 @@
 # examples/train_gpt.c in the suite: a short run must learn (its --check: the validation loss
 # ends a nat below the first training loss), a run resumed from a checkpoint must end exactly
 # where the uninterrupted run ends, its command line refuses bad values, its llm.c writers
-# read back (gpt_llmc_io_test), and with torch its losses are PyTorch's (gpt_torch).
+# read back (gpt_llmc_io_test), with torch its losses are PyTorch's (gpt_torch), and on the
+# CUDA device (emulated, and on a GPU where there is one) it trains as on the CPU
+# (gpt_cuda_matches_cpu_*).
 #
 # The same file is the resume test's script: `cmake -DPROG=... -DDIR=... -P gpt.cmake` runs
 # the program three times (40 steps; 20 with a checkpoint; --resume to 40) and compares the
@@ -24,6 +26,43 @@ if(CMAKE_SCRIPT_MODE_FILE) # ---- the resume test ----
   endfunction()
   # One thread, as charlm.cmake: a GEMM on one thread rounds differently from two.
   set(one --threads 1)
+  if(DEVICE) # ---- --device ${DEVICE} trains as the CPU does ----
+    # F64, each attention: the device's kernels and GEMMs round differently from the CPU's,
+    # so 12 significant digits after 5 steps (they agreed to 15-16 on the emulation). Then a
+    # run resumed on the device from a checkpoint it wrote ends bit for bit where the
+    # uninterrupted device run ends (the checkpoint round trip through the host).
+    execute_process(COMMAND ${PROG} ${GPT_SMALL} --steps 1 --device ${DEVICE} OUTPUT_QUIET
+                    ERROR_VARIABLE err RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0 AND err MATCHES "no CUDA device is available")
+      message(FATAL_ERROR "SKIP: no GPU here")
+    endif()
+    set(tiny --layers 1 --channels 32 --seq 16 --batch 4 --f64 --val-windows 8 ${one})
+    set(small --steps 5 ${tiny})
+    foreach(impl fused composed)
+      gpt_run(cpu ${small} --${impl})
+      gpt_run(dev ${small} --${impl} --device ${DEVICE})
+      if(NOT dev MATCHES "peak CUDA memory in use [0-9.]+ MB" OR dev MATCHES "in use 0\\.0 MB")
+        message(FATAL_ERROR "the ${DEVICE} run used no device memory:\n${dev}")
+      endif()
+      foreach(what train val)
+        charlm_final("${cpu}" ${what} a)
+        charlm_final("${dev}" ${what} b)
+        string(SUBSTRING "${a}" 0 13 a13)
+        string(SUBSTRING "${b}" 0 13 b13)
+        if(NOT a13 STREQUAL b13)
+          message(FATAL_ERROR "${impl}: final ${what} loss: cpu ${a}, ${DEVICE} ${b}")
+        endif()
+        message(STATUS "${impl}: final ${what} loss: cpu ${a}, ${DEVICE} ${b}")
+      endforeach()
+    endforeach()
+    set(dev --device ${DEVICE} ${tiny})
+    gpt_run(straight --steps 6 ${dev})
+    gpt_run(first_half --steps 3 --checkpoint ${DIR}/gpt.ckpt ${dev})
+    gpt_run(resumed --steps 6 --checkpoint ${DIR}/gpt.ckpt --resume ${dev})
+    charlm_expect_resumed_equal("${straight}" "${resumed}" "${DEVICE}: " 3)
+    file(REMOVE_RECURSE ${DIR})
+    return()
+  endif()
   if(FUSED_VS_COMPOSED) # ---- both attentions train alike from one seed ----
     # The two compute the same function: their losses differ by F32 rounding carried through
     # training, so 20 steps and 5 digits (as cnn.cmake's fused conv+BN check).
@@ -76,6 +115,27 @@ add_test(NAME gpt_fused_matches_composed
 set_tests_properties(gpt_fused_matches_composed PROPERTIES TIMEOUT 120)
 tg_test_labels(gpt_fused_matches_composed LABELS slow)
 
+# On the CUDA device: the emulation (tests/cuda: the kernels run on the CPU) and, where the
+# real module is built, a GPU (skipped where the machine has none).
+set(_tg_gpt_cuda_modules)
+if(TARGET tg_cuda_emu)
+  list(APPEND _tg_gpt_cuda_modules emu tg_cuda_emu)
+endif()
+if(TG_HAVE_CUDA)
+  list(APPEND _tg_gpt_cuda_modules gpu tg_cuda)
+endif()
+while(_tg_gpt_cuda_modules)
+  list(POP_FRONT _tg_gpt_cuda_modules variant module)
+  add_test(NAME gpt_cuda_matches_cpu_${variant}
+           COMMAND ${CMAKE_COMMAND} -E env TG_CUDA_MODULE=$<TARGET_FILE:${module}>
+                   ${CMAKE_COMMAND} -DPROG=$<TARGET_FILE:train_gpt> -DDEVICE=cuda
+                   -DDIR=${CMAKE_CURRENT_BINARY_DIR}/gpt_cuda_${variant}
+                   -P ${CMAKE_CURRENT_LIST_FILE})
+  set_tests_properties(gpt_cuda_matches_cpu_${variant} PROPERTIES TIMEOUT 120
+                       SKIP_REGULAR_EXPRESSION "SKIP: no GPU here")
+  tg_test_labels(gpt_cuda_matches_cpu_${variant} LABELS slow)
+endwhile()
+
 # Sampling, the CSV and the F64 path run through (a few steps; the text is not checked).
 add_test(NAME gpt_sample_and_csv
          COMMAND train_gpt --steps 3 --f64 --sample 20 --csv ${CMAKE_CURRENT_BINARY_DIR}/gpt.csv
@@ -123,6 +183,10 @@ gpt_cli_test(temperature_word "^exit 2: train_gpt: --temperature: 'hot' is not a
              --temperature hot)
 gpt_cli_test(resume_alone "^exit 2: train_gpt: --resume and --checkpoint-every need" --resume)
 gpt_cli_test(two_impls "^exit 2: train_gpt: give one of --fused, --composed" --fused --composed)
+gpt_cli_test(device_unknown "^exit 2: train_gpt: --device tpu: tg_device_parse: 'tpu' names no device type"
+             --device tpu)
+gpt_cli_test(device_missing "^exit 1: train_gpt: --device cuda:7: .*(TG_ERR_DEVICE)" --device cuda:7
+             --steps 1)
 gpt_cli_test(unknown_option "^exit 2: .*unrecognized option '--nope'" --nope)
 gpt_cli_test(missing_text "^exit 1: train_gpt: cannot open '/nonexistent/text'" --text
              /nonexistent/text)
