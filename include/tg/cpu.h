@@ -24,6 +24,24 @@ int tg_get_num_threads(void);
 void tg_set_deterministic(bool deterministic);
 bool tg_is_deterministic(void);
 
+/* ---- CPU memory: the cache of freed storage ----
+ * Freed CPU storage of more than 4 KiB (up to 2 GiB) waits in tg's cache for the next
+ * allocation of its size class (sizes rounded up by at most 12.5%), so that a training
+ * loop's temporaries are reused each step instead of going back to the system and being
+ * faulted in again. The cache holds at most the larger of 256 MiB and the peak of the bytes
+ * in use (so never more than the program itself once used); tg_host_empty_cache gives what it
+ * holds back to the system, as tg_cuda_empty_cache (torch.cuda.empty_cache) does on CUDA.
+ * Process-wide. (Named tg_host_*: tg_cpu_* names are the CPU backend's internals.) */
+typedef struct tg_host_memory_stats {
+  size_t bytes_in_use;      /* blocks of the cache's sizes held by live storages (and scratch) */
+  size_t peak_bytes_in_use; /* the most at one time so far */
+  size_t bytes_cached;      /* freed, kept for reuse */
+  size_t cache_limit;       /* what bytes_cached may reach now */
+} tg_host_memory_stats;
+/* TG_ERR_ARGUMENT when out is NULL. */
+tg_status tg_host_memory_stats_get(tg_host_memory_stats *out);
+void tg_host_empty_cache(void);
+
 /* ---- BLIS, the CPU's GEMM engine ----
  * The kernel set BLIS runs ("zen3", "haswell", "skx", "generic", ...), chosen once, before
  * BLIS starts: BLIS_ARCH_TYPE if set (a number BLIS 0.9 reads as meant, for a set this CPU

@@ -5,7 +5,12 @@
  * Sizes are rounded up to a class (8 per power of two: at most 12.5% more than asked);
  * each class keeps a LIFO list linked through the free blocks themselves, so caching
  * allocates nothing. The blocks held are bounded in total (a block freed beyond the bound
- * goes back to the system). A mutex guards the lists: storages are freed by whichever
+ * goes back to the system): by the peak of the bytes the cache's blocks had in use at one
+ * time, and 256 MiB at least. A program's working set is then cached whole, whatever its size
+ * (GPT-2 small's step frees about 700 MB of activations that the next step allocates again:
+ * with a fixed 256 MiB the rest went back to the system and was faulted in again every step,
+ * 10-30% of the step on 1 and 2 threads), and the cache never holds more than the program
+ * itself once used. A mutex guards the lists and the counts: storages are freed by whichever
  * thread drops the last reference. The cache is drained by tg__host_cache_drain and at
  * process exit (an atexit handler, after which frees bypass it, so a release that runs
  * later in the exit sequence cannot leak).
@@ -55,7 +60,8 @@ typedef struct free_block {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static free_block *lists[CLASSES];
 static size_t cached_bytes;
-static bool closed; /* set at exit: frees go straight to the system */
+static size_t live_bytes, peak_live_bytes; /* blocks of the classes handed out, not yet freed */
+static bool closed;                        /* set at exit: frees go straight to the system */
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
 /* The class of an n-byte block, -1 for sizes the cache leaves alone; *size is the class's
@@ -131,9 +137,20 @@ void *tg__host_cached_alloc(size_t n) {
     cached_bytes -= size;
   }
   pthread_mutex_unlock(&lock);
-  if (b) return b;
-  char *base = aligned_alloc(TG_HOST_CACHE_ALIGN, size + STAGGER);
-  return base ? placed(base) : NULL;
+  char *base = b ? NULL : aligned_alloc(TG_HOST_CACHE_ALIGN, size + STAGGER);
+  void *p = b ? (void *)b : base ? placed(base) : NULL;
+  if (p) {
+    pthread_mutex_lock(&lock);
+    live_bytes += size;
+    if (live_bytes > peak_live_bytes) peak_live_bytes = live_bytes;
+    pthread_mutex_unlock(&lock);
+  }
+  return p;
+}
+
+/* Under the lock. */
+static size_t bound_locked(void) {
+  return peak_live_bytes > TG_HOST_CACHE_MIN_BOUND ? peak_live_bytes : TG_HOST_CACHE_MIN_BOUND;
 }
 
 void tg__host_cached_free(void *p, size_t n) {
@@ -145,7 +162,9 @@ void tg__host_cached_free(void *p, size_t n) {
   }
   (void)pthread_once(&exit_once, install_exit_hook);
   pthread_mutex_lock(&lock);
-  const bool keep = !closed && size <= TG_HOST_CACHE_MAX_BYTES - cached_bytes;
+  live_bytes -= size;
+  const size_t bound = bound_locked();
+  const bool keep = !closed && cached_bytes <= bound && size <= bound - cached_bytes;
   if (keep) {
     free_block *b = p;
     b->next = lists[c];
@@ -168,4 +187,12 @@ size_t tg__host_cache_bytes(void) {
   const size_t n = cached_bytes;
   pthread_mutex_unlock(&lock);
   return n;
+}
+
+void tg__host_cache_stats(size_t *in_use, size_t *peak_in_use, size_t *bound) {
+  pthread_mutex_lock(&lock);
+  *in_use = live_bytes;
+  *peak_in_use = peak_live_bytes;
+  *bound = bound_locked();
+  pthread_mutex_unlock(&lock);
 }

@@ -29,14 +29,17 @@ char *tg__host_strdup(const char *s);
  * blocks of n bytes (rounded up, which the caller never sees), freed with
  * tg__host_cached_free(p, n) with the n they were allocated with, where they wait for the next
  * allocation of their size class. Blocks of 4 KiB and less, or above 2 GiB, bypass it. It
- * holds at most TG_HOST_CACHE_MAX_BYTES; tg__host_cache_drain returns everything it holds to
- * the system (done at exit too); tg__host_cache_bytes says how much that is. */
+ * holds at most the larger of TG_HOST_CACHE_MIN_BOUND and the peak of the bytes its blocks
+ * had in use at one time (tg__host_cache_stats); tg__host_cache_drain returns everything it
+ * holds to the system (done at exit too); tg__host_cache_bytes says how much that is. */
 #define TG_HOST_CACHE_ALIGN 64
-#define TG_HOST_CACHE_MAX_BYTES ((size_t)256 << 20)
+#define TG_HOST_CACHE_MIN_BOUND ((size_t)256 << 20)
 void *tg__host_cached_alloc(size_t n);
 void tg__host_cached_free(void *p, size_t n);
 void tg__host_cache_drain(void);
 size_t tg__host_cache_bytes(void);
+/* Blocks of the cache's sizes in use now and at most so far (class sizes), and its bound. */
+void tg__host_cache_stats(size_t *in_use, size_t *peak_in_use, size_t *bound);
 
 /* Fault injection, for tests. Every allocation attempt above (free excepted) takes a number
  * from one process-wide atomic counter. tg__host_fail_allocation(k) makes the k-th attempt

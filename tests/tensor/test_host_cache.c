@@ -47,17 +47,64 @@ TG_TEST(host_cache, a_cache_hit_is_an_allocation_attempt_that_can_fail) {
   tg__host_cache_drain();
 }
 
-TG_TEST(host_cache, holds_at_most_its_bound) {
+/* Its bound is the peak of the bytes in use, 256 MiB at least. Blocks of 3/8 of the minimum
+ * (never touched, so they cost address space only), in a fresh process (the peak is
+ * process-wide): two in use at most keep the bound at the minimum, so of three freed blocks of
+ * another size the third goes back to the system; three in use at once raise the bound to
+ * what they held, and all three are kept. */
+TG_TEST(host_cache, holds_at_most_the_peak_in_use) {
   tg__host_cache_drain();
-  /* Blocks of 3/8 of the bound (never touched, so they cost address space only): the third
-   * does not fit and goes back to the system. */
-  const size_t n = TG_HOST_CACHE_MAX_BYTES / 8 * 3;
+  const size_t n = TG_HOST_CACHE_MIN_BOUND / 8 * 3, m = n + n / 4; /* another size class */
+  size_t in_use, peak, bound;
+  tg__host_cache_stats(&in_use, &peak, &bound);
+  cr_assert_lt(peak, n, "a fresh process (peak %zu)", peak);
   void *p[3];
+  for (int round = 0; round < 3; round++) { /* one at a time: in use stays at one block */
+    cr_assert(p[round] = tg__host_cached_alloc(n));
+    tg__host_cached_free(p[round], n);
+  }
+  for (int i = 0; i < 2; i++) cr_assert(p[i] = tg__host_cached_alloc(m));
+  for (int i = 0; i < 2; i++) tg__host_cached_free(p[i], m);
+  tg__host_cache_stats(&in_use, &peak, &bound);
+  cr_assert_eq(bound, TG_HOST_CACHE_MIN_BOUND);
+  cr_assert_leq(tg__host_cache_bytes(), bound, "cached %zu > bound %zu", tg__host_cache_bytes(),
+                bound);
+  tg__host_cache_drain();
+
   for (int i = 0; i < 3; i++) cr_assert(p[i] = tg__host_cached_alloc(n));
+  tg__host_cache_stats(&in_use, &peak, &bound);
+  cr_assert_geq(in_use, 3 * n);
+  cr_assert_eq(bound, peak);
+  cr_assert_gt(bound, TG_HOST_CACHE_MIN_BOUND);
   for (int i = 0; i < 3; i++) tg__host_cached_free(p[i], n);
-  cr_assert_eq(tg__host_cache_bytes(), 2 * n);
+  cr_assert_geq(tg__host_cache_bytes(), 3 * n, "all three kept");
+  cr_assert_leq(tg__host_cache_bytes(), bound);
+  /* Blocks of another size find the cache full: they go back. */
+  for (int i = 0; i < 3; i++) cr_assert(p[i] = tg__host_cached_alloc(m));
+  const size_t cached = tg__host_cache_bytes();
+  for (int i = 0; i < 3; i++) tg__host_cached_free(p[i], m);
+  cr_assert_eq(tg__host_cache_bytes(), cached);
   tg__host_cache_drain();
   cr_assert_eq(tg__host_cache_bytes(), 0);
+}
+
+TG_TEST(host_cache, public_stats_and_empty_cache) {
+  void *p = tg__host_cached_alloc(1 << 20);
+  cr_assert(p);
+  tg_host_memory_stats s;
+  cr_assert_eq(tg_host_memory_stats_get(&s), TG_OK);
+  cr_assert_geq(s.bytes_in_use, (size_t)1 << 20);
+  cr_assert_geq(s.peak_bytes_in_use, s.bytes_in_use);
+  cr_assert_geq(s.cache_limit, TG_HOST_CACHE_MIN_BOUND);
+  tg__host_cached_free(p, 1 << 20);
+  cr_assert_eq(tg_host_memory_stats_get(&s), TG_OK);
+  cr_assert_geq(s.bytes_cached, (size_t)1 << 20);
+  tg_host_empty_cache();
+  cr_assert_eq(tg_host_memory_stats_get(&s), TG_OK);
+  cr_assert_eq(s.bytes_cached, 0);
+  cr_assert_eq(tg_host_memory_stats_get(NULL), TG_ERR_ARGUMENT);
+  cr_assert(strstr(tg_last_error_message(), "tg_host_memory_stats_get"));
+  tg_clear_error();
 }
 
 TG_TEST(host_cache, blocks_start_at_different_offsets_in_their_pages) {
