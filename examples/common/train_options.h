@@ -1,6 +1,6 @@
 /* The command-line options every training example (train_charlm.c, train_cnn.c, train_gpt.c)
  * takes alike: files (--csv, --plot, --checkpoint), --checkpoint-every, --resume, --log-every,
- * --check, --quiet and --device (parsed by train_run.h's train_device, which needs tg), and the
+ * --check, --quiet and --device (read by train_run.h's train_parse_device: it needs tg), and the
  * checks after getopt_long that they share. Each program lists them in its own getopt_long table
  * (whose order getopt_long's messages follow) with the codes below, and hands any code to
  * train_option first. Header-only; no tg inside. */
@@ -13,7 +13,7 @@
 
 typedef struct train_options {
   const char *csv, *plot, *checkpoint;
-  const char *device; /* --device as given (NULL: the CPU); train_device() reads it */
+  const char *device;                    /* --device as given (NULL: the CPU) */
   long long checkpoint_every, log_every; /* 0: only at the end; about 20 lines a run */
   int resume, check, quiet;
 } train_options;

@@ -123,6 +123,12 @@ static void drain_at_exit(void) {
 }
 static void install_exit_hook(void) { (void)atexit(drain_at_exit); }
 
+/* A block of `size` handed out (under the lock). */
+static void count_in_use_locked(size_t size) {
+  live_bytes += size;
+  if (live_bytes > peak_live_bytes) peak_live_bytes = live_bytes;
+}
+
 void *tg__host_cached_alloc(size_t n) {
   size_t size;
   const int c = class_of(n, &size);
@@ -135,17 +141,16 @@ void *tg__host_cached_alloc(size_t n) {
     lists[c] = b->next;
     REUSE(b, size);
     cached_bytes -= size;
+    count_in_use_locked(size);
   }
   pthread_mutex_unlock(&lock);
-  char *base = b ? NULL : aligned_alloc(TG_HOST_CACHE_ALIGN, size + STAGGER);
-  void *p = b ? (void *)b : base ? placed(base) : NULL;
-  if (p) {
-    pthread_mutex_lock(&lock);
-    live_bytes += size;
-    if (live_bytes > peak_live_bytes) peak_live_bytes = live_bytes;
-    pthread_mutex_unlock(&lock);
-  }
-  return p;
+  if (b) return b;
+  char *base = aligned_alloc(TG_HOST_CACHE_ALIGN, size + STAGGER);
+  if (!base) return NULL;
+  pthread_mutex_lock(&lock);
+  count_in_use_locked(size);
+  pthread_mutex_unlock(&lock);
+  return placed(base);
 }
 
 /* Under the lock. */
