@@ -11,6 +11,7 @@
 
 # Small sizes: a few seconds per run on 2 cores (Release).
 set(GPT_SMALL --layers 2 --heads 2 --channels 64 --seq 32 --batch 8 --lr 3e-3 --quiet)
+include(${CMAKE_CURRENT_LIST_DIR}/device_runs.cmake)
 
 if(CMAKE_SCRIPT_MODE_FILE) # ---- the resume test ----
   include(${CMAKE_CURRENT_LIST_DIR}/../charlm_runs.cmake)
@@ -31,28 +32,17 @@ if(CMAKE_SCRIPT_MODE_FILE) # ---- the resume test ----
     # so 12 significant digits after 5 steps (they agreed to 15-16 on the emulation). Then a
     # run resumed on the device from a checkpoint it wrote ends bit for bit where the
     # uninterrupted device run ends (the checkpoint round trip through the host).
-    execute_process(COMMAND ${PROG} ${GPT_SMALL} --steps 1 --device ${DEVICE} OUTPUT_QUIET
-                    ERROR_VARIABLE err RESULT_VARIABLE rc)
-    if(NOT rc EQUAL 0 AND err MATCHES "no CUDA device is available")
-      message(FATAL_ERROR "SKIP: no GPU here")
-    endif()
+    tg_skip_without_gpu(${GPT_SMALL} --steps 1)
     set(tiny --layers 1 --channels 32 --seq 16 --batch 4 --f64 --val-windows 8 ${one})
     set(small --steps 5 ${tiny})
     foreach(impl fused composed)
       gpt_run(cpu ${small} --${impl})
       gpt_run(dev ${small} --${impl} --device ${DEVICE})
-      if(NOT dev MATCHES "peak CUDA memory in use [0-9.]+ MB" OR dev MATCHES "in use 0\\.0 MB")
-        message(FATAL_ERROR "the ${DEVICE} run used no device memory:\n${dev}")
-      endif()
+      tg_expect_device_memory("${dev}")
       foreach(what train val)
         charlm_final("${cpu}" ${what} a)
         charlm_final("${dev}" ${what} b)
-        string(SUBSTRING "${a}" 0 13 a13)
-        string(SUBSTRING "${b}" 0 13 b13)
-        if(NOT a13 STREQUAL b13)
-          message(FATAL_ERROR "${impl}: final ${what} loss: cpu ${a}, ${DEVICE} ${b}")
-        endif()
-        message(STATUS "${impl}: final ${what} loss: cpu ${a}, ${DEVICE} ${b}")
+        tg_expect_same_start("${a}" "${b}" 13 "${impl}: final ${what} loss, cpu and ${DEVICE}")
       endforeach()
     endforeach()
     set(dev --device ${DEVICE} ${tiny})
@@ -117,24 +107,7 @@ tg_test_labels(gpt_fused_matches_composed LABELS slow)
 
 # On the CUDA device: the emulation (tests/cuda: the kernels run on the CPU) and, where the
 # real module is built, a GPU (skipped where the machine has none).
-set(_tg_gpt_cuda_modules)
-if(TARGET tg_cuda_emu)
-  list(APPEND _tg_gpt_cuda_modules emu tg_cuda_emu)
-endif()
-if(TG_HAVE_CUDA)
-  list(APPEND _tg_gpt_cuda_modules gpu tg_cuda)
-endif()
-while(_tg_gpt_cuda_modules)
-  list(POP_FRONT _tg_gpt_cuda_modules variant module)
-  add_test(NAME gpt_cuda_matches_cpu_${variant}
-           COMMAND ${CMAKE_COMMAND} -E env TG_CUDA_MODULE=$<TARGET_FILE:${module}>
-                   ${CMAKE_COMMAND} -DPROG=$<TARGET_FILE:train_gpt> -DDEVICE=cuda
-                   -DDIR=${CMAKE_CURRENT_BINARY_DIR}/gpt_cuda_${variant}
-                   -P ${CMAKE_CURRENT_LIST_FILE})
-  set_tests_properties(gpt_cuda_matches_cpu_${variant} PROPERTIES TIMEOUT 120
-                       SKIP_REGULAR_EXPRESSION "SKIP: no GPU here")
-  tg_test_labels(gpt_cuda_matches_cpu_${variant} LABELS slow)
-endwhile()
+tg_device_run_tests(gpt_cuda_matches_cpu train_gpt ${CMAKE_CURRENT_LIST_FILE})
 
 # Sampling, the CSV and the F64 path run through (a few steps; the text is not checked).
 add_test(NAME gpt_sample_and_csv
