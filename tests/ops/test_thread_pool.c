@@ -232,6 +232,30 @@ static void *user_jobs(void *arg) {
 
 static user_thread users[2];
 
+static void no_chunk_work(int64_t chunk, void *ctx) { (void)chunk, (void)ctx; }
+
+/* Workers asleep: work just above its threshold runs on the caller, work TG_CPU_ASLEEP_FACTOR
+ * times it still forks (and wakes them); deterministic mode forks by the threshold alone. */
+POOL_TEST(asleep_workers_are_woken_only_for_larger_work) {
+  tg_set_num_threads(2);
+  tg_cpu_parallel_for(4, no_chunk_work, NULL); /* the worker exists */
+  const struct timespec ms = {0, 1000000};
+  for (int i = 0; i < 1000 && !tg_cpu_pool_asleep(); i++) nanosleep(&ms, NULL);
+  CHECK(tg_cpu_pool_asleep(), "the worker never went to sleep");
+  const int64_t min = 1000;
+  CHECK(tg_cpu_too_small_to_wake(min, min));
+  CHECK(tg_cpu_too_small_to_wake(TG_CPU_ASLEEP_FACTOR * min - 1, min));
+  CHECK(!tg_cpu_too_small_to_wake(TG_CPU_ASLEEP_FACTOR * min, min));
+  if (!tg_cpu_contended()) { /* (a loaded machine may run everything on one thread) */
+    CHECK(!tg_cpu_should_parallelize(min, min), "forked for a pass just above its threshold");
+    CHECK(tg_cpu_should_parallelize(TG_CPU_ASLEEP_FACTOR * min, min));
+  }
+  tg_set_deterministic(true);
+  CHECK(!tg_cpu_too_small_to_wake(min, min), "deterministic mode depends on timing");
+  tg_set_deterministic(false);
+  tg_set_num_threads(0);
+}
+
 POOL_TEST(two_user_threads_share_the_pool) {
   tg_set_num_threads(2);
   pthread_t t[2];
@@ -346,6 +370,8 @@ int main(void) {
   run("slow_chunks_are_waited_for", pool_test_slow_chunks_are_waited_for);
   run("nested_jobs_run_serially_on_their_thread",
       pool_test_nested_jobs_run_serially_on_their_thread);
+  run("asleep_workers_are_woken_only_for_larger_work",
+      pool_test_asleep_workers_are_woken_only_for_larger_work);
   run("two_user_threads_share_the_pool", pool_test_two_user_threads_share_the_pool);
   run("workers_follow_the_thread_count", pool_test_workers_follow_the_thread_count);
   run("default_count_from_the_environment", pool_test_default_count_from_the_environment);

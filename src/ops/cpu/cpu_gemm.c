@@ -130,8 +130,9 @@ static tg_status scale_output(tg_tensor *out, double beta) {
 /* The product on the engine chosen for its class (gemm_choice.c), or where that engine does
  * not take it (a layout, libxsmm on more than one thread) on the engine tg's built-in rules
  * name; BLIS's own set takes everything. Small products run on one thread, as do all when
- * tg's count is 1, inside a pool chunk or while the cores are contended (cpu_contention.c); the
- * others run as blocks on tg's thread pool (gemm_engines.c). */
+ * tg's count is 1, inside a pool chunk or while the cores are contended (cpu_contention.c),
+ * and those a few times the threshold while the pool's workers sleep (TG_CPU_ASLEEP_FACTOR);
+ * the others run as blocks on tg's thread pool (gemm_engines.c). */
 static tg_status run_gemm(tg_dtype dtype, const matrix *c, const matrix *a, const matrix *b,
                           int64_t k, double alpha, double beta) {
   int64_t macs;
@@ -139,7 +140,8 @@ static tg_status run_gemm(tg_dtype dtype, const matrix *c, const matrix *a, cons
   const int threads = tg_get_num_threads();
   /* Inside a pool chunk (bmm's batch split across the pool) the other threads are busy. */
   const bool one_thread = macs < TG_CPU_GEMM_PARALLEL_MIN_MACS || threads == 1 ||
-                          tg_cpu_pool_busy_here() || tg_cpu_contended();
+                          tg_cpu_pool_busy_here() || tg_cpu_contended() ||
+                          tg_cpu_too_small_to_wake(macs, TG_CPU_GEMM_PARALLEL_MIN_MACS);
   /* BLIS's haswell/zen small-matrix kernels run a column-major left operand of many rows and
    * a short inner dimension up to 1.3x slower than a row-major one (the weight gradient
    * [1536, 128] @ [128, 768], 2 threads: 1818 against 1404 us; 1 thread 3664 against 2806):

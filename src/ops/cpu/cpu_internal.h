@@ -31,6 +31,15 @@
  * stays where the busy case stops losing; libm-heavy passes pay from 16384. The fused
  * LLTM's passes have their own (cpu_lltm.c), as do GEMMs (cpu_gemm.c). */
 #define TG_CPU_PARALLEL_MIN 131072
+/* The thresholds above and TG_CPU_GEMM_PARALLEL_MIN_MACS were measured with the pool's
+ * workers awake (back-to-back loops). A worker that slept (idle past its spin) starts a job
+ * 5-50 us late, so a pass or GEMM below this many times its threshold runs on the caller alone
+ * while every worker sleeps, except in deterministic mode (a split may round differently).
+ * bench/small_models' CNN (many passes just above their thresholds, ~0.3 ms apart), Zen 3,
+ * 2 cores, four alternating runs each: beside a spinning process 1t/2t 0.95-0.97 before,
+ * 1.00-1.01 with this rule; quiet 0.97-0.98 before, 0.97-1.09 after; the LLTM at
+ * 64x1024x128 (its GEMMs fork either way) kept its 1.81-1.92x two-thread speed-up. */
+#define TG_CPU_ASLEEP_FACTOR 4
 #define TG_CPU_PARALLEL_MIN_REDUCE 65536
 #define TG_CPU_PARALLEL_MIN_TRANSCENDENTAL 16384
 
@@ -74,6 +83,9 @@ void tg_cpu_iter_run_aligned(const tg_cpu_iter *it, tg_cpu_row_fn fn, const void
                              bool parallel, int64_t align);
 /* True when a loop over numel elements should fork a team (and we are not in one). */
 bool tg_cpu_should_parallelize(int64_t numel, int64_t min_numel);
+/* Whether work of `size` (elements, multiply-adds) against its threshold `min` is too small to
+ * wake the pool's sleeping workers for (TG_CPU_ASLEEP_FACTOR). */
+bool tg_cpu_too_small_to_wake(int64_t size, int64_t min);
 
 /* ---- contended cores (cpu_contention.c) ----
  * When other processes keep the cores busy, BLIS's thread teams wait for a descheduled

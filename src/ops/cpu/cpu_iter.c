@@ -73,7 +73,11 @@ bool tg_cpu_should_parallelize(int64_t numel, int64_t min_numel) {
   pthread_once(&override_once, read_override);
   if (threshold_override >= 0) min_numel = threshold_override;
   return numel >= min_numel && !tg_cpu_pool_busy_here() && tg_cpu_pool_threads() > 1 &&
-         !tg_cpu_contended();
+         !tg_cpu_contended() && !tg_cpu_too_small_to_wake(numel, min_numel);
+}
+
+bool tg_cpu_too_small_to_wake(int64_t size, int64_t min) {
+  return size / TG_CPU_ASLEEP_FACTOR < min && !tg_is_deterministic() && tg_cpu_pool_asleep();
 }
 
 typedef struct iter_job {

@@ -173,6 +173,11 @@ static void *worker_main(void *arg) {
   }
 }
 
+bool tg_cpu_pool_asleep(void) {
+  const int asleep = atomic_load_explicit(&sleepers, memory_order_relaxed);
+  return asleep > 0 && asleep >= atomic_load_explicit(&active, memory_order_relaxed);
+}
+
 /* ---- the count ---- */
 int tg_cpu_pool_threads(void) {
   int n = atomic_load_explicit(&threads, memory_order_relaxed);

@@ -40,6 +40,9 @@ bool tg_cpu_pool_busy_here(void);
  * this process may run on (sched_getaffinity). cpu_threads.c. */
 int tg_cpu_default_threads(void);
 
+/* Whether every worker sleeps now (idle past its spin): a job would start them late. */
+bool tg_cpu_pool_asleep(void);
+
 /* ---- tests ---- */
 /* While held, workers claim no chunk (as if the scheduler did not run them). */
 void tg__cpu_pool_hold_workers(bool hold);
