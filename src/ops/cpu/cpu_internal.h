@@ -35,7 +35,7 @@
  * workers awake (back-to-back loops). A worker that slept (idle past its spin) starts a job
  * 5-50 us late, so a pass or GEMM below this many times its threshold runs on the caller alone
  * while every worker sleeps, except in deterministic mode (a split may round differently).
- * bench/small_models' CNN (many passes just above their thresholds, ~0.3 ms apart), Zen 3,
+ * bench/small_models.c's CNN (many passes just above their thresholds, ~0.3 ms apart), Zen 3,
  * 2 cores, four alternating runs each: beside a spinning process 1t/2t 0.95-0.97 before,
  * 1.00-1.01 with this rule; quiet 0.97-0.98 before, 0.97-1.09 after; the LLTM at
  * 64x1024x128 (its GEMMs fork either way) kept its 1.81-1.92x two-thread speed-up. */
