@@ -567,9 +567,7 @@ static int report(const options *o, const images *te, const run *r, long long st
   printf("final test loss %.17g\n", r->test_loss);
   printf("test accuracy %.4f (%lld of %lld test images)\n", r->test_accuracy,
          (long long)llround(r->test_accuracy * (double)te->n), (long long)te->n);
-  tg_cuda_memory_stats mem;
-  if (r->device.type == TG_CUDA && tg_cuda_memory_stats_get(&mem) == TG_OK)
-    printf("peak CUDA memory in use %.1f MB\n", (double)mem.peak_bytes_in_use / 1e6);
+  train_print_device_memory(r->device);
   printf("wall time %.1f s\n", wall);
   int ok = 1;
   if (o->common.check && steps) {

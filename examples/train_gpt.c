@@ -340,8 +340,8 @@ static tg_tensor *window_loss(run *r, const gpt_data *d, const int64_t *starts, 
   if (x && y) {
     gpt_data_windows(d, starts, n, T, x, y);
     tg_options i64 = {.dtype = TG_I64};
-    loss = gpt_model_loss(r->model, tg_to_device(tg_from_data(TG_SHAPE(n, T), x, i64), r->device),
-                          tg_to_device(tg_from_data(TG_SHAPE(n, T), y, i64), r->device));
+    loss = gpt_model_loss(r->model, tg_from_data(TG_SHAPE(n, T), x, i64),
+                          tg_from_data(TG_SHAPE(n, T), y, i64)); /* moved to the model's device */
   } else {
     tg_set_error(TG_ERR_MEMORY, PROG ": out of memory for a batch");
   }
@@ -437,8 +437,7 @@ static int sample_tokens(run *r, const options *o, const gpt_data *d) {
   for (long long i = 0; i < o->sample && st == TG_OK; i++) {
     tg_scope sc = tg_scope_begin();
     int64_t len = n < T ? n : T;
-    tg_tensor *x = tg_to_device(
-        tg_from_data(TG_SHAPE(1, len), ctx + n - len, (tg_options){.dtype = TG_I64}), r->device);
+    tg_tensor *x = tg_from_data(TG_SHAPE(1, len), ctx + n - len, (tg_options){.dtype = TG_I64});
     tg_tensor *last = tg_select(gpt_model_logits(r->model, x), 0, len - 1);
     tg_tensor *p = tg_to_dtype(tg_softmax(tg_div_scalar(last, o->temperature), 0), TG_F64);
     tg_tensor *draw = tg_rand(TG_SHAPE(1), (tg_options){.dtype = TG_F64}, g);
@@ -584,9 +583,7 @@ static int report(const options *o, const gpt_data *d, run *r, long long start, 
     printf(" = %.3f x the unigram entropy (%.4f)", r->val_loss / d->unigram, d->unigram);
   long long peak_kb = proc_status_kb("VmHWM");
   printf("\npeak RSS %.1f MB\n", (peak_kb < 0 ? -1.0 : (double)peak_kb * 1024) / 1e6);
-  tg_cuda_memory_stats mem;
-  if (r->device.type == TG_CUDA && tg_cuda_memory_stats_get(&mem) == TG_OK)
-    printf("peak CUDA memory in use %.1f MB\n", (double)mem.peak_bytes_in_use / 1e6);
+  train_print_device_memory(r->device);
   printf("wall time %.1f s\n", wall);
   int ok = 1;
   if (o->common.check && !(r->val_loss < r->first_loss - CHECK_MARGIN)) {

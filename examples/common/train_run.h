@@ -75,6 +75,13 @@ static inline tg_status train_sync(tg_device device) {
   return device.type == TG_CUDA ? tg_cuda_synchronize() : TG_OK;
 }
 
+/* The summary's line for a CUDA run: its allocator's peak memory in use (nothing on the CPU). */
+static inline void train_print_device_memory(tg_device device) {
+  tg_cuda_memory_stats mem;
+  if (device.type == TG_CUDA && tg_cuda_memory_stats_get(&mem) == TG_OK)
+    printf("peak CUDA memory in use %.1f MB\n", (double)mem.peak_bytes_in_use / 1e6);
+}
+
 /* 0 after a warning when tg objects are still alive at exit (a leak). */
 static inline int train_no_leaks(const char *prog) {
   int64_t live = tg_live_objects();
