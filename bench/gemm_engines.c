@@ -8,6 +8,8 @@
  *                 TG_GEMM_ENGINE=builtin: the fixed rules), named after the ratio of tg to the best
  *   blis-<set>    BLIS's expert API with the context of one kernel set (haswell, zen3, skx
  *                 where the CPU runs them): needs BLIS linked statically (TG_BLIS_STATIC)
+ *   blis-<set>-packed  the same with BLIS's small/unpacked ("sup") path off: every product
+ *                 packed (tg's engines of those names)
  *   openblas      cblas_sgemm of Debian's OpenBLAS (libopenblas0-openmp), when installed
  *   libxsmm       libxsmm's JIT kernels (when tg is built with it), for the layouts it takes
  *   mkl           cblas_sgemm of MKL's libmkl_rt (pip install mkl; path in TG_BENCH_MKL,
@@ -50,12 +52,13 @@ typedef struct product {
 typedef struct engine {
   char name[32];
   cntx_t *cntx;         /* blis-<set> */
+  bool packed;          /* blis-<set>-packed: the sup path off */
   cblas_sgemm_fn cblas; /* openblas, mkl */
   bool is_tg;
   bool is_xsmm; /* libxsmm's JIT kernels directly, for the layouts it takes */
 } engine;
 
-#define MAX_ENGINES 8
+#define MAX_ENGINES 12
 static engine engines[MAX_ENGINES];
 static int n_engines;
 static int threads = 1;
@@ -94,6 +97,9 @@ static void add_blis_sets(void) {
     if (!c || !c[BLIS_NAT]) continue;
     engine e = {.cntx = c[BLIS_NAT]};
     snprintf(e.name, sizeof e.name, "blis-%s", sets[i].name);
+    add_engine(e);
+    e.packed = true;
+    snprintf(e.name, sizeof e.name, "blis-%s-packed", sets[i].name);
     add_engine(e);
   }
 #else
@@ -160,6 +166,7 @@ static bool run(const engine *e, const product *p, float *a, float *b, float *c,
     float one = 1, zero = 0;
     rntm_t r = BLIS_RNTM_INITIALIZER;
     bli_rntm_set_num_threads(threads, &r);
+    if (e->packed) bli_rntm_disable_l3_sup(&r);
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, p->m, p->n, p->k, &one, a, p->a_rs, p->a_cs,
                  b, p->b_rs, p->b_cs, &zero, c, p->n, 1, e->cntx, &r);
   }

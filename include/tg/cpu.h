@@ -70,6 +70,7 @@ const char *tg_conv_engine(void);
 /* ---- The GEMM engine per shape class ----
  * Every CPU GEMM runs on one of the engines this process has: BLIS's kernel set, other BLIS
  * sets the CPU executes ("blis-haswell", "blis-zen3", "blis-skx"; BLIS linked statically),
+ * each set again as "<set>-packed" (BLIS's small/unpacked path off: every product packed),
  * "libxsmm" (built with it), "mkl" (MKL's libmkl_rt found at run time: TG_MKL_LIBRARY,
  * the loader's path or $VIRTUAL_ENV/lib) and "openblas" (TG_OPENBLAS_LIBRARY, Debian's
  * libopenblas0-serial or libopenblas.so.0; neither required). Which one is decided per shape
@@ -85,10 +86,11 @@ const char *tg_conv_engine(void);
  *     count and library versions; "off": none), else measured now (seconds) and cached
  *     (written atomically). A cache that is corrupt or another machine's is ignored with a
  *     message on stderr. Times are taken in F32; F64 products follow the same choice.
- *     One-thread products under 2^22 multiply-adds are then also tuned per exact shape
- *     (sizes, layouts, dtype): a shape's first call times every engine on it (into scratch
- *     memory) and the fastest runs it from then on, that call included (a class is measured
- *     at two of its shapes and mispredicts others). Not in deterministic mode, nor with
+ *     Products whose per-thread block is under 2^30 multiply-adds are then also tuned per
+ *     exact shape (sizes, layouts, dtype, thread count): a shape's first call times every
+ *     engine that takes it on the block one thread runs (into scratch memory) and the
+ *     fastest runs it from then on, that call included (a class is measured at two of its
+ *     shapes and mispredicts others). Not in deterministic mode, nor with
  *     TG_GEMM_SHAPES=off. */
 /* Measures every engine on every class now, uses the result and writes the cache (a failed
  * write is reported on stderr). TG_ERR_MEMORY when the operands cannot be allocated. */

@@ -279,6 +279,19 @@ TG_TEST(blis_guard, engine_blis_skx) {
   pin_engine("blis-skx");
   run_all(NULL, NULL);
 }
+/* The same sets with BLIS's small/unpacked path off (every product packed). */
+TG_TEST(blis_guard, engine_blis_haswell_packed) {
+  pin_engine("blis-haswell-packed");
+  run_all(NULL, NULL);
+}
+TG_TEST(blis_guard, engine_blis_zen3_packed) {
+  pin_engine("blis-zen3-packed");
+  run_all(NULL, NULL);
+}
+TG_TEST(blis_guard, engine_blis_skx_packed) {
+  pin_engine("blis-skx-packed");
+  run_all(NULL, NULL);
+}
 TG_TEST(blis_guard, engine_libxsmm) {
   pin_engine("libxsmm");
   run_all(NULL, NULL);

@@ -164,7 +164,7 @@ static tg_status run_gemm(tg_dtype dtype, const matrix *c, const matrix *a, cons
   const int class_engine = tg__gemm_engine_choice(&p, &st);
   if (st == TG_OK) {
     const int64_t t0 = one_thread ? 0 : tg_cpu_now_ns();
-    int engine = tg__gemm_shape_engine(&p, class_engine); /* small: per exact shape */
+    int engine = tg__gemm_shape_engine(&p, class_engine); /* per exact shape */
     if (engine < 0 || !tg__gemm_engine_run(engine, &p)) {
       engine = tg__gemm_builtin_engine(&p);
       if (!tg__gemm_engine_run(engine, &p)) tg__gemm_engine_run(0, &p); /* BLIS takes all */

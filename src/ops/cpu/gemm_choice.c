@@ -282,7 +282,7 @@ size_t tg_gemm_engine_report(char *buf, size_t size, bool per_class) {
     put(buf, size, &used, "; classes per engine:");
     for (int e = 0; e < engines; e++)
       if (count[e]) put(buf, size, &used, " %s %d", tg__gemm_engine_at(e)->name, count[e]);
-    put(buf, size, &used, "; exact small shapes settled: %d", tg__gemm_shapes_settled_count());
+    put(buf, size, &used, "; exact shapes settled: %d", tg__gemm_shapes_settled_count());
     if (per_class) {
       put(buf, size, &used, "\n%-24s %-14s", "class (size/aspect/ab/threads)", "chosen");
       for (int e = 0; e < engines; e++) put(buf, size, &used, " %12s", tg__gemm_engine_at(e)->name);

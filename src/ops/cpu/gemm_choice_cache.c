@@ -1,7 +1,7 @@
 /* The calibration's cache: one text file per CPU and library versions, in the user's cache
  * directory, so that only the first process on a machine spends the seconds measuring.
  *
- *   tg gemm engines 2, 160 classes
+ *   tg gemm engines 3, 160 classes
  *   key <cpu brand>|<vendor> <family> <model> <stepping>|<tg threads>|tg <ver>|BLIS ... MKL ...
  *   engines <name> <name> ...
  *   <class> <chosen engine> <us of each engine, -1: not taken>     one line per class
@@ -26,7 +26,7 @@
 #include "tensor/fnv1a.h"
 #include "tg/cpu.h"
 
-#define TG_GEMM_CACHE_MAGIC "tg gemm engines 2, 160 classes"
+#define TG_GEMM_CACHE_MAGIC "tg gemm engines 3, 160 classes"
 
 void tg__gemm_cache_key(char *buf, size_t size) {
   const tg_cpu_features f = tg_cpu_features_read();

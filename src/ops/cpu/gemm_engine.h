@@ -35,15 +35,18 @@ typedef enum tg_gemm_engine_kind {
 } tg_gemm_engine_kind;
 
 typedef struct tg_gemm_engine {
-  char name[32]; /* "blis-zen3", "libxsmm", "mkl", "openblas": what TG_GEMM_ENGINE and the
-                  * cache say */
+  char name[32]; /* "blis-zen3", "blis-zen3-packed", "libxsmm", "mkl", "openblas": what
+                  * TG_GEMM_ENGINE and the cache say */
   tg_gemm_engine_kind kind;
-  void *blis_cntx; /* a BLIS set's context; NULL: the set BLIS runs for the process */
+  void *blis_cntx;  /* a BLIS set's context; NULL: the set BLIS runs for the process */
+  bool blis_packed; /* BLIS's small/unpacked ("sup") path off: every product packed */
 } tg_gemm_engine;
 
-#define TG_GEMM_MAX_ENGINES 8
+/* Three BLIS sets, each also packed, libxsmm, MKL, OpenBLAS: 9 on an AVX-512 CPU. */
+#define TG_GEMM_MAX_ENGINES 12
 /* The engines this process can run, after tg_cpu_blis_ready: BLIS's own set first, then the
- * other BLIS sets the CPU executes and this build reaches, libxsmm, MKL, OpenBLAS. */
+ * other BLIS sets the CPU executes and this build reaches, each set again packed, libxsmm,
+ * MKL, OpenBLAS. */
 int tg__gemm_engine_count(void);
 const tg_gemm_engine *tg__gemm_engine_at(int index);
 /* The index of the engine of that name, or -1. */
@@ -52,6 +55,11 @@ int tg__gemm_engine_named(const char *name);
  * 32-bit BLAS integers): nothing written then. A product of more than one thread runs as
  * blocks of out, one per thread, each a one-thread product on tg's thread pool. */
 bool tg__gemm_engine_run(int index, const tg_gemm_problem *p);
+/* Whether engine index takes p (layouts, sizes, team): what tg__gemm_engine_run would. */
+bool tg__gemm_engine_takes(int index, const tg_gemm_problem *p);
+/* The one-thread product the first thread of p's team runs (its block of out, as
+ * tg__gemm_engine_run splits p); p itself on one thread where p does not split. */
+tg_gemm_problem tg__gemm_block_of(const tg_gemm_problem *p);
 /* "BLIS 0.9.0, libxsmm 1.17, MKL 2025.2, OpenBLAS 0.3.21": the versions the cache is keyed
  * on. */
 void tg__gemm_engine_versions(char *buf, size_t size);
@@ -129,16 +137,21 @@ typedef struct tg_gemm_table {
 /* Whether the choice is a table (calibrated or cached), not the built-in rules or a pin. */
 bool tg__gemm_choice_measured(void);
 
-/* ---- exact small shapes (gemm_shapes.c) ----
- * A class's engine is measured at two shapes of the class, and a small product of another
- * shape can run faster elsewhere (the LLTM's 16 x 32 x 128 weight gradient, 384 x 160 x 16:
- * BLIS 27.3 us, libxsmm 23.4 us on Zen 3, in a class BLIS won). One-thread products below
- * TG_CPU_GEMM_PARALLEL_MIN_MACS are therefore tuned per exact shape (sizes, layouts, dtype)
- * while the choice is a table, deterministic mode is off and TG_GEMM_SHAPES is not "off": the
- * shape's first call times every engine on it, TG_GEMM_SHAPE_ROUNDS rounds into a scratch
- * output on the thread's CPU clock, and the fastest (the class's engine unless another is 3%
- * faster) runs that call and every later one. Up to 1024 shapes; the others, and a first call
- * without memory for the scratch output, keep their class's engine. */
+/* ---- exact shapes (gemm_shapes.c) ----
+ * A class's engine is measured at two shapes of the class, and a product of another shape
+ * can run faster elsewhere (the LLTM's 16 x 32 x 128 weight gradient, 384 x 160 x 16: BLIS
+ * 27.3 us, libxsmm 23.4 us on Zen 3, in a class BLIS won; GPT's 768 x 256 x 2048 weight
+ * gradient on two threads: its class's BLIS set ran each thread's 384 x 256 x 2048 block at
+ * 48 GF/s, the same set packed at 77). Products whose block (tg__gemm_block_of: the whole
+ * product on one thread) is under TG_GEMM_SHAPE_MAX_MACS are therefore tuned per exact shape
+ * (sizes, layouts, dtype, team) while the choice is a table, deterministic mode is off and
+ * TG_GEMM_SHAPES is not "off": the shape's first call times every engine that takes the
+ * product on its block, TG_GEMM_SHAPE_ROUNDS rounds into a scratch output on the thread's CPU
+ * clock (an engine over 3x the fastest in the first round is not timed again), and the fastest
+ * (the class's engine unless another is 3% faster) runs that call and every later one. Up to
+ * 1024 shapes; the others, and a first call without memory for the scratch output, keep their
+ * class's engine. */
+#define TG_GEMM_SHAPE_MAX_MACS (1LL << 30)
 enum { TG_GEMM_SHAPE_ROUNDS = 3 };
 /* The engine to run p on, given its class's (-1 passes through). */
 int tg__gemm_shape_engine(const tg_gemm_problem *p, int class_engine);

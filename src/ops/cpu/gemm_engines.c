@@ -1,7 +1,16 @@
 /* The GEMM engines this process can run, listed once: BLIS's own kernel set, the other BLIS
  * sets worth trying that the CPU executes (through their contexts: needs BLIS linked
- * statically, blis_kernels.c), libxsmm (when tg is built with it), MKL and OpenBLAS (when
- * found at run time). Each takes a tg_gemm_problem or says it does not. */
+ * statically, blis_kernels.c), each of those sets again with its products always packed,
+ * libxsmm (when tg is built with it), MKL and OpenBLAS (when found at run time). Each takes a
+ * tg_gemm_problem or says it does not.
+ *
+ * Why packed twins: BLIS 0.9 sends a product with a dimension under its thresholds to its
+ * small/unpacked ("sup") kernels, which win for skinny products and lose up to 2.5x for others.
+ * Measured on the Zen 3 guest, one thread, all four layouts, 876 shapes from 32 to 2048 a side:
+ * sup 0.5x-0.6x the packed time where m or n is 32, 2.0x-2.5x at 1024 x 1024 x 64 and
+ * 256 x 1024 x 256, and no rule on m, n and k separated the two (layout mattered as much). GPT's
+ * weight gradients (256 x 1024 x 2048, a^T b) ran at 41 GF/s in sup against 77 packed. So
+ * whether a set packs is measured like everything else: its twin is another engine. */
 #include <blis.h>
 #include <limits.h>
 #include <pthread.h>
@@ -21,14 +30,15 @@ static struct {
   pthread_once_t once;
   int count;
   tg_gemm_engine list[TG_GEMM_MAX_ENGINES];
-} engines = {PTHREAD_ONCE_INIT, 0, {{{0}, 0, NULL}}};
+} engines = {PTHREAD_ONCE_INIT, 0, {{{0}, 0, NULL, false}}};
 
-static void add(const char *name, tg_gemm_engine_kind kind, void *cntx) {
+static void add(const char *name, tg_gemm_engine_kind kind, void *cntx, bool packed) {
   if (engines.count == TG_GEMM_MAX_ENGINES) return;
   tg_gemm_engine *e = &engines.list[engines.count++];
   snprintf(e->name, sizeof e->name, "%s", name);
   e->kind = kind;
   e->blis_cntx = cntx;
+  e->blis_packed = packed;
 }
 
 /* The BLIS sets with fast x86-64 kernels; the older ones (sandybridge, penryn, the FMA4
@@ -39,7 +49,7 @@ static void list_once(void) {
   char name[24];
   const char *own = tg_blis_kernels(); /* after tg_cpu_blis_ready: never NULL here */
   snprintf(name, sizeof name, "blis-%s", own ? own : "?");
-  add(name, TG_GEMM_ENGINE_BLIS, NULL);
+  add(name, TG_GEMM_ENGINE_BLIS, NULL, false);
   if (!tg_cpu_blis_pinned()) { /* a pinned BLIS_ARCH_TYPE means that set, alone */
     const tg_cpu_features f = tg_cpu_features_read();
     for (size_t i = 0; i < sizeof blis_candidates / sizeof blis_candidates[0]; i++) {
@@ -48,13 +58,18 @@ static void list_once(void) {
         continue;
       void *cntx = tg__blis_context_named(blis_candidates[i]);
       snprintf(name, sizeof name, "blis-%s", blis_candidates[i]);
-      if (cntx) add(name, TG_GEMM_ENGINE_BLIS, cntx);
+      if (cntx) add(name, TG_GEMM_ENGINE_BLIS, cntx, false);
+    }
+    const int sets = engines.count;
+    for (int i = 0; i < sets; i++) {
+      snprintf(name, sizeof name, "%s-packed", engines.list[i].name);
+      add(name, TG_GEMM_ENGINE_BLIS, engines.list[i].blis_cntx, true);
     }
 #if TG_WITH_XSMM
-    add("libxsmm", TG_GEMM_ENGINE_XSMM, NULL);
+    add("libxsmm", TG_GEMM_ENGINE_XSMM, NULL, false);
 #endif
-    if (tg__mkl_available()) add("mkl", TG_GEMM_ENGINE_MKL, NULL);
-    if (tg__openblas_available()) add("openblas", TG_GEMM_ENGINE_OPENBLAS, NULL);
+    if (tg__mkl_available()) add("mkl", TG_GEMM_ENGINE_MKL, NULL, false);
+    if (tg__openblas_available()) add("openblas", TG_GEMM_ENGINE_OPENBLAS, NULL, false);
   }
 }
 
@@ -77,9 +92,10 @@ int tg__gemm_engine_named(const char *name) {
   return -1;
 }
 
-static void run_blis(void *cntx, const tg_gemm_problem *p) {
+static void run_blis(void *cntx, bool packed, const tg_gemm_problem *p) {
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
   bli_rntm_set_num_threads(1, &rntm);
+  if (packed) bli_rntm_disable_l3_sup(&rntm);
   if (p->dtype == TG_F32) {
     float al = (float)p->alpha, be = (float)p->beta;
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, p->m, p->n, p->k, &al, (float *)p->a,
@@ -167,10 +183,10 @@ static bool takes(const tg_gemm_engine *e, const tg_gemm_problem *p) {
 static void run_one(const tg_gemm_engine *e, const tg_gemm_problem *p) {
   switch (e->kind) {
   case TG_GEMM_ENGINE_BLIS:
-    run_blis(e->blis_cntx, p);
+    run_blis(e->blis_cntx, e->blis_packed, p);
     return;
   case TG_GEMM_ENGINE_XSMM:
-    if (!run_xsmm(p)) run_blis(NULL, p);
+    if (!run_xsmm(p)) run_blis(NULL, false, p);
     return;
   case TG_GEMM_ENGINE_MKL:
     tg__mkl_gemm(p);
@@ -200,38 +216,63 @@ typedef struct split_job {
 /* Block boundaries are multiples of 16 rows or columns (a cache line of F32 out). */
 #define TG_GEMM_SPLIT_ALIGN 16
 
+/* Block `chunk` of j's product as a one-thread product; false past the end. */
+static bool block_problem(const split_job *j, int64_t chunk, tg_gemm_problem *q) {
+  *q = *j->p;
+  q->threads = 1;
+  const int64_t begin = chunk * j->block, total = j->by_rows ? q->m : q->n;
+  const int64_t len = begin + j->block < total ? j->block : total - begin;
+  const size_t elsize = q->dtype == TG_F32 ? sizeof(float) : sizeof(double);
+  if (len <= 0) return false;
+  if (j->by_rows) {
+    q->m = len;
+    q->c += (size_t)(begin * q->c_rs) * elsize;
+    q->a += (size_t)(begin * q->a_rs) * elsize;
+  } else {
+    q->n = len;
+    q->c += (size_t)(begin * q->c_cs) * elsize;
+    q->b += (size_t)(begin * q->b_cs) * elsize;
+  }
+  return true;
+}
+
 static void run_block(int64_t chunk, void *arg) {
   split_job *j = arg;
-  tg_gemm_problem q = *j->p;
-  q.threads = 1;
-  const int64_t begin = chunk * j->block, total = j->by_rows ? q.m : q.n;
-  const int64_t len = begin + j->block < total ? j->block : total - begin;
-  const size_t elsize = q.dtype == TG_F32 ? sizeof(float) : sizeof(double);
-  if (len <= 0) return;
-  if (j->by_rows) {
-    q.m = len;
-    q.c += (size_t)(begin * q.c_rs) * elsize;
-    q.a += (size_t)(begin * q.a_rs) * elsize;
-  } else {
-    q.n = len;
-    q.c += (size_t)(begin * q.c_cs) * elsize;
-    q.b += (size_t)(begin * q.b_cs) * elsize;
-  }
-  run_one(j->engine, &q);
+  tg_gemm_problem q;
+  if (block_problem(j, chunk, &q)) run_one(j->engine, &q);
+}
+
+/* How p splits: one block of out's rows (or columns) per thread; the number of blocks. */
+static int64_t plan_split(const tg_gemm_engine *e, const tg_gemm_problem *p, split_job *j) {
+  const bool by_rows = p->m >= p->n;
+  const int64_t total = by_rows ? p->m : p->n;
+  int64_t parts = p->threads > 1 ? p->threads : 1;
+  int64_t block = (total + parts - 1) / parts;
+  block = (block + TG_GEMM_SPLIT_ALIGN - 1) / TG_GEMM_SPLIT_ALIGN * TG_GEMM_SPLIT_ALIGN;
+  *j = (split_job){e, p, by_rows, block};
+  return (total + block - 1) / block;
 }
 
 static void run_split(const tg_gemm_engine *e, const tg_gemm_problem *p) {
-  const bool by_rows = p->m >= p->n;
-  const int64_t total = by_rows ? p->m : p->n;
-  int64_t parts = p->threads;
-  int64_t block = (total + parts - 1) / parts;
-  block = (block + TG_GEMM_SPLIT_ALIGN - 1) / TG_GEMM_SPLIT_ALIGN * TG_GEMM_SPLIT_ALIGN;
-  parts = (total + block - 1) / block;
-  split_job j = {e, p, by_rows, block};
+  split_job j;
+  const int64_t parts = plan_split(e, p, &j);
   if (parts <= 1)
     run_one(e, p);
   else
     tg_cpu_parallel_for(parts, run_block, &j);
+}
+
+tg_gemm_problem tg__gemm_block_of(const tg_gemm_problem *p) {
+  split_job j;
+  tg_gemm_problem q = *p;
+  q.threads = 1;
+  if (p->threads > 1 && plan_split(NULL, p, &j) > 1) block_problem(&j, 0, &q);
+  return q;
+}
+
+bool tg__gemm_engine_takes(int index, const tg_gemm_problem *p) {
+  const tg_gemm_engine *e = tg__gemm_engine_at(index);
+  return e && takes(e, p);
 }
 
 bool tg__gemm_engine_run(int index, const tg_gemm_problem *p) {

@@ -1,9 +1,10 @@
-/* Exact small shapes (gemm_engine.h): a class's engine is measured at two shapes of the
- * class, and a small product of another shape can run faster on another engine. So the first
- * call of each exact one-thread small shape times every engine on it (3 rounds, into a scratch
- * output, on the thread's CPU clock), and the fastest runs it from then on, that first call
- * included: within a process one shape always runs on one engine, so its results do not
- * change from call to call (gradcheck runs a backward twice and wants the same bits).
+/* Exact shapes (gemm_engine.h): a class's engine is measured at two shapes of the class, and
+ * a product of another shape can run faster on another engine. So the first call of each
+ * exact shape (with its team size) times every engine that takes it on the block one thread
+ * runs (3 rounds, into a scratch output, on the thread's CPU clock), and the fastest runs it
+ * from then on, that first call included: within a process one shape always runs on one
+ * engine, so its results do not change from call to call (gradcheck runs a backward twice and
+ * wants the same bits).
  *
  * The table is fixed (SLOTS entries, no eviction): a shape that finds no slot, or no memory
  * for the scratch output, keeps its class's engine. An entry's key is written once, under the
@@ -27,7 +28,7 @@ typedef struct entry {
   atomic_int state;
   atomic_int chosen; /* SETTLED: the engine */
   int64_t m, n, k;
-  int code; /* dtype and layouts (shape_code) */
+  int code; /* dtype, layouts and team (shape_code) */
 } entry;
 
 static struct {
@@ -46,7 +47,7 @@ static void read_env(void) {
 
 static int shape_code(const tg_gemm_problem *p) {
   const bool a_t = p->a_rs == 1 && p->a_cs != 1, b_t = p->b_rs == 1 && p->b_cs != 1;
-  return (int)p->dtype * 4 + (a_t ? 2 : 0) + (b_t ? 1 : 0);
+  return (p->threads * TG_NUM_DTYPES + (int)p->dtype) * 4 + (a_t ? 2 : 0) + (b_t ? 1 : 0);
 }
 
 static size_t hash_of(int64_t m, int64_t n, int64_t k, int code) {
@@ -80,10 +81,10 @@ static entry *find(const tg_gemm_problem *p, bool create) {
 
 static bool applies(const tg_gemm_problem *p) {
   pthread_once(&table.once, read_env);
-  if (table.off || p->threads != 1 || tg_is_deterministic() || !tg__gemm_choice_measured())
-    return false;
-  const double macs = (double)p->m * (double)p->n * (double)p->k;
-  return macs < (double)TG_CPU_GEMM_PARALLEL_MIN_MACS;
+  if (table.off || tg_is_deterministic() || !tg__gemm_choice_measured()) return false;
+  const tg_gemm_problem block = tg__gemm_block_of(p);
+  const double macs = (double)block.m * (double)block.n * (double)block.k;
+  return macs < (double)TG_GEMM_SHAPE_MAX_MACS;
 }
 
 static int64_t thread_now_ns(int engine) {
@@ -101,33 +102,40 @@ static int fastest(const float *best_ns, int class_engine, int engines) {
   return best;
 }
 
-/* Times every engine on p's shape, 3 rounds, writing into a zeroed scratch output laid out
- * as p's (with the room behind it BLIS may read); the engine to settle on, or -1 without
- * memory for it. */
+/* Times every engine that takes p on p's block (what one thread runs), 3 rounds, writing into
+ * a zeroed scratch output laid out as the block's (with the room behind it BLIS may read); the
+ * engine to settle on, or -1 without memory for it. */
 static int tune(const tg_gemm_problem *p, int class_engine) {
-  const size_t elsize = p->dtype == TG_F64 ? sizeof(double) : sizeof(float);
-  const int64_t longer = p->m > p->n ? p->m : p->n;
+  tg_gemm_problem q = tg__gemm_block_of(p);
+  const size_t elsize = q.dtype == TG_F64 ? sizeof(double) : sizeof(float);
+  const int64_t longer = q.m > q.n ? q.m : q.n;
   int64_t bytes; /* m * n elements, one more row or column and a vector: what BLIS may read */
-  if (tg__mul_ovf(p->m, p->n, &bytes) || tg__add_ovf(bytes, longer, &bytes) ||
+  if (tg__mul_ovf(q.m, q.n, &bytes) || tg__add_ovf(bytes, longer, &bytes) ||
       tg__mul_ovf(bytes, (int64_t)elsize, &bytes) || tg__add_ovf(bytes, 64, &bytes))
     return -1;
   char *scratch = tg__host_aligned_alloc(64, (size_t)bytes);
   if (!scratch) return -1;
   memset(scratch, 0, (size_t)bytes);
-  tg_gemm_problem q = *p;
+  const bool c_column_major = q.c_rs == 1 && q.c_cs != 1;
   q.c = scratch;
-  const bool c_column_major = p->c_rs == 1 && p->c_cs != 1;
-  q.c_rs = c_column_major ? 1 : p->n;
-  q.c_cs = c_column_major ? p->m : 1;
+  q.c_rs = c_column_major ? 1 : q.n;
+  q.c_cs = c_column_major ? q.m : 1;
   const int engines = tg__gemm_engine_count();
-  float best_ns[TG_GEMM_MAX_ENGINES];
-  for (int e = 0; e < engines; e++) best_ns[e] = INFINITY;
+  float best_ns[TG_GEMM_MAX_ENGINES], fastest_first = INFINITY;
+  bool timed[TG_GEMM_MAX_ENGINES];
+  for (int e = 0; e < engines; e++) {
+    best_ns[e] = INFINITY;
+    timed[e] = tg__gemm_engine_takes(e, p);
+  }
   for (int round = 0; round < TG_GEMM_SHAPE_ROUNDS; round++)
     for (int e = 0; e < engines; e++) {
+      if (!timed[e]) continue;
+      if (round > 0 && best_ns[e] > 3 * fastest_first) continue; /* far behind: settled */
       const int64_t t0 = thread_now_ns(e);
       const bool ran = tg__gemm_engine_run(e, &q);
       const float ns = (float)(thread_now_ns(e) - t0);
       if (ran && ns < best_ns[e]) best_ns[e] = ns;
+      if (round == 0 && best_ns[e] < fastest_first) fastest_first = best_ns[e];
     }
   tg__host_free(scratch);
   return fastest(best_ns, class_engine, engines);
