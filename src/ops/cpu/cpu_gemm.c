@@ -142,29 +142,32 @@ static tg_status run_gemm(tg_dtype dtype, const matrix *c, const matrix *a, cons
   const bool one_thread = macs < TG_CPU_GEMM_PARALLEL_MIN_MACS || threads == 1 ||
                           tg_cpu_pool_busy_here() || tg_cpu_contended() ||
                           tg_cpu_too_small_to_wake(macs, TG_CPU_GEMM_PARALLEL_MIN_MACS);
-  /* BLIS's haswell/zen small-matrix kernels run a column-major left operand of many rows and
-   * a short inner dimension up to 1.3x slower than a row-major one (the weight gradient
-   * [1536, 128] @ [128, 768], 2 threads: 1818 against 1404 us; 1 thread 3664 against 2806):
-   * such a product pays for a row-major copy of it (m*k elements against m*n*k multiply-adds,
-   * n of 64 or more). With k of 256 or more (BLIS's large-matrix path, which packs anyway)
-   * or few rows the copy measured slower than none. No memory for it: the slower layout. */
-  matrix row_major_a = {0};
-  if (a->rs == 1 && a->cs > 1 && a->rows >= 256 && k < 256 && c->cols >= 64 &&
-      macs >= TG_BLIS_LARGE_MIN_MACS) {
-    row_major_a = contiguous_like(a, tg_dtype_size(dtype));
-    if (row_major_a.data) {
-      copy_matrix(&row_major_a, a, tg_dtype_size(dtype));
-      a = &row_major_a;
-    }
-  }
-  const tg_gemm_problem p = {
+  tg_gemm_problem p = {
       dtype, c->rows, c->cols, k,     c->data, c->rs, c->cs, a->data,
       a->rs, a->cs,   b->data, b->rs, b->cs,   alpha, beta,  one_thread ? 1 : threads};
   tg_status st;
   const int class_engine = tg__gemm_engine_choice(&p, &st);
+  matrix row_major_a = {0};
   if (st == TG_OK) {
     const int64_t t0 = one_thread ? 0 : tg_cpu_now_ns();
     int engine = tg__gemm_shape_engine(&p, class_engine); /* per exact shape */
+    /* BLIS's haswell/zen small-matrix kernels run a column-major left operand of many rows
+     * and a short inner dimension up to 1.3x slower than a row-major one (the weight gradient
+     * [1536, 128] @ [128, 768], 2 threads: 1818 against 1404 us; 1 thread 3664 against 2806):
+     * on a BLIS set with that path on, such a product pays for a row-major copy of it (m*k
+     * elements against m*n*k multiply-adds, n of 64 or more). With k of 256 or more (BLIS's
+     * large-matrix path, which packs anyway) or few rows the copy measured slower than none,
+     * and a packed engine packs anyway (the copy cost blis-zen3-packed 4.8 against 4.0 ms at
+     * that product). No memory for it: the slower layout. */
+    const tg_gemm_engine *e = tg__gemm_engine_at(engine < 0 ? 0 : engine);
+    if (e && e->kind == TG_GEMM_ENGINE_BLIS && !e->blis_packed && a->rs == 1 && a->cs > 1 &&
+        a->rows >= 256 && k < 256 && c->cols >= 64 && macs >= TG_BLIS_LARGE_MIN_MACS) {
+      row_major_a = contiguous_like(a, tg_dtype_size(dtype));
+      if (row_major_a.data) {
+        copy_matrix(&row_major_a, a, tg_dtype_size(dtype));
+        p.a = row_major_a.data, p.a_rs = row_major_a.rs, p.a_cs = row_major_a.cs;
+      }
+    }
     if (engine < 0 || !tg__gemm_engine_run(engine, &p)) {
       engine = tg__gemm_builtin_engine(&p);
       if (!tg__gemm_engine_run(engine, &p)) tg__gemm_engine_run(0, &p); /* BLIS takes all */
