@@ -3,11 +3,24 @@
  * the kernels decline (TG_ERR_UNSUPPORTED, nothing recorded) what oneDNN does not take and
  * the generic path then runs it; every tg allocation it makes can fail cleanly. Skips
  * visibly where oneDNN is absent (Debian's libdnnl-dev: scripts/deps.sh installs it). */
+#define _GNU_SOURCE /* setenv */
+#include <stdlib.h>
+
 #include "testutil.h"
 
 #include "alloc_sweep.h"
 #include "ops/backend.h"
 #include "ops/cpu/conv_onednn.h"
+#include "ops/cpu/conv_winograd.h"
+
+/* oneDNN's own passes: Winograd's, which the choice may run instead at 3x3 windows, are
+ * tests/ops/test_conv_winograd.c's. */
+static void winograd_off(void) {
+  cr_assert_eq(setenv("TG_CONV_WINOGRAD", "off", 1), 0);
+  tg__cpu_conv_winograd_reset();
+}
+
+TestSuite(conv_onednn, .init = winograd_off);
 
 static const tg_options f32 = {.dtype = TG_F32};
 

@@ -29,6 +29,7 @@
 
 #include "ops/backend.h"
 #include "ops/cpu/conv_onednn.h"
+#include "ops/cpu/conv_winograd.h"
 #include "ops/cpu/cpu_internal.h"
 #include "ops/cpu/thread_pool.h"
 #include "tensor/check.h"
@@ -498,14 +499,9 @@ static tg_status error_of(pass p, outcome o) {
                       onednn.version, o.at, (int)o.status);
 }
 
-/* x, w, y and the geometry: the checks every pass makes first. */
-static tg_status run(pass p, int n, tg_tensor *const *t) {
-  TG__KERNEL_ARITY(pass_names[p], n, 4);
-  int64_t g[N_INTS];
-  if (!tg__cpu_conv_onednn_available() || !geometry_of(t[3], g))
-    return TG_ERR_UNSUPPORTED; /* declined, nothing recorded */
-  if (!fits(pass_names[p], t, g)) return tg_last_error();
-  if (!takes(t, g)) return TG_ERR_UNSUPPORTED;
+/* One pass on oneDNN, after run's checks. */
+static tg_status onednn_pass(int pass_index, tg_tensor *const *t, const int64_t *g) {
+  const pass p = (pass)pass_index;
   const int threads = tg_get_num_threads() > 1 && !tg_cpu_pool_busy_here() && !tg_cpu_contended()
                           ? tg_get_num_threads()
                           : 1;
@@ -544,6 +540,18 @@ static tg_status run(pass p, int n, tg_tensor *const *t) {
   if (s.partial_w) tg__host_cached_free(s.partial_w, (size_t)partial_bytes);
   runs += st == TG_OK && !any_declined;
   return st == TG_OK && any_declined ? TG_ERR_UNSUPPORTED : st;
+}
+
+/* x, w, y and the geometry: the checks every pass makes first; then Winograd's F(2x2, 3x3)
+ * where it applies and measured faster on the shape, else oneDNN (conv_winograd_choice.c). */
+static tg_status run(pass p, int n, tg_tensor *const *t) {
+  TG__KERNEL_ARITY(pass_names[p], n, 4);
+  int64_t g[N_INTS];
+  if (!tg__cpu_conv_onednn_available() || !geometry_of(t[3], g))
+    return TG_ERR_UNSUPPORTED; /* declined, nothing recorded */
+  if (!fits(pass_names[p], t, g)) return tg_last_error();
+  if (!takes(t, g)) return TG_ERR_UNSUPPORTED;
+  return tg__cpu_conv_winograd_or((int)p, t, g, onednn_pass);
 }
 
 #else /* built without oneDNN's headers: the generic path runs every convolution */

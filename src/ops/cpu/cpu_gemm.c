@@ -228,3 +228,18 @@ tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, do
   if (copy_c) tg__host_free(cc.data);
   return st;
 }
+
+tg_status tg_cpu_gemm_f32_raw(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_rs,
+                              int64_t a_cs, const float *b, int64_t b_rs, int64_t b_cs, float *c,
+                              int64_t c_rs, double beta) {
+  if (m == 0 || n == 0) return TG_OK;
+  if (tg_cpu_blis_ready("gemm") != TG_OK) return tg_last_error();
+  const matrix ma = {(char *)a, m, k, a_rs, a_cs, 0}, mb = {(char *)b, k, n, b_rs, b_cs, 0},
+               mc = {(char *)c, m, n, c_rs, 1, 0};
+  if (k == 0) {
+    for (int64_t i = 0; i < m && beta == 0; i++) memset(c + i * c_rs, 0, (size_t)n * sizeof(float));
+    return TG_OK;
+  }
+  tg_cpu_blis_threads_init();
+  return run_gemm(TG_F32, &mc, &ma, &mb, k, 1.0, beta);
+}

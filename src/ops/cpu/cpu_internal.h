@@ -132,6 +132,13 @@ tg_status tg_cpu_reduce(int kind, tg_tensor *values, tg_tensor *indices, const t
                         int dim);
 tg_status tg_cpu_gemm(tg_tensor *out, const tg_tensor *a, const tg_tensor *b, double alpha,
                       double beta);
+/* c[m, n] = a[m, k] @ b[k, n] + beta c on F32 buffers by element strides (one of each pair
+ * unit; c row-major), as tg_cpu_gemm runs a product (engine, threads): for kernels that keep
+ * their own buffers. Each buffer must have the room behind it BLIS may read
+ * (tg__cpu_tail_pad). */
+tg_status tg_cpu_gemm_f32_raw(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_rs,
+                              int64_t a_cs, const float *b, int64_t b_rs, int64_t b_cs, float *c,
+                              int64_t c_rs, double beta);
 tg_status tg_cpu_gather_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index);
 tg_status tg_cpu_scatter_add_rows(tg_tensor *out, const tg_tensor *src, const tg_tensor *index);
 tg_status tg_cpu_index_select_rows(tg_tensor *out, const tg_tensor *x, const tg_tensor *index);
