@@ -64,7 +64,10 @@ const char *tg_small_gemm_engine(void);
  * What runs F32 conv2d, conv_transpose2d and their gradients on the CPU: "oneDNN 2.6.3" where
  * oneDNN's libdnnl.so.2 is found at run time (TG_ONEDNN_LIBRARY: a path to load instead, or
  * "off") and tg was built with its headers (Debian's libdnnl-dev), else "im2col + GEMM",
- * tg's own (which also runs F64, and any call oneDNN declines: docs/cnn.md). */
+ * tg's own (which also runs F64, and any call oneDNN declines: docs/cnn.md). With oneDNN,
+ * "oneDNN 2.6.3, Winograd F(2x2,3x3) where faster": 3x3 windows of stride 1 may run tg's
+ * Winograd convolution instead, per shape and pass where its first call measured it faster
+ * (not in deterministic mode, nor with TG_CONV_WINOGRAD=off; =on: wherever it applies). */
 const char *tg_conv_engine(void);
 
 /* ---- The GEMM engine per shape class ----

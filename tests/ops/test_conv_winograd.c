@@ -217,13 +217,23 @@ TG_TEST(conv_winograd, deterministic_mode_never_runs_it) {
   need_onednn();
   set_mode("on");
   tg_set_deterministic(true);
+  cr_assert(!strstr(tg_conv_engine(), "Winograd"), "%s", tg_conv_engine());
   never_runs();
 }
 
 TG_TEST(conv_winograd, tg_conv_winograd_off_never_runs_it) {
   need_onednn();
   set_mode("off");
+  cr_assert(!strstr(tg_conv_engine(), "Winograd"), "%s", tg_conv_engine());
   never_runs();
+}
+
+TG_TEST(conv_winograd, tg_conv_engine_names_it) {
+  need_onednn();
+  set_mode(NULL);
+  cr_assert(strncmp(tg_conv_engine(), "oneDNN 2.", 9) == 0 &&
+                strstr(tg_conv_engine(), ", Winograd F(2x2,3x3) where faster"),
+            "%s", tg_conv_engine());
 }
 
 /* TG_CONV_WINOGRAD=on runs every pass of a shape it takes on it. */

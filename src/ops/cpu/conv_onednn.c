@@ -120,7 +120,8 @@ static struct {
     void (*slot[API_SIZE])(void);
   } api;
   dnnl_engine_t engine;
-  char version[32], name[48]; /* "2.6.3", "oneDNN 2.6.3" */
+  char version[32], name[48], with_winograd[96]; /* "2.6.3", "oneDNN 2.6.3", and "oneDNN 2.6.3,
+                                                  * Winograd F(2x2,3x3) where faster" */
 } onednn = {.once = PTHREAD_ONCE_INIT};
 
 /* Whether dnnl_api is exactly the list of names (every member a function pointer). */
@@ -158,6 +159,8 @@ static void load_once(void) {
   }
   snprintf(onednn.version, sizeof onednn.version, "%d.%d.%d", v->major, v->minor, v->patch);
   snprintf(onednn.name, sizeof onednn.name, "oneDNN %s", onednn.version);
+  snprintf(onednn.with_winograd, sizeof onednn.with_winograd,
+           "oneDNN %s, Winograd F(2x2,3x3) where faster", onednn.version);
   onednn.lib = lib;
 }
 
@@ -175,7 +178,8 @@ void tg__cpu_conv_onednn_enable(bool on) { disabled = !on; }
 int64_t tg__cpu_conv_onednn_runs(void) { return runs; }
 
 const char *tg_conv_engine(void) {
-  return tg__cpu_conv_onednn_available() ? onednn.name : "im2col + GEMM";
+  if (!tg__cpu_conv_onednn_available()) return "im2col + GEMM";
+  return tg__cpu_conv_winograd_enabled() ? onednn.with_winograd : onednn.name;
 }
 
 /* ---- one call ---- */

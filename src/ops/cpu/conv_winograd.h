@@ -27,6 +27,8 @@ typedef tg_status (*tg_conv_direct_fn)(int pass, tg_tensor *const *t, const int6
  * TG_CONV_WINOGRAD=on: Winograd wherever it applies (tests, benchmarks). */
 tg_status tg__cpu_conv_winograd_or(int pass, tg_tensor *const *t, const int64_t *g,
                                    tg_conv_direct_fn direct);
+/* Whether the choice may run Winograd (not TG_CONV_WINOGRAD=off, not deterministic mode). */
+bool tg__cpu_conv_winograd_enabled(void);
 /* Tests: how many calls Winograd has completed in this process, and forgets every shape's
  * choice (reading TG_CONV_WINOGRAD again). */
 int64_t tg__cpu_conv_winograd_runs(void);

@@ -125,6 +125,11 @@ tg_status tg__cpu_conv_winograd_or(int pass, tg_tensor *const *t, const int64_t 
   return st;
 }
 
+bool tg__cpu_conv_winograd_enabled(void) {
+  pthread_once(&table.once, read_env);
+  return table.mode != MODE_OFF && !tg_is_deterministic();
+}
+
 int64_t tg__cpu_conv_winograd_runs(void) { return atomic_load(&table.runs); }
 
 void tg__cpu_conv_winograd_reset(void) {
