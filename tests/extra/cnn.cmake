@@ -57,7 +57,8 @@ if(CMAKE_SCRIPT_MODE_FILE) # ---- the resume test ----
         tg_expect_same_start("${a}" "${b}" 5 "${impl}: ${what}, cpu and ${DEVICE}")
       endforeach()
     endforeach()
-    cnn_run(straight ${tiny} --steps 4 --device ${DEVICE} --optimizer adam)
+    cnn_run(straight ${tiny} --steps 4 --device ${DEVICE} --optimizer adam
+            --checkpoint ${DIR}/straight.ckpt)
     cnn_run(first_half ${tiny} --steps 2 --device ${DEVICE} --optimizer adam
             --checkpoint ${DIR}/cnn.ckpt)
     cnn_run(resumed ${tiny} --steps 4 --device ${DEVICE} --optimizer adam
@@ -84,9 +85,12 @@ if(CMAKE_SCRIPT_MODE_FILE) # ---- the resume test ----
     file(REMOVE_RECURSE ${DIR})
     return()
   endif()
-  # One thread, as charlm.cmake: the runs must round alike on a contended machine.
+  # One thread, as charlm.cmake: the runs must round alike on a contended machine. The
+  # uninterrupted run keeps a checkpoint of its own: a checkpointed run is deterministic
+  # (train_run.h), so both take the same convolution and GEMM engines whatever the timing
+  # (a run without one may take Winograd's convolution where its first call measured faster).
   foreach(opt sgd adam)
-    cnn_run(straight --steps 60 --optimizer ${opt})
+    cnn_run(straight --steps 60 --optimizer ${opt} --checkpoint ${DIR}/straight.ckpt)
     cnn_run(first_half --steps 30 --optimizer ${opt} --checkpoint ${DIR}/cnn.ckpt
             --checkpoint-every 15)
     cnn_run(resumed --steps 60 --optimizer ${opt} --checkpoint ${DIR}/cnn.ckpt --resume)
