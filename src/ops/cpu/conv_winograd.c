@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "ops/cpu/conv_winograd.h"
+#include "tg/cpu.h"
 #include "ops/cpu/cpu_internal.h"
 #include "ops/cpu/thread_pool.h"
 #include "tensor/check.h"
@@ -418,6 +419,12 @@ tg_status tg__cpu_conv_winograd(int pass, tg_tensor *const *t, const int64_t *g)
   const tg_tensor *read_t[2] = {pass == 0 ? t[0] : t[2], pass == 2 ? t[0] : t[1]};
   for (int i = 0; i < 2; i++)
     if (any_non_finite(read[i], tg_numel(read_t[i]))) return TG_ERR_UNSUPPORTED;
+  /* What a process's first GEMM sets up (the engine choice, which may calibrate; BLIS's thread
+   * count) happens here, on the calling thread, as bmm_cpu.c does: from inside a pool chunk
+   * the calibration's two-thread classes ran on one, and the table was judged disturbed and
+   * not cached (a conv_bench on 2 threads with a fresh cache, Winograd on: no cache file). */
+  if (!tg_gemm_engine_source()) return tg_last_error();
+  tg_cpu_blis_threads_init();
   switch (pass) {
   case 0:
     return filter_then_convolve(names[0], x, n, c_in, g[H], g[W], w, false, c_out, g[PAD_H],
