@@ -9,7 +9,8 @@
  * Measured on the Zen 3 guest, one thread, all four layouts, 876 shapes from 32 to 2048 a side:
  * sup 0.5x-0.6x the packed time where m or n is 32, 2.0x-2.5x at 1024 x 1024 x 64 and
  * 256 x 1024 x 256, and no rule on m, n and k separated the two (layout mattered as much). GPT's
- * weight gradients (256 x 1024 x 2048, a^T b) ran at 41 GF/s in sup against 77 packed. So
+ * weight gradients (256 x 1024 x 2048, a^T b) ran at 41 GF/s in sup and 77 packed (two runs,
+ * OpenBLAS at 86 and 78 in them: README "GEMM engines chosen per CPU"). So
  * whether a set packs is measured like everything else: its twin is another engine. */
 #include <blis.h>
 #include <limits.h>
