@@ -195,15 +195,21 @@ static void output_planes(int64_t p0, int64_t p1, void *arg) {
 
 /* D[16][k][tile] = A dy A^T for each 2x2 block of dy [n][k][out_h][out_w] (zero past it), a
  * row of tiles at a time as input_planes does. */
+typedef struct grad_job {
+  const float *dy;
+  int64_t channels, out_h, out_w;
+  tiling t;
+  float *d;
+} grad_job;
+
 static void grad_planes(int64_t p0, int64_t p1, void *arg) {
-  const output_job *j = arg; /* out: dy (read); the result goes to j->m */
+  const grad_job *j = arg;
   const int64_t plane = j->channels * j->t.tiles, tw = j->t.tiles_w;
   float e[2][TG_WINOGRAD_MAX_ROW], t[4][TG_WINOGRAD_MAX_ROW];
-  float *dst_all = (float *)j->m;
   for (int64_t pk = p0; pk < p1; pk++) {
     const int64_t img = pk / j->channels, k = pk % j->channels;
-    const float *src = j->out + pk * j->out_h * j->out_w;
-    float *dst = dst_all + k * j->t.tiles + img * j->t.tiles_h * tw;
+    const float *src = j->dy + pk * j->out_h * j->out_w;
+    float *dst = j->d + k * j->t.tiles + img * j->t.tiles_h * tw;
     for (int64_t tr = 0; tr < j->t.tiles_h; tr++) {
       for (int a = 0; a < 2; a++) {
         const int64_t r = 2 * tr + a;
@@ -268,12 +274,13 @@ static bool any_non_finite(const float *x, int64_t count) {
   return bad != 0;
 }
 
-/* A buffer of count floats with the room behind it BLIS may read (a row of up to 16 KiB and a
- * vector, as every CPU storage has: tg__cpu_tail_pad). */
-static float *buffer(int64_t count, size_t *bytes) {
-  int64_t b;
-  if (tg__mul_ovf(count, (int64_t)sizeof(float), &b)) return NULL;
-  *bytes = (size_t)b + tg__cpu_tail_pad((size_t)b);
+/* A buffer of a * b * c floats (products checked) with the room behind it BLIS may read (a row
+ * of up to 16 KiB and a vector, as every CPU storage has: tg__cpu_tail_pad). */
+static float *buffer(int64_t a, int64_t b, int64_t c, size_t *bytes) {
+  int64_t n;
+  if (tg__mul_ovf(a, b, &n) || tg__mul_ovf(n, c, &n) || tg__mul_ovf(n, (int64_t)sizeof(float), &n))
+    return NULL;
+  *bytes = (size_t)n + tg__cpu_tail_pad((size_t)n);
   return tg__host_cached_alloc(*bytes);
 }
 
@@ -322,7 +329,7 @@ static tg_status convolve(const char *op, const float *img, int64_t n, int64_t i
   const int64_t group = images_per_group(ins + outs, one.tiles);
   const tiling most = tiling_of(group < n ? group : n, out_h, out_w);
   size_t v_bytes = 0, m_bytes = 0;
-  float *v = buffer(16 * ins * most.tiles, &v_bytes), *m = buffer(16 * outs * most.tiles, &m_bytes);
+  float *v = buffer(16, ins, most.tiles, &v_bytes), *m = buffer(16, outs, most.tiles, &m_bytes);
   tg_status st = TG_OK;
   if (!v || !m)
     st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory for Winograd's transformed operands", op);
@@ -358,7 +365,7 @@ static tg_status filter_then_convolve(const char *op, const float *img, int64_t 
                                       int64_t outs, int64_t pad_h, int64_t pad_w, float *out,
                                       int64_t out_h, int64_t out_w) {
   size_t u_bytes = 0;
-  float *u = buffer(16 * outs * ins, &u_bytes);
+  float *u = buffer(16, outs, ins, &u_bytes);
   if (!u) return tg_set_error(TG_ERR_MEMORY, "%s: out of memory for Winograd's filters", op);
   filter_transform(weights, outs, ins, flipped, u);
   const tg_status st = convolve(op, img, n, ins, h, w, u, outs, pad_h, pad_w, out, out_h, out_w);
@@ -374,8 +381,8 @@ static tg_status weights_gradient(const char *op, const float *x, const float *d
   const int64_t group = images_per_group(c_in + c_out, one.tiles);
   const tiling most = tiling_of(group < n ? group : n, g[OUT_H], g[OUT_W]);
   size_t v_bytes = 0, d_bytes = 0, s_bytes = 0;
-  float *v = buffer(16 * c_in * most.tiles, &v_bytes),
-        *d = buffer(16 * c_out * most.tiles, &d_bytes), *s = buffer(16 * c_out * c_in, &s_bytes);
+  float *v = buffer(16, c_in, most.tiles, &v_bytes), *d = buffer(16, c_out, most.tiles, &d_bytes),
+        *s = buffer(16, c_out, c_in, &s_bytes);
   tg_status st = TG_OK;
   if (!v || !d || !s)
     st = tg_set_error(TG_ERR_MEMORY, "%s: out of memory for Winograd's transformed operands", op);
@@ -383,8 +390,7 @@ static tg_status weights_gradient(const char *op, const float *x, const float *d
     const tiling t = tiling_of(n - i0 < group ? n - i0 : group, g[OUT_H], g[OUT_W]);
     input_job in = {x + i0 * c_in * g[H] * g[W], c_in, g[H], g[W], g[PAD_H], g[PAD_W], t, v};
     tg_cpu_parallel_ranges(t.n * c_in, 1, true, input_planes, &in);
-    output_job gj = {d,        c_out, g[OUT_H],
-                     g[OUT_W], t,     (float *)dy + i0 * c_out * g[OUT_H] * g[OUT_W]};
+    grad_job gj = {dy + i0 * c_out * g[OUT_H] * g[OUT_W], c_out, g[OUT_H], g[OUT_W], t, d};
     tg_cpu_parallel_ranges(t.n * c_out, 1, true, grad_planes, &gj);
     /* S[xi] [c_out, c_in] (+)= D[xi] [c_out, tiles] @ V[xi]^T [tiles, c_in] */
     products pr = {.m = c_out,
