@@ -10,6 +10,9 @@ smallest of its rounds.
 
   bench/cnn_compare.py [--build build] [--steps 200] [--batch 64] [--rounds 3]
                        [--threads 1,2] [--python PY] [--device cuda]
+                       [--data DIR] [--train-size 10000]
+--data and --train-size go to train_cnn (its images; the step's cost does not depend on how
+many there are).
 
 --device cuda trains all three on the GPU (train_cnn synchronizes after each step; the
 PyTorch side synchronizes before reading its clock).
@@ -94,6 +97,8 @@ def main():
     p.add_argument("--c1", type=int, default=8)
     p.add_argument("--c2", type=int, default=16)
     p.add_argument("--python")
+    p.add_argument("--data", help="train_cnn's --data (default: its own)")
+    p.add_argument("--train-size", type=int, default=10000)
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--torch-side", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -112,7 +117,8 @@ def main():
         for t in threads:
             common = ["--steps", str(args.steps), "--batch", str(args.batch), "--threads", str(t),
                       "--c1", str(args.c1), "--c2", str(args.c2), "--quiet",
-                      "--train-size", "10000", "--test-size", "100", "--device", args.device]
+                      "--train-size", str(args.train_size), "--test-size", "100",
+                      "--device", args.device] + (["--data", args.data] if args.data else [])
             runs = {"composed": [prog] + common, "fused": [prog, "--fused"] + common}
             if py:
                 runs["pytorch"] = [py, os.path.abspath(__file__), "--torch-side", "--steps",
