@@ -491,11 +491,11 @@ TG_TEST(gemm_shapes, builtin_rules_tune_nothing) {
   runs_untuned(16, 384, 160);
 }
 
-/* A product of two threads is tuned on the block one thread runs, among the engines that take
- * the whole product (OpenBLAS takes one thread only), and settles as a shape of its own. Asked
- * of gemm_shapes.c directly: whether cpu_gemm.c gives a product two threads depends on the
- * load (cpu_contention.c) and on whether the pool's workers sleep. */
-TG_TEST(gemm_shapes, a_threaded_product_settles_on_its_blocks_fastest_engine) {
+/* A product of two threads is tuned as a team runs it, among the engines that take the whole
+ * product (OpenBLAS takes one thread only), and settles as a shape of its own. Asked of
+ * gemm_shapes.c directly: whether cpu_gemm.c gives a product two threads depends on the load
+ * (cpu_contention.c) and on whether the pool's workers sleep. */
+TG_TEST(gemm_shapes, a_threaded_product_settles_on_its_teams_fastest_engine) {
   tg__gemm_choice_again();
   cr_assert(tg__gemm_choice_measured());
   const int engines = tg__gemm_engine_count();

@@ -146,8 +146,9 @@ bool tg__gemm_choice_measured(void);
  * product on one thread) is under TG_GEMM_SHAPE_MAX_MACS are therefore tuned per exact shape
  * (sizes, layouts, dtype, team) while the choice is a table, deterministic mode is off and
  * TG_GEMM_SHAPES is not "off": the shape's first call times every engine that takes the
- * product on its block, TG_GEMM_SHAPE_ROUNDS rounds into a scratch output on the thread's CPU
- * clock (an engine over 3x the fastest after two rounds is not timed again), and the fastest
+ * product as it will run (one thread on the thread's CPU clock, a team split on tg's pool on
+ * the wall clock), TG_GEMM_SHAPE_ROUNDS rounds into a scratch output (an engine over 3x the
+ * fastest after two rounds is not timed again), and the fastest
  * (the class's engine unless another is 3% faster) runs that call and every later one. Up to
  * 1024 shapes; the others, and a first call without memory for the scratch output, keep their
  * class's engine. */
