@@ -91,10 +91,10 @@ const char *tg_conv_engine(void);
  *     message on stderr. Times are taken in F32; F64 products follow the same choice.
  *     Products whose per-thread block is under 2^30 multiply-adds are then also tuned per
  *     exact shape (sizes, layouts, dtype, thread count): a shape's first call times every
- *     engine that takes it on the block one thread runs (into scratch memory) and the
- *     fastest runs it from then on, that call included (a class is measured at two of its
- *     shapes and mispredicts others). Not in deterministic mode, nor with
- *     TG_GEMM_SHAPES=off. */
+ *     engine that takes it as it will run (one thread, or a team split on tg's pool; into
+ *     scratch memory) and the fastest runs it from then on, that call included (a class
+ *     is measured at two of its shapes and mispredicts others). Not in deterministic mode,
+ *     nor with TG_GEMM_SHAPES=off. */
 /* Measures every engine on every class now, uses the result and writes the cache (a failed
  * write is reported on stderr). TG_ERR_MEMORY when the operands cannot be allocated. */
 tg_status tg_gemm_calibrate(void);
