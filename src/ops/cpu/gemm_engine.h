@@ -148,10 +148,9 @@ bool tg__gemm_choice_measured(void);
  * TG_GEMM_SHAPES is not "off": the shape's first call times every engine that takes the
  * product as it will run (one thread on the thread's CPU clock, a team split on tg's pool on
  * the wall clock), TG_GEMM_SHAPE_ROUNDS rounds into a scratch output (an engine over 3x the
- * fastest after two rounds is not timed again), and the fastest
- * (the class's engine unless another is 3% faster) runs that call and every later one. Up to
- * 1024 shapes; the others, and a first call without memory for the scratch output, keep their
- * class's engine. */
+ * fastest after two rounds is not timed again), and the fastest (the class's engine unless
+ * another is 3% faster) runs that call and every later one. Up to 1024 shapes; the others,
+ * and a first call without memory for the scratch output, keep their class's engine. */
 #define TG_GEMM_SHAPE_MAX_MACS (1LL << 30)
 enum { TG_GEMM_SHAPE_ROUNDS = 3 };
 /* The engine to run p on, given its class's (-1 passes through). */

@@ -106,11 +106,11 @@ static int fastest(const float *best_ns, int class_engine, int engines) {
 }
 
 /* Times every engine that takes p, 3 rounds, as p will run: one thread's product alone, a
- * team's split on tg's pool (engines that ran a team's block fastest alone were not fastest
- * in a team: on Zen 3 MKL's blocks of 256 x 2048 x 3072 ran at 92-108 GF/s on two threads
- * against BLIS's 137, after MKL had won the block alone, tg 1.18x the best). Into a zeroed scratch
- * output laid out as p's (with the room behind it BLIS may read); the engine to settle on, or
- * -1 without memory for it. */
+ * team's split on tg's pool (an engine fastest on a team's block alone need not be in the
+ * team: on Zen 3 MKL won 256 x 2048 x 3072's block alone, then ran at 92-108 GF/s on two
+ * threads against BLIS's 137, tg 1.18x the best). Into a zeroed scratch output laid out as
+ * p's (with the room behind it BLIS may read); the engine to settle on, or -1 without memory
+ * for it. */
 static int tune(const tg_gemm_problem *p, int class_engine) {
   tg_gemm_problem q = *p;
   const bool team = p->threads > 1;
