@@ -8,7 +8,7 @@
  *             [--text PATH | --random-tokens N] [--sequential] [--csv PATH] [--plot PNG]
  *             [--checkpoint PATH [--checkpoint-every N]] [--resume] [--sample N
  *             [--prompt TEXT] [--temperature X]] [--save-init PATH] [--llmc-dir DIR]
- *             [--val-windows N] [--check] [--expect-below X] [--quiet]
+ *             [--val-windows N] [--check] [--expect-below X] [--profile N] [--quiet]
  *
  * Batches are B windows of T+1 tokens at random places in the first 90% of the tokens
  * (picked with a tg_generator, saved in the checkpoint, so --resume continues bit for bit),
@@ -47,7 +47,7 @@
 
 typedef struct options {
   long long layers, heads, channels, seq, batch, vocab, steps, threads, seed;
-  long long random_tokens, sample, val_windows;
+  long long random_tokens, sample, val_windows, profile;
   double lr, temperature, expect_below;
   int f64, composed, sequential;
   const char *text, *prompt, *save_init, *llmc_dir;
@@ -94,6 +94,9 @@ static void usage(FILE *f) {
              "  --check              fail unless the final validation loss is 1 nat below the\n"
              "                       first training loss\n"
              "  --expect-below X     fail unless the final validation loss is below X\n"
+             "  --profile N          time every op from the second step on (tg_profile_start;\n"
+             "                       on CUDA each op waits for the device) and print the N\n"
+             "                       ops that took longest\n"
              "  --quiet              only the summary\n");
 }
 
@@ -120,6 +123,7 @@ enum {
   OPT_SAVE_INIT,
   OPT_LLMC_DIR,
   OPT_VAL_WINDOWS,
+  OPT_PROFILE,
   OPT_EXPECT_BELOW,
   OPT_HELP,
 };
@@ -152,6 +156,8 @@ static long long *int_option(options *o, int c, const char **name, long long *lo
     return *name = "--sample", *lo = 0, *hi = 100000000, &o->sample;
   case OPT_VAL_WINDOWS:
     return *name = "--val-windows", *hi = 100000000, &o->val_windows;
+  case OPT_PROFILE:
+    return *name = "--profile", *hi = TG_PROFILE_MAX_ROWS, &o->profile;
   default:
     return NULL;
   }
@@ -191,6 +197,7 @@ static int parse_options(int argc, char **argv, options *o) {
       {"val-windows", required_argument, 0, OPT_VAL_WINDOWS},
       {"check", no_argument, 0, TRAIN_OPT_CHECK},
       {"expect-below", required_argument, 0, OPT_EXPECT_BELOW},
+      {"profile", required_argument, 0, OPT_PROFILE},
       {"quiet", no_argument, 0, TRAIN_OPT_QUIET},
       {"help", no_argument, 0, OPT_HELP},
       {0, 0, 0, 0},
@@ -538,6 +545,9 @@ static int train(const options *o, const gpt_data *d, run *r, long long *start_o
   long long val_every = (o->steps + 9) / 10;
   double t_start = train_now_seconds();
   for (long long s = start; s < o->steps; s++) {
+    /* From the second step: the first allocates what the others reuse and tunes GEMMs. */
+    if (o->profile && s == start + 1 && tg_profile_start(r->device.type == TG_CUDA) != TG_OK)
+      return fail("tg_profile_start");
     if (!train_step(r, o, d, s)) return 0;
     if (s == start) r->first_loss = r->smooth = r->loss;
     r->smooth = 0.98 * r->smooth + 0.02 * r->loss;
@@ -560,6 +570,7 @@ static int train(const options *o, const gpt_data *d, run *r, long long *start_o
       progress_line(o, r, done, start, elapsed, progress.tty);
   }
   if (!o->common.quiet && progress.tty) printf("\n");
+  tg_profile_stop();
   if (start == o->steps && !validate(r, o, d)) return 0;
   return 1;
 }
@@ -585,6 +596,11 @@ static int report(const options *o, const gpt_data *d, run *r, long long start, 
   printf("\npeak RSS %.1f MB\n", (peak_kb < 0 ? -1.0 : (double)peak_kb * 1024) / 1e6);
   train_print_device_memory(r->device);
   printf("wall time %.1f s\n", wall);
+  if (o->profile && steps > 1) {
+    printf("\nops by self time, steps %lld-%lld (their validation passes included)%s:\n", start + 2,
+           o->steps, r->device.type == TG_CUDA ? ", each waiting for the device" : "");
+    if (tg_profile_print(stdout, o->profile) != TG_OK) return fail("tg_profile_print");
+  }
   int ok = 1;
   if (o->common.check && !(r->val_loss < r->first_loss - CHECK_MARGIN)) {
     printf("CHECK FAILED: validation loss %.4f is not %g below the first training loss %.4f\n",

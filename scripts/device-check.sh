@@ -225,6 +225,10 @@ run() {
         --python "$py" --device cuda --rounds 2 --steps 6
       local data=()
       [ -d "$DEV/data" ] && data=(--data "$DEV/data" --train-size 4000)
+      # Where the GPU step goes, op by op (each op waits for the device: tg_profile_start).
+      step "train_gpt cuda --profile" 90 "$DEV/bin/train_gpt" --device cuda --layers 4 --heads 4 \
+        --channels 256 --seq 256 --batch 8 --vocab 256 --random-tokens 20000 --steps 4 \
+        --val-windows 1 --quiet --profile 30
       step "cnn_compare cuda" 150 python3 "$DEV/bench/cnn_compare.py" --build "$DEV/bin" \
         --python "$py" --device cuda --threads 1 --rounds 2 --steps 100 "${data[@]}"
     else

@@ -3,6 +3,8 @@
 #ifndef TG_AUTOGRAD_H
 #define TG_AUTOGRAD_H
 
+#include <stdio.h>
+
 #include "tensor.h"
 
 TG_API_BEGIN
@@ -64,6 +66,37 @@ bool tg_set_detect_anomaly(bool enabled);
  * end, which restores the mode its begin saw. */
 void tg_detect_anomaly_begin(void);
 void tg_detect_anomaly_end(void);
+
+/* ---- op profiler (off by default; torch.autograd.profiler's per-op table) ----
+ * While started, every op call made through tg_apply (forward) and every backward function
+ * the engine runs is timed on the wall clock and added to its op's row: calls, total time,
+ * and self time, the total less the op calls made inside it (a composite op's forward or a
+ * backward formula calls other ops), so the rows' self times add up to the time spent in ops.
+ * Every thread counts. On a device that runs asynchronously (CUDA) a call's time is its
+ * launch only, unless synchronize: then each timed call waits for the device before and
+ * after it, which slows the program but puts each kernel's time in its op's row. Costs one
+ * relaxed atomic load per op call while stopped. Up to TG_PROFILE_MAX_ROWS rows; once the
+ * table is full, other ops go to the row "(other)". */
+enum { TG_PROFILE_MAX_ROWS = 512 };
+typedef struct tg_profile_row {
+  char op[48];   /* the op's name, as tg_op_lookup knows it */
+  bool backward; /* its backward function, not its forward */
+  int64_t calls;
+  int64_t total_ns; /* wall time inside the calls */
+  int64_t self_ns;  /* less the op calls made inside them */
+} tg_profile_row;
+/* Clears the table and starts counting (a restart clears it too). */
+tg_status tg_profile_start(bool synchronize);
+/* Stops counting; the table stays until the next start. */
+void tg_profile_stop(void);
+bool tg_profile_is_on(void);
+/* Copies up to max rows into rows (NULL: none), largest self time first; returns how many
+ * rows the table holds. */
+int64_t tg_profile_rows(tg_profile_row *rows, int64_t max);
+/* The table as text on out, one line per row (largest self time first; max_rows 0: all):
+ * op, calls, self ms, self % of all rows' self time, total ms, µs per call. TG_ERR_ARGUMENT
+ * for a NULL out or a negative max_rows, TG_ERR_IO when writing fails. */
+tg_status tg_profile_print(FILE *out, int64_t max_rows);
 
 /* ---- backward ---- */
 typedef struct tg_backward_options {

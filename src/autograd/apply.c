@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "anomaly.h"
+#include "profile.h"
 #include "node.h"
 #include "op_refs.h"
 #include "tensor/check.h"
@@ -440,7 +441,10 @@ tg_status tg_apply_ex(const tg_op_desc *op, int n_inputs, const tg_tensor *const
   if (tg__scope_reserve((size_t)n_outputs) != TG_OK) return tg_last_error();
   if ((st = open_context(&c, n_scalars, scalars, n_ints, ints)) != TG_OK) return st;
   bool anomaly = tg__anomaly_begin_op(); /* false unless anomaly mode is on */
+  tg__profile_frame timed;
+  tg__profile_begin(&timed);
   st = run_forward(&c);
+  tg__profile_end(&timed, op->name, false);
   tg__anomaly_end_op(anomaly);
   if (st == TG_OK) st = settle_outputs(&c);
   for (int j = 0; anomaly && st == TG_OK && j < n_outputs; j++)

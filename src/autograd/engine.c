@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "anomaly.h"
+#include "profile.h"
 #include "grad_arith.h"
 #include "grad_lock.h"
 #include "hooks.h"
@@ -266,7 +267,10 @@ static tg_status run_node(const char *name, tg_node *node, const tg_backward_opt
   bool was = tg_set_grad_enabled(record);
   ctx->accumulating = accumulate_leaves && !opts->create_graph;
   bool anomaly = tg__anomaly_begin_op(); /* false unless anomaly mode is on */
+  tg__profile_frame timed;
+  tg__profile_begin(&timed);
   st = op->backward(ctx, (const tg_tensor *const *)node->grads, grad_inputs);
+  tg__profile_end(&timed, op->name, true);
   tg__anomaly_end_op(anomaly);
   if (st != TG_OK) st = tg__kernel_failed(op->name, "backward", st);
   st = release_destinations(name, node, grad_inputs, st, hooks);

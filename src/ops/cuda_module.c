@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "autograd/profile.h"
 #include "tensor/host_memory.h"
 
 #ifndef TG_CUDA_MODULE_FILE
@@ -157,6 +158,7 @@ static void load(void) {
     return;
   }
   loaded = m; /* the handle stays open for the process's lifetime */
+  tg__profile_set_device_sync(m->cuda.synchronize); /* tg_profile_start(true) waits on it */
 }
 
 const tg_device_module *tg__cuda_module_quiet(void) {

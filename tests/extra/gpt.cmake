@@ -124,6 +124,13 @@ set_tests_properties(gpt_random_tokens PROPERTIES
   PASS_REGULAR_EXPRESSION "final val loss [.0-9]+.*--- sample \\(3 tokens")
 tg_test_labels(gpt_random_tokens LABELS fast)
 
+# --profile: the op table after the run, from the second step on (3 rows and the rest counted).
+add_test(NAME gpt_profile COMMAND train_gpt --steps 3 --random-tokens 5000 --profile 3 ${GPT_SMALL})
+set_tests_properties(gpt_profile PROPERTIES
+  PASS_REGULAR_EXPRESSION
+  "ops by self time, steps 2-3 \\(their validation passes included\\):\nop +calls +self ms[^\n]*\n[^\n]+\n[^\n]+\n[^\n]+\n\\([0-9]+ more rows\\)\nall ops \\(self\\) +[.0-9]+")
+tg_test_labels(gpt_profile LABELS fast)
+
 # Without gnuplot on PATH the plot is skipped with a note, and the run still succeeds.
 add_test(NAME gpt_plot_without_gnuplot
          COMMAND ${CMAKE_COMMAND} -E env PATH=/nonexistent $<TARGET_FILE:train_gpt> --steps 2
@@ -152,6 +159,7 @@ gpt_cli_test(vocab_small_text "^exit 2: train_gpt: --vocab 100: a text's tokens 
 gpt_cli_test(text_and_random "^exit 2: train_gpt: give --text or --random-tokens, not both"
              --text /etc/hostname --random-tokens 100)
 gpt_cli_test(lr_zero "^exit 2: train_gpt: --lr: '0' is out of range" --lr 0)
+gpt_cli_test(profile_zero "^exit 2: train_gpt: --profile: '0' is out of range" --profile 0)
 gpt_cli_test(temperature_word "^exit 2: train_gpt: --temperature: 'hot' is not a number"
              --temperature hot)
 gpt_cli_test(resume_alone "^exit 2: train_gpt: --resume and --checkpoint-every need" --resume)
