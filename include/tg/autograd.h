@@ -76,7 +76,9 @@ void tg_detect_anomaly_end(void);
  * launch only, unless synchronize: then each timed call waits for the device before and
  * after it, which slows the program but puts each kernel's time in its op's row. Costs one
  * relaxed atomic load per op call while stopped. Up to TG_PROFILE_MAX_ROWS rows; once the
- * table is full, other ops go to the row "(other)". */
+ * table is full, other ops go to the row "(other)". The environment variable TG_PROFILE=N
+ * (or N,sync) profiles a whole program from its first op and prints N rows (0: all) on
+ * stderr at exit, for programs one would rather not change. */
 enum { TG_PROFILE_MAX_ROWS = 512 };
 typedef struct tg_profile_row {
   char op[48];   /* the op's name, as tg_op_lookup knows it */

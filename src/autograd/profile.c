@@ -51,7 +51,37 @@ static void wait_for_device(void) {
 
 void tg__profile_set_device_sync(tg_status (*sync)(void)) { atomic_store(&device_sync, sync); }
 
+/* TG_PROFILE=N or N,sync: profile the whole program from its first op, and print N rows (0:
+ * all) on stderr at exit; for programs one cannot or would rather not change. */
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static int64_t env_rows;
+static void start(bool synchronize_devices);
+
+static void print_at_exit(void) {
+  fprintf(stderr, "tg: op profile (TG_PROFILE), by self time:\n");
+  (void)tg_profile_print(stderr, env_rows);
+}
+
+static void read_env(void) {
+  const char *e = getenv("TG_PROFILE");
+  if (!e || !e[0]) return;
+  char *end;
+  errno = 0;
+  const long long n = strtoll(e, &end, 10);
+  const bool sync = end != e && strcmp(end, ",sync") == 0;
+  if (end == e || (*end && !sync) || n < 0 || errno) {
+    fprintf(stderr,
+            "tg: TG_PROFILE='%s' is not N or N,sync (the rows to print at exit, 0 for all): "
+            "not profiling\n",
+            e);
+    return;
+  }
+  env_rows = n;
+  if (atexit(print_at_exit) == 0) start(sync);
+}
+
 void tg__profile_begin(tg__profile_frame *f) {
+  pthread_once(&env_once, read_env);
   f->on = atomic_load_explicit(&on, memory_order_relaxed);
   if (!f->on) return;
   wait_for_device();
@@ -89,17 +119,25 @@ void tg__profile_end(tg__profile_frame *f, const char *op, bool backward) {
   pthread_mutex_unlock(&lock);
 }
 
-tg_status tg_profile_start(bool synchronize_devices) {
+static void start(bool synchronize_devices) {
   pthread_mutex_lock(&lock);
   n_rows = 0;
   memset(rows, 0, sizeof rows);
   pthread_mutex_unlock(&lock);
   atomic_store(&synchronize, synchronize_devices);
   atomic_store(&on, true);
+}
+
+tg_status tg_profile_start(bool synchronize_devices) {
+  pthread_once(&env_once, read_env); /* TG_PROFILE first, so it cannot clear this start */
+  start(synchronize_devices);
   return TG_OK;
 }
 
-void tg_profile_stop(void) { atomic_store(&on, false); }
+void tg_profile_stop(void) {
+  pthread_once(&env_once, read_env);
+  atomic_store(&on, false);
+}
 
 bool tg_profile_is_on(void) { return atomic_load(&on); }
 

@@ -130,6 +130,21 @@ set_tests_properties(gpt_profile PROPERTIES
   PASS_REGULAR_EXPRESSION
   "ops by self time, steps 2-3 \\(their validation passes included\\):\nop +calls +self ms[^\n]*\n[^\n]+\n[^\n]+\n[^\n]+\n\\([0-9]+ more rows\\)\nall ops \\(self\\) +[.0-9]+")
 tg_test_labels(gpt_profile LABELS fast)
+# TG_PROFILE=N: any program's whole run, printed on stderr at exit; a bad value is refused
+# with a message and the program runs unprofiled.
+add_test(NAME gpt_profile_env
+         COMMAND ${CMAKE_COMMAND} -E env TG_PROFILE=2 $<TARGET_FILE:train_gpt> --steps 2
+                 --random-tokens 5000 ${GPT_SMALL})
+set_tests_properties(gpt_profile_env PROPERTIES PASS_REGULAR_EXPRESSION
+  "tg: op profile \\(TG_PROFILE\\), by self time:\nop +calls +self ms[^\n]*\n[^\n]+\n[^\n]+\n\\([0-9]+ more rows\\)")
+tg_test_labels(gpt_profile_env LABELS fast)
+add_test(NAME gpt_profile_env_bad
+         COMMAND ${CMAKE_COMMAND} -E env TG_PROFILE=lots $<TARGET_FILE:train_gpt> --steps 1
+                 --random-tokens 5000 ${GPT_SMALL})
+set_tests_properties(gpt_profile_env_bad PROPERTIES PASS_REGULAR_EXPRESSION
+  "tg: TG_PROFILE='lots' is not N or N,sync \\(the rows to print at exit, 0 for all\\): not profiling.*final val loss"
+  FAIL_REGULAR_EXPRESSION "op profile")
+tg_test_labels(gpt_profile_env_bad LABELS fast)
 
 # Without gnuplot on PATH the plot is skipped with a note, and the run still succeeds.
 add_test(NAME gpt_plot_without_gnuplot
