@@ -547,7 +547,7 @@ static int train(const options *o, const gpt_data *d, run *r, long long *start_o
   for (long long s = start; s < o->steps; s++) {
     /* From the second step: the first allocates what the others reuse and tunes GEMMs. */
     if (o->profile && s == start + 1 && tg_profile_start(r->device.type == TG_CUDA) != TG_OK)
-      return fail("tg_profile_start");
+      return fail("--profile");
     if (!train_step(r, o, d, s)) return 0;
     if (s == start) r->first_loss = r->smooth = r->loss;
     r->smooth = 0.98 * r->smooth + 0.02 * r->loss;
@@ -570,7 +570,7 @@ static int train(const options *o, const gpt_data *d, run *r, long long *start_o
       progress_line(o, r, done, start, elapsed, progress.tty);
   }
   if (!o->common.quiet && progress.tty) printf("\n");
-  tg_profile_stop();
+  if (o->profile) tg_profile_stop(); /* --profile's; TG_PROFILE's runs to the end */
   if (start == o->steps && !validate(r, o, d)) return 0;
   return 1;
 }
@@ -599,7 +599,7 @@ static int report(const options *o, const gpt_data *d, run *r, long long start, 
   if (o->profile && steps > 1) {
     printf("\nops by self time, steps %lld-%lld (their validation passes included)%s:\n", start + 2,
            o->steps, r->device.type == TG_CUDA ? ", each waiting for the device" : "");
-    if (tg_profile_print(stdout, o->profile) != TG_OK) return fail("tg_profile_print");
+    if (tg_profile_print(stdout, o->profile) != TG_OK) return fail("--profile");
   }
   int ok = 1;
   if (o->common.check && !(r->val_loss < r->first_loss - CHECK_MARGIN)) {

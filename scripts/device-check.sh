@@ -41,6 +41,17 @@ usage() {
   exit 2
 }
 
+# copy_deps FILE DIR: the libraries FILE loads, glibc's apart, into DIR.
+copy_deps() {
+  mkdir -p "$2"
+  ldd "$1" | awk '$3 ~ /^\// {print $1, $3}' | while read -r name path; do
+    case $name in
+    libc.so.* | libm.so.* | libresolv.so.* | libpthread.so.* | libdl.so.* | librt.so.*) ;;
+    *) cp -L "$path" "$2/$name" ;;
+    esac
+  done
+}
+
 pack() {
   local build=${1:-$ROOT/build-test}
   [ -f "$build/libtg_cuda.so" ] || { echo "device-check: $build/libtg_cuda.so not built (nvcc)" >&2; exit 1; }
@@ -48,20 +59,11 @@ pack() {
   mkdir -p "$DEV/lib" "$DEV/tests" "$DEV/bin" "$DEV/bench"
   cp -L "$build/libtg.so.0" "$build/libtg_cuda.so" "$DEV/lib/"
   # libtg's own dependencies, which the device machine's image may lack (it is not Debian).
-  local dep
-  for dep in libcjson.so.1 libgomp.so.1; do
-    cp -L "$(ldconfig -p | sed -n "s/^[[:space:]]*$dep (libc6,x86-64) => //p" | head -1)" "$DEV/lib/"
-  done
+  copy_deps "$build/libtg.so.0" "$DEV/lib"
   cp "$build"/tests/cuda/*_gpu "$DEV/tests/"
-  # The suites' own: Criterion and what it loads, apart from glibc (testlib: the suites alone
-  # run with it, so that no library of this Debian shadows the device machine's own elsewhere).
-  mkdir -p "$DEV/testlib"
-  ldd "$build/tests/cuda/test_cuda_ops_gpu" | awk '$3 ~ /^\// {print $1, $3}' |
-    while read -r name path; do
-      case $name in libc.so.* | libm.so.* | libresolv.so.* | libpthread.so.* | libdl.so.* | librt.so.*) ;;
-      *) cp -L "$path" "$DEV/testlib/$name" ;;
-      esac
-    done
+  # The suites' own: Criterion and what it loads (testlib: the suites alone run with it, so
+  # that no library of this Debian shadows the device machine's own elsewhere).
+  copy_deps "$build/tests/cuda/test_cuda_ops_gpu" "$DEV/testlib"
   # A part of Fashion-MNIST for train_cnn (cnn_compare --data): 4000 training images, 100 test.
   local fm=/usr/share/datasets/fashion-mnist
   if [ -d "$fm" ]; then

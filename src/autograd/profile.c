@@ -91,16 +91,17 @@ void tg__profile_begin(tg__profile_frame *f) {
   f->start_ns = now_ns();
 }
 
-/* The row of (op, backward), made where there is room; the last row is "(other)". Under lock. */
+/* The row of (op, backward), made where there is room; once all but the last row are taken,
+ * the last is "(other)" and takes every op without a row. Under lock. */
 static tg_profile_row *row_of(const char *op, bool backward) {
   for (int64_t i = 0; i < n_rows; i++)
     if (rows[i].backward == backward && strncmp(rows[i].op, op, sizeof rows[i].op - 1) == 0)
       return &rows[i];
-  const bool full = n_rows == TG_PROFILE_MAX_ROWS - 1;
-  if (n_rows == TG_PROFILE_MAX_ROWS) return row_of(OTHER_ROW, false);
-  tg_profile_row *r = &rows[n_rows++];
-  *r = (tg_profile_row){.backward = full ? false : backward};
-  snprintf(r->op, sizeof r->op, "%s", full ? OTHER_ROW : op);
+  tg_profile_row *r = &rows[n_rows < TG_PROFILE_MAX_ROWS ? n_rows : TG_PROFILE_MAX_ROWS - 1];
+  if (n_rows == TG_PROFILE_MAX_ROWS) return r;
+  const bool other = n_rows++ == TG_PROFILE_MAX_ROWS - 1;
+  *r = (tg_profile_row){.backward = other ? false : backward};
+  snprintf(r->op, sizeof r->op, "%s", other ? OTHER_ROW : op);
   return r;
 }
 

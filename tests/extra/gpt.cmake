@@ -130,6 +130,13 @@ set_tests_properties(gpt_profile PROPERTIES
   PASS_REGULAR_EXPRESSION
   "ops by self time, steps 2-3 \\(their validation passes included\\):\nop +calls +self ms[^\n]*\n[^\n]+\n[^\n]+\n[^\n]+\n\\([0-9]+ more rows\\)\nall ops \\(self\\) +[.0-9]+")
 tg_test_labels(gpt_profile LABELS fast)
+# The table cannot be written (stdout on a full device): exit 1, naming the call.
+add_test(NAME gpt_profile_unwritable
+         COMMAND sh -c "\"$0\" \"$@\" 2>&1 >/dev/full; echo \"exit $?\""
+                 $<TARGET_FILE:train_gpt> --steps 2 --random-tokens 5000 --profile 3 ${GPT_SMALL})
+set_tests_properties(gpt_profile_unwritable PROPERTIES PASS_REGULAR_EXPRESSION
+  "train_gpt: --profile: tg_profile_print: writing the table failed: No space left on device \\(TG_ERR_IO\\)\nexit 1")
+tg_test_labels(gpt_profile_unwritable LABELS fast)
 # TG_PROFILE=N: any program's whole run, printed on stderr at exit; a bad value is refused
 # with a message and the program runs unprofiled.
 add_test(NAME gpt_profile_env
