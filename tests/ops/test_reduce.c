@@ -580,3 +580,81 @@ TG_TEST(reduce, max_and_min_over_long_rows_keep_the_first_best_and_the_first_nan
         tg_scope_end(sc);
       }
 }
+
+/* max_dim / min_dim over an outer dim, against the same one-pass rule: each column of x is a
+ * reduced run, planted as above, in three layouts, each its own row path of cpu_reduce.c:
+ * x contiguous [n, cols] (the outputs and x's columns unit-stride: reduced in place, without
+ * branches), every other column of [n, 2 cols] (x strided: one branch per element), and
+ * x [cols, n] transposed (the reduced dim contiguous). 37 columns: a vector loop and a tail. */
+TG_TEST(reduce, max_and_min_over_an_outer_dim_keep_the_first_best_and_the_first_nan) {
+  enum { COLS = 37, N_MAX = 65 };
+  const int64_t lengths[] = {1, 2, 3, 17, 65};
+  const tg_dtype dtypes[] = {TG_F32, TG_F64, TG_I64};
+  uint64_t seed = 777;
+  for (int li = 0; li < 5; li++)
+    for (int di = 0; di < 3; di++)
+      for (int pattern = 0; pattern < 8; pattern++)
+        for (int layout = 0; layout < 3; layout++) {
+          const int64_t n = lengths[li];
+          const tg_dtype dt = dtypes[di];
+          if (dt == TG_I64 && pattern >= 4) continue;
+          double col[COLS][N_MAX]; /* col[c] is the run reduced into output c */
+          for (int64_t c = 0; c < COLS; c++) {
+            double *run = col[c];
+            for (int64_t i = 0; i < n; i++) {
+              seed = seed * 6364136223846793005u + 1442695040888963407u;
+              run[i] = (double)(int64_t)((seed >> 33) % 5) - 2;
+            }
+            const int64_t spot = (c * 7) % n, other = (c * 3 + 1) % n;
+            if (pattern == 1) run[spot] = 9, run[other] = 9;
+            if (pattern == 2) run[spot] = -9, run[other] = -9;
+            if (pattern == 3) run[n - 1] = 100 + (double)c;
+            if (pattern == 4 && c % 3) run[spot] = NAN, run[n - 1] = NAN;
+            if (pattern == 5)
+              for (int64_t i = 0; i < n; i++) run[i] = (i + c) % 3 ? 0.0 : -0.0;
+            if (pattern == 6) run[spot] = INFINITY, run[other] = -INFINITY;
+            if (pattern == 7) run[spot] = -INFINITY, run[other] = INFINITY, run[n / 2] = NAN;
+          }
+          /* host[i][c * step] = col[c][i] (layouts 0 and 1), host[c][i] (layout 2) */
+          const int64_t step = layout == 1 ? 2 : 1;
+          double host[N_MAX * 2 * COLS];
+          for (int64_t i = 0; i < n; i++)
+            for (int64_t c = 0; c < COLS * step; c++)
+              host[i * COLS * step + c] = c % step ? -50 : col[c / step][i];
+          if (layout == 2)
+            for (int64_t c = 0; c < COLS; c++)
+              for (int64_t i = 0; i < n; i++) host[c * n + i] = col[c][i];
+          tg_scope sc = tg_scope_begin();
+          const int64_t sizes[2] = {layout == 2 ? COLS : n, layout == 2 ? n : COLS * step};
+          tg_tensor *full =
+              tg_to_dtype(tg_from_data(2, sizes, host, (tg_options){.dtype = TG_F64}), dt);
+          tg_tensor *x = layout == 0   ? full
+                         : layout == 1 ? tg_as_strided(full, 2, (const int64_t[]){n, COLS},
+                                                       (const int64_t[]){2 * COLS, 2}, 0)
+                                       : tg_t(full);
+          cr_assert_not_null(x, "%s", tg_last_error_message());
+          for (int max = 0; max < 2; max++) {
+            tg_tensor *values = NULL, *indices = NULL;
+            cr_assert_eq((max ? tg_max_dim : tg_min_dim)(x, 0, false, &values, &indices), TG_OK,
+                         "%s", tg_last_error_message());
+            double got_v[COLS];
+            int64_t got_i[COLS];
+            cr_assert_eq(tg_to_host_array(tg_to_dtype(values, TG_F64), got_v, sizeof got_v), TG_OK);
+            cr_assert_eq(tg_to_host_array(indices, got_i, sizeof got_i), TG_OK);
+            for (int64_t c = 0; c < COLS; c++) {
+              double want_v;
+              int64_t want_i;
+              one_pass(col[c], n, max, &want_v, &want_i);
+              const bool same = (got_v[c] != got_v[c] && want_v != want_v) ||
+                                (got_v[c] == want_v && signbit(got_v[c]) == signbit(want_v));
+              cr_assert(got_i[c] == want_i && same,
+                        "%s n=%lld pattern %d layout %d column %lld %s: %g at %lld, want %g at "
+                        "%lld",
+                        tg_dtype_name(dt), (long long)n, pattern, layout, (long long)c,
+                        max ? "max" : "min", got_v[c], (long long)got_i[c], want_v,
+                        (long long)want_i);
+            }
+          }
+          tg_scope_end(sc);
+        }
+}
