@@ -131,6 +131,11 @@ static void check_case(lltm_case c) {
   assert_paths_agree_with(in, gh, gc, rtol_of(c.dtype));
   assert_paths_agree_with(in, ones_expanded(c.batch, c.state, c.dtype),
                           ones_expanded(c.batch, c.state, c.dtype), rtol_of(c.dtype));
+  /* Expanded along the state (column stride 0), a value of its own per row and output. */
+  assert_paths_agree_with(
+      in, tg_expand(values(c.batch, 1, -1, 1, c.dtype, 0), TG_SHAPE(c.batch, c.state)),
+      tg_expand(values(c.batch, 1, -2, 2, c.dtype, 0), TG_SHAPE(c.batch, c.state)),
+      rtol_of(c.dtype));
   tg_scope_end(sc);
 }
 

@@ -251,10 +251,17 @@ TG_CPU_LLTM_CLONES static void backward_span(int64_t n, const T *restrict grad_h
   }
 }
 
-/* n elements from p (stride apart) as a unit-stride array: p itself, or a copy in buf. */
+/* n elements from p (stride apart) as a unit-stride array: p itself, or a copy in buf. A
+ * stride of 0 (an expanded gradient: the backward of sum(new_h)) is a fill, which
+ * vectorizes; the strided gather does not. */
 static const T *unit_span(const char *p, int64_t stride, int64_t n, T *buf) {
   const T *src = (const T *)p;
   if (stride == 1) return src;
+  if (stride == 0) {
+    const T v = *src;
+    for (int64_t j = 0; j < n; j++) buf[j] = v;
+    return buf;
+  }
   for (int64_t j = 0; j < n; j++) buf[j] = src[j * stride];
   return buf;
 }
