@@ -158,6 +158,32 @@ TG_TEST(lltm_avx2, backward_span_matches_scalar_cell) {
   for (int k = 0; k < N_LENGTHS; k++) check_backward(lengths[k]);
 }
 
+/* The gates below -87: sigmoid is e^x there, subnormal from -87.3 and zero only below
+ * -103.28 (e^x under half the least subnormal). The span rounds p 2^n once, as the scalar
+ * exp does, so each gate is the scalar one to a subnormal step or two (the polynomials may
+ * differ by an ulp), never flushed to zero or scaled wrong. Every 1/64 from -104 to -86. */
+TG_TEST(lltm_avx2, subnormal_gates_match_scalar_cell) {
+  need_avx2();
+  enum { N = 18 * 64 + 1 };
+  static float zero[N], cell[N], a0[N], a1[N], a2[N], h[N], c[N];
+  for (int j = 0; j < N; j++) a0[j] = a1[j] = -104.0f + (float)j / 64;
+  for (int j = 0; j < N; j++) a2[j] = -1;
+  tg_cpu_lltm_avx2_forward_span(N, zero, zero, zero, cell, a0, a1, a2, h, c);
+  const float step = 0x1p-149f;
+  for (int j = 0; j < N; j++) {
+    const float x = -104.0f + (float)j / 64;
+    float ig, og, cand, nc, nh;
+    tg__lltm_math_forward_vf(x, x, -1, 0, &ig, &og, &cand, &nc, &nh);
+    cr_assert(fabsf(a0[j] - ig) <= 2 * step && fabsf(a1[j] - og) <= 2 * step,
+              "sigmoid(%.6f): %a and %a, scalar %a", (double)x, (double)a0[j], (double)a1[j],
+              (double)ig);
+    if (x > -103.2f)
+      cr_assert(a0[j] > 0, "sigmoid(%.6f) flushed to zero (scalar %a)", (double)x, (double)ig);
+    if (x < -87.4f)
+      cr_assert(a0[j] < 0x1p-126f, "sigmoid(%.6f) = %a is not subnormal", (double)x, (double)a0[j]);
+  }
+}
+
 /* ---- the fused op on each path against the composed LLTM ---- */
 
 typedef tg_status (*lltm_fn)(const tg_tensor *, const tg_tensor *, const tg_tensor *,

@@ -75,10 +75,14 @@ TG_AVX2 v8 set1(float x) { return _mm256_set1_ps(x); }
 TG_AVX2 v8 abs8(v8 x) { return _mm256_andnot_ps(set1(-0.0f), x); }
 TG_AVX2 v8 select8(v8 mask, v8 yes, v8 no) { return _mm256_blendv_ps(no, yes, mask); }
 
-/* exp: tg_vf_exp. */
+/* exp of x <= 0 (or NaN): tg_vf_exp's reduction and polynomial. Every caller passes x <= 0
+ * or discards the result for x > 0 (elu's positive side), so only the lower clamp is kept,
+ * and 2^n (n in [-151, 0]) is applied as 2^(n + 64) (a normal number) times 2^-64: one
+ * rounding, the one tg_vf_exp's 2^n1 2^n2 makes, so the results are the same bits (a
+ * subnormal result included), in five operations instead of ten. A NaN's n converts to
+ * INT_MIN; the NaN reaches the result through p. */
 TG_AVX2 v8 exp8(v8 x) {
   x = _mm256_max_ps(set1(-104.0f), x);
-  x = _mm256_min_ps(set1(89.0f), x);
   const v8 n = _mm256_round_ps(_mm256_mul_ps(x, set1(1.44269504088896341f)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   v8 r = _mm256_fnmadd_ps(n, set1(0.693359375f), x);
@@ -90,15 +94,9 @@ TG_AVX2 v8 exp8(v8 x) {
   p = _mm256_fmadd_ps(p, r, set1(1.6666665459e-1f));
   p = _mm256_fmadd_ps(p, r, set1(5.0000001201e-1f));
   p = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), set1(1.0f));
-  /* 2^n as 2^n1 2^n2, n1 = n/2 rounded toward 0 (a NaN's n converts to INT_MIN: the NaN
-   * reaches the result through p). */
-  const __m256i ni = _mm256_cvtps_epi32(n);
-  const __m256i n1 = _mm256_srai_epi32(_mm256_add_epi32(ni, _mm256_srli_epi32(ni, 31)), 1);
-  const __m256i n2 = _mm256_sub_epi32(ni, n1);
-  const __m256i bias = _mm256_set1_epi32(127);
-  const v8 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
-  const v8 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
-  return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+  const __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127 + 64));
+  const v8 scale = _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, scale), set1(0x1p-64f));
 }
 
 /* expm1: tg_vf_expm1 (Taylor near 0, x itself at +-0). */
