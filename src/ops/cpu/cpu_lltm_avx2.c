@@ -77,7 +77,7 @@ TG_AVX2 v8 select8(v8 mask, v8 yes, v8 no) { return _mm256_blendv_ps(no, yes, ma
 
 /* exp of x <= 0 (or NaN): tg_vf_exp's reduction and polynomial. Every caller passes x <= 0
  * or discards the result for x > 0 (elu's positive side), so only the lower clamp is kept,
- * and 2^n (n in [-151, 0]) is applied as 2^(n + 64) (a normal number) times 2^-64: one
+ * and 2^n (n in [-150, 0]) is applied as 2^(n + 64) (a normal number) times 2^-64: one
  * rounding, the one tg_vf_exp's 2^n1 2^n2 makes, so the results are the same bits (a
  * subnormal result included), in five operations instead of ten. A NaN's n converts to
  * INT_MIN; the NaN reaches the result through p. */

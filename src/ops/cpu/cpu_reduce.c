@@ -14,8 +14,6 @@
 #include "ops/cpu/cpu_internal.h"
 #include "ops/cpu/cpu_vecmath.h"
 
-#include <string.h>
-
 /* Outputs reduced together in the strided case: the accumulators live on the stack. */
 #define TG_CPU_REDUCE_CHUNK 256
 
@@ -74,9 +72,6 @@ typedef struct reduce_ctx {
 #define TG_CPU_SELECT_SCAN_MIN 64
 #define TG_CPU_SELECT_ROW(NAME, T, better)                                                         \
   static inline bool NAME##_takes(T v, T best) { return (better) || (v != v && best == best); }    \
-  /* One reduced index r over len neighbouring outputs whose inputs are contiguous: without        \
-   * branches, so that it vectorizes (a branch per element mispredicts on random data: the         \
-   * 2x2 pooling of a small CNN spent 9 ns per output here). */                                    \
   /* Reduced index 0 of such outputs: a loop, not memcpy and memset (which GCC expands to          \
    * rep movs and rep stos: ~30 cycles to start, for the 16 outputs a pooling row has). */         \
   TG_VF_CLONES static void NAME##_chunk_first(int64_t len, const T *restrict row,                  \
@@ -86,6 +81,9 @@ typedef struct reduce_ctx {
       at[j] = 0;                                                                                   \
     }                                                                                              \
   }                                                                                                \
+  /* One reduced index r over len neighbouring outputs whose inputs are contiguous: without        \
+   * branches, so that it vectorizes (a branch per element mispredicts on random data: the         \
+   * 2x2 pooling of a small CNN spent 9 ns per output here). */                                    \
   TG_VF_CLONES static void NAME##_chunk_step(int64_t len, const T *restrict row, int64_t r,        \
                                              T *restrict values, int64_t *restrict at) {           \
     for (int64_t j = 0; j < len; j++) {                                                            \
