@@ -54,6 +54,7 @@ void tg__profile_set_device_sync(tg_status (*sync)(void)) { atomic_store(&device
 /* TG_PROFILE=N or N,sync: profile the whole program from its first op, and print N rows (0:
  * all) on stderr at exit; for programs one cannot or would rather not change. */
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static atomic_bool env_read; /* set once read_env has run: op calls skip pthread_once after */
 static int64_t env_rows;
 static void start(bool synchronize_devices);
 
@@ -62,7 +63,7 @@ static void print_at_exit(void) {
   (void)tg_profile_print(stderr, env_rows);
 }
 
-static void read_env(void) {
+static void read_env_once(void) {
   const char *e = getenv("TG_PROFILE");
   if (!e || !e[0]) return;
   char *end;
@@ -80,8 +81,17 @@ static void read_env(void) {
   if (atexit(print_at_exit) == 0) start(sync);
 }
 
+static void read_env_run(void) {
+  read_env_once();
+  atomic_store_explicit(&env_read, true, memory_order_release);
+}
+
+static void read_env(void) {
+  if (!atomic_load_explicit(&env_read, memory_order_acquire)) pthread_once(&env_once, read_env_run);
+}
+
 void tg__profile_begin(tg__profile_frame *f) {
-  pthread_once(&env_once, read_env);
+  read_env();
   f->on = atomic_load_explicit(&on, memory_order_relaxed);
   if (!f->on) return;
   wait_for_device();
@@ -130,13 +140,13 @@ static void start(bool synchronize_devices) {
 }
 
 tg_status tg_profile_start(bool synchronize_devices) {
-  pthread_once(&env_once, read_env); /* TG_PROFILE first, so it cannot clear this start */
+  read_env(); /* TG_PROFILE first, so it cannot clear this start */
   start(synchronize_devices);
   return TG_OK;
 }
 
 void tg_profile_stop(void) {
-  pthread_once(&env_once, read_env);
+  read_env();
   atomic_store(&on, false);
 }
 

@@ -157,25 +157,22 @@ typedef struct reduce_ctx {
       }                                                                                            \
       return;                                                                                      \
     }                                                                                              \
-    if (s[0] == 1 && s[1] == 1 && s[2] == 1) {                                                     \
-      /* All three unit-stride (a contiguous x reduced over an outer dim): in place. */            \
-      for (int64_t j0 = 0; j0 < n; j0 += TG_CPU_REDUCE_CHUNK) {                                    \
-        const int64_t len = n - j0 < TG_CPU_REDUCE_CHUNK ? n - j0 : TG_CPU_REDUCE_CHUNK;           \
-        NAME##_chunk_first(len, x + j0, values + j0, indices + j0);                                \
-        for (int64_t r = 1; r < R; r++)                                                            \
-          NAME##_chunk_step(len, x + j0 + r * rs, r, values + j0, indices + j0);                   \
-      }                                                                                            \
-      return;                                                                                      \
-    }                                                                                              \
+    /* All three unit-stride (a contiguous x reduced over an outer dim): in place. */              \
+    const bool direct = s[0] == 1 && s[1] == 1 && s[2] == 1;                                       \
     for (int64_t j0 = 0; j0 < n; j0 += TG_CPU_REDUCE_CHUNK) {                                      \
       const int64_t len = n - j0 < TG_CPU_REDUCE_CHUNK ? n - j0 : TG_CPU_REDUCE_CHUNK;             \
-      T best[TG_CPU_REDUCE_CHUNK];                                                                 \
-      int64_t best_r[TG_CPU_REDUCE_CHUNK];                                                         \
+      T chunk_v[TG_CPU_REDUCE_CHUNK];                                                              \
+      int64_t chunk_r[TG_CPU_REDUCE_CHUNK];                                                        \
+      T *best = direct ? values + j0 : chunk_v;                                                    \
+      int64_t *best_r = direct ? indices + j0 : chunk_r;                                           \
       const T *base = x + j0 * s[2];                                                               \
-      for (int64_t j = 0; j < len; j++) {                                                          \
-        best[j] = base[j * s[2]];                                                                  \
-        best_r[j] = 0;                                                                             \
-      }                                                                                            \
+      if (s[2] == 1)                                                                               \
+        NAME##_chunk_first(len, base, best, best_r);                                               \
+      else                                                                                         \
+        for (int64_t j = 0; j < len; j++) {                                                        \
+          best[j] = base[j * s[2]];                                                                \
+          best_r[j] = 0;                                                                           \
+        }                                                                                          \
       for (int64_t r = 1; r < R; r++) {                                                            \
         const T *row = base + r * rs;                                                              \
         if (s[2] == 1)                                                                             \
@@ -189,7 +186,7 @@ typedef struct reduce_ctx {
             }                                                                                      \
           }                                                                                        \
       }                                                                                            \
-      for (int64_t j = 0; j < len; j++) {                                                          \
+      for (int64_t j = 0; !direct && j < len; j++) {                                               \
         values[(j0 + j) * s[0]] = best[j];                                                         \
         indices[(j0 + j) * s[1]] = best_r[j];                                                      \
       }                                                                                            \
